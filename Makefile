@@ -1,0 +1,31 @@
+# Two entry points on a fresh machine: `make run` and `make test`.
+# Each creates .venv and installs the project on first use.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench predictions clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/simstack
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/simstack check
+
+lint: $(STAMP)
+	$(BIN)/ruff check simstack tests benchmarks
+	$(BIN)/mypy simstack
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) outputs multirun

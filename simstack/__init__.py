@@ -1,0 +1,1 @@
+"""simstack: discrete-event simulation of accelerator-controls software stacks."""
