@@ -1,1 +1,14 @@
-"""simstack: discrete-event simulation of accelerator-controls software stacks."""
+"""simstack: discrete-event simulation of accelerator-controls software stacks.
+
+Describe a stack (hosts, threads, locks, databases, devices, timing) and its workload in
+a model file; ``simulate`` executes it and returns tidy tables of latencies, stage
+breakdowns and resource utilisation.
+"""
+
+from simstack.errors import ConfigError, DataError, ModelError, SimstackError
+from simstack.graph import build_graph
+from simstack.loader import load_model
+from simstack.simulate import RunResult, simulate
+
+__all__ = ["ConfigError", "DataError", "ModelError", "RunResult", "SimstackError", "build_graph",
+           "load_model", "simulate"]

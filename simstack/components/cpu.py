@@ -1,0 +1,239 @@
+"""The CPU cores of a host under three scheduling disciplines.
+
+A *demand* is CPU work in seconds on a reference core; a host with ``speed`` 2 does it
+in half the time. ``fifo``: jobs take a free core in arrival order and run to completion.
+``ps`` (processor sharing): all runnable jobs share the cores equally, each progressing
+at ``speed * min(1, cores / n)``, the classic model of a time-sliced OS under load.
+``priority``: preemptive-resume by thread priority (higher number more urgent, as in
+EPICS / POSIX real-time priorities); an arriving job takes a core from the least urgent
+running one, which later resumes where it stopped. Equal priorities are FIFO.
+
+Each scheduler calls ``done(wait, service)`` when a job finishes: ``service`` is the time
+it actually ran, ``wait`` the rest of its time in the system.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable
+
+import simpy
+from simpy.events import Timeout
+
+from simstack.components.meter import Meter
+
+Done = Callable[[float, float], None]
+
+
+class FifoCpu:
+    __slots__ = ("env", "cores", "speed", "meter", "_queue", "_free")
+
+    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+        self.env = env
+        self.cores = cores
+        self.speed = speed
+        self.meter = meter
+        self._queue: deque[tuple[float, float, Done]] = deque()
+        self._free = cores
+
+    def submit(self, demand: float, priority: int, done: Done) -> None:
+        meter = self.meter
+        now = self.env.now
+        meter.arrivals += 1
+        meter.touch(now)
+        if self._free:
+            self._free -= 1
+            meter.busy += 1
+            self._start(now, demand / self.speed, done)
+        else:
+            self._queue.append((now, demand / self.speed, done))
+            meter.queue = len(self._queue)
+            if meter.queue > meter.max_queue:
+                meter.max_queue = meter.queue
+
+    def _start(self, arrived: float, service: float, done: Done) -> None:
+        event = Timeout(self.env, service)
+        event.callbacks.append(lambda _e: self._finish(arrived, service, done))
+
+    def _finish(self, arrived: float, service: float, done: Done) -> None:
+        now = self.env.now
+        meter = self.meter
+        meter.touch(now)
+        if self._queue:
+            nxt = self._queue.popleft()
+            meter.queue = len(self._queue)
+            self._start(*nxt)
+        else:
+            self._free += 1
+            meter.busy -= 1
+        done(now - arrived - service, service)
+
+
+class _Job:
+    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token")
+
+    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Done):
+        self.priority = priority
+        self.seq = seq
+        self.remaining = work  # seconds of run time still needed on this host
+        self.arrived = arrived
+        self.service = work
+        self.done = done
+        self.started = 0.0
+        self.token = 0
+
+
+class PriorityCpu:
+    """Preemptive-resume priority scheduling on ``cores`` identical cores."""
+
+    __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq")
+
+    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+        self.env = env
+        self.cores = cores
+        self.speed = speed
+        self.meter = meter
+        self._running: list[_Job] = []
+        self._ready: list[tuple[int, int, _Job]] = []  # heap of (-priority, seq, job)
+        self._seq = 0
+
+    def submit(self, demand: float, priority: int, done: Done) -> None:
+        now = self.env.now
+        meter = self.meter
+        meter.arrivals += 1
+        meter.touch(now)
+        self._seq += 1
+        job = _Job(priority, self._seq, demand / self.speed, now, done)
+        if len(self._running) < self.cores:
+            self._run(job, now)
+            return
+        victim = min(self._running, key=lambda j: (j.priority, -j.seq))
+        if victim.priority < priority:
+            self._preempt(victim, now)
+            self._run(job, now)
+        else:
+            heapq.heappush(self._ready, (-priority, job.seq, job))
+            self._queue_changed()
+
+    def _run(self, job: _Job, now: float) -> None:
+        job.started = now
+        job.token += 1
+        self._running.append(job)
+        self.meter.busy = len(self._running)
+        token = job.token
+        event = Timeout(self.env, job.remaining)
+        event.callbacks.append(lambda _e: self._finish(job, token))
+
+    def _preempt(self, job: _Job, now: float) -> None:
+        job.remaining -= now - job.started
+        job.token += 1  # its pending completion is now stale
+        self._running.remove(job)
+        # Resumes ahead of later arrivals of its priority: it keeps its original seq.
+        heapq.heappush(self._ready, (-job.priority, job.seq, job))
+        self._queue_changed()
+
+    def _finish(self, job: _Job, token: int) -> None:
+        if job.token != token:
+            return
+        now = self.env.now
+        self.meter.touch(now)
+        self._running.remove(job)
+        if self._ready:
+            _, _, nxt = heapq.heappop(self._ready)
+            self._queue_changed()
+            self._run(nxt, now)
+        else:
+            self.meter.busy = len(self._running)
+        job.done(now - job.arrived - job.service, job.service)
+
+    def _queue_changed(self) -> None:
+        meter = self.meter
+        meter.queue = len(self._ready)
+        if meter.queue > meter.max_queue:
+            meter.max_queue = meter.queue
+
+
+class SharedRate:
+    """Processor sharing of one rate among all jobs in service.
+
+    Used for CPU cores (``servers`` = cores, work in seconds) and for bandwidth
+    (``servers`` = 1, work in bytes, ``rate`` in bytes per second). Virtual time advances
+    at each job's current rate; a job leaves when virtual time reaches its finish tag,
+    so every arrival or departure costs O(log n) and one rescheduled timer.
+    """
+
+    __slots__ = ("env", "servers", "rate", "meter", "_tags", "_virtual", "_last", "_token", "_seq")
+
+    def __init__(self, env: simpy.Environment, servers: float, rate: float, meter: Meter):
+        self.env = env
+        self.servers = servers
+        self.rate = rate
+        self.meter = meter
+        self._tags: list[tuple[float, int, float, float, Done]] = []
+        self._virtual = 0.0
+        self._last = 0.0
+        self._token = 0
+        self._seq = 0
+
+    def _per_job_rate(self, n: int) -> float:
+        return self.rate * min(1.0, self.servers / n) if n else 0.0
+
+    def _advance(self, now: float) -> None:
+        n = len(self._tags)
+        if n:
+            self._virtual += (now - self._last) * self._per_job_rate(n)
+        self._last = now
+
+    def submit(self, work: float, priority: int, done: Done) -> None:
+        now = self.env.now
+        meter = self.meter
+        meter.arrivals += 1
+        meter.touch(now)
+        self._advance(now)
+        self._seq += 1
+        heapq.heappush(self._tags, (self._virtual + work, self._seq, now, work / self.rate, done))
+        self._account()
+        self._schedule(now)
+
+    def _account(self) -> None:
+        n = len(self._tags)
+        self.meter.busy = min(n, self.servers)
+        self.meter.queue = max(0, n - self.servers) if math.isfinite(self.servers) else 0
+        if self.meter.queue > self.meter.max_queue:
+            self.meter.max_queue = int(self.meter.queue)
+
+    def _schedule(self, now: float) -> None:
+        self._token += 1
+        if not self._tags:
+            return
+        token = self._token
+        delay = max(0.0, (self._tags[0][0] - self._virtual) / self._per_job_rate(len(self._tags)))
+        event = Timeout(self.env, delay)
+        event.callbacks.append(lambda _e: self._finish(token))
+
+    def _finish(self, token: int) -> None:
+        if token != self._token:
+            return
+        now = self.env.now
+        self.meter.touch(now)
+        self._advance(now)
+        finished = []
+        # Everything whose tag has been reached leaves now (ties and rounding).
+        while self._tags and self._tags[0][0] <= self._virtual * (1 + 1e-12) + 1e-15:
+            finished.append(heapq.heappop(self._tags))
+        self._account()
+        self._schedule(now)
+        for _tag, _seq, arrived, service, done in finished:
+            done(now - arrived - service, service)
+
+
+def make_cpu(env: simpy.Environment, name: str, cores: int, speed: float,
+             discipline: str) -> FifoCpu | PriorityCpu | SharedRate:
+    meter = Meter(name, "cpu", cores)
+    if discipline == "fifo":
+        return FifoCpu(env, cores, speed, meter)
+    if discipline == "priority":
+        return PriorityCpu(env, cores, speed, meter)
+    return SharedRate(env, cores, speed, meter)

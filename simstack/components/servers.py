@@ -1,0 +1,88 @@
+"""Plain service stations: ``servers`` identical servers with a service-time distribution.
+
+The generic building block for anything whose inside the model does not need: a beam
+scheduler's pattern-schedule step, a timing master, a remote service. ``servers: inf``
+makes it a pure delay (every caller served at once). Callers wait first come, first served.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from simpy.events import Timeout
+
+from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.components.meter import Meter
+from simstack.components.slots import Slots
+from simstack.distributions import Distribution, parse_distribution
+from simstack.schema import Field
+from simstack.spec import ComponentSpec
+from simstack.units import parse_count, parse_time
+
+
+def time_dist(raw: object) -> Distribution:
+    return parse_distribution(raw, parse_time)
+
+
+class ServerRuntime:
+    __slots__ = ("env", "meter", "slots", "service")
+
+    def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution):
+        self.env = env
+        self.meter = meter
+        self.slots = Slots(env, servers, meter) if math.isfinite(servers) else None
+        self.service = service
+
+
+@register
+class ServerKind(Kind):
+    kind = "server"
+    doc = "a station of identical servers (servers: inf for a pure delay)"
+    roles = frozenset({"call"})
+    fields = {
+        "kind": Field(str),
+        "host": Field(str, None),
+        "servers": Field(lambda v: parse_count(v, allow_inf=True), 1),
+        "service": Field(time_dist, help="service-time distribution, e.g. exp(2ms)"),
+    }
+    call_options = {"service": Field(time_dist, None, "overrides the component's service time")}
+
+    @classmethod
+    def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ServerRuntime:
+        s = spec.settings
+        return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, s["servers"]), s["servers"],
+                             s["service"])
+
+    @classmethod
+    def bind_call(cls, runtime: ServerRuntime, options: Mapping[str, Any],
+                  sampler: SamplerFactory, stream: str) -> Callable[[Ctx, Done], None]:
+        draw = sampler(stream, options.get("service") or runtime.service)
+        env = runtime.env
+        slots = runtime.slots
+        meter = runtime.meter
+        if slots is None:
+            def delay(ctx: Ctx, done: Done) -> None:
+                service = draw(ctx)
+                meter.touch(env.now)
+                meter.busy += 1
+                meter.arrivals += 1
+
+                def finish(_event: object) -> None:
+                    meter.touch(env.now)
+                    meter.busy -= 1
+                    done(0.0, service)
+                Timeout(env, service).callbacks.append(finish)
+            return delay
+
+        def serve(ctx: Ctx, done: Done) -> None:
+            def granted(wait: float) -> None:
+                service = draw(ctx)
+
+                def finish(_event: object) -> None:
+                    slots.release()
+                    done(wait, service)
+                Timeout(env, service).callbacks.append(finish)
+            slots.acquire(granted)
+        return serve

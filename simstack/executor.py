@@ -1,0 +1,551 @@
+"""Binds a validated model to a ``simpy.Environment`` and runs one replication.
+
+This is the hot path. Request classes are compiled, once per call site, into small
+runner objects with one method ``run(ctx, k)``: do your work, then call the continuation
+``k``. Runners schedule raw SimPy timeouts with callbacks instead of spawning a process
+per request, which is what makes this several times faster than process-per-customer
+SimPy while staying on SimPy's event queue. Flags were resolved when the model was
+loaded, so nothing here tests a condition that cannot change during a run.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import Timeout
+
+from simstack.components import lookup
+from simstack.components.base import BuildContext, Ctx
+from simstack.components.cpu import make_cpu
+from simstack.components.queues import QueueRuntime
+from simstack.components.threads import thread_scope
+from simstack.distributions import Const, Distribution, Indexed
+from simstack.records import Recorder
+from simstack.spec import (Call, ClosedWorkload, Cpu, Delay, Hold, ModelSpec, OpenWorkload,
+                           Parallel, PeriodicWorkload, ProtocolWorkload, Send, Sequence, Step)
+
+K = Callable[[], None]
+BLOCK = 256
+
+
+class Request:
+    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason", "item")
+
+    def __init__(self, rid: int, cls: str, workload: str, parent: int, start: float, warmup: bool,
+                 item: int):
+        self.id = rid
+        self.cls = cls
+        self.workload = workload
+        self.parent = parent
+        self.start = start
+        self.warmup = warmup
+        self.failed = False
+        self.reason = ""
+        self.item = item
+
+    def fail(self, reason: str) -> None:
+        if not self.failed:
+            self.failed = True
+            self.reason = reason
+
+
+class BlockSampler:
+    """Draws variates in blocks: one NumPy call per BLOCK draws, a list index per draw."""
+
+    __slots__ = ("dist", "rng", "buf", "i")
+
+    def __init__(self, dist: Distribution, rng: np.random.Generator):
+        self.dist = dist
+        self.rng = rng
+        self.buf: list[float] = []
+        self.i = 0
+
+    def __call__(self, _ctx: Ctx) -> float:
+        i = self.i
+        if i == len(self.buf):
+            self.buf = self.dist.sample(self.rng, BLOCK).tolist()
+            i = 0
+        self.i = i + 1
+        return self.buf[i]
+
+
+Scope = tuple[Any, int]  # (cpu runtime or None, priority)
+
+
+class Replication:
+    """One replication: environment, bound components, compiled requests, workloads."""
+
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True):
+        self.spec = spec
+        self.env = simpy.Environment()
+        self.seed = seed
+        self.rep = rep
+        self.rec = Recorder(rep, record_steps)
+        self.next_id = 0
+        self.in_system = 0
+        self.started = 0
+        self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline)
+                     for h in spec.hosts.values()}
+        build = BuildContext(self.env, self.cpus, self.sampler)
+        self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
+        self.runtimes = {c.name: self.kinds[c.name].build(c, build) for c in spec.components.values()}
+        self._compiled: dict[tuple[str, int, int], Any] = {}
+        for name, runtime in self.runtimes.items():
+            if isinstance(runtime, QueueRuntime):
+                self._bind_queue(name, runtime)
+
+    # -- randomness ---------------------------------------------------------------------
+    def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
+        """A sampler with its own stream, keyed by name so what-ifs share random numbers."""
+        if isinstance(dist, Const):
+            value = dist.value
+            return lambda _ctx: value
+        if isinstance(dist, Indexed):
+            return lambda ctx: dist.at(ctx.item)
+        key = zlib.crc32(stream.encode())
+        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, key))
+        return BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+
+    # -- requests -----------------------------------------------------------------------
+    def root(self, request: str, scope: Scope) -> Any:
+        """The compiled body of a request class for a given (cpu, priority) scope."""
+        key = (request, id(scope[0]), scope[1])
+        if key not in self._compiled:
+            req = self.spec.requests[request]
+            if req.host:
+                scope = (self.cpus[req.host], req.priority)
+            self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+        return self._compiled[key]
+
+    def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
+              parent: int = -1, warmup: bool = False, since: float | None = None) -> None:
+        self.next_id += 1
+        self.in_system += 1
+        self.started += 1
+        req = Request(self.next_id, cls, workload, parent, self.env.now if since is None else since,
+                      warmup, item)
+        ctx = Ctx(req, item)
+        self.root(cls, scope).run(ctx, lambda: self._end(req, on_end))
+
+    def _end(self, req: Request, on_end: K | None) -> None:
+        self.in_system -= 1
+        self.rec.requests.append((self.rep, req.id, req.parent, req.cls, req.workload, req.item,
+                                  req.warmup, req.start, self.env.now, not req.failed, req.reason))
+        if on_end is not None:
+            on_end()
+
+    def _bind_queue(self, name: str, queue: QueueRuntime) -> None:
+        comp = self.spec.components[name]
+        handler = comp.settings["handler"]
+        host, priority = thread_scope(self.kinds[name], comp) or ("", 0)
+        scope = (self.cpus[host], priority)
+
+        def dispatch(ctx: Ctx, since: float, finished: K) -> None:
+            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since)
+
+        def dropped(ctx: Ctx, since: float) -> None:
+            self.next_id += 1
+            self.started += 1
+            self.rec.requests.append((self.rep, self.next_id, ctx.req.id, handler, name, ctx.item,
+                                      False, since, self.env.now, False, f"queue full: {name}"))
+        queue.dispatch = dispatch
+        queue.dropped = dropped
+
+    # -- compilation --------------------------------------------------------------------
+    def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
+        runners = [self.compile_step(step, scope) for step in body]
+        return runners[0] if len(runners) == 1 else SeqRunner(runners)
+
+    def compile_step(self, step: Step, scope: Scope) -> Any:
+        runner = self._compile_action(step, scope)
+        if step.guard.deadline is not None:
+            runner = DeadlineRunner(self, runner, step.guard.name, step.guard.deadline,
+                                    step.guard.on_miss == "fail")
+        return runner
+
+    def _compile_action(self, step: Step, scope: Scope) -> Any:
+        g = step.guard
+        stream = f"{g.path}:{g.name}"
+        if isinstance(step, Cpu):
+            nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
+            return CpuRunner(self, scope, self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
+        if isinstance(step, Delay):
+            return DelayRunner(self, self.sampler(stream, step.duration), g.name)
+        if isinstance(step, Hold):
+            comp = self.spec.components[step.target]
+            kind = self.kinds[step.target]
+            acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode)
+            inner = scope
+            tscope = thread_scope(kind, comp)
+            if tscope is not None:
+                inner = (self.cpus[tscope[0]], tscope[1])
+            body = self.compile_body(step.body, inner, g.path)
+            return HoldRunner(self, acquire, release, body, g.name, step.target)
+        if isinstance(step, Call):
+            if step.target in self.spec.requests:
+                return SubRequestRunner(self, step.target, scope)
+            kind = self.kinds[step.target]
+            serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
+            return CallRunner(self, serve, g.name, step.target)
+        if isinstance(step, Send):
+            if step.target in self.spec.requests:
+                return SpawnRunner(self, step.target, scope)
+            return QueueRunner(self.runtimes[step.target])
+        if isinstance(step, Parallel):
+            return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
+        assert isinstance(step, Sequence)
+        return self.compile_body(step.body, scope, g.path)
+
+
+class SeqRunner:
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: list[Any]):
+        self.steps = steps
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        _Cursor(self.steps, ctx, k).advance()
+
+
+class _Cursor:
+    """Walks a sequence; steps that finish at once are iterated, not recursed into."""
+
+    __slots__ = ("steps", "i", "ctx", "k", "busy", "pending")
+
+    def __init__(self, steps: list[Any], ctx: Ctx, k: K):
+        self.steps = steps
+        self.i = 0
+        self.ctx = ctx
+        self.k = k
+        self.busy = False
+        self.pending = False
+
+    def advance(self) -> None:
+        if self.busy:
+            self.pending = True
+            return
+        self.busy = True
+        while True:
+            self.pending = False
+            if self.i == len(self.steps) or self.ctx.req.failed:
+                self.busy = False
+                self.k()
+                return
+            step = self.steps[self.i]
+            self.i += 1
+            step.run(self.ctx, self.advance)
+            if not self.pending:
+                self.busy = False
+                return
+
+
+class CpuRunner:
+    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name")
+
+    def __init__(self, r: Replication, scope: Scope, draw: Any, per_byte: float, nbytes: Any, name: str):
+        self.r = r
+        self.cpu, self.priority = scope
+        self.draw = draw
+        self.per_byte = per_byte
+        self.nbytes = nbytes
+        self.name = name
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        demand = self.draw(ctx)
+        if self.nbytes is not None:
+            demand += self.per_byte * self.nbytes(ctx)
+        r = self.r
+        if not r.rec.record_steps:
+            self.cpu.submit(demand, self.priority, lambda _w, _s: k())
+            return
+        start = r.env.now
+
+        def done(wait: float, service: float) -> None:
+            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
+                                service, r.env.now))
+            k()
+        self.cpu.submit(demand, self.priority, done)
+
+
+class DelayRunner:
+    __slots__ = ("r", "draw", "name")
+
+    def __init__(self, r: Replication, draw: Any, name: str):
+        self.r = r
+        self.draw = draw
+        self.name = name
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        Timeout(self.r.env, self.draw(ctx)).callbacks.append(lambda _e: k())
+
+
+class HoldRunner:
+    __slots__ = ("r", "acquire", "release", "body", "name", "target")
+
+    def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str):
+        self.r = r
+        self.acquire = acquire
+        self.release = release
+        self.body = body
+        self.name = name
+        self.target = target
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        r = self.r
+        start = r.env.now
+
+        def granted(wait: float) -> None:
+            def finished() -> None:
+                self.release(ctx)
+                if r.rec.record_steps:
+                    end = r.env.now
+                    r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start,
+                                        wait, end - start - wait, end))
+                k()
+            self.body.run(ctx, finished)
+
+        if not self.acquire(ctx, granted):
+            ctx.req.fail(f"{self.target} full")
+            k()
+
+
+class CallRunner:
+    __slots__ = ("r", "serve", "name", "target")
+
+    def __init__(self, r: Replication, serve: Any, name: str, target: str):
+        self.r = r
+        self.serve = serve
+        self.name = name
+        self.target = target
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        r = self.r
+        if not r.rec.record_steps:
+            self.serve(ctx, lambda _w, _s: k())
+            return
+        start = r.env.now
+
+        def done(wait: float, service: float) -> None:
+            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
+                                service, r.env.now))
+            k()
+        self.serve(ctx, done)
+
+
+class SubRequestRunner:
+    """A synchronous call of another request class, inline in the caller's request."""
+
+    __slots__ = ("r", "target", "scope", "body")
+
+    def __init__(self, r: Replication, target: str, scope: Scope):
+        self.r = r
+        self.target = target
+        self.scope = scope
+        self.body: Any = None
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if self.body is None:  # compiled on first use: class bodies may refer to each other
+            self.body = self.r.root(self.target, self.scope)
+        self.body.run(ctx, k)
+
+
+class SpawnRunner:
+    """Asynchronous start of another request class; the caller goes on at once."""
+
+    __slots__ = ("r", "target", "scope")
+
+    def __init__(self, r: Replication, target: str, scope: Scope):
+        self.r = r
+        self.target = target
+        self.scope = scope
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.r.start(self.target, ctx.req.workload, ctx.item, self.scope, None, parent=ctx.req.id,
+                     warmup=ctx.req.warmup)
+        k()
+
+
+class QueueRunner:
+    __slots__ = ("queue",)
+
+    def __init__(self, queue: QueueRuntime):
+        self.queue = queue
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.queue.put(ctx, k)
+
+
+class ParallelRunner:
+    __slots__ = ("count", "limit", "body")
+
+    def __init__(self, count: int, limit: float, body: Any):
+        self.count = count
+        self.limit = limit
+        self.body = body
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        _FanOut(self, ctx, k).launch()
+
+
+class _FanOut:
+    __slots__ = ("p", "ctx", "k", "next", "running", "left", "launching")
+
+    def __init__(self, p: ParallelRunner, ctx: Ctx, k: K):
+        self.p = p
+        self.ctx = ctx
+        self.k = k
+        self.next = 0
+        self.running = 0
+        self.left = p.count
+        self.launching = False
+
+    def launch(self) -> None:
+        if self.launching:
+            return
+        self.launching = True
+        p, req = self.p, self.ctx.req
+        while self.next < p.count and self.running < p.limit:
+            item = self.next
+            self.next += 1
+            self.running += 1
+            p.body.run(Ctx(req, item), self.branch_done)
+        self.launching = False
+        if self.left == 0:
+            self.left = -1
+            self.k()
+
+    def branch_done(self) -> None:
+        self.running -= 1
+        self.left -= 1
+        if self.launching:
+            return
+        if self.left == 0:
+            self.left = -1
+            self.k()
+        else:
+            self.launch()
+
+
+class DeadlineRunner:
+    """Checks that a step ended within ``deadline`` of its request's start."""
+
+    __slots__ = ("r", "inner", "name", "deadline", "fail")
+
+    def __init__(self, r: Replication, inner: Any, name: str, deadline: float, fail: bool):
+        self.r = r
+        self.inner = inner
+        self.name = name
+        self.deadline = deadline
+        self.fail = fail
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        def check() -> None:
+            r = self.r
+            elapsed = r.env.now - ctx.req.start
+            if elapsed > self.deadline:
+                r.rec.deadlines.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.deadline,
+                                        elapsed, elapsed - self.deadline))
+                if self.fail:
+                    ctx.req.fail(f"deadline missed: {self.name}")
+            k()
+        self.inner.run(ctx, check)
+
+
+# -- workloads ------------------------------------------------------------------------
+def start_workloads(r: Replication) -> None:
+    for wl in r.spec.workloads.values():
+        req = r.spec.requests[wl.request]
+        scope: Scope = (r.cpus[req.host], req.priority) if req.host else (None, req.priority)
+        if isinstance(wl, OpenWorkload):
+            _open(r, wl, scope)
+        elif isinstance(wl, ClosedWorkload):
+            for client in range(wl.clients):
+                _closed(r, wl, scope, client)
+        elif isinstance(wl, PeriodicWorkload):
+            _periodic(r, wl, scope)
+        else:
+            _protocol(r, wl, scope)
+
+
+def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
+    gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+    state = {"n": 0}
+
+    def arrive(_e: object = None) -> None:
+        if state["n"] >= wl.count:
+            return
+        state["n"] += 1
+        r.start(wl.request, wl.name, 0, scope, None)
+        Timeout(r.env, gap(None)).callbacks.append(arrive)  # type: ignore[arg-type]
+
+    Timeout(r.env, wl.start + gap(None)).callbacks.append(arrive)  # type: ignore[arg-type]
+
+
+def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> None:
+    think = r.sampler(f"workloads.{wl.name}.think.{client}", wl.think)
+    state = {"n": 0}
+
+    def cycle(_e: object = None) -> None:
+        if state["n"] >= wl.count:
+            return
+        state["n"] += 1
+        r.start(wl.request, wl.name, client, scope, after)
+
+    def after() -> None:
+        Timeout(r.env, think(None)).callbacks.append(cycle)  # type: ignore[arg-type]
+
+    Timeout(r.env, wl.start).callbacks.append(cycle)
+
+
+def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
+    jitter = r.sampler(f"workloads.{wl.name}.jitter", wl.jitter)
+    state = {"n": 0}
+
+    def tick(_e: object = None) -> None:
+        if state["n"] >= wl.count:
+            return
+        tick_time = wl.phase + state["n"] * wl.period
+        state["n"] += 1
+        for copy in range(wl.copies):
+            delay = jitter(None)  # type: ignore[arg-type]
+            if delay:
+                Timeout(r.env, delay).callbacks.append(
+                    lambda _e, c=copy: r.start(wl.request, wl.name, c, scope, None))
+            else:
+                r.start(wl.request, wl.name, copy, scope, None)
+        Timeout(r.env, tick_time + wl.period - r.env.now).callbacks.append(tick)
+
+    Timeout(r.env, wl.phase).callbacks.append(tick)
+
+
+def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:
+    gap = r.sampler(f"workloads.{wl.name}.gap", wl.gap)
+    total = wl.warmup + wl.repeat
+    state = {"n": 0}
+
+    def next_run(_e: object = None) -> None:
+        if state["n"] >= total:
+            return
+        warm = state["n"] < wl.warmup
+        state["n"] += 1
+        r.start(wl.request, wl.name, state["n"] - 1, scope, after, warmup=warm)
+
+    def after() -> None:
+        Timeout(r.env, gap(None)).callbacks.append(next_run)  # type: ignore[arg-type]
+
+    Timeout(r.env, 0).callbacks.append(next_run)
+
+
+def is_finite(spec: ModelSpec) -> bool:
+    """Whether every workload stops by itself (so a run needs no horizon)."""
+    for wl in spec.workloads.values():
+        if isinstance(wl, ProtocolWorkload):
+            continue
+        if not math.isfinite(wl.count):
+            return False
+    return True

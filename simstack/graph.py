@@ -1,0 +1,113 @@
+"""The model as a network: hosts, components, request classes and workloads as nodes;
+deployment, call, hold, send and drive relations as edges.
+
+The graph is what validation walks before time starts (synchronous call cycles, CPU work
+with no host to run on), what reports draw and what analyses query ("who calls the DB?").
+Node ids are ``type:name`` so a host and a component may share a name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import networkx as nx
+
+from simstack.components import lookup
+from simstack.components.threads import thread_scope
+from simstack.errors import ModelError
+from simstack.spec import Call, Cpu, Hold, ModelSpec, Parallel, Send, Sequence, Step
+
+
+def node(kind: str, name: str) -> str:
+    return f"{kind}:{name}"
+
+
+def walk(steps: tuple[Step, ...]) -> Iterator[Step]:
+    """Every step of a tree, parents before children."""
+    for step in steps:
+        yield step
+        if isinstance(step, Hold | Parallel | Sequence):
+            yield from walk(step.body)
+
+
+def build_graph(spec: ModelSpec) -> nx.DiGraph:
+    """Build the topology and validate it; raises ModelError naming the offending step."""
+    graph = nx.DiGraph(name=spec.name)
+    for host in spec.hosts.values():
+        graph.add_node(node("host", host.name), type="host", cores=host.cores,
+                       discipline=host.discipline)
+    for comp in spec.components.values():
+        graph.add_node(node("component", comp.name), type="component", kind=comp.kind)
+        if comp.host:
+            graph.add_edge(node("component", comp.name), node("host", comp.host), relation="runs_on")
+        handler = comp.settings.get("handler")
+        if handler is not None:
+            if handler not in spec.requests:
+                raise ModelError(f"unknown request class {handler!r}; request classes: "
+                                 f"{', '.join(sorted(spec.requests))}", path=f"components.{comp.name}.handler")
+            graph.add_edge(node("component", comp.name), node("request", handler), relation="handles",
+                           sync=False)
+    for req in spec.requests.values():
+        graph.add_node(node("request", req.name), type="request")
+        if req.host:
+            graph.add_edge(node("request", req.name), node("host", req.host), relation="runs_on")
+        for step in walk(req.body):
+            _add_step_edge(graph, spec, req.name, step)
+    for wl in spec.workloads.values():
+        graph.add_node(node("workload", wl.name), type="workload")
+        graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
+    _check_sync_cycles(graph)
+    _check_cpu_scopes(spec)
+    return graph
+
+
+def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
+    src = node("request", source)
+    if isinstance(step, Hold):
+        graph.add_edge(src, node("component", step.target), relation="holds", sync=True)
+    elif isinstance(step, Call):
+        target = node("request" if step.target in spec.requests else "component", step.target)
+        graph.add_edge(src, target, relation="calls", sync=True, path=step.guard.path)
+    elif isinstance(step, Send):
+        target = node("request" if step.target in spec.requests else "component", step.target)
+        graph.add_edge(src, target, relation="sends", sync=False)
+
+
+def _check_sync_cycles(graph: nx.DiGraph) -> None:
+    calls = nx.DiGraph((u, v, d) for u, v, d in graph.edges(data=True)
+                       if d.get("relation") == "calls" and v.startswith("request:"))
+    try:
+        cycle = nx.find_cycle(calls)
+    except nx.NetworkXNoCycle:
+        return
+    names = [u.split(":", 1)[1] for u, _v in cycle] + [cycle[0][0].split(":", 1)[1]]
+    first = calls.edges[cycle[0]]
+    raise ModelError(f"cycle of synchronous calls: {' -> '.join(names)} (a request would wait for itself)",
+                     path=first.get("path"))
+
+
+def _check_cpu_scopes(spec: ModelSpec) -> None:
+    """Every cpu step must run on some host: inside a held thread pool, in a queue handler,
+    or in a request class that names its host."""
+    handlers = {c.settings["handler"] for c in spec.components.values() if c.settings.get("handler")}
+    for req in spec.requests.values():
+        if req.host or req.name in handlers:
+            continue
+        _scoped(spec, req.body, False, set())
+
+
+def _scoped(spec: ModelSpec, steps: tuple[Step, ...], has_host: bool, seen: set[str]) -> None:
+    for step in steps:
+        if isinstance(step, Cpu) and not has_host:
+            raise ModelError("a cpu step needs a host: hold a thread pool around it, or give the "
+                             "request class a host", path=step.guard.path)
+        if isinstance(step, Hold):
+            comp = spec.components[step.target]
+            inner = has_host or thread_scope(lookup(comp.kind), comp) is not None
+            _scoped(spec, step.body, inner, seen)
+        elif isinstance(step, Parallel | Sequence):
+            _scoped(spec, step.body, has_host, seen)
+        elif isinstance(step, Call | Send) and step.target in spec.requests and step.target not in seen:
+            callee = spec.requests[step.target]
+            if not callee.host:
+                _scoped(spec, callee.body, has_host, seen | {step.target})

@@ -1,0 +1,102 @@
+"""Tidy tables and the statistics engineers quote: min / mean / median / p95 / p99 / max
+per request class and stage, Student-t confidence intervals across replications, and
+MSER-5 truncation of the initial transient for steady-state runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from simstack.records import DEADLINE_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+
+STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
+
+
+def requests_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=list(REQUEST_COLUMNS))
+    frame["latency"] = frame["end"] - frame["start"]
+    return frame
+
+
+def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
+
+
+def deadlines_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(DEADLINE_COLUMNS))
+
+
+def describe(values: pd.Series | np.ndarray) -> dict[str, float]:
+    """The summary row for one set of durations."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return dict.fromkeys(STAT_COLUMNS, np.nan) | {"count": 0}
+    return {"count": int(v.size), "min": float(v.min()), "mean": float(v.mean()),
+            "median": float(np.median(v)), "p95": float(np.percentile(v, 95)),
+            "p99": float(np.percentile(v, 99)), "max": float(v.max())}
+
+
+def t_interval(samples: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Half-width-based (low, high) Student-t interval of the mean; NaN for one sample."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return (np.nan, np.nan)
+    half = stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+    return (float(x.mean() - half), float(x.mean() + half))
+
+
+def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) -> pd.DataFrame:
+    """One row per group: statistics of latency over successful recorded requests, the
+    failure share, and a 95% CI of the mean across replications."""
+    recorded = requests[~requests["warmup"]]
+    rows = []
+    for key, group in recorded.groupby(list(by), sort=True):
+        ok = group[group["ok"]]
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        row.update(describe(ok["latency"]))
+        row["failed"] = float((~group["ok"]).mean()) if len(group) else np.nan
+        per_rep = ok.groupby("rep")["latency"].mean()
+        row["ci_low"], row["ci_high"] = t_interval(per_rep.to_numpy())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Per request class and step: mean wait, mean service and duration statistics."""
+    recorded = requests.loc[~requests["warmup"], ["rep", "id"]]
+    merged = steps.merge(recorded, on=["rep", "id"])
+    merged["duration"] = merged["end"] - merged["start"]
+    rows = []
+    for (req, step, comp), group in merged.groupby(["request", "step", "component"], sort=False):
+        row = {"request": req, "step": step, "component": comp,
+               "mean_wait": group["wait"].mean(), "mean_service": group["service"].mean()}
+        row.update(describe(group["duration"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mser5(series: Sequence[float] | np.ndarray) -> int:
+    """MSER-5 truncation point (White 1997): the number of leading observations to drop.
+
+    Observations are averaged in batches of 5; the truncation d minimises the standard
+    error of the remaining batch means, searched over the first half of the run.
+    """
+    x = np.asarray(series, dtype=float)
+    n_batches = x.size // 5
+    if n_batches < 4:
+        return 0
+    batches = x[: n_batches * 5].reshape(n_batches, 5).mean(axis=1)
+    # Suffix sums give every candidate's mean and variance in O(n).
+    rev = batches[::-1]
+    count = np.arange(1, n_batches + 1)
+    mean = np.cumsum(rev) / count
+    sq = np.cumsum(rev**2) / count
+    stat = (sq - mean**2) / count  # variance of the mean of the last `count` batches
+    stat = stat[::-1]  # index d = batches dropped
+    half = n_batches // 2
+    return int(np.argmin(stat[: half + 1])) * 5

@@ -1,0 +1,73 @@
+"""Field-by-field reading of a YAML mapping into typed values, with located errors.
+
+A section of a model file is described by a dict of ``Field``s. ``read_fields`` rejects
+keys it does not know (a typo must never silently fall back to a default), reports
+missing required keys, and re-raises any parse error with the key path it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simstack.errors import ModelError
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Field:
+    parse: Callable[[Any], Any]
+    default: Any = REQUIRED
+    help: str = ""
+
+
+def read_fields(raw: object, fields: Mapping[str, Field], path: str,
+                ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``."""
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path)
+    unknown = [k for k in raw if k not in fields and k not in ignore]
+    if unknown:
+        raise ModelError(f"unknown key {unknown[0]!r}; expected one of: {', '.join(fields)}",
+                         path=f"{path}.{unknown[0]}")
+    out: dict[str, Any] = {}
+    for key, spec in fields.items():
+        if key not in raw or raw[key] is None:
+            if spec.default is REQUIRED:
+                hint = f" ({spec.help})" if spec.help else ""
+                raise ModelError(f"missing required key {key!r}{hint}", path=path)
+            out[key] = spec.default
+            continue
+        try:
+            out[key] = spec.parse(raw[key])
+        except ModelError as exc:
+            raise exc.at(path=f"{path}.{key}") from None
+    return out
+
+
+def one_of(*choices: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        if value not in choices:
+            raise ModelError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+    return parse
+
+
+def name_ref(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ModelError(f"expected a name, got {value!r}")
+    return value
+
+
+def integer(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ModelError(f"expected a whole number, got {value!r}")
+    return int(value)
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ModelError(f"expected true or false, got {value!r}")
+    return value

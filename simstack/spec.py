@@ -1,0 +1,173 @@
+"""The validated, inert description of a model: frozen dataclasses and nothing else.
+
+A ``ModelSpec`` is what a model file means once units are parsed, parameters substituted,
+flags resolved and names checked. It never runs anything; ``graph`` and ``executor`` turn
+it into a network and a simulation. Request classes are step trees in the style of
+layered queueing networks: a step holds a thread or lock, uses CPU, calls a component or
+another request synchronously, sends work asynchronously, or fans out in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simstack.distributions import Distribution
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    name: str
+    cores: int
+    speed: float
+    discipline: str  # fifo | ps | priority
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    name: str
+    kind: str
+    host: str | None
+    settings: Mapping[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What every step may carry besides its action."""
+
+    name: str
+    path: str  # where the step stands in the model file; names its random stream
+    deadline: float | None = None  # seconds after the request started
+    on_miss: str = "record"  # record | fail
+
+
+@dataclass(frozen=True)
+class Cpu:
+    guard: Guard
+    demand: Distribution
+    per_byte: float = 0.0
+    bytes: Distribution | None = None
+
+
+@dataclass(frozen=True)
+class Delay:
+    guard: Guard
+    duration: Distribution
+
+
+@dataclass(frozen=True)
+class Hold:
+    guard: Guard
+    target: str
+    body: tuple[Step, ...]
+    key: str | None = None  # "item" or a constant key for per-key locks
+    mode: str = "write"  # read | write (read shares a read-write lock)
+
+
+@dataclass(frozen=True)
+class Call:
+    guard: Guard
+    target: str
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Send:
+    guard: Guard
+    target: str
+
+
+@dataclass(frozen=True)
+class Parallel:
+    guard: Guard
+    count: int
+    limit: float
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Sequence:
+    guard: Guard
+    body: tuple[Step, ...]
+
+
+Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    name: str
+    body: tuple[Step, ...]
+    host: str | None = None
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class OpenWorkload:
+    name: str
+    request: str
+    interarrival: Distribution
+    count: float  # arrivals to generate (inf: until the horizon)
+    start: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClosedWorkload:
+    name: str
+    request: str
+    clients: int
+    think: Distribution
+    count: float  # cycles per client
+    start: float = 0.0
+
+
+@dataclass(frozen=True)
+class PeriodicWorkload:
+    name: str
+    request: str
+    period: float
+    phase: float
+    jitter: Distribution
+    copies: int
+    count: float
+
+
+@dataclass(frozen=True)
+class ProtocolWorkload:
+    """The measurement protocol of a benchmark: W warm-up runs, then R recorded runs,
+    strictly one after another, as an engineer with a stopwatch would do them."""
+
+    name: str
+    request: str
+    warmup: int
+    repeat: int
+    gap: Distribution
+
+
+Workload = OpenWorkload | ClosedWorkload | PeriodicWorkload | ProtocolWorkload
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    value: Any
+    free: tuple[Any, Any] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    description: str
+    file: Path | None
+    parameters: Mapping[str, Parameter] = field(hash=False)
+    flags: frozenset[str]
+    declared_flags: frozenset[str]
+    hosts: Mapping[str, HostSpec] = field(hash=False)
+    components: Mapping[str, ComponentSpec] = field(hash=False)
+    requests: Mapping[str, RequestSpec] = field(hash=False)
+    workloads: Mapping[str, Workload] = field(hash=False)
+    raw: Mapping[str, Any] = field(hash=False, repr=False)
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)

@@ -1,0 +1,212 @@
+"""Reading request classes: YAML step lists into ``spec`` step trees.
+
+Each step is a mapping with exactly one action (``cpu``, ``delay``, ``hold``, ``call``,
+``send``, ``parallel``, ``steps``) plus optional modifiers (``name``, ``when``/``unless``
+a flag, ``deadline``, ``on_miss``). Flags are resolved here: a step whose condition is
+false is left out of the spec entirely, so it costs nothing at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from simstack.components import lookup
+from simstack.distributions import parse_distribution
+from simstack.errors import ModelError
+from simstack.schema import Field, integer, name_ref, one_of, read_fields
+from simstack.spec import (Call, ComponentSpec, Cpu, Delay, Guard, Hold, Parallel, RequestSpec,
+                           Sequence, Send, Step)
+from simstack.units import parse_count, parse_size, parse_time, positive
+
+ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps")
+MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
+_EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps")}
+
+
+class StepReader:
+    """Parses step lists against the model's components, request names and flags."""
+
+    def __init__(self, hosts: tuple[str, ...], components: Mapping[str, ComponentSpec],
+                 request_names: set[str], flags: Mapping[str, bool], base_dir: Path | None):
+        self._hosts = hosts
+        self.components = components
+        self.request_names = request_names
+        self.flags = flags
+        self.base_dir = base_dir
+
+    def request(self, name: str, raw: object) -> RequestSpec:
+        path = f"requests.{name}"
+        if isinstance(raw, list):
+            raw = {"steps": raw}
+        values = read_fields(raw, {
+            "steps": Field(lambda v: v, help="list of steps"),
+            "host": Field(name_ref, None),
+            "priority": Field(integer, 0),
+            "doc": Field(str, ""),
+        }, path)
+        if values["host"] is not None and values["host"] not in self._hosts:
+            raise ModelError(f"unknown host {values['host']!r}; hosts: {', '.join(self._hosts)}",
+                             path=f"{path}.host")
+        return RequestSpec(name, self.steps(values["steps"], f"{path}.steps"), values["host"],
+                           values["priority"])
+
+    def steps(self, raw: object, path: str) -> tuple[Step, ...]:
+        if not isinstance(raw, list) or not raw:
+            raise ModelError(f"expected a non-empty list of steps, got {raw!r}", path=path)
+        out = []
+        for index, item in enumerate(raw):
+            step = self.step(item, f"{path}[{index}]")
+            if step is not None:
+                out.append(step)
+        return tuple(out)
+
+    def step(self, raw: object, path: str) -> Step | None:
+        if not isinstance(raw, Mapping):
+            raise ModelError(f"a step must be a mapping with one of {', '.join(ACTIONS)}, got {raw!r}",
+                             path=path)
+        actions = [a for a in ACTIONS if a in raw]
+        if "hold" in actions or "parallel" in actions:
+            actions = [a for a in actions if a != "steps"]
+        if len(actions) != 1:
+            found = ", ".join(actions) or "none"
+            raise ModelError(f"a step needs exactly one action of {', '.join(ACTIONS)} (found {found})",
+                             path=path)
+        action = actions[0]
+        if not self._active(raw, path):
+            return None
+        guard = self._guard(raw, action, path)
+        reader = getattr(self, f"_{action}")
+        step: Step = reader(raw, guard, path)
+        return step
+
+    def _active(self, raw: Mapping[str, Any], path: str) -> bool:
+        active = True
+        for key, want in (("when", True), ("unless", False)):
+            if key in raw:
+                flag = raw[key]
+                if flag not in self.flags:
+                    known = ", ".join(self.flags) or "(none declared)"
+                    raise ModelError(f"unknown flag {flag!r}; declared flags: {known}", path=f"{path}.{key}")
+                active = active and self.flags[flag] == want
+        return active
+
+    def _guard(self, raw: Mapping[str, Any], action: str, path: str) -> Guard:
+        target = raw[action] if action in ("hold", "call", "send") else None
+        default = f"{action}:{target}" if isinstance(target, str) else action
+        name = raw.get("name", default)
+        if not isinstance(name, str):
+            raise ModelError(f"expected text, got {name!r}", path=f"{path}.name")
+        deadline = None
+        if "deadline" in raw:
+            deadline = _located(lambda v: positive(parse_time(v), v), raw["deadline"], f"{path}.deadline")
+        on_miss = _located(one_of("record", "fail"), raw.get("on_miss", "record"), f"{path}.on_miss")
+        return Guard(name, path, deadline, on_miss)
+
+    def _allowed(self, raw: Mapping[str, Any], action: str, path: str, extra: tuple[str, ...]) -> None:
+        allowed = set(MODIFIERS) | {action} | set(extra) | set(_EXTRA.get(action, ()))
+        for key in raw:
+            if key not in allowed:
+                raise ModelError(f"unknown key {key!r} for a {action} step; allowed: "
+                                 f"{', '.join(sorted(allowed))}", path=f"{path}.{key}")
+
+    def _cpu(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Cpu:
+        self._allowed(raw, "cpu", path, ())
+        spec = raw["cpu"]
+        if isinstance(spec, Mapping):
+            values = read_fields(spec, {
+                "demand": Field(self._time_dist, None),
+                "per_byte": Field(lambda v: parse_time(v), 0.0),
+                "bytes": Field(self._size_dist, None),
+            }, f"{path}.cpu")
+            if values["per_byte"] and values["bytes"] is None:
+                raise ModelError("per_byte needs bytes", path=f"{path}.cpu")
+            demand = values["demand"] or parse_distribution(0, parse_time)
+            return Cpu(guard, demand, values["per_byte"], values["bytes"])
+        return Cpu(guard, _located(self._time_dist, spec, f"{path}.cpu"))
+
+    def _delay(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Delay:
+        self._allowed(raw, "delay", path, ())
+        return Delay(guard, _located(self._time_dist, raw["delay"], f"{path}.delay"))
+
+    def _hold(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Hold:
+        self._allowed(raw, "hold", path, ())
+        target = self._component(raw["hold"], "hold", f"{path}.hold")
+        if "steps" not in raw:
+            raise ModelError("a hold step needs nested 'steps' to run while holding", path=path)
+        settings = self.components[target].settings
+        key = raw.get("key")
+        if settings.get("per") and key is None:
+            raise ModelError(f"lock {target!r} is per {settings['per']}; the step needs key: item "
+                             "or a fixed key", path=path)
+        mode = _located(one_of("read", "write"), raw.get("mode", "write"), f"{path}.mode")
+        if mode == "read" and not settings.get("readers", False):
+            raise ModelError(f"mode: read needs a lock with readers: true ({target!r} has none)",
+                             path=f"{path}.mode")
+        body = self.steps(raw["steps"], f"{path}.steps")
+        return Hold(guard, target, body, None if key is None else str(key), mode)
+
+    def _call(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Call:
+        target = raw["call"]
+        if target in self.request_names:
+            self._allowed(raw, "call", path, ())
+            return Call(guard, target, {})
+        target = self._component(target, "call", f"{path}.call")
+        kind = lookup(self.components[target].kind)
+        options_raw = {k: v for k, v in raw.items() if k not in MODIFIERS and k != "call"}
+        for key in options_raw:
+            if key not in kind.call_options:
+                allowed = ", ".join(kind.call_options) or "none"
+                raise ModelError(f"unknown option {key!r} for a call to {kind.kind} {target!r}; "
+                                 f"options: {allowed}", path=f"{path}.{key}")
+        options = read_fields(options_raw, kind.call_options, path)
+        return Call(guard, target, {k: v for k, v in options.items() if v is not None})
+
+    def _send(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Send:
+        self._allowed(raw, "send", path, ())
+        target = raw["send"]
+        if target not in self.request_names:
+            target = self._component(target, "send", f"{path}.send")
+        return Send(guard, target)
+
+    def _parallel(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Parallel:
+        self._allowed(raw, "parallel", path, ())
+        spec = raw["parallel"]
+        if not isinstance(spec, Mapping):
+            raise ModelError(f"expected {{count: N, limit: K}}, got {spec!r}", path=f"{path}.parallel")
+        values = read_fields(spec, {
+            "count": Field(lambda v: parse_count(v), help="number of items to fan out"),
+            "limit": Field(lambda v: parse_count(v, allow_inf=True), math.inf),
+        }, f"{path}.parallel")
+        if "steps" not in raw:
+            raise ModelError("a parallel step needs nested 'steps' run for each item", path=path)
+        return Parallel(guard, int(values["count"]), values["limit"], self.steps(raw["steps"], f"{path}.steps"))
+
+    def _steps(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Sequence:
+        self._allowed(raw, "steps", path, ())
+        return Sequence(guard, self.steps(raw["steps"], f"{path}.steps"))
+
+    def _component(self, name: object, role: str, path: str) -> str:
+        if not isinstance(name, str) or name not in self.components:
+            known = sorted(self.components) + (sorted(self.request_names) if role != "hold" else [])
+            raise ModelError(f"unknown component {name!r}; known: {', '.join(known) or '(none)'}", path=path)
+        kind = lookup(self.components[name].kind)
+        if role not in kind.roles:
+            raise ModelError(f"a {kind.kind} cannot be used with {role}: (it supports "
+                             f"{', '.join(sorted(kind.roles))})", path=path)
+        return name
+
+    def _time_dist(self, raw: object) -> Any:
+        return parse_distribution(raw, parse_time, self.base_dir)
+
+    def _size_dist(self, raw: object) -> Any:
+        return parse_distribution(raw, parse_size, self.base_dir)
+
+
+def _located(parse: Callable[[Any], Any], raw: object, path: str) -> Any:
+    try:
+        return parse(raw)
+    except ModelError as exc:
+        raise exc.at(path=path) from None
