@@ -17,17 +17,30 @@ from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import Timeout
 
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
 from simstack.components.queues import QueueRuntime
 from simstack.components.threads import thread_scope
+from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Indexed
 from simstack.records import Recorder
-from simstack.spec import (Call, ClosedWorkload, Cpu, Delay, Hold, ModelSpec, OpenWorkload,
-                           Parallel, PeriodicWorkload, ProtocolWorkload, Send, Sequence, Step)
+from simstack.spec import (
+    Call,
+    ClosedWorkload,
+    Cpu,
+    Delay,
+    Hold,
+    ModelSpec,
+    OpenWorkload,
+    Parallel,
+    PeriodicWorkload,
+    ProtocolWorkload,
+    Send,
+    Sequence,
+    Step,
+)
 
 K = Callable[[], None]
 BLOCK = 256
@@ -281,7 +294,7 @@ class DelayRunner:
         self.name = name
 
     def run(self, ctx: Ctx, k: K) -> None:
-        Timeout(self.r.env, self.draw(ctx)).callbacks.append(lambda _e: k())
+        Wake(self.r.env, self.draw(ctx), lambda _e: k())
 
 
 class HoldRunner:
@@ -481,9 +494,9 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
             return
         state["n"] += 1
         r.start(wl.request, wl.name, 0, scope, None)
-        Timeout(r.env, gap(None)).callbacks.append(arrive)  # type: ignore[arg-type]
+        Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
-    Timeout(r.env, wl.start + gap(None)).callbacks.append(arrive)  # type: ignore[arg-type]
+    Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
 
 
 def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> None:
@@ -497,9 +510,9 @@ def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
         r.start(wl.request, wl.name, client, scope, after)
 
     def after() -> None:
-        Timeout(r.env, think(None)).callbacks.append(cycle)  # type: ignore[arg-type]
+        Wake(r.env, think(None), cycle)  # type: ignore[arg-type]
 
-    Timeout(r.env, wl.start).callbacks.append(cycle)
+    Wake(r.env, wl.start, cycle)
 
 
 def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
@@ -514,13 +527,12 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
         for copy in range(wl.copies):
             delay = jitter(None)  # type: ignore[arg-type]
             if delay:
-                Timeout(r.env, delay).callbacks.append(
-                    lambda _e, c=copy: r.start(wl.request, wl.name, c, scope, None))
+                Wake(r.env, delay, lambda _e, c=copy: r.start(wl.request, wl.name, c, scope, None))
             else:
                 r.start(wl.request, wl.name, copy, scope, None)
-        Timeout(r.env, tick_time + wl.period - r.env.now).callbacks.append(tick)
+        Wake(r.env, tick_time + wl.period - r.env.now, tick)
 
-    Timeout(r.env, wl.phase).callbacks.append(tick)
+    Wake(r.env, wl.phase, tick)
 
 
 def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:
@@ -536,9 +548,9 @@ def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:
         r.start(wl.request, wl.name, state["n"] - 1, scope, after, warmup=warm)
 
     def after() -> None:
-        Timeout(r.env, gap(None)).callbacks.append(next_run)  # type: ignore[arg-type]
+        Wake(r.env, gap(None), next_run)  # type: ignore[arg-type]
 
-    Timeout(r.env, 0).callbacks.append(next_run)
+    Wake(r.env, 0, next_run)
 
 
 def is_finite(spec: ModelSpec) -> bool:

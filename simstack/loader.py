@@ -18,8 +18,17 @@ from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
 from simstack.schema import Field, integer, name_ref, one_of, read_fields
-from simstack.spec import (ClosedWorkload, ComponentSpec, HostSpec, ModelSpec, OpenWorkload,
-                           Parameter, PeriodicWorkload, ProtocolWorkload, Workload)
+from simstack.spec import (
+    ClosedWorkload,
+    ComponentSpec,
+    HostSpec,
+    ModelSpec,
+    OpenWorkload,
+    Parameter,
+    PeriodicWorkload,
+    ProtocolWorkload,
+    Workload,
+)
 from simstack.stepparse import StepReader, _located
 from simstack.units import parse_count, parse_number, parse_rate, parse_time, positive
 

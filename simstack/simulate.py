@@ -22,8 +22,14 @@ from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
-from simstack.results import (deadlines_table, latency_summary, mser5, requests_table,
-                              step_summary, steps_table)
+from simstack.results import (
+    deadlines_table,
+    latency_summary,
+    mser5,
+    requests_table,
+    step_summary,
+    steps_table,
+)
 from simstack.spec import ModelSpec
 
 

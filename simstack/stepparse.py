@@ -17,8 +17,19 @@ from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
 from simstack.schema import Field, integer, name_ref, one_of, read_fields
-from simstack.spec import (Call, ComponentSpec, Cpu, Delay, Guard, Hold, Parallel, RequestSpec,
-                           Sequence, Send, Step)
+from simstack.spec import (
+    Call,
+    ComponentSpec,
+    Cpu,
+    Delay,
+    Guard,
+    Hold,
+    Parallel,
+    RequestSpec,
+    Send,
+    Sequence,
+    Step,
+)
 from simstack.units import parse_count, parse_size, parse_time, positive
 
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps")

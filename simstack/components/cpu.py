@@ -20,17 +20,24 @@ from collections import deque
 from collections.abc import Callable
 
 import simpy
-from simpy.events import Timeout
 
 from simstack.components.meter import Meter
+from simstack.components.wake import Wake
 
 Done = Callable[[float, float], None]
 
 
 class FifoCpu:
+    """``servers`` identical servers taking jobs first come, first served.
+
+    Also the engine of plain ``server`` stations: the service time is drawn when the job
+    arrives (so what-ifs with common random numbers pair the same work), and run-to-
+    completion needs no preemption bookkeeping, so this is the leanest path in the engine.
+    """
+
     __slots__ = ("env", "cores", "speed", "meter", "_queue", "_free")
 
-    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+    def __init__(self, env: simpy.Environment, cores: float, speed: float, meter: Meter):
         self.env = env
         self.cores = cores
         self.speed = speed
@@ -40,31 +47,38 @@ class FifoCpu:
 
     def submit(self, demand: float, priority: int, done: Done) -> None:
         meter = self.meter
-        now = self.env.now
+        now = self.env._now
         meter.arrivals += 1
-        meter.touch(now)
+        dt = now - meter._t
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
+        service = demand / self.speed
         if self._free:
             self._free -= 1
             meter.busy += 1
-            self._start(now, demand / self.speed, done)
+            Wake(self.env, service, lambda _e: self._finish(now, service, done))
         else:
-            self._queue.append((now, demand / self.speed, done))
+            self._queue.append((now, service, done))
             meter.queue = len(self._queue)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
 
-    def _start(self, arrived: float, service: float, done: Done) -> None:
-        event = Timeout(self.env, service)
-        event.callbacks.append(lambda _e: self._finish(arrived, service, done))
-
     def _finish(self, arrived: float, service: float, done: Done) -> None:
-        now = self.env.now
+        now = self.env._now
         meter = self.meter
-        meter.touch(now)
-        if self._queue:
-            nxt = self._queue.popleft()
-            meter.queue = len(self._queue)
-            self._start(*nxt)
+        dt = now - meter._t
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
+        queue = self._queue
+        if queue:
+            nxt_arrived, nxt_service, nxt_done = queue.popleft()
+            meter.queue = len(queue)
+            Wake(self.env, nxt_service,
+                 lambda _e: self._finish(nxt_arrived, nxt_service, nxt_done))
         else:
             self._free += 1
             meter.busy -= 1
@@ -123,8 +137,7 @@ class PriorityCpu:
         self._running.append(job)
         self.meter.busy = len(self._running)
         token = job.token
-        event = Timeout(self.env, job.remaining)
-        event.callbacks.append(lambda _e: self._finish(job, token))
+        Wake(self.env, job.remaining, lambda _e: self._finish(job, token))
 
     def _preempt(self, job: _Job, now: float) -> None:
         job.remaining -= now - job.started
@@ -210,8 +223,7 @@ class SharedRate:
             return
         token = self._token
         delay = max(0.0, (self._tags[0][0] - self._virtual) / self._per_job_rate(len(self._tags)))
-        event = Timeout(self.env, delay)
-        event.callbacks.append(lambda _e: self._finish(token))
+        Wake(self.env, delay, lambda _e: self._finish(token))
 
     def _finish(self, token: int) -> None:
         if token != self._token:

@@ -14,13 +14,12 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simpy.events import Timeout
-
 from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
 from simstack.components.cpu import SharedRate
 from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
+from simstack.components.wake import Wake
 from simstack.distributions import Distribution, parse_distribution
 from simstack.schema import Field, boolean, read_fields
 from simstack.spec import ComponentSpec
@@ -119,6 +118,6 @@ class DatabaseKind(Kind):
                         runtime.link.submit(nbytes, 0, finish)
                     else:
                         finish()
-                Timeout(env, latency(ctx) * runtime.slowdown()).callbacks.append(transfer)
+                Wake(env, latency(ctx) * runtime.slowdown(), transfer)
             runtime.slots.acquire(granted)
         return query

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simpy.events import Timeout
-
 from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
 from simstack.components.cpu import SharedRate
 from simstack.components.database import bandwidth, size_dist
 from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
+from simstack.components.wake import Wake
 from simstack.schema import Field
 from simstack.spec import ComponentSpec
 
@@ -66,5 +65,5 @@ class LinkKind(Kind):
                     shared.submit(nbytes, 0, lambda wait, service: done(wait, env.now - began - wait))
                 else:
                     done(0.0, env.now - began)
-            Timeout(env, latency(ctx)).callbacks.append(arrived)
+            Wake(env, latency(ctx), arrived)
         return send

@@ -11,11 +11,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simpy.events import Timeout
-
 from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.components.cpu import FifoCpu
 from simstack.components.meter import Meter
-from simstack.components.slots import Slots
+from simstack.components.wake import Wake
 from simstack.distributions import Distribution, parse_distribution
 from simstack.schema import Field
 from simstack.spec import ComponentSpec
@@ -27,12 +26,12 @@ def time_dist(raw: object) -> Distribution:
 
 
 class ServerRuntime:
-    __slots__ = ("env", "meter", "slots", "service")
+    __slots__ = ("env", "meter", "station", "service")
 
     def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution):
         self.env = env
         self.meter = meter
-        self.slots = Slots(env, servers, meter) if math.isfinite(servers) else None
+        self.station = FifoCpu(env, servers, 1.0, meter) if math.isfinite(servers) else None
         self.service = service
 
 
@@ -60,9 +59,9 @@ class ServerKind(Kind):
                   sampler: SamplerFactory, stream: str) -> Callable[[Ctx, Done], None]:
         draw = sampler(stream, options.get("service") or runtime.service)
         env = runtime.env
-        slots = runtime.slots
+        station = runtime.station
         meter = runtime.meter
-        if slots is None:
+        if station is None:
             def delay(ctx: Ctx, done: Done) -> None:
                 service = draw(ctx)
                 meter.touch(env.now)
@@ -73,16 +72,11 @@ class ServerKind(Kind):
                     meter.touch(env.now)
                     meter.busy -= 1
                     done(0.0, service)
-                Timeout(env, service).callbacks.append(finish)
+                Wake(env, service, finish)
             return delay
 
-        def serve(ctx: Ctx, done: Done) -> None:
-            def granted(wait: float) -> None:
-                service = draw(ctx)
+        submit = station.submit
 
-                def finish(_event: object) -> None:
-                    slots.release()
-                    done(wait, service)
-                Timeout(env, service).callbacks.append(finish)
-            slots.acquire(granted)
+        def serve(ctx: Ctx, done: Done) -> None:
+            submit(draw(ctx), 0, done)
         return serve

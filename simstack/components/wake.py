@@ -1,0 +1,30 @@
+"""The cheapest way to be called back later on SimPy's event queue.
+
+``wake(env, delay, callback)`` schedules a plain, already-successful event with one
+callback, which is what ``simpy.Timeout`` does minus its argument checks and bookkeeping;
+the hot path calls it for every service completion. Delays are validated where models
+are loaded, so a negative delay cannot reach this point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import simpy
+from simpy.core import NORMAL
+from simpy.events import Event
+
+
+class Wake(Event):
+    __slots__ = ()
+
+    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Event], None]):
+        self.env = env
+        self.callbacks = [callback]
+        self._value = None
+        self._ok = True
+        env.schedule(self, NORMAL, delay)
+
+
+def wake(env: simpy.Environment, delay: float, callback: Callable[[Event], None]) -> None:
+    Wake(env, delay, callback)
