@@ -120,6 +120,9 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
+    if isinstance(warmup, int | float) and horizon is not None and warmup >= horizon:
+        raise ConfigError(f"sim.warmup ({warmup:g} s) must be shorter than sim.horizon ({horizon:g} s): "
+                          "nothing would be recorded")
 
 
 def _meters(r: Replication) -> list[ResourceSummary | Any]:

@@ -1,6 +1,16 @@
-"""Component kinds. Importing this package registers every built-in kind."""
+"""Component kinds. Importing this package registers every kind module in it.
 
-from simstack.components import database, locks, network, queues, servers, threads  # noqa: F401
+A kind lives in its own module and registers itself with ``@register``; dropping a new
+module here is all it takes to make its ``kind:`` name usable in model files.
+"""
+
+import importlib
+import pkgutil
+
 from simstack.components.base import REGISTRY, Kind, lookup, register
+
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["REGISTRY", "Kind", "lookup", "register"]
