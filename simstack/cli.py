@@ -26,7 +26,7 @@ from simstack.simulate import RunResult, simulate
 from simstack.units import parse_time
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
-TASKS = ("run", "check", "calibrate")
+TASKS = ("run", "check", "calibrate", "predict")
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,6 +118,9 @@ def app(cfg: DictConfig) -> None:
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
             run_calibration(cfg)
+        elif cfg.task == "predict":
+            from simstack.predict import run_predict
+            run_predict(cfg)
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:

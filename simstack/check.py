@@ -1,0 +1,156 @@
+"""The regression check: the model against its measured baselines, and a site's fresh
+measurements against the model and the previous measurements.
+
+``simstack check`` runs every model that has a ``checks.yaml``; ``simstack check
+model=NAME`` one of them. Each check prints predicted, measured (read from the baseline
+row the check names), relative error and tolerance; the exit code is 1 if any is out.
+
+``simstack check model=NAME measured=new.csv [reference=old.csv]`` compares stage timings
+measured after a release (columns ``scenario, whatif, request, step, seconds``; ``whatif``
+and ``step`` may be empty) with the model's prediction and with the reference
+measurements. A stage is flagged as slower when a one-sided Mann-Whitney U test finds the
+new timings stochastically larger (p < 0.01) and the median grew by more than 5%.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from simstack.baselines import read_baselines, row_value, select_row
+from simstack.errors import DataError, SimstackError
+from simstack.loader import MODELS_DIR
+from simstack.metrics import Evaluator
+from simstack.study import RunSelection, Study, load_study
+
+MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
+ALPHA = 0.01
+MIN_SLOWDOWN = 0.05
+
+
+def check_study(study: Study, evaluator: Evaluator | None = None) -> pd.DataFrame:
+    """One row per check: predicted, measured or bound, error, tolerance, passed."""
+    ev = evaluator or Evaluator(study)
+    table = read_baselines(study.baselines) if study.baselines else None
+    rows = []
+    for check in study.checks:
+        predicted = ev.value(check.metric)
+        if check.baseline is not None:
+            if table is None:
+                raise DataError(f"{study.path}: check {check.id!r} names a baseline row but the study has no "
+                                "baselines file")
+            row = select_row(table, check.baseline, f"{study.path}: check {check.id}")
+            measured = row_value(row, f"{study.path}: check {check.id}")
+            error = (predicted - measured) / measured if measured else math.inf
+            passed = bool(abs(error) <= check.tolerance)
+            rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
+                         "rel_error": error, "tolerance": check.tolerance, "passed": passed})
+        else:
+            bound = ev.value(check.less_than)  # type: ignore[arg-type]
+            rows.append({"model": study.model, "check": check.id, "predicted": predicted,
+                         "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
+                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {bound:.6g}"})
+    return pd.DataFrame(rows)
+
+
+def models_with_checks() -> list[str]:
+    return sorted(p.parent.name for p in MODELS_DIR.glob("*/checks.yaml"))
+
+
+def read_measured(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise DataError(f"measurement file {str(path)!r} not found")
+    table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
+                        keep_default_na=False)
+    missing = [c for c in MEASURED_COLUMNS if c not in table.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected columns: "
+                        f"{', '.join(MEASURED_COLUMNS)}")
+    seconds = pd.to_numeric(table["seconds"], errors="coerce")
+    bad = table.index[seconds.isna() | (seconds < 0)]
+    if len(bad):
+        line = int(bad[0]) + 2
+        raise DataError(f"{path} line {line}: seconds must be a number >= 0, got {table.loc[bad[0], 'seconds']!r}")
+    table["seconds"] = seconds
+    return table
+
+
+def compare_measurements(study: Study, measured: pd.DataFrame, reference: pd.DataFrame | None,
+                         source: str = "measured") -> pd.DataFrame:
+    """Per (scenario, what-if, request, step): medians and a slower-than test."""
+    ev = Evaluator(study)
+    rows = []
+    for (scenario, whatif, request, step), group in measured.groupby(["scenario", "whatif", "request", "step"]):
+        where = f"{source}: scenario {scenario!r}, request {request!r}, step {step!r}"
+        sel = RunSelection(scenario=scenario or None, whatif=whatif or None)
+        try:
+            result = ev.run(sel, needs_steps=True)
+        except SimstackError as exc:
+            raise DataError(f"{where}: {exc}") from None
+        predicted = _samples(result, request, step, where)
+        new = group["seconds"].to_numpy()
+        row: dict[str, Any] = {"scenario": scenario, "whatif": whatif, "request": request, "step": step,
+                               "measured_median": float(np.median(new)),
+                               "model_median": float(np.median(predicted))}
+        row["slower_than_model"] = _slower(new, predicted)
+        if reference is not None:
+            ref = reference[(reference["scenario"] == scenario) & (reference["whatif"] == whatif)
+                            & (reference["request"] == request) & (reference["step"] == step)]["seconds"]
+            row["reference_median"] = float(np.median(ref)) if len(ref) else math.nan
+            row["slower_than_reference"] = _slower(new, ref.to_numpy()) if len(ref) else False
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _samples(result: Any, request: str, step: str, where: str) -> np.ndarray:
+    if request not in result.model.requests:
+        raise DataError(f"{where}: unknown request class; request classes: {', '.join(result.model.requests)}")
+    req = result.requests
+    ok = req[(~req["warmup"]) & req["ok"] & (req["request"] == request)]
+    if not step:
+        return ok["latency"].to_numpy()
+    steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
+    steps = steps[steps["step"] == step]
+    if steps.empty:
+        known = ", ".join(sorted(result.steps[result.steps["request"] == request]["step"].unique()))
+        raise DataError(f"{where}: unknown step; steps of {request}: {known}")
+    span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+    return (span["end"] - span["start"]).to_numpy()
+
+
+def _slower(new: np.ndarray, old: np.ndarray) -> bool:
+    if len(new) < 3 or len(old) < 3:
+        return False
+    p = stats.mannwhitneyu(new, old, alternative="greater").pvalue
+    return bool(p < ALPHA and np.median(new) > (1 + MIN_SLOWDOWN) * np.median(old))
+
+
+def run_check(cfg: Any) -> int:
+    """CLI task ``check``: returns the process exit code."""
+    from hydra.core.hydra_config import HydraConfig
+
+    chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)
+    names = [cfg.model] if chosen else models_with_checks()
+    measured = cfg.get("measured")
+    failed = False
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
+        for name in names:
+            study = load_study(MODELS_DIR / name if (MODELS_DIR / name).is_dir() else Path(name).parent)
+            if measured:
+                reference = read_measured(Path(cfg.reference)) if cfg.get("reference") else None
+                table = compare_measurements(study, read_measured(Path(measured)), reference, measured)
+                flags = [c for c in table.columns if c.startswith("slower_than")]
+                failed |= bool(table[flags].any(axis=None))
+            else:
+                table = check_study(study)
+                failed |= not bool(table["passed"].all())
+            print(table.to_string(index=False))
+            print()
+    print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
+    return 1 if failed else 0

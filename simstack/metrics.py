@@ -1,0 +1,175 @@
+"""Evaluating a study's metrics by running the model, with every run cached.
+
+A metric reads one statistic of one run (scenario + what-if + overrides + settings) or
+combines other metrics (ratio, difference, capacity by bisection). Runs are keyed by
+everything that defines them, so twenty metrics over four configurations cost four
+runs; all runs share the study's seed, so comparisons use common random numbers.
+Parameter precedence: model file < calibrated.yaml (or a calibration candidate) <
+what-if < the metric's own parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from simstack.errors import ModelError
+from simstack.loader import load_model, read_yaml
+from simstack.simulate import RunResult, simulate
+from simstack.study import MetricSpec, RunSelection, Study
+from simstack.units import parse_time
+
+CONFIG_WHATIFS = Path(__file__).resolve().parents[1] / "configs" / "whatif"
+
+
+def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
+    """Fitted parameter values stored beside the model (empty when not calibrated)."""
+    path = model_dir / "calibrated.yaml"
+    if not path.is_file():
+        return {}
+    doc = read_yaml(path) or {}
+    values = doc.get("parameters") if isinstance(doc, Mapping) else None
+    if not isinstance(values, Mapping):
+        raise ModelError("expected a 'parameters' mapping", file=str(path))
+    return dict(values)
+
+
+def read_whatif(name: str) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Parameters and flags of ``configs/whatif/<name>.yaml``."""
+    path = CONFIG_WHATIFS / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.relative_to(CONFIG_WHATIFS).with_suffix("").as_posix() for p in CONFIG_WHATIFS.rglob("*.yaml"))
+        raise ModelError(f"unknown what-if {name!r}; what-ifs: {', '.join(known)}")
+    doc = read_yaml(path) or {}
+    if not isinstance(doc, Mapping) or set(doc) - {"parameters", "flags", "doc"}:
+        raise ModelError("a what-if holds only 'parameters', 'flags' and 'doc'", file=str(path))
+    return dict(doc.get("parameters") or {}), dict(doc.get("flags") or {})
+
+
+def merge(base: RunSelection, top: RunSelection) -> RunSelection:
+    return RunSelection(top.scenario or base.scenario, top.whatif or base.whatif,
+                        {**base.parameters, **top.parameters}, {**base.flags, **top.flags},
+                        {**base.settings, **top.settings})
+
+
+class Evaluator:
+    def __init__(self, study: Study, parameters: Mapping[str, Any] | None = None,
+                 on_run: Callable[[str], None] | None = None):
+        self.study = study
+        self.model_dir = study.path.parent
+        self.base_parameters = dict(calibrated_parameters(self.model_dir) if parameters is None else parameters)
+        self.on_run = on_run
+        self.runs: dict[str, RunResult] = {}
+
+    def value(self, name: str, extra: RunSelection | None = None) -> float:
+        metric = self.study.metrics[name]
+        run = merge(metric.run, extra) if extra else metric.run
+        if metric.type == "ratio":
+            return self.value(metric.a, extra) / self.value(metric.b, extra)  # type: ignore[arg-type]
+        if metric.type == "difference":
+            return self.value(metric.a, extra) - self.value(metric.b, extra)  # type: ignore[arg-type]
+        if metric.type == "capacity":
+            return float(self._capacity(metric, run))
+        return _statistic(metric, self.run(run, needs_steps=metric.step is not None))
+
+    def _capacity(self, metric: MetricSpec, run: RunSelection) -> int:
+        """Largest value of ``metric.parameter`` in [low, high] whose ``of`` stays <= below."""
+        def ok(n: int) -> bool:
+            return self.value(metric.of, merge(run, RunSelection(parameters={metric.parameter: n}))) <= metric.below  # type: ignore[arg-type]
+        low, high = metric.low, metric.high
+        if not ok(low):
+            return low - 1
+        if ok(high):
+            return high
+        while high - low > 1:  # invariant: ok(low), not ok(high)
+            mid = (low + high) // 2
+            if ok(mid):
+                low = mid
+            else:
+                high = mid
+        return low
+
+    def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
+        params: dict[str, Any] = dict(self.base_parameters)
+        flags: dict[str, bool] = {}
+        if sel.whatif:
+            w_params, w_flags = read_whatif(sel.whatif)
+            params.update(w_params)
+            flags.update(w_flags)
+        params.update(sel.parameters)
+        flags.update(sel.flags)
+        spec = load_model(self.model_dir / "model.yaml", scenario=sel.scenario, parameters=params, flags=flags)
+        settings = {**self.study.defaults, **spec.settings, **sel.settings}
+        key = json.dumps([sel.scenario, sorted(params.items()), sorted(flags.items()),
+                          sorted(settings.items()), needs_steps], default=str)
+        if key not in self.runs:
+            if self.on_run:
+                self.on_run(key)
+            horizon = settings.get("horizon")
+            warmup = settings.get("warmup", 0)
+            self.runs[key] = simulate(
+                spec, seed=int(settings.get("seed", 1)), replications=int(settings.get("replications", 1)),
+                horizon=None if horizon is None else parse_time(horizon),
+                warmup=warmup if warmup == "mser5" else parse_time(warmup or 0), record_steps=needs_steps)
+        return self.runs[key]
+
+
+def _statistic(metric: MetricSpec, result: RunResult) -> float:
+    req = result.requests
+    recorded = req[~req["warmup"]]
+    if metric.request is not None:
+        if metric.request not in result.model.requests:
+            raise ModelError(f"metric {metric.name!r}: unknown request class {metric.request!r}; "
+                             f"request classes: {', '.join(result.model.requests)}")
+        recorded = recorded[recorded["request"] == metric.request]
+    if metric.type == "failure_rate":
+        return float((~recorded["ok"]).mean()) if len(recorded) else math.nan
+    ok = recorded[recorded["ok"]]
+    window = _window(result)
+    if metric.type == "count":
+        return len(ok) / result.replications
+    if metric.type == "throughput":
+        return len(ok) / result.replications / window
+    if metric.type == "deadline_misses":
+        return len(result.deadlines) / max(1, len(recorded))
+    if metric.type == "utilisation":
+        rows = result.resources[result.resources["resource"] == metric.resource]
+        if rows.empty:
+            raise ModelError(f"metric {metric.name!r}: unknown resource {metric.resource!r}; resources: "
+                             f"{', '.join(result.resources['resource'].unique())}")
+        return float(rows["utilisation"].mean())
+    durations = ok["latency"].to_numpy()
+    if metric.step is not None:
+        steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
+        steps = steps[steps["step"] == metric.step]
+        if steps.empty:
+            raise ModelError(f"metric {metric.name!r}: no recorded step named {metric.step!r} in "
+                             f"{metric.request or 'any request'}")
+        # A step run several times in one request (a fan-out) counts as its whole span.
+        span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+        durations = (span["end"] - span["start"]).to_numpy()
+    return _stat(durations, metric.stat)
+
+
+def _window(result: RunResult) -> float:
+    end = result.horizon if result.horizon is not None else float(result.accounting["end_time"].mean())
+    warm = result.warmup if isinstance(result.warmup, int | float) else 0.0
+    return max(end - warm, 1e-12)
+
+
+def _stat(values: np.ndarray, stat: str) -> float:
+    if values.size == 0:
+        return math.nan
+    if stat in ("p95", "p99", "p999"):
+        return float(np.percentile(values, {"p95": 95, "p99": 99, "p999": 99.9}[stat]))
+    return float(getattr(np, stat)(values))
+
+
+def write_yaml(path: Path, doc: Mapping[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False))

@@ -1,0 +1,128 @@
+"""Checks, calibration, predictions and measurement comparison on a queue whose answer
+is known: an M/M/1 with arrival rate 0.5/s whose measured mean sojourn of 2 s implies a
+mean service time of exactly 1 s."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simstack.calibrate import calibrate
+from simstack.check import check_study, compare_measurements, read_measured
+from simstack.errors import DataError, ModelError
+from simstack.metrics import Evaluator, write_yaml
+from simstack.predict import predict
+from simstack.study import RunSelection, load_study
+
+FIXTURE = Path(__file__).parent / "data" / "mm1_study"
+
+
+@pytest.fixture()
+def study_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "mm1_study"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+def test_uncalibrated_model_fails_its_check_and_the_bound_check_passes(study_dir: Path) -> None:
+    table = check_study(load_study(study_dir)).set_index("check")
+    assert not table.loc["sojourn", "passed"]  # service 0.5 s gives W = 0.67 s, not 2 s
+    assert table.loc["sojourn", "predicted"] == pytest.approx(1 / (2 - 0.5), rel=0.1)
+    assert table.loc["lighter_load_is_faster", "passed"]
+
+
+def test_calibration_recovers_the_service_time_and_then_the_checks_pass(study_dir: Path) -> None:
+    study = load_study(study_dir)
+    result = calibrate(study, progress=False)
+    assert result["parameters"]["service"] == pytest.approx(1.0, rel=0.06)
+    assert result["baselines"]["sha256"] and result["rows"][0]["quantity"] == "mean sojourn"
+    write_yaml(study_dir / "calibrated.yaml", result)
+    table = check_study(load_study(study_dir)).set_index("check")
+    assert table["passed"].all(), table
+    assert table.loc["utilisation", "predicted"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_predictions_cover_the_grid_and_grow_with_load(study_dir: Path) -> None:
+    table = predict(load_study(study_dir)).set_index("load")
+    assert list(table.index) == ["light", "heavy"]
+    light, heavy = table["predicted_sojourn_s"]
+    assert light == pytest.approx(1 / (2 - 0.25), rel=0.1)
+    assert heavy == pytest.approx(1 / (2 - 0.75), rel=0.1)
+
+
+def _timings(study_dir: Path, scale: float, n: int = 40) -> pd.DataFrame:
+    result = Evaluator(load_study(study_dir)).run(RunSelection(), needs_steps=True)
+    ok = result.requests[(~result.requests["warmup"]) & result.requests["ok"]]
+    sample = ok["latency"].to_numpy()[:n] * scale
+    return pd.DataFrame({"scenario": "", "whatif": "", "request": "job", "step": "", "seconds": sample})
+
+
+def test_a_slower_release_is_flagged_and_an_unchanged_one_is_not(study_dir: Path) -> None:
+    study = load_study(study_dir)
+    reference = _timings(study_dir, 1.0)
+    same = compare_measurements(study, _timings(study_dir, 1.0), reference)
+    assert not same["slower_than_reference"].any()
+    slower = compare_measurements(study, _timings(study_dir, 3.0, 200), reference)
+    assert slower["slower_than_reference"].all()
+    assert slower["slower_than_model"].all()
+    assert slower["measured_median"].iloc[0] > 2 * slower["model_median"].iloc[0]
+
+
+def test_measured_csv_errors_name_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "new.csv"
+    path.write_text("scenario,request,seconds\n,job,1.0\n")
+    with pytest.raises(DataError, match=r"missing column\(s\) whatif, step; expected columns: scenario, whatif"):
+        read_measured(path)
+    path.write_text("scenario,whatif,request,step,seconds\n,,job,,fast\n")
+    with pytest.raises(DataError, match=r"line 2: seconds must be a number >= 0, got 'fast'"):
+        read_measured(path)
+
+
+def test_unknown_request_in_measurements_is_a_clear_error(study_dir: Path, tmp_path: Path) -> None:
+    measured = pd.DataFrame({"scenario": [""], "whatif": [""], "request": ["jobb"], "step": [""],
+                             "seconds": [1.0]})
+    with pytest.raises(DataError, match=r"unknown request class; request classes: job"):
+        compare_measurements(load_study(study_dir), measured, None)
+
+
+def test_baseline_selector_must_match_exactly_one_row(study_dir: Path) -> None:
+    text = (study_dir / "checks.yaml").read_text().replace("{quantity: mean sojourn}", "{quantity: mean sojurn}")
+    (study_dir / "checks.yaml").write_text(text)
+    with pytest.raises(DataError, match=r"check sojourn: baseline selector \{'quantity': 'mean sojurn'\} matches no row"):
+        check_study(load_study(study_dir))
+
+
+def test_missing_baseline_column_is_named(study_dir: Path) -> None:
+    text = (study_dir / "checks.yaml").read_text().replace("{quantity: mean sojourn}", "{quantty: mean sojourn}")
+    (study_dir / "checks.yaml").write_text(text)
+    with pytest.raises(DataError, match=r"baseline column 'quantty' does not exist; columns: system, scenario"):
+        check_study(load_study(study_dir))
+
+
+def test_study_file_errors_are_located(study_dir: Path) -> None:
+    text = (study_dir / "checks.yaml").read_text().replace("metric: busy,", "metric: bussy,")
+    (study_dir / "checks.yaml").write_text(text)
+    with pytest.raises(ModelError, match=r"checks.yaml: checks\[1\]: unknown metric 'bussy'; metrics: sojourn"):
+        load_study(study_dir)
+
+
+def test_capacity_is_the_largest_load_meeting_the_bound(study_dir: Path) -> None:
+    """Largest whole number of clients whose mean response stays within a bound: bisection."""
+    (study_dir / "model.yaml").write_text((study_dir / "model.yaml").read_text().replace(
+        "  arrivals: {type: open, request: job, rate: $rate}",
+        "  arrivals: {type: closed, request: job, clients: $clients, think: exp(4s)}").replace(
+        "  rate: {value: 0.5/s}", "  rate: {value: 0.5/s}\n  clients: {value: 1}"))
+    text = (study_dir / "checks.yaml").read_text().replace(
+        "metrics:\n", "metrics:\n  cap: {type: capacity, of: sojourn, parameter: clients, below: 1.5, low: 1, high: 32}\n")
+    (study_dir / "checks.yaml").write_text(text)
+    ev = Evaluator(load_study(study_dir), parameters={"service": 0.5})
+    cap = int(ev.value("cap"))
+    assert 1 <= cap < 32
+    below = ev.value("sojourn", RunSelection(parameters={"clients": cap}))
+    above = ev.value("sojourn", RunSelection(parameters={"clients": cap + 1}))
+    assert below <= 1.5 < above
+    assert np.isfinite(below)
