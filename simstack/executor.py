@@ -201,7 +201,7 @@ class Replication:
             return HoldRunner(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                return SubRequestRunner(self, step.target, scope)
+                return SpanRunner(self, SubRequestRunner(self, step.target, scope), g.name, step.target)
             kind = self.kinds[step.target]
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
@@ -212,7 +212,8 @@ class Replication:
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
         assert isinstance(step, Sequence)
-        return self.compile_body(step.body, scope, g.path)
+        body = self.compile_body(step.body, scope, g.path)
+        return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
 
 
 class SeqRunner:
@@ -348,6 +349,33 @@ class CallRunner:
                                 service, r.env.now))
             k()
         self.serve(ctx, done)
+
+
+class SpanRunner:
+    """Records the span of a named stage (a named ``steps:`` block or a called request class),
+    so stage breakdowns come straight out of the step table."""
+
+    __slots__ = ("r", "inner", "name", "target")
+
+    def __init__(self, r: Replication, inner: Any, name: str, target: str):
+        self.r = r
+        self.inner = inner
+        self.name = name
+        self.target = target
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        r = self.r
+        if not r.rec.record_steps:
+            self.inner.run(ctx, k)
+            return
+        start = r.env.now
+
+        def done() -> None:
+            end = r.env.now
+            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, 0.0,
+                                end - start, end))
+            k()
+        self.inner.run(ctx, done)
 
 
 class SubRequestRunner:
