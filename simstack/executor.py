@@ -46,11 +46,14 @@ K = Callable[[], None]
 BLOCK = 256
 
 
-class Request:
-    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason", "item")
+class Request(Ctx):
+    """One request; it is also the context of its top-level steps (``req`` is itself)."""
+
+    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason")
 
     def __init__(self, rid: int, cls: str, workload: str, parent: int, start: float, warmup: bool,
                  item: int):
+        self.req = self
         self.id = rid
         self.cls = cls
         self.workload = workload
@@ -140,10 +143,9 @@ class Replication:
         self.next_id += 1
         self.in_system += 1
         self.started += 1
-        req = Request(self.next_id, cls, workload, parent, self.env.now if since is None else since,
+        req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
                       warmup, item)
-        ctx = Ctx(req, item)
-        self.root(cls, scope).run(ctx, lambda: self._end(req, on_end))
+        self.root(cls, scope).run(req, lambda: self._end(req, on_end))
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
@@ -244,15 +246,16 @@ class _Cursor:
             self.pending = True
             return
         self.busy = True
+        steps, ctx = self.steps, self.ctx
         while True:
             self.pending = False
-            if self.i == len(self.steps) or self.ctx.req.failed:
+            i = self.i
+            if i == len(steps) or ctx.req.failed:
                 self.busy = False
                 self.k()
                 return
-            step = self.steps[self.i]
-            self.i += 1
-            step.run(self.ctx, self.advance)
+            self.i = i + 1
+            steps[i].run(ctx, self.advance)
             if not self.pending:
                 self.busy = False
                 return

@@ -58,14 +58,15 @@ class FifoCpu:
         if self._free:
             self._free -= 1
             meter.busy += 1
-            Wake(self.env, service, lambda _e: self._finish(now, service, done))
+            Wake(self.env, service, self._finish).job = (now, service, done)
         else:
             self._queue.append((now, service, done))
             meter.queue = len(self._queue)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
 
-    def _finish(self, arrived: float, service: float, done: Done) -> None:
+    def _finish(self, event: Wake) -> None:
+        arrived, service, done = event.job
         now = self.env._now
         meter = self.meter
         dt = now - meter._t
@@ -75,10 +76,9 @@ class FifoCpu:
             meter._t = now
         queue = self._queue
         if queue:
-            nxt_arrived, nxt_service, nxt_done = queue.popleft()
+            job = queue.popleft()
             meter.queue = len(queue)
-            Wake(self.env, nxt_service,
-                 lambda _e: self._finish(nxt_arrived, nxt_service, nxt_done))
+            Wake(self.env, job[1], self._finish).job = job
         else:
             self._free += 1
             meter.busy -= 1

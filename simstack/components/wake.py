@@ -16,7 +16,9 @@ from simpy.events import Event
 
 
 class Wake(Event):
-    __slots__ = ()
+    """A scheduled, successful event; ``job`` may carry the waker's payload."""
+
+    job: object
 
     def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Event], None]):
         self.env = env
