@@ -172,17 +172,20 @@ class SharedRate:
     """Processor sharing of one rate among all jobs in service.
 
     Used for CPU cores (``servers`` = cores, work in seconds) and for bandwidth
-    (``servers`` = 1, work in bytes, ``rate`` in bytes per second). Virtual time advances
+    (``servers`` = 1, work in bytes, ``rate`` in bytes per second, optionally ``cap`` bytes
+    per second for any single transfer). Virtual time advances
     at each job's current rate; a job leaves when virtual time reaches its finish tag,
     so every arrival or departure costs O(log n) and one rescheduled timer.
     """
 
-    __slots__ = ("env", "servers", "rate", "meter", "_tags", "_virtual", "_last", "_token", "_seq")
+    __slots__ = ("env", "servers", "rate", "cap", "meter", "_tags", "_virtual", "_last", "_token", "_seq")
 
-    def __init__(self, env: simpy.Environment, servers: float, rate: float, meter: Meter):
+    def __init__(self, env: simpy.Environment, servers: float, rate: float, meter: Meter,
+                 cap: float = math.inf):
         self.env = env
         self.servers = servers
         self.rate = rate
+        self.cap = cap  # the most one job can get (one TCP stream, one core)
         self.meter = meter
         self._tags: list[tuple[float, int, float, float, Done]] = []
         self._virtual = 0.0
@@ -191,7 +194,7 @@ class SharedRate:
         self._seq = 0
 
     def _per_job_rate(self, n: int) -> float:
-        return self.rate * min(1.0, self.servers / n) if n else 0.0
+        return min(self.cap, self.rate * min(1.0, self.servers / n)) if n else 0.0
 
     def _advance(self, now: float) -> None:
         n = len(self._tags)

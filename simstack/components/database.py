@@ -3,7 +3,7 @@ and a cost that grows with the volume already stored.
 
 A query takes a connection (waiting if all are busy), spends the query latency, then
 moves its ``bytes`` through the server's bandwidth, shared equally by the transfers in
-flight. ``growth: {per: 1GB, factor: 0.1}`` makes latency ``(1 + 0.1 * stored / 1GB)``
+flight (each at most ``stream_bandwidth``, the rate one client stream can reach). ``growth: {per: 1GB, factor: 0.1}`` makes latency ``(1 + 0.1 * stored / 1GB)``
 times longer, the way index searches slow down as tables grow; a query with
 ``write: true`` adds its bytes to the stored volume (persisting settings).
 """
@@ -46,13 +46,14 @@ class DatabaseRuntime:
     __slots__ = ("env", "meter", "slots", "latency", "link", "growth", "stored")
 
     def __init__(self, env: Any, meter: Meter, connections: float, latency: Distribution,
-                 rate: float, growth: tuple[float, float] | None, stored: float):
+                 rate: float, growth: tuple[float, float] | None, stored: float, stream: float = math.inf):
         self.env = env
         self.meter = meter
         self.slots = Slots(env, connections, meter)
         self.latency = latency
         link_meter = Meter(f"{meter.name}.bandwidth", "bandwidth", 1)
-        self.link = SharedRate(env, 1, rate, link_meter) if math.isfinite(rate) else None
+        finite = math.isfinite(rate) or math.isfinite(stream)
+        self.link = SharedRate(env, 1, rate, link_meter, cap=stream) if finite else None
         self.growth = growth
         self.stored = stored
 
@@ -74,6 +75,7 @@ class DatabaseKind(Kind):
         "connections": Field(lambda v: parse_count(v, allow_inf=True), math.inf),
         "latency": Field(time_dist, help="per-query latency distribution"),
         "bandwidth": Field(bandwidth, math.inf),
+        "stream_bandwidth": Field(bandwidth, math.inf, "the most one transfer gets, e.g. one TCP stream"),
         "growth": Field(_growth, None),
         "stored": Field(lambda v: parse_size(v), 0.0),
     }
@@ -88,7 +90,7 @@ class DatabaseKind(Kind):
         s = spec.settings
         meter = Meter(spec.name, cls.kind, s["connections"])
         return DatabaseRuntime(ctx.env, meter, s["connections"], s["latency"], s["bandwidth"],
-                               s["growth"], s["stored"])
+                               s["growth"], s["stored"], s["stream_bandwidth"])
 
     @classmethod
     def meters(cls, runtime: DatabaseRuntime) -> list[Meter]:
