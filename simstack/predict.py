@@ -41,7 +41,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, str]], bool] | None = Non
     rows = []
     for point in tqdm(points, desc=f"predicting {study.model}", disable=not progress):
         selection = reduce(merge, (pred.axes[axis][value] for axis, value in point.items()), RunSelection())
-        rows.append({**point, pred.value_column: ev.value(pred.metric, selection)})
+        metric = next((pred.metric_choices[(a, v)] for a, v in point.items() if (a, v) in pred.metric_choices),
+                      pred.metric)
+        rows.append({**point, pred.value_column: ev.value(metric, selection) * pred.scale})
     return pd.DataFrame(rows)
 
 

@@ -7,7 +7,9 @@ missing required keys, and re-raises any parse error with the key path it came f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,35 +25,44 @@ class Field:
     help: str = ""
 
 
+def suggest(word: object, options: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a near miss among ``options``, else an empty string."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def read_fields(raw: object, fields: Mapping[str, Field], path: str,
                 ignore: tuple[str, ...] = ()) -> dict[str, Any]:
     """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``."""
     if not isinstance(raw, Mapping):
-        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path)
+        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path or None)
     unknown = [k for k in raw if k not in fields and k not in ignore]
     if unknown:
-        raise ModelError(f"unknown key {unknown[0]!r}; expected one of: {', '.join(fields)}",
-                         path=f"{path}.{unknown[0]}")
+        key = unknown[0]
+        raise ModelError(f"unknown key {key!r}{suggest(key, fields)}; expected one of: {', '.join(fields)}",
+                         path=f"{path}.{key}" if path else str(key))
     out: dict[str, Any] = {}
     for key, spec in fields.items():
         if key not in raw or raw[key] is None:
             if spec.default is REQUIRED:
                 hint = f" ({spec.help})" if spec.help else ""
-                raise ModelError(f"missing required key {key!r}{hint}", path=path)
+                raise ModelError(f"missing required key {key!r}{hint}", path=path or None)
             out[key] = spec.default
             continue
         try:
             out[key] = spec.parse(raw[key])
         except ModelError as exc:
-            raise exc.at(path=f"{path}.{key}") from None
+            raise exc.at(path=f"{path}.{key}" if path else key) from None
     return out
 
 
 def one_of(*choices: str) -> Callable[[object], str]:
     def parse(value: object) -> str:
-        if value not in choices:
+        if not isinstance(value, str) or value not in choices:
             raise ModelError(f"expected one of {', '.join(choices)}, got {value!r}")
-        return str(value)
+        return value
     return parse
 
 
@@ -61,8 +72,16 @@ def name_ref(value: object) -> str:
     return value
 
 
+def text(value: object) -> str:
+    """Free text (``doc``, ``description``): a string, never a mapping or a list."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ModelError(f"expected text, got {value!r}")
+    return str(value)
+
+
 def integer(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value != int(value)):
         raise ModelError(f"expected a whole number, got {value!r}")
     return int(value)
 

@@ -74,10 +74,14 @@ class CalibrationSpec:
 
 @dataclass(frozen=True)
 class PredictionSpec:
+    """A grid of configurations. An axis value may also pick the metric (e.g. one per phase)."""
+
     file: str
     axes: Mapping[str, Mapping[str, RunSelection]] = field(hash=False)
     metric: str
     value_column: str
+    scale: float = 1.0  # e.g. 1000 to write milliseconds
+    metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -182,15 +186,28 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     if top["predictions"] is not None:
         p = read_fields(top["predictions"], {"file": Field(str, "predictions.csv"), "axes": Field(_mapping),
                                              "metric": Field(name_ref), "value_column": Field(str),
-                                             "doc": Field(str, "")}, "predictions")
+                                             "scale": Field(parse_number, 1.0), "doc": Field(str, "")},
+                        "predictions")
         if p["metric"] not in metrics:
-            raise ModelError(f"unknown metric {p['metric']!r}", path="predictions.metric")
-        axes = {}
+            raise ModelError(f"unknown metric {p['metric']!r}; metrics: {', '.join(metrics)}",
+                             path="predictions.metric")
+        axes: dict[str, dict[str, RunSelection]] = {}
+        chosen: dict[tuple[str, str], str] = {}
         for axis, choices in p["axes"].items():
             where = f"predictions.axes.{axis}"
             if not isinstance(choices, Mapping) or not choices:
-                raise ModelError("expected a mapping of value: {parameters/flags/scenario/whatif}", path=where)
-            axes[axis] = {str(v): _selection(sel or {}, f"{where}.{v}") for v, sel in choices.items()}
-        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"])
+                raise ModelError("expected a mapping of value: {parameters/flags/scenario/whatif/metric}",
+                                 path=where)
+            axes[axis] = {}
+            for value, sel in choices.items():
+                sel = dict(sel or {})
+                if "metric" in sel:
+                    name = sel.pop("metric")
+                    if name not in metrics:
+                        raise ModelError(f"unknown metric {name!r}; metrics: {', '.join(metrics)}",
+                                         path=f"{where}.{value}.metric")
+                    chosen[(axis, str(value))] = name
+                axes[axis][str(value)] = _selection(sel, f"{where}.{value}")
+        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen)
     baselines = model_dir / top["baselines"] if top["baselines"] else None
     return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions)

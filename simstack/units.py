@@ -3,6 +3,7 @@
 Inside simstack every time is a float in seconds, every size a float in bytes and every
 rate a float per second. A model file writes ``5us``, ``2 ms``, ``20min``, ``350MB``,
 ``25Gb/s`` or ``360Hz``; a bare number means the base unit (seconds, bytes, per second).
+Every error echoes what was written and says what would have been accepted.
 """
 
 from __future__ import annotations
@@ -18,16 +19,10 @@ SIZE_UNITS = {
     "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3,
     "b": 0.125, "Kb": 125.0, "Mb": 1.25e5, "Gb": 1.25e8,
 }
+HZ_UNITS = {"Hz": 1.0, "kHz": 1e3, "MHz": 1e6}
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ/]*)\s*$")
-
-
-def _split(text: str, what: str) -> tuple[float, str]:
-    match = _QUANTITY.match(text)
-    if not match:
-        raise ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {text!r}")
-    return float(match.group(1)), match.group(2)
-
+# number, unit, optional "/ per-unit": "5us", "2 ms", "3.2/s", "100MB/s", "25 Gb / s"
+_QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ]*)\s*(?:/\s*([A-Za-zµ]*)\s*)?$")
 
 _EXAMPLES = {
     "time": "'5us', '2ms', '1.5s' or '20min'",
@@ -38,20 +33,41 @@ _EXAMPLES = {
 }
 
 
-def _scaled(value: object, what: str, units: dict[str, float]) -> float:
-    if isinstance(value, bool):
-        raise ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+def _expected(what: str, value: object, note: str = "") -> ModelError:
+    return ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {value!r}{note}")
+
+
+def _finite(number: float, what: str, value: object) -> float:
+    if not math.isfinite(number):
+        raise _expected(what, value, " (must be a finite number)")
+    return number
+
+
+def _quantity(value: object, what: str) -> tuple[float, str, str | None]:
+    """(number, unit, per-unit or None) of a bare number or a quantity written as text."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _expected(what, value)
     if not isinstance(value, str):
-        raise ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {value!r}")
-    number, unit = _split(value, what)
+        return _finite(float(value), what, value), "", None
+    match = _QUANTITY.match(value)
+    if not match:
+        raise _expected(what, value)
+    return _finite(float(match.group(1)), what, value), match.group(2), match.group(3)
+
+
+def _unit(unit: str, units: dict[str, float], what: str, value: object) -> float:
+    if unit not in units:
+        raise ModelError(f"unknown {what} unit {unit!r} in {value!r}; known units: {', '.join(units)}")
+    return units[unit]
+
+
+def _scaled(value: object, what: str, units: dict[str, float]) -> float:
+    number, unit, per = _quantity(value, what)
+    if per is not None:
+        raise _expected(what, value, f" ({what}s take no '/' per-time unit)")
     if unit == "":
         return number
-    if unit not in units:
-        known = ", ".join(units)
-        raise ModelError(f"unknown {what} unit {unit!r} in {value!r}; known units: {known}")
-    return number * units[unit]
+    return number * _unit(unit, units, what, value)
 
 
 def parse_time(value: object) -> float:
@@ -66,33 +82,37 @@ def parse_size(value: object) -> float:
 
 def parse_rate(value: object) -> float:
     """Events per second from ``3.2/s``, ``360Hz``, ``120/min`` or a bare number."""
-    if isinstance(value, str) and value.strip().endswith("Hz"):
-        return _scaled(value.strip()[:-2] or "1", "rate", {"": 1.0, "k": 1e3, "M": 1e6})
-    if isinstance(value, str) and "/" in value:
-        number, _, per = value.partition("/")
-        count = _scaled(number, "rate", {})
-        per_unit = per.strip()
-        if per_unit not in TIME_UNITS:
-            raise ModelError(f"expected a rate such as {_EXAMPLES['rate']}, got {value!r}")
-        return count / TIME_UNITS[per_unit]
-    return _scaled(value, "rate", {})
+    number, unit, per = _quantity(value, "rate")
+    if per is None:
+        if unit == "":
+            return number
+        if unit in HZ_UNITS:
+            return number * HZ_UNITS[unit]
+        raise ModelError(f"unknown rate unit {unit!r} in {value!r}; write a count per time unit such as "
+                         f"{_EXAMPLES['rate']} (units: {', '.join(HZ_UNITS)} or /{', /'.join(TIME_UNITS)})")
+    if unit != "":
+        raise ModelError(f"unknown rate unit {unit + '/' + per!r} in {value!r}; a rate is a plain count "
+                         f"per time unit such as {_EXAMPLES['rate']}")
+    return number / _unit(per, TIME_UNITS, "time", value)
 
 
 def parse_bandwidth(value: object) -> float:
     """Bytes per second from ``100MB/s`` or ``25Gb/s`` (bits are divided by eight)."""
-    if isinstance(value, str) and "/" in value:
-        size, _, per = value.partition("/")
-        if per.strip() not in TIME_UNITS:
-            raise ModelError(f"expected a bandwidth such as {_EXAMPLES['bandwidth']}, got {value!r}")
-        return parse_size(size) / TIME_UNITS[per.strip()]
-    return _scaled(value, "bandwidth", {})
+    number, unit, per = _quantity(value, "bandwidth")
+    if per is None:
+        if unit == "":
+            return number  # a bare number is bytes per second
+        raise _expected("bandwidth", value, " (a size per time unit: add '/s')")
+    size = 1.0 if unit == "" else _unit(unit, SIZE_UNITS, "size", value)
+    return number * size / _unit(per, TIME_UNITS, "time", value)
 
 
 def parse_count(value: object, *, allow_inf: bool = False) -> float:
     """A whole count >= 1 (or ``inf`` where unbounded makes sense)."""
-    if allow_inf and value in ("inf", "unlimited", math.inf):
+    if allow_inf and isinstance(value, str | float) and value in ("inf", "unlimited", math.inf):
         return math.inf
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value != int(value)):
         extra = " or 'inf'" if allow_inf else ""
         raise ModelError(f"expected a whole number{extra}, got {value!r}")
     if value < 1:
@@ -101,8 +121,8 @@ def parse_count(value: object, *, allow_inf: bool = False) -> float:
 
 
 def parse_number(value: object) -> float:
-    """A plain float (no unit)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A plain, finite float (no unit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ModelError(f"expected {_EXAMPLES['number']}, got {value!r}")
     return float(value)
 
@@ -115,6 +135,6 @@ def positive(value: float, raw: object) -> float:
 
 
 def non_negative(value: float, raw: object) -> float:
-    if value < 0:
+    if not value >= 0:
         raise ModelError(f"must be >= 0, got {raw!r}")
     return value
