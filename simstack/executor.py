@@ -194,7 +194,7 @@ class Replication:
         if isinstance(step, Hold):
             comp = self.spec.components[step.target]
             kind = self.kinds[step.target]
-            acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode)
+            acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode, scope[1])
             inner = scope
             tscope = thread_scope(kind, comp)
             if tscope is not None:
@@ -278,15 +278,15 @@ class CpuRunner:
             demand += self.per_byte * self.nbytes(ctx)
         r = self.r
         if not r.rec.record_steps:
-            self.cpu.submit(demand, self.priority, lambda _w, _s: k())
+            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
             return
-        start = r.env.now
+        start = r.env._now
 
         def done(wait: float, service: float) -> None:
             r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
-                                service, r.env.now))
+                                service, r.env._now))
             k()
-        self.cpu.submit(demand, self.priority, done)
+        self.cpu.submit(demand, self.priority, done, ctx)
 
 
 class DelayRunner:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from simstack.errors import ModelError
@@ -81,7 +82,8 @@ class Evaluator:
     def _capacity(self, metric: MetricSpec, run: RunSelection) -> int:
         """Largest value of ``metric.parameter`` in [low, high] whose ``of`` stays <= below."""
         def ok(n: int) -> bool:
-            return self.value(metric.of, merge(run, RunSelection(parameters={metric.parameter: n}))) <= metric.below  # type: ignore[arg-type]
+            at_n = merge(run, RunSelection(parameters={metric.parameter: n}))  # type: ignore[dict-item]
+            return all(self.value(of, at_n) <= below for of, below in zip(metric.of, metric.below, strict=True))
         low, high = metric.low, metric.high
         if not ok(low):
             return low - 1
@@ -129,7 +131,18 @@ def _statistic(metric: MetricSpec, result: RunResult) -> float:
                              f"request classes: {', '.join(result.model.requests)}")
         recorded = recorded[recorded["request"] == metric.request]
     if metric.type == "failure_rate":
-        return float((~recorded["ok"]).mean()) if len(recorded) else math.nan
+        failed = ~recorded["ok"]
+        if metric.lineage:
+            bad = _failed_lineage(req)
+            keys = zip(recorded["rep"], recorded["id"], strict=True)
+            failed = failed | pd.Series([key in bad for key in keys], index=recorded.index, dtype=bool)
+        if not len(recorded):
+            return math.nan
+        if metric.group == "item":
+            return float(failed.groupby(recorded["item"]).mean().max())
+        return float(failed.mean())
+    if metric.type == "backlog":
+        return float(result.accounting["in_system"].mean())
     ok = recorded[recorded["ok"]]
     window = _window(result)
     if metric.type == "count":
@@ -155,6 +168,18 @@ def _statistic(metric: MetricSpec, result: RunResult) -> float:
         span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
         durations = (span["end"] - span["start"]).to_numpy()
     return _stat(durations, metric.stat)
+
+
+def _failed_lineage(requests: Any) -> set[tuple[int, int]]:
+    """(replication, id) of every request some descendant of which failed."""
+    failed: set[tuple[int, int]] = set()
+    parent = dict(zip(zip(requests["rep"], requests["id"], strict=True), requests["parent"], strict=True))
+    for rep, rid in zip(requests.loc[~requests["ok"], "rep"], requests.loc[~requests["ok"], "id"], strict=True):
+        up = parent.get((rep, rid), -1)
+        while up != -1 and (rep, up) in parent:
+            failed.add((rep, up))
+            up = parent[(rep, up)]
+    return failed
 
 
 def _window(result: RunResult) -> float:

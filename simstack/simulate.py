@@ -126,7 +126,9 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
 
 
 def _meters(r: Replication) -> list[ResourceSummary | Any]:
-    meters = [cpu.meter for cpu in r.cpus.values()]
+    meters = []
+    for cpu in r.cpus.values():
+        meters.extend(cpu.meters() if hasattr(cpu, "meters") else [cpu.meter])
     for name, runtime in r.runtimes.items():
         meters.extend(r.kinds[name].meters(runtime))
     return meters

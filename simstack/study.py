@@ -19,7 +19,7 @@ from simstack.loader import read_yaml
 from simstack.schema import Field, name_ref, one_of, read_fields
 from simstack.units import parse_number
 
-RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses")
+RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog")
 DERIVED_TYPES = ("ratio", "difference", "capacity")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
 
@@ -46,9 +46,11 @@ class MetricSpec:
     resource: str | None = None
     a: str | None = None  # ratio: a / b; difference: a - b
     b: str | None = None
-    of: str | None = None  # capacity: the metric that must stay below `below`
+    of: tuple[str, ...] = ()  # capacity: the metrics that must stay at or below `below`
     parameter: str | None = None
-    below: float = 0.0
+    below: tuple[float, ...] = ()
+    lineage: bool = False  # failure_rate: a request also fails when work it sent failed
+    group: str | None = None  # failure_rate: the worst group (e.g. item = per PV) instead of overall
     low: int = 1
     high: int = 1024
 
@@ -130,19 +132,33 @@ def _metric(name: str, raw: object, path: str) -> MetricSpec:
     if kind in RUN_TYPES:
         fields |= {k: Field(lambda v: v, None) for k in run_keys}
         fields |= {"request": Field(name_ref, None), "step": Field(str, None),
-                   "stat": Field(one_of(*STATS), "mean"), "resource": Field(name_ref, None)}
+                   "stat": Field(one_of(*STATS), "mean"), "resource": Field(name_ref, None),
+                   "lineage": Field(bool, False), "group": Field(one_of("item"), None)}
     elif kind in ("ratio", "difference"):
         fields |= {"a": Field(name_ref), "b": Field(name_ref)}
     elif kind == "capacity":
         fields |= {k: Field(lambda v: v, None) for k in run_keys}
-        fields |= {"of": Field(name_ref), "parameter": Field(name_ref), "below": Field(parse_number),
+        fields |= {"of": Field(_names), "parameter": Field(name_ref), "below": Field(_numbers),
                    "low": Field(int, 1), "high": Field(int, 1024)}
     values = read_fields(raw, fields, path)
+    if kind == "capacity" and len(values["of"]) != len(values["below"]):
+        raise ModelError(f"capacity: of and below must have the same length, got {values['of']} and "
+                         f"{values['below']}", path=path)
     run = _selection(raw, path)
     values = {k: v for k, v in values.items() if k not in run_keys and k != "doc"}
     if kind == "utilisation" and not values.get("resource"):
         raise ModelError("a utilisation metric needs resource: <name>", path=path)
     return MetricSpec(name=name, run=run, **values)
+
+
+def _names(value: object) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    return tuple(name_ref(v) for v in items)
+
+
+def _numbers(value: object) -> tuple[float, ...]:
+    items = value if isinstance(value, list) else [value]
+    return tuple(parse_number(v) for v in items)
 
 
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
@@ -152,7 +168,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     top = read_fields(doc, fields, "")
     metrics = {n: _metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
     for m in metrics.values():
-        for ref in (m.a, m.b, m.of):
+        for ref in (m.a, m.b, *m.of):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=f"metrics.{m.name}")
     checks = []

@@ -43,7 +43,7 @@ SamplerFactory = Callable[[str, Distribution], Sampler]
 class Cpu(Protocol):
     meter: Meter
 
-    def submit(self, demand: float, priority: int, done: Done) -> None: ...
+    def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None: ...
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Kind:
         raise ModelError(f"kind {cls.kind!r} cannot be called")
 
     @classmethod
-    def bind_hold(cls, runtime: Any, key: str | None, mode: str
+    def bind_hold(cls, runtime: Any, key: str | None, mode: str, priority: int = 0
                   ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
         raise ModelError(f"kind {cls.kind!r} cannot be held")
 

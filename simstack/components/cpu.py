@@ -45,7 +45,7 @@ class FifoCpu:
         self._queue: deque[tuple[float, float, Done]] = deque()
         self._free = cores
 
-    def submit(self, demand: float, priority: int, done: Done) -> None:
+    def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
@@ -86,9 +86,9 @@ class FifoCpu:
 
 
 class _Job:
-    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token")
+    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner")
 
-    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Done):
+    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Done, owner: object):
         self.priority = priority
         self.seq = seq
         self.remaining = work  # seconds of run time still needed on this host
@@ -97,12 +97,20 @@ class _Job:
         self.done = done
         self.started = 0.0
         self.token = 0
+        self.owner = owner
 
 
 class PriorityCpu:
-    """Preemptive-resume priority scheduling on ``cores`` identical cores."""
+    """Preemptive-resume priority scheduling on ``cores`` identical cores (SCHED_FIFO).
 
-    __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq")
+    A thread that finishes one CPU step and goes straight on to the next keeps its core:
+    it has not blocked, so an equal-priority thread that became ready meanwhile still
+    waits (only a more urgent one takes the core). Busy time is also kept per priority
+    level, which is how CPU share per priority is reported.
+    """
+
+    __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq", "_heir", "_levels",
+                 "_name")
 
     def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
         self.env = env
@@ -112,19 +120,38 @@ class PriorityCpu:
         self._running: list[_Job] = []
         self._ready: list[tuple[int, int, _Job]] = []  # heap of (-priority, seq, job)
         self._seq = 0
+        self._heir: object = None  # owner whose finished step reserved its core, if any
+        self._levels: dict[int, Meter] = {}
+        self._name = meter.name
 
-    def submit(self, demand: float, priority: int, done: Done) -> None:
-        now = self.env.now
+    def meters(self) -> list[Meter]:
+        return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
+
+    def _level(self, priority: int) -> Meter:
+        level = self._levels.get(priority)
+        if level is None:
+            level = self._levels[priority] = Meter(f"{self._name}[priority {priority}]", "cpu-level", self.cores)
+        return level
+
+    def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
+        now = self.env._now
         meter = self.meter
         meter.arrivals += 1
         meter.touch(now)
         self._seq += 1
-        job = _Job(priority, self._seq, demand / self.speed, now, done)
-        if len(self._running) < self.cores:
+        job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
+        reserved = 1 if self._heir is not None else 0
+        if len(self._running) + reserved < self.cores:
+            if reserved and owner is self._heir:
+                self._heir = None
             self._run(job, now)
             return
-        victim = min(self._running, key=lambda j: (j.priority, -j.seq))
-        if victim.priority < priority:
+        if reserved and owner is self._heir:
+            self._heir = None
+            self._run(job, now)
+            return
+        victim = min(self._running, key=lambda j: (j.priority, -j.seq)) if self._running else None
+        if victim is not None and victim.priority < priority:
             self._preempt(victim, now)
             self._run(job, now)
         else:
@@ -136,30 +163,49 @@ class PriorityCpu:
         job.token += 1
         self._running.append(job)
         self.meter.busy = len(self._running)
-        token = job.token
-        Wake(self.env, job.remaining, lambda _e: self._finish(job, token))
+        level = self._level(job.priority)
+        level.touch(now)
+        level.busy += 1
+        Wake(self.env, job.remaining, self._finish).job = (job, job.token)
+
+    def _stop(self, job: _Job, now: float) -> None:
+        self._running.remove(job)
+        self.meter.busy = len(self._running)
+        level = self._levels[job.priority]
+        level.touch(now)
+        level.busy -= 1
 
     def _preempt(self, job: _Job, now: float) -> None:
         job.remaining -= now - job.started
         job.token += 1  # its pending completion is now stale
-        self._running.remove(job)
+        self._stop(job, now)
         # Resumes ahead of later arrivals of its priority: it keeps its original seq.
         heapq.heappush(self._ready, (-job.priority, job.seq, job))
         self._queue_changed()
 
-    def _finish(self, job: _Job, token: int) -> None:
+    def _finish(self, event: Wake) -> None:
+        job, token = event.job  # type: ignore[misc]
         if job.token != token:
             return
-        now = self.env.now
+        now = self.env._now
         self.meter.touch(now)
-        self._running.remove(job)
-        if self._ready:
+        self._stop(job, now)
+        ready = self._ready
+        keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)
+        if keep:
+            self._heir = job.owner  # the core waits for this thread's next step, if any
+        try:
+            job.done(now - job.arrived - job.service, job.service)
+        finally:
+            if keep:
+                self._heir = None
+            self._dispatch(now)
+
+    def _dispatch(self, now: float) -> None:
+        while self._ready and len(self._running) < self.cores:
             _, _, nxt = heapq.heappop(self._ready)
-            self._queue_changed()
             self._run(nxt, now)
-        else:
-            self.meter.busy = len(self._running)
-        job.done(now - job.arrived - job.service, job.service)
+        self._queue_changed()
 
     def _queue_changed(self) -> None:
         meter = self.meter
@@ -202,7 +248,7 @@ class SharedRate:
             self._virtual += (now - self._last) * self._per_job_rate(n)
         self._last = now
 
-    def submit(self, work: float, priority: int, done: Done) -> None:
+    def submit(self, work: float, priority: int, done: Done, owner: object = None) -> None:
         now = self.env.now
         meter = self.meter
         meter.arrivals += 1

@@ -3,7 +3,8 @@ and a cost that grows with the volume already stored.
 
 A query takes a connection (waiting if all are busy), spends the query latency, then
 moves its ``bytes`` through the server's bandwidth, shared equally by the transfers in
-flight (each at most ``stream_bandwidth``, the rate one client stream can reach). ``growth: {per: 1GB, factor: 0.1}`` makes latency ``(1 + 0.1 * stored / 1GB)``
+flight (each at most ``stream_bandwidth``, the rate one client stream can reach).
+``growth: {per: 1GB, factor: 0.1}`` makes latency ``(1 + 0.1 * stored / 1GB)``
 times longer, the way index searches slow down as tables grow; a query with
 ``write: true`` adds its bytes to the stored volume (persisting settings).
 """

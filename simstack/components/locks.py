@@ -3,21 +3,24 @@
 A step ``hold``s a lock around nested steps. ``per: device`` makes a lock per key, the
 key coming from the step (``key: item`` uses the fan-out item, any other text is a fixed
 key). ``readers: true`` makes it a read-write lock where ``mode: read`` holders share.
-Waiters are served first come, first served; a run of readers at the head enters together.
+Waiters are served first come, first served, or most urgent first with ``order: priority``
+(the priority of the thread that waits, as a real-time mutex does); a run of readers at the
+head enters together. A global lock ignores any key a step gives, so switching a model
+between one global lock and per-key locks is a one-parameter change (``per: $scope``).
 Examples: EPICS 3.15's global ``lockSetModifyLock`` (global), 3.16 lock sets (per key),
 Tango's BY_DEVICE serialisation (per device), the Python GIL (global).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.components.meter import Meter
-from simstack.schema import Field, boolean, name_ref
+from simstack.schema import Field, boolean, name_ref, one_of
 from simstack.spec import ComponentSpec
 
 
@@ -27,20 +30,22 @@ class _KeyState:
     def __init__(self) -> None:
         self.readers = 0
         self.writer = False
-        self.waiting: deque[tuple[float, bool, Granted]] = deque()
+        self.waiting: list[tuple[int, int, float, bool, Granted]] = []  # (rank, seq, since, write, granted)
         self.granting = False
         self.dirty = False
 
 
 class LockRuntime:
-    __slots__ = ("env", "meter", "keys")
+    __slots__ = ("env", "meter", "keys", "by_priority", "_seq")
 
-    def __init__(self, env: Any, meter: Meter):
+    def __init__(self, env: Any, meter: Meter, by_priority: bool = False):
         self.env = env
         self.meter = meter
         self.keys: dict[object, _KeyState] = {}
+        self.by_priority = by_priority
+        self._seq = 0
 
-    def acquire(self, key: object, write: bool, granted: Granted) -> bool:
+    def acquire(self, key: object, write: bool, granted: Granted, priority: int = 0) -> bool:
         state = self.keys.get(key)
         if state is None:
             state = self.keys[key] = _KeyState()
@@ -57,7 +62,9 @@ class LockRuntime:
                 state.readers += 1
             granted(0.0)
         else:
-            state.waiting.append((self.env.now, write, granted))
+            self._seq += 1
+            rank = -priority if self.by_priority else 0
+            heapq.heappush(state.waiting, (rank, self._seq, self.env.now, write, granted))
             meter.queue += 1
             meter.max_queue = max(meter.max_queue, meter.queue)
         return True
@@ -87,10 +94,10 @@ class LockRuntime:
         meter = self.meter
         now = self.env.now
         while state.waiting and not state.writer:
-            since, write, granted = state.waiting[0]
+            _rank, _seq, since, write, granted = state.waiting[0]
             if write and state.readers:
                 return
-            state.waiting.popleft()
+            heapq.heappop(state.waiting)
             meter.touch(now)
             meter.queue -= 1
             if state.readers == 0:
@@ -111,28 +118,38 @@ class LockKind(Kind):
         "kind": Field(str),
         "per": Field(name_ref, None, "name of the key, e.g. device or record"),
         "readers": Field(boolean, False),
+        "order": Field(one_of("fifo", "priority"), "fifo"),
     }
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> LockRuntime:
         capacity = math.inf if spec.settings["per"] else 1
-        return LockRuntime(ctx.env, Meter(spec.name, cls.kind, capacity))
+        runtime = LockRuntime(ctx.env, Meter(spec.name, cls.kind, capacity), spec.settings["order"] == "priority")
+        runtime.meter.kind = "lock" if spec.settings["per"] else "lock (global)"
+        return runtime
 
     @classmethod
-    def bind_hold(cls, runtime: LockRuntime, key: str | None, mode: str
+    def bind_hold(cls, runtime: LockRuntime, key: str | None, mode: str, priority: int = 0
                   ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
         write = mode != "read"
-        if key == "item":
+        per_key = math.isinf(runtime.meter.capacity)
+        if per_key and key == "item":
             def acquire(ctx: Ctx, granted: Granted) -> bool:
-                return runtime.acquire(ctx.item, write, granted)
+                return runtime.acquire(ctx.item, write, granted, priority)
 
             def release(ctx: Ctx) -> None:
                 runtime.release(ctx.item, write)
+        elif per_key and key == "request":
+            def acquire(ctx: Ctx, granted: Granted) -> bool:
+                return runtime.acquire(ctx.req.item, write, granted, priority)
+
+            def release(ctx: Ctx) -> None:
+                runtime.release(ctx.req.item, write)
         else:
-            fixed = key
+            fixed = key if per_key else None
 
             def acquire(ctx: Ctx, granted: Granted) -> bool:
-                return runtime.acquire(fixed, write, granted)
+                return runtime.acquire(fixed, write, granted, priority)
 
             def release(ctx: Ctx) -> None:
                 runtime.release(fixed, write)

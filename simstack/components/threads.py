@@ -65,7 +65,7 @@ class ThreadsKind(Kind):
         return ThreadPool(Slots(ctx.env, s["size"], meter, capacity), s["when_full"] == "drop")
 
     @classmethod
-    def bind_hold(cls, runtime: ThreadPool, key: str | None, mode: str
+    def bind_hold(cls, runtime: ThreadPool, key: str | None, mode: str, priority: int = 0
                   ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
         slots = runtime.slots
 
