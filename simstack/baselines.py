@@ -1,7 +1,8 @@
 """Measured baseline rows, read from a model folder's CSV and selected by column values.
 
 Baseline files keep the columns of the source data (``system, scenario, quantity, value,
-unit, condition, source, kind`` for the per-paper files). A check names a row by a few
+unit, condition, source, kind`` for the per-paper files); values in time or size units are
+read in seconds and bytes, so a check compares like with like. A check names a row by a few
 column values; exactly one row must match, and its ``value`` must be a number, otherwise
 the error says which file, which selector and what was found.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from simstack.errors import DataError
+from simstack.units import SIZE_UNITS, TIME_UNITS
 
 
 def file_hash(path: Path) -> str:
@@ -46,8 +48,15 @@ def select_row(table: pd.DataFrame, selector: Mapping[str, str], where: str) -> 
 
 
 def row_value(row: pd.Series, where: str, column: str = "value") -> float:
+    """The row's number in simstack's base units: a ``unit`` of ``ms`` or ``MB`` is converted
+    to seconds or bytes; any other unit (factor, fraction, PVs, ...) is taken as it is."""
     text = str(row.get(column, "")).strip()
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise DataError(f"{where}: baseline {column} {text!r} is not a number") from None
+    unit = str(row.get("unit", "")).strip()
+    return value * UNIT_SCALE.get(unit, 1.0)
+
+
+UNIT_SCALE = {**TIME_UNITS, **{k: v for k, v in SIZE_UNITS.items() if k.endswith("B")}, "msec": 1e-3}

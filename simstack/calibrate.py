@@ -28,14 +28,14 @@ from simstack.errors import ModelError
 from simstack.loader import MODELS_DIR, load_model
 from simstack.metrics import Evaluator, write_yaml
 from simstack.study import Study, load_study
-from simstack.units import parse_rate, parse_size, parse_time
+from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
 
 def quantity(value: object) -> float:
     """A parameter value or bound in base units, whatever its unit family."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    for parse in (parse_time, parse_size, parse_rate):
+    for parse in (parse_time, parse_size, parse_rate, parse_bandwidth):
         try:
             return parse(value)
         except ModelError:

@@ -21,7 +21,8 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from simstack.errors import SimstackError
-from simstack.loader import load_model
+from simstack.loader import load_model, resolve_model_path
+from simstack.metrics import calibrated_parameters
 from simstack.simulate import RunResult, simulate
 from simstack.units import parse_time
 
@@ -101,7 +102,9 @@ def print_summary(result: RunResult) -> None:
 
 def _run(cfg: DictConfig) -> None:
     params, flags = model_overrides(cfg)
-    spec = load_model(cfg.model, scenario=cfg.scenario, parameters=params, flags=flags)
+    model_file = resolve_model_path(cfg.model)
+    params = {**calibrated_parameters(model_file.parent), **params}
+    spec = load_model(model_file, scenario=cfg.scenario, parameters=params, flags=flags)
     result = simulate(spec, **run_settings(cfg, spec.settings))
     print_summary(result)
     write_run(result, cfg, Path(HydraConfig.get().runtime.output_dir), bool(cfg.output.tables))

@@ -56,6 +56,6 @@ def run_predict(cfg: Any) -> None:
     study = load_study(MODELS_DIR / str(cfg.model))
     table = predict(study, progress=bool(cfg.sim.get("progress", True)))
     path = prediction_path(study)
-    table.to_csv(path, index=False, float_format="%.6g")
+    table.to_csv(path, index=False, float_format="%.10g")
     print(table.to_string(index=False))
     print(f"wrote {path}")

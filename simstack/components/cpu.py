@@ -272,6 +272,7 @@ class SharedRate:
             return
         token = self._token
         delay = max(0.0, (self._tags[0][0] - self._virtual) / self._per_job_rate(len(self._tags)))
+        delay = max(delay, max(abs(now), 1.0) * 1e-12)  # never a wake the clock cannot tell from now
         Wake(self.env, delay, lambda _e: self._finish(token))
 
     def _finish(self, token: int) -> None:
@@ -281,8 +282,14 @@ class SharedRate:
         self.meter.touch(now)
         self._advance(now)
         finished = []
-        # Everything whose tag has been reached leaves now (ties and rounding).
-        while self._tags and self._tags[0][0] <= self._virtual * (1 + 1e-12) + 1e-15:
+        # Everything whose tag has been reached leaves now. "Reached" allows for rounding: a
+        # remainder the clock cannot resolve (now + remaining == now) would otherwise wake
+        # this method at the same instant for ever.
+        resolution = max(abs(now), 1.0) * 1e-12
+        while self._tags:
+            rate = self._per_job_rate(len(self._tags))
+            if (self._tags[0][0] - self._virtual) / rate > resolution:
+                break
             finished.append(heapq.heappop(self._tags))
         self._account()
         self._schedule(now)
