@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +25,12 @@ import numpy as np
 from simstack.errors import ModelError
 
 ValueParser = Callable[[object], float]
+
+
+def _num(x: float) -> str:
+    """Shortest text that reads back as exactly ``x`` (``0.002``, not ``0.0020000000000000005``)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 class Distribution(Protocol):
@@ -51,7 +59,7 @@ class Const:
         return np.full(n, self.value)
 
     def __repr__(self) -> str:
-        return f"const({self.value:g})"
+        return f"const({_num(self.value)})"
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class Exp:
         return rng.exponential(self.mean_value, n)
 
     def __repr__(self) -> str:
-        return f"exp({self.mean_value:g})"
+        return f"exp({_num(self.mean_value)})"
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,7 @@ class Lognormal:
         return rng.lognormal(mu, math.sqrt(sigma2), n)
 
     def __repr__(self) -> str:
-        return f"lognormal({self.mean_value:g}, {self.cv:g})"
+        return f"lognormal({_num(self.mean_value)}, {_num(self.cv)})"
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,7 @@ class Gamma:
         return rng.gamma(shape, self.mean_value / shape, n)
 
     def __repr__(self) -> str:
-        return f"gamma({self.mean_value:g}, {self.cv:g})"
+        return f"gamma({_num(self.mean_value)}, {_num(self.cv)})"
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ class Uniform:
         return rng.uniform(self.low, self.high, n)
 
     def __repr__(self) -> str:
-        return f"uniform({self.low:g}, {self.high:g})"
+        return f"uniform({_num(self.low)}, {_num(self.high)})"
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,7 @@ class TruncatedNormal:
         return out
 
     def __repr__(self) -> str:
-        return f"normal({self.mu:g}, {self.sd:g})"
+        return f"normal({_num(self.mu)}, {_num(self.sd)})"
 
 
 def _phi(x: float) -> float:
@@ -184,8 +192,13 @@ def _Phi(x: float) -> float:
 class Empirical:
     """Resample with replacement from a column of measured values."""
 
-    source: str
+    file: str
+    column: str
     values: tuple[float, ...] = field(repr=False)
+
+    @property
+    def source(self) -> str:
+        return f"{self.file}:{self.column}"
 
     @property
     def mean(self) -> float:
@@ -199,15 +212,20 @@ class Empirical:
         return rng.choice(np.asarray(self.values), n)
 
     def __repr__(self) -> str:
-        return f"empirical({self.source})"
+        return f"empirical({self.file}, {self.column})"
 
 
 @dataclass(frozen=True)
 class Indexed:
     """Item *i* of a fan-out takes row *i* (modulo the length): a fixed, shared list."""
 
-    source: str
+    file: str
+    column: str
     values: tuple[float, ...] = field(repr=False)
+
+    @property
+    def source(self) -> str:
+        return f"{self.file}:{self.column}"
 
     @property
     def mean(self) -> float:
@@ -224,10 +242,10 @@ class Indexed:
         return self.values[item % len(self.values)]
 
     def __repr__(self) -> str:
-        return f"indexed({self.source})"
+        return f"indexed({self.file}, {self.column})"
 
 
-_CALL = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*$", re.S)
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.S)
 _SIGNATURES: dict[str, tuple[str, ...]] = {
     "const": ("value",),
     "exp": ("mean",),
@@ -239,24 +257,50 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "indexed": ("file", "column"),
 }
 KNOWN = ", ".join(_SIGNATURES)
+_DATA_DIR: ContextVar[Path | None] = ContextVar("simstack_data_dir", default=None)
+
+
+@contextmanager
+def data_dir(folder: Path | None) -> Iterator[None]:
+    """While a model is read, relative data files resolve against its folder.
+
+    Component kinds parse their distributions without knowing where the model file lives;
+    the loader wraps the whole read in ``data_dir(model_folder)`` so that
+    ``empirical(data.csv, col)`` means the same file wherever it is written.
+    """
+    token = _DATA_DIR.set(folder)
+    try:
+        yield
+    finally:
+        _DATA_DIR.reset(token)
+
+
+def _signature(name: str) -> str:
+    return f"{name}({', '.join(_SIGNATURES[name])})"
 
 
 def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | None = None) -> Distribution:
     """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value."""
+    base = base_dir if base_dir is not None else _DATA_DIR.get()
     if isinstance(raw, dict):
         if "dist" not in raw:
-            raise ModelError(f"a distribution mapping needs a 'dist' key, got {raw!r}")
-        name = str(raw["dist"])
+            raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {raw!r}")
+        name = raw["dist"]
+        if not isinstance(name, str) or name not in _SIGNATURES:
+            raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
         args = {str(k): v for k, v in raw.items() if k != "dist"}
-        return _build(name, args, parse_value, base_dir, raw)
+        return _build(name, args, parse_value, base, raw)
     if isinstance(raw, str):
         match = _CALL.match(raw)
         if match:
             name, body = match.group(1), match.group(2)
             if name not in _SIGNATURES:
                 raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
-            return _build(name, _arguments(name, body, raw), parse_value, base_dir, raw)
-    return Const(_non_negative(parse_value(raw), raw))
+            return _build(name, _arguments(name, body, raw), parse_value, base, raw)
+        if "(" in raw or ")" in raw:
+            raise ModelError(f"malformed distribution {raw!r}: write name(arguments) such as exp(2ms) or "
+                             f"lognormal(5ms, 0.5); known: {KNOWN}")
+    return Const(_non_negative(parse_value(raw), raw, raw))
 
 
 def _arguments(name: str, body: str, raw: str) -> dict[str, object]:
@@ -266,72 +310,100 @@ def _arguments(name: str, body: str, raw: str) -> dict[str, object]:
     for position, part in enumerate(parts):
         key, eq, value = part.partition("=")
         if eq:
-            args[key.strip()] = value.strip()
+            key = key.strip()
         elif position < len(names):
-            args[names[position]] = part
+            key, value = names[position], part
         else:
-            raise ModelError(f"{name}() takes {len(names)} arguments ({', '.join(names)}), got {raw!r}")
+            raise ModelError(f"{name} takes {len(names)} argument{'s' if len(names) > 1 else ''} "
+                             f"{_signature(name)}, got {len(parts)} in {raw!r}")
+        if key in args:
+            raise ModelError(f"{name}: {key} given twice in {raw!r}")
+        args[key] = value.strip()
     return args
 
 
 def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_dir: Path | None,
            raw: object) -> Distribution:
-    if name not in _SIGNATURES:
-        raise ModelError(f"unknown distribution {name!r}; known: {KNOWN}")
     expected = _SIGNATURES[name]
-    unknown = set(args) - set(expected)
-    missing = [a for a in expected if a not in args]
-    if unknown or missing:
-        raise ModelError(f"{name} takes ({', '.join(expected)}), got {raw!r}")
+    unknown = [a for a in args if a not in expected]
+    if unknown:
+        raise ModelError(f"{name} has no argument {unknown[0]!r}; it takes {_signature(name)}, got {raw!r}")
+    missing = [a for a in expected if a not in args or args[a] in ("", None)]
+    if missing:
+        raise ModelError(f"{name} needs {' and '.join(missing)}: write {_signature(name)}, got {raw!r}")
     if name in ("empirical", "indexed"):
-        source, values = _read_column(str(args["file"]), str(args["column"]), parse_value, base_dir)
-        return Empirical(source, values) if name == "empirical" else Indexed(source, values)
+        file, column = str(args["file"]), str(args["column"])
+        values = _read_column(file, column, parse_value, base_dir)
+        return Empirical(file, column, values) if name == "empirical" else Indexed(file, column, values)
 
-    def value(key: str) -> float:
-        return _non_negative(parse_value(args[key]), raw)
+    def value(key: str, strict: bool = False) -> float:
+        """An argument in the unit family of the quantity (time or size): >= 0, or > 0 if strict."""
+        try:
+            parsed = parse_value(args[key])
+        except ModelError as exc:
+            raise ModelError(f"{name}: {key}: {exc.reason} (in {raw!r})") from None
+        if strict and not parsed > 0:
+            raise ModelError(f"{name}: {key} must be > 0, got {args[key]!r} in {raw!r}")
+        return _non_negative(parsed, args[key], raw, f"{name}: {key}")
 
     def number(key: str) -> float:
+        """A plain, finite number > 0 (a coefficient of variation)."""
+        text = args[key]
         try:
-            return float(str(args[key]))
+            parsed = float(text) if isinstance(text, str | int | float) and not isinstance(text, bool) else math.nan
         except ValueError:
-            raise ModelError(f"{name}: {key} must be a plain number, got {args[key]!r}") from None
+            parsed = math.nan
+        if not math.isfinite(parsed):
+            raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {text!r} in {raw!r}")
+        if parsed <= 0:
+            raise ModelError(f"{name}: {key} must be > 0, got {text!r} in {raw!r}")
+        return parsed
 
     if name == "const":
         return Const(value("value"))
     if name == "exp":
-        return Exp(_positive(value("mean"), raw))
+        return Exp(value("mean", strict=True))
     if name in ("lognormal", "gamma"):
-        cv = number("cv")
-        if cv <= 0:
-            raise ModelError(f"{name}: cv must be > 0, got {raw!r}")
         cls = Lognormal if name == "lognormal" else Gamma
-        return cls(_positive(value("mean"), raw), cv)
+        return cls(value("mean", strict=True), number("cv"))
     if name == "uniform":
         low, high = value("low"), value("high")
         if high < low:
-            raise ModelError(f"uniform: high must be >= low, got {raw!r}")
+            raise ModelError(f"uniform: high ({args['high']!r}) must be >= low ({args['low']!r}), got {raw!r}")
         return Uniform(low, high)
-    return TruncatedNormal(parse_value(args["mean"]), value("sd"))
+    # normal: truncated at zero by rejection, so its mean must not lie below zero (a mean far
+    # below zero would make almost every draw a rejection).
+    return TruncatedNormal(value("mean"), value("sd"))
 
 
 def _read_column(file: str, column: str, parse_value: ValueParser,
-                 base_dir: Path | None) -> tuple[str, tuple[float, ...]]:
+                 base_dir: Path | None) -> tuple[float, ...]:
     path = Path(file) if base_dir is None else base_dir / file
     if not path.is_file():
-        raise ModelError(f"empirical data file {file!r} not found (looked for {path})")
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        if column not in (reader.fieldnames or []):
-            raise ModelError(f"column {column!r} not in {file!r}; columns: {', '.join(reader.fieldnames or [])}")
-        values = []
-        for line, row in enumerate(reader, start=2):
-            try:
-                values.append(_non_negative(parse_value(_numeric(row[column])), row[column]))
-            except ModelError as exc:
-                raise ModelError(f"{file} line {line} column {column!r}: {exc.reason}") from None
+        start = "the model file's folder" if base_dir is not None else "the working directory"
+        raise ModelError(f"data file {file!r} not found (looked for {path.resolve()}; relative paths start at "
+                         f"{start})")
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = [c for c in (reader.fieldnames or []) if c is not None]
+            if column not in columns:
+                raise ModelError(f"column {column!r} not in {file!r}; columns: {', '.join(columns) or '(none)'}")
+            values = []
+            for row in reader:
+                line = reader.line_num
+                cell = row.get(column)
+                try:
+                    if cell is None:
+                        raise ModelError("the row is shorter than the header")
+                    values.append(_non_negative(parse_value(_numeric(cell)), cell, cell))
+                except ModelError as exc:
+                    raise ModelError(f"{file} line {line}, column {column!r}: {exc.reason}") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ModelError(f"cannot read data file {file!r}: {exc}") from None
     if not values:
         raise ModelError(f"column {column!r} of {file!r} has no values")
-    return f"{file}:{column}", tuple(values)
+    return tuple(values)
 
 
 def _numeric(text: str) -> object:
@@ -341,13 +413,8 @@ def _numeric(text: str) -> object:
         return text
 
 
-def _positive(value: float, raw: object) -> float:
-    if not value > 0:
-        raise ModelError(f"mean must be > 0, got {raw!r}")
-    return value
-
-
-def _non_negative(value: float, raw: object) -> float:
-    if value < 0:
-        raise ModelError(f"must be >= 0, got {raw!r}")
+def _non_negative(value: float, written: object, raw: object, what: str = "") -> float:
+    if not value >= 0:
+        where = f" in {raw!r}" if raw != written else ""
+        raise ModelError(f"{what + ' ' if what else ''}must be >= 0, got {written!r}{where}")
     return value

@@ -16,7 +16,7 @@ from typing import Any
 from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
-from simstack.schema import Field, integer, name_ref, one_of, read_fields
+from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.spec import (
     Call,
     ComponentSpec,
@@ -30,7 +30,7 @@ from simstack.spec import (
     Sequence,
     Step,
 )
-from simstack.units import parse_count, parse_size, parse_time, positive
+from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
@@ -47,6 +47,7 @@ class StepReader:
         self.request_names = request_names
         self.flags = flags
         self.base_dir = base_dir
+        self._held: list[tuple[str, str | None, str]] = []  # (lock, key, step path) around the step being read
 
     def request(self, name: str, raw: object) -> RequestSpec:
         path = f"requests.{name}"
@@ -56,13 +57,14 @@ class StepReader:
             "steps": Field(lambda v: v, help="list of steps"),
             "host": Field(name_ref, None),
             "priority": Field(integer, 0),
-            "doc": Field(str, ""),
+            "doc": Field(text, ""),
         }, path)
-        if values["host"] is not None and values["host"] not in self._hosts:
-            raise ModelError(f"unknown host {values['host']!r}; hosts: {', '.join(self._hosts)}",
-                             path=f"{path}.host")
-        return RequestSpec(name, self.steps(values["steps"], f"{path}.steps"), values["host"],
-                           values["priority"])
+        host = values["host"]
+        if host is not None and host not in self._hosts:
+            raise ModelError(f"unknown host {host!r}{suggest(host, self._hosts)}; hosts: "
+                             f"{', '.join(self._hosts) or '(none)'}", path=f"{path}.host")
+        self._held = []
+        return RequestSpec(name, self.steps(values["steps"], f"{path}.steps"), host, values["priority"])
 
     def steps(self, raw: object, path: str) -> tuple[Step, ...]:
         if not isinstance(raw, list) or not raw:
@@ -81,10 +83,12 @@ class StepReader:
         actions = [a for a in ACTIONS if a in raw]
         if "hold" in actions or "parallel" in actions:
             actions = [a for a in actions if a != "steps"]
-        if len(actions) != 1:
-            found = ", ".join(actions) or "none"
-            raise ModelError(f"a step needs exactly one action of {', '.join(ACTIONS)} (found {found})",
-                             path=path)
+        if not actions:
+            keys = ", ".join(map(str, raw)) or "nothing"
+            raise ModelError(f"a step needs one action, one of {', '.join(ACTIONS)}; found only {keys}", path=path)
+        if len(actions) > 1:
+            raise ModelError(f"a step takes exactly one action, found {len(actions)}: {', '.join(actions)}; "
+                             "write each as its own step", path=path)
         action = actions[0]
         if not self._active(raw, path):
             return None
@@ -98,9 +102,10 @@ class StepReader:
         for key, want in (("when", True), ("unless", False)):
             if key in raw:
                 flag = raw[key]
-                if flag not in self.flags:
+                if not isinstance(flag, str) or flag not in self.flags:
                     known = ", ".join(self.flags) or "(none declared)"
-                    raise ModelError(f"unknown flag {flag!r}; declared flags: {known}", path=f"{path}.{key}")
+                    raise ModelError(f"unknown flag {flag!r}{suggest(flag, self.flags)}; {key}: takes one "
+                                     f"declared flag: {known}", path=f"{path}.{key}")
                 active = active and self.flags[flag] == want
         return active
 
@@ -129,7 +134,7 @@ class StepReader:
         if isinstance(spec, Mapping):
             values = read_fields(spec, {
                 "demand": Field(self._time_dist, None),
-                "per_byte": Field(lambda v: parse_time(v), 0.0),
+                "per_byte": Field(lambda v: non_negative(parse_time(v), v), 0.0),
                 "bytes": Field(self._size_dist, None),
             }, f"{path}.cpu")
             if values["per_byte"] and values["bytes"] is None:
@@ -147,21 +152,35 @@ class StepReader:
         target = self._component(raw["hold"], "hold", f"{path}.hold")
         if "steps" not in raw:
             raise ModelError("a hold step needs nested 'steps' to run while holding", path=path)
-        settings = self.components[target].settings
+        comp = self.components[target]
+        per = comp.settings.get("per") if comp.kind == "lock" else None
         key = raw.get("key")
-        if settings.get("per") and key is None:
-            raise ModelError(f"lock {target!r} is per {settings['per']}; the step needs key: item "
+        if per and key is None:
+            raise ModelError(f"lock {target!r} is per {per}; the step needs key: item (the fan-out item) "
                              "or a fixed key", path=path)
+        if key is not None and (isinstance(key, bool) or not isinstance(key, str | int | float)):
+            raise ModelError(f"expected key: item or a fixed key such as dev1, got {key!r}", path=f"{path}.key")
         mode = _located(one_of("read", "write"), raw.get("mode", "write"), f"{path}.mode")
-        if mode == "read" and not settings.get("readers", False):
-            raise ModelError(f"mode: read needs a lock with readers: true ({target!r} has none)",
+        if mode == "read" and not comp.settings.get("readers", False):
+            raise ModelError(f"mode: read needs a lock with readers: true ({comp.kind} {target!r} has none)",
                              path=f"{path}.mode")
-        body = self.steps(raw["steps"], f"{path}.steps")
-        return Hold(guard, target, body, None if key is None else str(key), mode)
+        held = (target, None if key is None else str(key), path)
+        for other, other_key, where in self._held:
+            # a global lock ignores keys; a per-key lock deadlocks on the same fixed key
+            same = not per or (other_key == held[1] and other_key not in ("item", "request"))
+            if comp.kind == "lock" and other == target and same:
+                raise ModelError(f"lock {target!r} is already held by the enclosing step {where}; holding it "
+                                 "again would wait for itself forever", path=f"{path}.hold")
+        self._held.append(held)
+        try:
+            body = self.steps(raw["steps"], f"{path}.steps")
+        finally:
+            self._held.pop()
+        return Hold(guard, target, body, held[1], mode)
 
     def _call(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Call:
         target = raw["call"]
-        if target in self.request_names:
+        if isinstance(target, str) and target in self.request_names:
             self._allowed(raw, "call", path, ())
             return Call(guard, target, {})
         target = self._component(target, "call", f"{path}.call")
@@ -178,7 +197,7 @@ class StepReader:
     def _send(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Send:
         self._allowed(raw, "send", path, ())
         target = raw["send"]
-        if target not in self.request_names:
+        if not isinstance(target, str) or target not in self.request_names:
             target = self._component(target, "send", f"{path}.send")
         return Send(guard, target)
 
@@ -199,14 +218,25 @@ class StepReader:
         self._allowed(raw, "steps", path, ())
         return Sequence(guard, self.steps(raw["steps"], f"{path}.steps"))
 
+    def _usable(self, role: str) -> str:
+        """What ``role:`` may name: components of kinds that play the role, and for call and
+        send, request classes."""
+        comps = sorted(n for n, c in self.components.items() if role in lookup(c.kind).roles)
+        text = f"components usable with {role}: {', '.join(comps) or '(none)'}"
+        if role != "hold":
+            text += f"; request classes: {', '.join(sorted(self.request_names)) or '(none)'}"
+        return text
+
     def _component(self, name: object, role: str, path: str) -> str:
         if not isinstance(name, str) or name not in self.components:
-            known = sorted(self.components) + (sorted(self.request_names) if role != "hold" else [])
-            raise ModelError(f"unknown component {name!r}; known: {', '.join(known) or '(none)'}", path=path)
+            what = "component" if role == "hold" else "component or request class"
+            near = suggest(name, list(self.components) + (list(self.request_names) if role != "hold" else []))
+            raise ModelError(f"unknown {what} {name!r}{near}; {self._usable(role)}", path=path)
         kind = lookup(self.components[name].kind)
         if role not in kind.roles:
-            raise ModelError(f"a {kind.kind} cannot be used with {role}: (it supports "
-                             f"{', '.join(sorted(kind.roles))})", path=path)
+            used = ", ".join(f"{r}:" for r in sorted(kind.roles))
+            raise ModelError(f"{name!r} is a {kind.kind} component; {kind.kind} components are used with {used} "
+                             f"not {role}:; {self._usable(role)}", path=path)
         return name
 
     def _time_dist(self, raw: object) -> Any:
