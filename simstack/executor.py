@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from fractions import Fraction
 from collections.abc import Callable
 from typing import Any
 
@@ -549,19 +550,22 @@ def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
 def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
     jitter = r.sampler(f"workloads.{wl.name}.jitter", wl.jitter)
     state = {"n": 0}
+    # Tick n is at phase + n * period in exact rational arithmetic, so a 360 Hz and a 120 Hz
+    # source coincide to the last bit every third fiducial, as the real timing system does.
+    period = Fraction(wl.period).limit_denominator(10**9)
 
     def tick(_e: object = None) -> None:
         if state["n"] >= wl.count:
             return
-        tick_time = wl.phase + state["n"] * wl.period
         state["n"] += 1
+        next_tick = wl.phase + float(state["n"] * period)
         for copy in range(wl.copies):
             delay = jitter(None)  # type: ignore[arg-type]
             if delay:
                 Wake(r.env, delay, lambda _e, c=copy: r.start(wl.request, wl.name, c, scope, None))
             else:
                 r.start(wl.request, wl.name, copy, scope, None)
-        Wake(r.env, tick_time + wl.period - r.env.now, tick)
+        Wake(r.env, next_tick - r.env.now, tick)
 
     Wake(r.env, wl.phase, tick)
 

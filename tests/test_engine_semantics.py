@@ -148,3 +148,14 @@ def test_shared_bandwidth_always_finishes_every_transfer(jobs, rate, cap) -> Non
         env.step()
     assert len(finished) == len(jobs)
     assert max(finished) >= sum(size for _s, size in jobs) / rate * (1 - 1e-9)
+
+
+def test_periodic_sources_at_360_and_120_hz_coincide_exactly() -> None:
+    doc = {"requests": {"r": [{"delay": 0}]},
+           "workloads": {"fid": {"type": "periodic", "request": "r", "frequency": "360Hz", "count": 361},
+                         "beam": {"type": "periodic", "request": "r", "frequency": "120Hz", "count": 121}}}
+    req = run(doc).requests
+    fid = set(req.loc[req["workload"] == "fid", "start"])
+    beam = set(req.loc[req["workload"] == "beam", "start"])
+    assert beam <= fid  # every beam pulse falls exactly on a fiducial
+    assert max(fid) == 1.0 and len(fid) == 361
