@@ -74,7 +74,10 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     targets = [c for c in study.checks if c.id in cal.targets]
     if any(c.baseline is None for c in targets):
         raise ModelError("calibration targets must be checks against baseline rows", file=str(study.path))
-    table = read_baselines(study.baselines)  # type: ignore[arg-type]
+    if study.baselines is None:
+        raise ModelError("calibration needs a baselines file", file=str(study.path))
+    table_path = study.baselines
+    table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
     fit = Fit(cal.parameters, bounds)
     bar = tqdm(total=cal.max_evaluations, desc=f"calibrating {study.model}", disable=not progress)
@@ -107,7 +110,7 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
                        "rel_error": float(r["rel_error"])} for r in final.to_dict("records")
                       if r["check"] in cal.targets],
         "rows": [{"check": c.id, **dict(c.baseline)} for c in targets],  # type: ignore[arg-type]
-        "baselines": {"file": study.baselines.name, "sha256": file_hash(study.baselines)},  # type: ignore[union-attr]
+        "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),
     }
 

@@ -86,7 +86,8 @@ def compare_measurements(study: Study, measured: pd.DataFrame, reference: pd.Dat
     """Per (scenario, what-if, request, step): medians and a slower-than test."""
     ev = Evaluator(study)
     rows = []
-    for (scenario, whatif, request, step), group in measured.groupby(["scenario", "whatif", "request", "step"]):
+    for keys, group in measured.groupby(["scenario", "whatif", "request", "step"]):
+        scenario, whatif, request, step = (str(k) for k in keys)
         where = f"{source}: scenario {scenario!r}, request {request!r}, step {step!r}"
         sel = RunSelection(scenario=scenario or None, whatif=whatif or None)
         try:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import zlib
-from fractions import Fraction
 from collections.abc import Callable
+from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -562,12 +563,16 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
         for copy in range(wl.copies):
             delay = jitter(None)  # type: ignore[arg-type]
             if delay:
-                Wake(r.env, delay, lambda _e, c=copy: r.start(wl.request, wl.name, c, scope, None))
+                Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope))
             else:
                 r.start(wl.request, wl.name, copy, scope, None)
         Wake(r.env, next_tick - r.env.now, tick)
 
     Wake(r.env, wl.phase, tick)
+
+
+def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, _event: object) -> None:
+    r.start(wl.request, wl.name, copy, scope, None)
 
 
 def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from simstack.components.meter import ResourceSummary
+from simstack.components.meter import Meter
 from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
@@ -125,8 +125,8 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
                           "nothing would be recorded")
 
 
-def _meters(r: Replication) -> list[ResourceSummary | Any]:
-    meters = []
+def _meters(r: Replication) -> list[Meter]:
+    meters: list[Meter] = []
     for cpu in r.cpus.values():
         meters.extend(cpu.meters() if hasattr(cpu, "meters") else [cpu.meter])
     for name, runtime in r.runtimes.items():

@@ -66,6 +66,9 @@ class FifoCpu:
                 meter.max_queue = meter.queue
 
     def _finish(self, event: Wake) -> None:
+        arrived: float
+        service: float
+        done: Done
         arrived, service, done = event.job
         now = self.env._now
         meter = self.meter
@@ -184,7 +187,9 @@ class PriorityCpu:
         self._queue_changed()
 
     def _finish(self, event: Wake) -> None:
-        job, token = event.job  # type: ignore[misc]
+        job: _Job
+        token: int
+        job, token = event.job
         if job.token != token:
             return
         now = self.env._now
@@ -262,7 +267,7 @@ class SharedRate:
     def _account(self) -> None:
         n = len(self._tags)
         self.meter.busy = min(n, self.servers)
-        self.meter.queue = max(0, n - self.servers) if math.isfinite(self.servers) else 0
+        self.meter.queue = int(max(0, n - self.servers)) if math.isfinite(self.servers) else 0
         if self.meter.queue > self.meter.max_queue:
             self.meter.max_queue = int(self.meter.queue)
 

@@ -9,6 +9,7 @@ are loaded, so a negative delay cannot reach this point.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import simpy
 from simpy.core import NORMAL
@@ -18,9 +19,9 @@ from simpy.events import Event
 class Wake(Event):
     """A scheduled, successful event; ``job`` may carry the waker's payload."""
 
-    job: object
+    job: Any
 
-    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Event], None]):
+    def __init__(self, env: simpy.Environment, delay: float, callback: Callable[[Any], None]):
         self.env = env
         self.callbacks = [callback]
         self._value = None
@@ -28,5 +29,5 @@ class Wake(Event):
         env.schedule(self, NORMAL, delay)
 
 
-def wake(env: simpy.Environment, delay: float, callback: Callable[[Event], None]) -> None:
+def wake(env: simpy.Environment, delay: float, callback: Callable[[Any], None]) -> None:
     Wake(env, delay, callback)
