@@ -1,0 +1,130 @@
+"""The CMS conditions-loading model (models/cms_conditions, issue 6): its predictions file is
+current, its phases add up, its deserialisation respects the largest-payload bound, its checks
+pass, and its data and what-ifs are consistent with the calibration."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from simstack.baselines import file_hash
+from simstack.check import check_study
+from simstack.loader import MODELS_DIR, load_model
+from simstack.metrics import calibrated_parameters, read_whatif
+from simstack.predict import predict
+from simstack.study import load_study
+from simstack.units import parse_bandwidth
+
+MODEL = MODELS_DIR / "cms_conditions"
+PHASES = ["load_iovs", "fetch_payloads", "deserialise"]
+RECOMPUTED = ("1", "16")  # one calibration point and one held-out point
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_study(MODEL)
+
+
+@pytest.fixture(scope="module")
+def written() -> pd.DataFrame:
+    return pd.read_csv(MODEL / "predictions.csv", dtype={"threads": str, "phase": str})
+
+
+@pytest.fixture(scope="module")
+def recomputed(study) -> pd.DataFrame:
+    return predict(study, keep=lambda point: point["threads"] in RECOMPUTED)
+
+
+def _calibrated() -> dict[str, float]:
+    return {k: float(v) for k, v in calibrated_parameters(MODEL).items()}
+
+
+def test_predictions_file_is_current(written: pd.DataFrame, recomputed: pd.DataFrame) -> None:
+    """`simstack predict model=cms_conditions` writes 10 significant digits; compare as written."""
+    assert list(written.columns) == ["threads", "phase", "predicted_ms"]
+    assert set(written["threads"]) == {"1", "2", "4", "8", "16", "24", "32", "64", "100"}
+    assert set(written["phase"]) == {*PHASES, "total"} and len(written) == 36
+    file = written.set_index(["threads", "phase"])["predicted_ms"]
+    assert len(recomputed) == 8
+    for row in recomputed.itertuples(index=False):
+        as_written = float(f"{row.predicted_ms:.10g}")
+        assert as_written == pytest.approx(file[(row.threads, row.phase)], rel=1e-9), row
+
+
+def test_phases_add_up_to_the_total(written: pd.DataFrame, recomputed: pd.DataFrame) -> None:
+    for table, rel in ((recomputed, 1e-9), (written, 1e-8)):  # the file is rounded to 10 digits
+        wide = table.pivot(index="threads", columns="phase", values="predicted_ms")
+        for threads, row in wide.iterrows():
+            assert row[PHASES].sum() == pytest.approx(row["total"], rel=rel), threads
+
+
+def test_deserialise_never_beats_the_largest_payload(written: pd.DataFrame) -> None:
+    """Makespan >= the largest job, whatever the thread count: c_p + c_b * s_max."""
+    p = _calibrated()
+    largest = pd.read_csv(MODEL / "data" / "payload_sizes.csv")["bytes"].max()
+    bound_ms = (p["deser_per_payload"] + p["deser_per_byte"] * largest) * 1e3
+    deser = written[written["phase"] == "deserialise"].set_index("threads")["predicted_ms"]
+    assert (deser >= bound_ms * (1 - 1e-6)).all(), (bound_ms, deser.to_dict())
+    # ... and the bound is what the speedup runs into (within 5 % from 16 threads on).
+    assert (deser[["16", "24", "32", "64", "100"]] <= bound_ms * 1.05).all()
+
+
+def test_checks_pass(study) -> None:
+    table = check_study(study)
+    assert table["passed"].all(), table.to_string()
+    assert len(table) == 14
+
+
+def test_calibration_is_current_and_used_only_the_1_and_8_thread_rows(study) -> None:
+    doc = yaml.safe_load((MODEL / "calibrated.yaml").read_text())
+    assert doc["baselines"]["sha256"] == file_hash(study.baselines)
+    conditions = {row["condition"].split(";")[0] for row in doc["rows"]}
+    assert conditions == {"threads (fetch&deserial)=1", "threads (fetch&deserial)=8"}
+    baselines = pd.read_csv(MODEL / "baselines.csv", dtype=str)
+    assert not baselines["condition"].str.contains(r"=(?:16|100)\b").any()  # held out, never here
+
+
+def test_data_files_are_reproduced_by_their_script() -> None:
+    done = subprocess.run(
+        [sys.executable, str(MODEL / "data" / "make_payload_sizes.py"), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("whatif", [None, "cms_conditions/split_payloads", "cms_conditions/all_combined"])
+def test_payload_count_matches_the_sizes_file(whatif: str | None) -> None:
+    """indexed() wraps around silently, so n_payloads must equal the file's rows."""
+    params = read_whatif(whatif)[0] if whatif else {}
+    spec = load_model(MODEL / "model.yaml", parameters=params)
+    n = spec.parameters["n_payloads"].value
+    sizes = pd.read_csv(MODEL / spec.parameters["sizes_file"].value)
+    assert len(sizes) == n
+    assert sizes["bytes"].sum() == 296_500_000
+    assert spec.parameters["n_tags"].value == 312
+
+
+@pytest.mark.parametrize("whatif", ["more_db_concurrency", "all_combined"])
+def test_doubled_db_bandwidth_follows_the_calibration(whatif: str) -> None:
+    doubled = parse_bandwidth(read_whatif(f"cms_conditions/{whatif}")[0]["db_bandwidth"])
+    assert doubled == pytest.approx(2 * _calibrated()["db_bandwidth"], rel=1e-6)
+
+
+def test_engine_equals_the_hand_model() -> None:
+    """Same deterministic fluid system: analysis/hand_model.py's fit fed to the engine."""
+    spec = importlib.util.spec_from_file_location("engine_vs_hand", MODEL / "analysis" / "engine_vs_hand.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    hm = module.hm
+    mb = hm.sizes_mb()
+    p = hm.fit(mb)
+    for n in (8, 100):
+        eng, hand = module.engine_phases(module.hand_parameters(p), n), hm.predict(mb, p, n)
+        for phase in (*PHASES, "total"):
+            assert eng[phase] == pytest.approx(float(hand[phase]), rel=1e-9), (n, phase)
+    assert math.isclose(p["t_iov"], 2640.0)
