@@ -27,6 +27,7 @@ from simstack.components.queues import QueueRuntime
 from simstack.components.threads import thread_scope
 from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Indexed
+from simstack.errors import ModelError
 from simstack.records import Recorder
 from simstack.spec import (
     Call,
@@ -45,6 +46,7 @@ from simstack.spec import (
 )
 
 K = Callable[[], None]
+ZERO_TIME_CYCLES = 10_000  # cycles of one client at one instant before a run is refused
 BLOCK = 256
 
 
@@ -534,7 +536,7 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
 
 def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> None:
     think = r.sampler(f"workloads.{wl.name}.think.{client}", wl.think)
-    state = {"n": 0}
+    state = {"n": 0, "idle": 0, "since": -1.0}
 
     def cycle(_e: object = None) -> None:
         if state["n"] >= wl.count:
@@ -543,7 +545,17 @@ def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
         r.start(wl.request, wl.name, client, scope, after)
 
     def after() -> None:
-        Wake(r.env, think(None), cycle)  # type: ignore[arg-type]
+        pause = think(None)  # type: ignore[arg-type]
+        # A client whose cycles take no time at all would loop at one instant for ever.
+        if pause == 0 and r.env.now == state["since"]:
+            state["idle"] += 1
+            if state["idle"] > ZERO_TIME_CYCLES:
+                raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
+                                 f"take no time, so its clients would cycle for ever at t = {r.env.now:g} s",
+                                 path=f"workloads.{wl.name}")
+        else:
+            state["idle"], state["since"] = 0, r.env.now
+        Wake(r.env, pause, cycle)
 
     Wake(r.env, wl.start, cycle)
 

@@ -57,6 +57,7 @@ def build_graph(spec: ModelSpec) -> nx.DiGraph:
         graph.add_node(node("workload", wl.name), type="workload")
         graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
     _check_sync_cycles(graph)
+    _check_send_cycles(graph)
     _check_cpu_scopes(spec)
     return graph
 
@@ -86,12 +87,28 @@ def _check_sync_cycles(graph: nx.DiGraph) -> None:
                      path=first.get("path"))
 
 
+def _check_send_cycles(graph: nx.DiGraph) -> None:
+    """Work that hands work to itself (directly or through a queue) would start requests
+    without end; a recurring activity is a periodic or closed workload instead."""
+    spawns = nx.DiGraph((u, v) for u, v, d in graph.edges(data=True)
+                        if d.get("relation") in ("sends", "handles", "calls") and not v.startswith("host:"))
+    for cycle in nx.simple_cycles(spawns):
+        if any(graph.edges[u, v].get("relation") != "calls" for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True)):
+            names = " -> ".join(n.split(":", 1)[1] for n in cycle + cycle[:1])
+            kind, name = cycle[0].split(":", 1)
+            where = f"requests.{name}" if kind == "request" else f"components.{name}"
+            raise ModelError(f"cycle of asynchronous sends: {names} (each item would send another without end; "
+                             "use a periodic or closed workload for recurring work)", path=where)
+
+
 def _check_cpu_scopes(spec: ModelSpec) -> None:
     """Every cpu step must run on some host: inside a held thread pool, in a queue handler,
     or in a request class that names its host."""
     handlers = {c.settings["handler"] for c in spec.components.values() if c.settings.get("handler")}
+    driven = {wl.request for wl in spec.workloads.values()}
     for req in spec.requests.values():
-        if req.host or req.name in handlers:
+        # A queue's handler runs on the queue's consumer threads, unless a workload drives it too.
+        if req.host or (req.name in handlers and req.name not in driven):
             continue
         _scoped(spec, req.body, False, set())
 

@@ -85,7 +85,7 @@ class FifoCpu:
         else:
             self._free += 1
             meter.busy -= 1
-        done(now - arrived - service, service)
+        done(max(0.0, now - arrived - service), service)
 
 
 class _Job:
@@ -200,7 +200,7 @@ class PriorityCpu:
         if keep:
             self._heir = job.owner  # the core waits for this thread's next step, if any
         try:
-            job.done(now - job.arrived - job.service, job.service)
+            job.done(max(0.0, now - job.arrived - job.service), job.service)
         finally:
             if keep:
                 self._heir = None
@@ -299,7 +299,7 @@ class SharedRate:
         self._account()
         self._schedule(now)
         for _tag, _seq, arrived, service, done in finished:
-            done(now - arrived - service, service)
+            done(max(0.0, now - arrived - service), service)
 
 
 def make_cpu(env: simpy.Environment, name: str, cores: int, speed: float,

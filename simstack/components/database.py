@@ -24,7 +24,7 @@ from simstack.components.wake import Wake
 from simstack.distributions import Distribution, parse_distribution
 from simstack.schema import Field, boolean, read_fields
 from simstack.spec import ComponentSpec
-from simstack.units import parse_bandwidth, parse_count, parse_number, parse_size, positive
+from simstack.units import non_negative, parse_bandwidth, parse_count, parse_number, parse_size, positive
 
 
 def size_dist(raw: object) -> Distribution:
@@ -38,7 +38,8 @@ def bandwidth(raw: object) -> float:
 
 
 def _growth(raw: object) -> tuple[float, float]:
-    fields = {"per": Field(lambda v: positive(parse_size(v), v)), "factor": Field(parse_number)}
+    fields = {"per": Field(lambda v: positive(parse_size(v), v)),
+              "factor": Field(lambda v: non_negative(parse_number(v), v))}
     values = read_fields(raw, fields, "")
     return values["per"], values["factor"]
 
@@ -78,7 +79,7 @@ class DatabaseKind(Kind):
         "bandwidth": Field(bandwidth, math.inf),
         "stream_bandwidth": Field(bandwidth, math.inf, "the most one transfer gets, e.g. one TCP stream"),
         "growth": Field(_growth, None),
-        "stored": Field(lambda v: parse_size(v), 0.0),
+        "stored": Field(lambda v: non_negative(parse_size(v), v), 0.0),
     }
     call_options = {
         "bytes": Field(size_dist, None),

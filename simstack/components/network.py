@@ -62,7 +62,7 @@ class LinkKind(Kind):
 
             def arrived(_event: object) -> None:
                 if nbytes:
-                    shared.submit(nbytes, 0, lambda wait, service: done(wait, env.now - began - wait))
+                    shared.submit(nbytes, 0, lambda wait, service: done(wait, max(0.0, env.now - began - wait)))
                 else:
                     done(0.0, env.now - began)
             Wake(env, latency(ctx), arrived)
