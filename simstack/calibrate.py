@@ -80,7 +80,8 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
     fit = Fit(cal.parameters, bounds)
-    bar = tqdm(total=cal.max_evaluations, desc=f"calibrating {study.model}", disable=not progress)
+    # Evaluations include the finite-difference Jacobian, so the count has no fixed total.
+    bar = tqdm(desc=f"calibrating {study.model} (evaluations)", disable=not progress)
     seen: dict[tuple[float, ...], np.ndarray] = {}
 
     def residuals(x: np.ndarray) -> np.ndarray:

@@ -96,6 +96,13 @@ def print_summary(result: RunResult) -> None:
               f"wall {result.wall_time:.2f} s")
         print(shown.to_string(index=False))
         print()
+        if not result.steps.empty:
+            stages = result.stage_summary()
+            stages = stages.assign(**{f"{c}_ms": stages[c] * 1e3 for c in ("min", "mean", "median", "max")})
+            print("where the time goes (per step, recorded requests):")
+            print(stages[["request", "step", "component", "count", "min_ms", "mean_ms", "median_ms", "max_ms"]]
+                  .to_string(index=False))
+            print()
         util = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
         print(util.to_string(index=False))
 

@@ -30,7 +30,7 @@ def test_every_whatif_composes_and_names_only_real_parameters(whatif: str) -> No
 
     cfg = _compose(f"whatif={whatif}")
     params, flags = model_overrides(cfg)
-    model = whatif.split("/")[0] if "/" in whatif else "pipeline"
+    model = whatif.split("/")[0] if "/" in whatif else "gsi_fair"
     spec = simstack.load_model(model, parameters=params, flags=flags)
     assert set(flags) <= spec.declared_flags
 
@@ -55,7 +55,7 @@ def _simstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_run_prints_a_summary_and_writes_tables(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = _simstack("sim.replications=2", "sim.horizon=10", "sim.progress=false",
+    done = _simstack("model=pipeline", "sim.replications=2", "sim.horizon=10", "sim.progress=false",
                      f"hydra.run.dir={out}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "trim" in done.stdout and "mean_ms" in done.stdout
@@ -67,7 +67,7 @@ def test_a_run_prints_a_summary_and_writes_tables(tmp_path: Path) -> None:
 
 def test_an_unknown_parameter_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = _simstack("+parameters.nope=3", f"hydra.run.dir={out}", cwd=tmp_path)
+    done = _simstack("model=pipeline", "+parameters.nope=3", f"hydra.run.dir={out}", cwd=tmp_path)
     assert done.returncode == 2
     assert "parameters (override): unknown parameter 'nope'; parameters: consoles" in done.stderr
     assert "Traceback" not in done.stderr
@@ -76,7 +76,8 @@ def test_an_unknown_parameter_is_a_clear_error_and_writes_nothing(tmp_path: Path
 
 def test_a_sweep_is_gathered_into_one_table(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    done = _simstack("-m", "sim.replications=1", "sim.horizon=8", "sim.warmup=1", "sim.progress=false",
+    done = _simstack("-m", "model=pipeline", "sim.replications=1", "sim.horizon=8", "sim.warmup=1",
+                     "sim.progress=false",
                      "+parameters.consoles=2,8", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     import pandas as pd

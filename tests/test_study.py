@@ -92,7 +92,8 @@ def test_unknown_request_in_measurements_is_a_clear_error(study_dir: Path, tmp_p
 def test_baseline_selector_must_match_exactly_one_row(study_dir: Path) -> None:
     text = (study_dir / "checks.yaml").read_text().replace("{quantity: mean sojourn}", "{quantity: mean sojurn}")
     (study_dir / "checks.yaml").write_text(text)
-    with pytest.raises(DataError, match=r"check sojourn: baseline selector \{'quantity': 'mean sojurn'\} matches no row"):
+    message = r"check sojourn: baseline selector \{'quantity': 'mean sojurn'\} matches no row"
+    with pytest.raises(DataError, match=message):
         check_study(load_study(study_dir))
 
 
@@ -117,7 +118,8 @@ def test_capacity_is_the_largest_load_meeting_the_bound(study_dir: Path) -> None
         "  arrivals: {type: closed, request: job, clients: $clients, think: exp(4s)}").replace(
         "  rate: {value: 0.5/s}", "  rate: {value: 0.5/s}\n  clients: {value: 1}"))
     text = (study_dir / "checks.yaml").read_text().replace(
-        "metrics:\n", "metrics:\n  cap: {type: capacity, of: sojourn, parameter: clients, below: 1.5, low: 1, high: 32}\n")
+        "metrics:\n",
+        "metrics:\n  cap: {type: capacity, of: sojourn, parameter: clients, below: 1.5, low: 1, high: 32}\n")
     (study_dir / "checks.yaml").write_text(text)
     ev = Evaluator(load_study(study_dir), parameters={"service": 0.5})
     cap = int(ev.value("cap"))

@@ -33,6 +33,9 @@ changed node and its descendants are calculated on the ``threads`` shared by eve
 flight (first come, first served); each node costs one draw of ``node_cost``, run as CPU
 work on ``host`` if one is given, else as elapsed time. The call returns when the last node
 is done; ``wait`` is the time the changed node waited for its first thread.
+
+``kind: refusal`` states what the real system will not do, e.g. a Bypass Trim (straight to the
+devices, beam execution not stopped) of settings that change the timing: see its class.
 """
 
 from __future__ import annotations
@@ -195,20 +198,22 @@ class HierarchyRuntime:
             for child in plan.children[node]:
                 missing[child] -= 1
                 if missing[child] == 0:
-                    slots.acquire(lambda wait, c=child: run(c, wait))
+                    slots.acquire(ready(child))
             if state["left"] == 0:
                 done(state["wait"], env.now - start - state["wait"])
 
-        def run(node: str, wait: float) -> None:
-            if state["wait"] < 0:
-                state["wait"] = wait
-            demand = draw(ctx)
-            if cpu is not None:
-                cpu.submit(demand, 0, lambda _w, _s: finished(node))
-            else:
-                Wake(env, demand, lambda _e: finished(node))
+        def ready(node: str) -> Callable[[float], None]:
+            def run(wait: float) -> None:  # a thread is ours: calculate the node
+                if state["wait"] < 0:
+                    state["wait"] = wait
+                demand = draw(ctx)
+                if cpu is not None:
+                    cpu.submit(demand, 0, lambda _w, _s: finished(node))
+                else:
+                    Wake(env, demand, lambda _e: finished(node))
+            return run
 
-        slots.acquire(lambda wait: run(plan.root, wait))
+        slots.acquire(ready(plan.root))
 
 
 def _graph(settings: Mapping[str, Any], where: str) -> nx.DiGraph:
@@ -255,7 +260,10 @@ class HierarchyKind(Kind):
         threads = spec.settings["threads"]
         if not threads >= 1:
             raise ModelError(f"threads must be >= 1, got {threads!r}", path=f"components.{spec.name}.threads")
-        _graph(spec.settings, f"components.{spec.name}")
+        try:
+            _graph(spec.settings, f"components.{spec.name}")
+        except ModelError as exc:
+            raise exc if exc.path else exc.at(path=f"components.{spec.name}") from None
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> HierarchyRuntime:
