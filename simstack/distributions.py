@@ -189,8 +189,8 @@ def _Phi(x: float) -> float:
 
 
 @dataclass(frozen=True)
-class Empirical:
-    """Resample with replacement from a column of measured values."""
+class _Column:
+    """A column of measured or listed values from a CSV file beside the model."""
 
     file: str
     column: str
@@ -207,6 +207,11 @@ class Empirical:
     @property
     def variance(self) -> float:
         return float(np.var(self.values))
+
+
+@dataclass(frozen=True)
+class Empirical(_Column):
+    """Resample with replacement from a column of measured values."""
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.choice(np.asarray(self.values), n)
@@ -216,24 +221,8 @@ class Empirical:
 
 
 @dataclass(frozen=True)
-class Indexed:
+class Indexed(_Column):
     """Item *i* of a fan-out takes row *i* (modulo the length): a fixed, shared list."""
-
-    file: str
-    column: str
-    values: tuple[float, ...] = field(repr=False)
-
-    @property
-    def source(self) -> str:
-        return f"{self.file}:{self.column}"
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.values))
-
-    @property
-    def variance(self) -> float:
-        return float(np.var(self.values))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.resize(np.asarray(self.values), n)
