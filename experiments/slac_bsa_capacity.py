@@ -1,0 +1,521 @@
+"""SLAC BSA (issue 4): capacity predictions for the whole sweep, failure curves and the report.
+
+Capacity = the largest number of BSA PVs at 120 Hz with 8 active EDEFs for which the failure
+fraction over 10 s simulated stays below 1e-4 and the backlog at the end stays below 100
+requests (the metrics ``failures`` and ``backlog`` of models/slac_bsa/checks.yaml). The search
+per configuration is a bisection in two stages, because one 10 s run costs 10-40 s of wall
+time at 30-100 PVs (and about 0.35 s per PV at 32 cores):
+
+1. bracket and bisect with 1 s runs (120 beam pulses), starting from a guess (the previous
+   grid point), galloping outwards until the criterion changes;
+2. prove the answer at the full 10 s: capacity c holds, c + 1 does not (if the 10 s runs
+   disagree with the screen, the same gallop-and-bisect continues with 10 s runs).
+
+So every published capacity satisfies the criterion at c and fails it at c + 1 over 10 s.
+
+Commands (repository root, with the project's virtual environment):
+
+    python experiments/slac_bsa_capacity.py predict            # models/slac_bsa/predictions.csv
+    python experiments/slac_bsa_capacity.py predict --cores 1  # only the single-core rows
+    python experiments/slac_bsa_capacity.py search --design prototype --cores 1
+    python experiments/slac_bsa_capacity.py report             # reports/slac_bsa.html
+
+``predict`` also writes predictions_runs.csv (per row: the runs that decided it, the failure
+reasons at c + 1, what was busiest at c). ``--verify-limit N`` skips the 10 s proof for rows
+whose screened capacity exceeds N PVs (they are marked verified=False in predictions_runs.csv);
+README.md says which rows of the committed file were produced that way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from simstack.loader import MODELS_DIR
+from simstack.metrics import Evaluator, merge
+from simstack.simulate import RunResult
+from simstack.study import RunSelection, Study, load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_DIR = MODELS_DIR / "slac_bsa"
+THREADS = (1, 2, 4, 8, 16, 32)
+COLUMNS = ["design", "cores", "callback_threads", "worker_threads", "global_lock", "capacity_pvs"]
+FAIL_BELOW = 1e-4
+BACKLOG_BELOW = 100
+SCREEN_HORIZON = "1s"
+FULL_HORIZON = "10s"
+HIGH = 4096
+DEADLINE_US = 1e6 / 360
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of the sweep."""
+
+    design: str  # original | prototype
+    cores: int
+    callback_threads: int
+    worker_threads: int  # 0 for the original design (it has no agent threads)
+    global_lock: bool
+
+    def selection(self) -> RunSelection:
+        return RunSelection(
+            parameters={"cores": self.cores, "hog_threads": self.cores, "callback_threads": self.callback_threads,
+                        "worker_threads": max(1, self.worker_threads)},
+            flags={"prototype": self.design == "prototype", "global_lock": self.global_lock})
+
+    def row(self) -> dict[str, Any]:
+        return {"design": self.design, "cores": self.cores, "callback_threads": self.callback_threads,
+                "worker_threads": self.worker_threads, "global_lock": self.global_lock}
+
+    def label(self) -> str:
+        lock = "global lock" if self.global_lock else "per-lockset"
+        threads = f"k={self.callback_threads}" + (f" m={self.worker_threads}" if self.worker_threads else "")
+        return f"{self.design} {self.cores}c {threads} {lock}"
+
+
+def sweep(cores: Iterable[int] = (1, 32)) -> list[Point]:
+    """Every point of the sweep, ordered so that neighbours have similar capacities."""
+    points = []
+    for c in cores:
+        for lock in (True, False):
+            points += [Point("original", c, k, 0, lock) for k in THREADS]
+            points += [Point("prototype", c, k, m, lock) for k in THREADS for m in THREADS]
+    return points
+
+
+@dataclass
+class Outcome:
+    """One run's verdict on the capacity criterion, with what explains it."""
+
+    n: int
+    horizon: str
+    failures: float
+    worst_pv: float
+    backlog: float
+    reasons: dict[str, int]
+    busy: dict[str, float]
+    wall: float
+
+    @property
+    def ok(self) -> bool:
+        return self.failures <= FAIL_BELOW and self.backlog <= BACKLOG_BELOW
+
+
+def outcome(ev: Evaluator, sel: RunSelection, n: int, horizon: str, keep: bool = False) -> Outcome:
+    at = merge(sel, RunSelection(parameters={"n_pvs": n}, settings={"horizon": horizon}))
+    started = time.perf_counter()
+    run = ev.run(at)
+    result = Outcome(n, horizon, ev.value("failures", at), ev.value("worst_pv", at), ev.value("backlog", at),
+                     failure_reasons(run), busiest(run), time.perf_counter() - started)
+    if not keep:
+        ev.runs.clear()  # a 10 s run at 2000 PVs holds millions of request rows
+    return result
+
+
+def failure_reasons(run: RunResult) -> dict[str, int]:
+    req = run.requests
+    return {str(k): int(v) for k, v in req.loc[~req["ok"], "reason"].value_counts().items()}
+
+
+def busiest(run: RunResult) -> dict[str, float]:
+    """Utilisation of the resources that can limit capacity (locks: fraction of time held)."""
+    res = run.resource_summary().set_index("resource")["utilisation"]
+    names = ["ioc.cpu", "cb_high", "agents", "dblock_global", "bsa_lock_global", "ioc.cpu[priority 1]"]
+    return {n: round(float(res[n]), 4) for n in names if n in res.index and not math.isnan(res[n])}
+
+
+def boundary(ok: Callable[[int], bool], start: int, low: int = 1, high: int = HIGH) -> int:
+    """The c in [low - 1, high] with ok(c) and not ok(c + 1), galloping out from ``start``."""
+    start = min(max(start, low), high)
+    if ok(start):
+        good, step, bad = start, 1, None
+        while bad is None:
+            if good >= high:
+                return high
+            probe = min(high, good + step)
+            if ok(probe):
+                good, step = probe, step * 2
+            else:
+                bad = probe
+    else:
+        bad, step, good = start, 1, None
+        while good is None:
+            if bad <= low:
+                return low - 1
+            probe = max(low, bad - step)
+            if ok(probe):
+                good = probe
+            else:
+                bad, step = probe, step * 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+@dataclass
+class Search:
+    point: Point | None
+    capacity: int
+    verified: bool
+    screened: int
+    at_c: Outcome | None
+    above: Outcome | None
+    runs: list[Outcome] = field(default_factory=list)
+    wall: float = 0.0
+    screen_horizon: str = SCREEN_HORIZON
+
+    def limit(self) -> str:
+        """What stops capacity + 1: the failure reason, or a backlog that keeps growing."""
+        o = self.above
+        if o is None:
+            return "search bound"
+        if o.failures > FAIL_BELOW and o.reasons:
+            top = max(o.reasons, key=o.reasons.get)  # type: ignore[arg-type]
+            return {"deadline missed: match": "deadline", "cb_high full": "callback ring full",
+                    "agents full": "agent queue full"}.get(top, top)
+        return "backlog (agents fall behind)" if o.backlog > BACKLOG_BELOW else "?"
+
+
+def find_capacity(ev: Evaluator, sel: RunSelection, guess: int, verify: bool = True,
+                  screen_horizon: str = SCREEN_HORIZON, progress: Any = None, point: Point | None = None,
+                  on_run: Callable[[Outcome], None] | None = None) -> Search:
+    """Capacity at ``sel``: a screen with short runs, then capacity and capacity + 1 proven at
+    10 s (unless ``verify`` is off: then the screened value is returned, marked unverified)."""
+    started = time.perf_counter()
+    seen: dict[tuple[int, str], Outcome] = {}
+
+    def ok_at(horizon: str) -> Callable[[int], bool]:
+        def ok(n: int) -> bool:
+            if (n, horizon) not in seen:
+                if progress is not None:
+                    progress.set_postfix_str(f"{point.label() if point else ''}: {n} PVs over {horizon}")
+                seen[(n, horizon)] = outcome(ev, sel, n, horizon)
+                if on_run is not None:
+                    on_run(seen[(n, horizon)])
+            return seen[(n, horizon)].ok
+        return ok
+
+    screened = boundary(ok_at(screen_horizon), guess)
+    capacity, horizon = screened, screen_horizon
+    if verify:
+        capacity, horizon = boundary(ok_at(FULL_HORIZON), screened), FULL_HORIZON
+    return Search(point, capacity, verify, screened, seen.get((capacity, horizon)),
+                  seen.get((capacity + 1, horizon)), list(seen.values()), time.perf_counter() - started,
+                  screen_horizon)
+
+
+def hand_estimate(point: Point) -> int:
+    """The closed-form bound of models/slac_bsa/hand_check.py (smallest candidate limit)."""
+    hand = sys.modules.get("slac_bsa_hand_check")
+    if hand is None:
+        spec = importlib.util.spec_from_file_location("slac_bsa_hand_check", MODEL_DIR / "hand_check.py")
+        assert spec is not None and spec.loader is not None
+        hand = importlib.util.module_from_spec(spec)
+        sys.modules["slac_bsa_hand_check"] = hand
+        spec.loader.exec_module(hand)
+    from simstack.metrics import calibrated_parameters
+
+    r = float(calibrated_parameters(MODEL_DIR).get("t_record", 3.95e-6)) * 1e6
+    b = hand.bounds(hand.P(t_record=r), point.design, point.cores, point.callback_threads,
+                    max(1, point.worker_threads), point.global_lock)
+    return max(1, math.floor(min(b.values())))
+
+
+def guess_for(point: Point, done: dict[Point, int]) -> int:
+    """Where the search starts: a computed neighbour (fewer threads, or the same threads on one
+    core) scaled by the ratio of the hand estimates, else the hand estimate itself."""
+    own = hand_estimate(point)
+    for prev in (Point(point.design, point.cores, point.callback_threads, point.worker_threads // 2,
+                       point.global_lock),
+                 Point(point.design, point.cores, point.callback_threads // 2, point.worker_threads,
+                       point.global_lock),
+                 Point(point.design, 1, point.callback_threads, point.worker_threads, point.global_lock)):
+        if prev in done and done[prev] > 0:
+            return max(1, round(done[prev] * own / hand_estimate(prev)))
+    return own
+
+
+def predict(cores: Iterable[int], verify_limit: float, out: Path, quick_horizon: str = "0.25s",
+            seed: int | None = None) -> pd.DataFrame:
+    study = load_study(MODEL_DIR)
+    ev = Evaluator(_seeded(study, seed))
+    points = sweep(cores)
+    rows, details = [], []
+    done: dict[Point, int] = {}
+    bar = tqdm(points, desc="slac_bsa capacity", unit="point")
+    for point in bar:
+        guess = guess_for(point, done)
+        heavy = guess > verify_limit  # too costly for 10 s runs today: screened only, marked
+        search = find_capacity(ev, point.selection(), guess, verify=not heavy,
+                               screen_horizon=quick_horizon if heavy else SCREEN_HORIZON, progress=bar,
+                               point=point)
+        done[point] = search.capacity
+        rows.append({**point.row(), "capacity_pvs": search.capacity})
+        details.append(detail_row(point, search))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    _merge_write(table, out, ["design", "cores", "callback_threads", "worker_threads", "global_lock"])
+    meta_path = out.with_name("predictions_meta.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    if meta.get("inputs_sha256") not in (None, inputs_fingerprint()) and set(cores) != {1, 32}:
+        print("warning: the other rows of predictions.csv came from different model files; rerun all cores")
+    meta.update({"inputs_sha256": inputs_fingerprint(), "command": "python experiments/slac_bsa_capacity.py predict",
+                 "criterion": {"failures_below": FAIL_BELOW, "backlog_below": BACKLOG_BELOW,
+                               "screen_horizon": SCREEN_HORIZON, "horizon": FULL_HORIZON},
+                 "verify_limit": {**meta.get("verify_limit", {}),
+                                  **{str(c): verify_limit if math.isfinite(verify_limit) else None for c in cores}},
+                 "generated": time.strftime("%Y-%m-%d")})
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    _merge_write(pd.DataFrame(details), out.with_name("predictions_runs.csv"),
+                 ["design", "cores", "callback_threads", "worker_threads", "global_lock"])
+    return table
+
+
+def detail_row(point: Point, search: Search) -> dict[str, Any]:
+    at, above = search.at_c, search.above
+    return {**point.row(), "capacity_pvs": search.capacity, "screened": search.screened,
+            "screen_horizon": search.screen_horizon, "verified_10s": search.verified, "limit": search.limit(),
+            "failures_at_c": None if at is None else at.failures,
+            "backlog_at_c": None if at is None else at.backlog,
+            "failures_above": None if above is None else above.failures,
+            "worst_pv_above": None if above is None else above.worst_pv,
+            "backlog_above": None if above is None else above.backlog,
+            "reasons_above": None if above is None else json.dumps(above.reasons, sort_keys=True),
+            "busy_at_c": None if at is None else json.dumps(at.busy, sort_keys=True),
+            "runs": len(search.runs), "wall_s": round(search.wall, 1)}
+
+
+def _merge_write(table: pd.DataFrame, path: Path, keys: list[str]) -> None:
+    """Replace the rows of ``table`` in the CSV at ``path`` (other rows kept), in sweep order."""
+    if path.is_file():
+        old = pd.read_csv(path)
+        old = old[~old.set_index(keys).index.isin(table.set_index(keys).index)]
+        table = pd.concat([old, table], ignore_index=True)
+    order = {tuple(p.row().values()): i for i, p in enumerate(sweep())}
+    table = table.assign(_o=[order.get(tuple(r), 10**6) for r in table[keys].itertuples(index=False)])
+    table.sort_values("_o").drop(columns="_o").to_csv(path, index=False)
+
+
+def inputs_fingerprint() -> str:
+    """SHA-256 over what decides the predictions: model.yaml, checks.yaml, the fitted parameter
+    values (not the calibration date) and the capacity criterion of this script."""
+    from simstack.metrics import calibrated_parameters
+
+    digest = hashlib.sha256()
+    for name in ("model.yaml", "checks.yaml"):
+        digest.update((MODEL_DIR / name).read_bytes())
+    digest.update(json.dumps(calibrated_parameters(MODEL_DIR), sort_keys=True).encode())
+    digest.update(json.dumps([FAIL_BELOW, BACKLOG_BELOW, SCREEN_HORIZON, FULL_HORIZON, HIGH]).encode())
+    return digest.hexdigest()
+
+
+def _seeded(study: Study, seed: int | None) -> Study:
+    if seed is None:
+        return study
+    from dataclasses import replace
+
+    return replace(study, defaults={**study.defaults, "seed": seed})
+
+
+# ---- report -------------------------------------------------------------------------------
+CURVES = {  # label: (point, how many PVs either side of the capacity)
+    "original, 1 core": (Point("original", 1, 1, 0, True), 6),
+    "prototype, 1 core": (Point("prototype", 1, 1, 1, True), 6),
+    "original, 32 cores, k=16, global lock": (Point("original", 32, 16, 0, True), 6),
+    "original, 32 cores, k=16, per-lockset": (Point("original", 32, 16, 0, False), 6),
+    "prototype, 32 cores, k=m=16, global lock": (Point("prototype", 32, 16, 16, True), 6),
+    "prototype, 32 cores, k=m=16, per-lockset": (Point("prototype", 32, 16, 16, False), 3),
+}
+
+
+def report(out: Path, horizon: str, heavy_horizon: str, heavy_above: int) -> None:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    study = load_study(MODEL_DIR)
+    ev = Evaluator(study)
+    pred = pd.read_csv(MODEL_DIR / "predictions.csv")
+    runs = pd.read_csv(MODEL_DIR / "predictions_runs.csv") if (MODEL_DIR / "predictions_runs.csv").is_file() else None
+    curves, shares, lat_rows, lat_samples = [], [], [], {}
+    jobs = [(label, p, w, n) for label, (p, w) in CURVES.items()
+            for n in range(max(1, _capacity(pred, p) - w), _capacity(pred, p) + w + 1)]
+    for label, point, _w, n in tqdm(jobs, desc="slac_bsa report", unit="run"):
+        h = heavy_horizon if n > heavy_above else horizon
+        cap = _capacity(pred, point)
+        o = outcome(ev, point.selection(), n, h, keep=n == cap)
+        curves.append({"config": label, "n_pvs": n, "failures": o.failures, "worst_pv": o.worst_pv,
+                       "backlog": o.backlog, "horizon": h, "capacity": cap})
+        if n == cap:
+            at = merge(point.selection(), RunSelection(parameters={"n_pvs": n}, settings={"horizon": h}))
+            run = ev.runs[next(iter(ev.runs))]
+            levels = run.resources[run.resources["kind"] == "cpu-level"]
+            for _, r in levels.iterrows():
+                shares.append({"config": label, "level": r["resource"].split("[")[1].rstrip("]"),
+                               "share": float(r["utilisation"])})
+            ev.runs.clear()
+            # steps are recorded only for this run: 1 s (0.25 s above --heavy-above PVs) is enough
+            # for the percentiles and keeps the step table small
+            lat_h = "0.25s" if n > heavy_above else "1s"
+            at = merge(at, RunSelection(settings={"horizon": lat_h}))
+            steps = ev.run(at, needs_steps=True)
+            tc = match_latency(steps)
+            lat_samples[label] = tc
+            lat_rows.append({"config": label, "n_pvs": n, "horizon": lat_h, "updates": len(tc),
+                             "p50_us": tc.quantile(0.5), "p99_us": tc.quantile(0.99),
+                             "p999_us": tc.quantile(0.999), "max_us": tc.max(), "deadline_us": DEADLINE_US})
+            ev.runs.clear()
+    curves_df, shares_df, lat_df = pd.DataFrame(curves), pd.DataFrame(shares), pd.DataFrame(lat_rows)
+    figs = []
+    # 1. failure rate vs PVs
+    fig = go.Figure()
+    for label, g in curves_df.groupby("config", sort=False):
+        fig.add_trace(go.Scatter(x=g["n_pvs"], y=g["failures"].clip(lower=1e-7), mode="lines+markers", name=label))
+    fig.add_hline(y=FAIL_BELOW, line_dash="dash", annotation_text="criterion 1e-4")
+    fig.update_layout(title="Failure fraction vs number of BSA PVs (120 Hz, 8 EDEFs); 1e-7 stands for 0",
+                      xaxis_title="BSA PVs", yaxis_title="failed updates / updates", yaxis_type="log")
+    figs.append(fig)
+    # 2. capacity vs threads, with and without the global lock
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("1 core", "32 cores"), shared_yaxes=True)
+    for col, cores in ((1, 1), (2, 32)):
+        sub = pred[pred["cores"] == cores]
+        for (design, lock), g in sub.groupby(["design", "global_lock"]):
+            g = g[(g["worker_threads"] == g["callback_threads"]) | (g["design"] == "original")]
+            name = f"{design}, {'global lock (3.15)' if lock else 'per-lockset (3.16+)'}"
+            fig.add_trace(go.Scatter(x=g["callback_threads"], y=g["capacity_pvs"], mode="lines+markers",
+                                     name=name, legendgroup=name, showlegend=col == 1), row=1, col=col)
+        fig.update_xaxes(type="log", title_text="callback threads k (prototype: agent threads m = k)",
+                         row=1, col=col)
+    fig.update_yaxes(type="log", title_text="capacity (BSA PVs)", row=1, col=1)
+    fig.update_layout(title="Capacity vs threads, with and without the global database lock")
+    figs.append(fig)
+    # 2b. prototype heat maps k x m on 32 cores
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("prototype, 32 cores, global lock",
+                                                        "prototype, 32 cores, per-lockset"))
+    for col, lock in ((1, True), (2, False)):
+        g = pred[(pred["design"] == "prototype") & (pred["cores"] == 32) & (pred["global_lock"] == lock)]
+        z = g.pivot(index="worker_threads", columns="callback_threads", values="capacity_pvs")
+        fig.add_trace(go.Heatmap(z=z.values, x=[str(c) for c in z.columns], y=[str(i) for i in z.index],
+                                 text=z.values, texttemplate="%{text}", coloraxis="coloraxis"), row=1, col=col)
+        fig.update_xaxes(title_text="callback threads k", row=1, col=col)
+        fig.update_yaxes(title_text="agent threads m", row=1, col=col)
+    fig.update_layout(title="Prototype capacity on 32 cores by callback and agent threads",
+                      coloraxis={"colorscale": "Viridis"})
+    figs.append(fig)
+    # 3. CPU share per priority level at capacity
+    fig = go.Figure()
+    names = {"90": "EVR task (90)", "71": "cbHigh callbacks (71)", "59": "agents (59)", "1": "CPU hog (1)"}
+    for level in ("90", "71", "59", "1"):
+        g = shares_df[shares_df["level"] == f"priority {level}"]
+        fig.add_trace(go.Bar(x=g["config"], y=g["share"], name=names[level]))
+    fig.update_layout(barmode="stack", title="CPU share per priority level at capacity (fraction of all cores)",
+                      yaxis_title="share of CPU")
+    figs.append(fig)
+    # 4. latency vs deadline
+    fig = go.Figure()
+    for label, values in lat_samples.items():
+        fig.add_trace(go.Box(x=values, name=label, boxpoints=False, orientation="h"))
+    fig.add_vline(x=DEADLINE_US, line_dash="dash", annotation_text="deadline: next fiducial")
+    fig.update_layout(title="Time-critical latency at capacity: beam fiducial to end of the timestamp match",
+                      xaxis_title="microseconds")
+    figs.append(fig)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    html = [figs[0].to_html(full_html=False, include_plotlyjs=True)]
+    html += [f.to_html(full_html=False, include_plotlyjs=False) for f in figs[1:]]
+    tables = [("Time-critical latency at capacity (us)", lat_df),
+              ("Failure curves around capacity", curves_df),
+              ("CPU share per priority level at capacity", shares_df),
+              ("Predictions", pred)]
+    if runs is not None:
+        tables.append(("What limits each prediction (capacity + 1)", runs))
+    body = "\n".join(html + [f"<h3>{t}</h3>" + f.to_html(index=False, float_format=lambda v: f"{v:.4g}")
+                             for t, f in tables])
+    out.write_text(f"<html><head><meta charset='utf-8'><title>SLAC BSA capacity</title></head><body>"
+                   f"<h1>SLAC BSA: capacity, failures, CPU share and latency</h1>"
+                   f"<p>Generated by experiments/slac_bsa_capacity.py report. Curves over {horizon} simulated"
+                   f" ({heavy_horizon} above {heavy_above} PVs); see models/slac_bsa/README.md.</p>"
+                   f"{body}</body></html>")
+    for name, frame in (("curves", curves_df), ("cpu_share", shares_df), ("latency", lat_df)):
+        frame.to_csv(out.with_name(f"slac_bsa_{name}.csv"), index=False)
+    print(f"wrote {out}")
+
+
+def match_latency(run: RunResult) -> pd.Series:
+    """Beam fiducial to the end of the match, per successful update, in microseconds."""
+    s = run.steps[(run.steps["request"] == "bsa_update") & (run.steps["step"] == "time_critical")]
+    span = s.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+    return (span["end"] - span["start"]) * 1e6
+
+
+def _capacity(pred: pd.DataFrame, p: Point) -> int:
+    row = pred[(pred["design"] == p.design) & (pred["cores"] == p.cores) & (pred["callback_threads"] ==
+               p.callback_threads) & (pred["worker_threads"] == p.worker_threads) & (pred["global_lock"] ==
+               p.global_lock)]
+    return int(row["capacity_pvs"].iloc[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("predict", help="capacity at every point of the sweep -> predictions.csv")
+    p.add_argument("--cores", type=int, nargs="+", default=[1, 32], choices=[1, 32])
+    p.add_argument("--verify-limit", type=float, default=math.inf,
+                   help="points whose starting guess exceeds this many PVs are only screened, with "
+                        "--quick-horizon runs (marked verified_10s=False in predictions_runs.csv)")
+    p.add_argument("--quick-horizon", default="0.25s")
+    p.add_argument("--out", type=Path, default=MODEL_DIR / "predictions.csv")
+    s = sub.add_parser("search", help="one capacity search with its failure curve")
+    s.add_argument("--design", choices=["original", "prototype"], default="original")
+    s.add_argument("--cores", type=int, default=1)
+    s.add_argument("--threads", type=int, nargs=2, default=[1, 1], metavar=("K", "M"))
+    s.add_argument("--lock", choices=["global", "lockset"], default="global")
+    s.add_argument("--guess", type=int, default=None)
+    r = sub.add_parser("report", help="reports/slac_bsa.html from predictions.csv and fresh runs")
+    r.add_argument("--out", type=Path, default=ROOT / "reports" / "slac_bsa.html")
+    r.add_argument("--horizon", default=FULL_HORIZON)
+    r.add_argument("--heavy-horizon", default="2s", help="horizon for curve points above --heavy-above PVs")
+    r.add_argument("--heavy-above", type=int, default=400)
+    args = parser.parse_args()
+    if args.command == "predict":
+        table = predict(args.cores, args.verify_limit, args.out, args.quick_horizon)
+        print(table.to_string(index=False))
+        print(f"wrote {args.out}")
+    elif args.command == "search":
+        point = Point(args.design, args.cores, args.threads[0], args.threads[1] if args.design == "prototype" else 0,
+                      args.lock == "global")
+        search_one(point, args.guess)
+    else:
+        report(args.out, args.horizon, args.heavy_horizon, args.heavy_above)
+
+
+def search_one(point: Point, guess: int | None = None) -> Search:
+    """One capacity search with a progress bar, then the failure curve around the answer."""
+    ev = Evaluator(load_study(MODEL_DIR))
+    with tqdm(total=None, desc=f"capacity {point.label()}", unit="run") as bar:
+        result = find_capacity(ev, point.selection(), guess or guess_for(point, {}), progress=bar, point=point,
+                               on_run=lambda _o: bar.update(1))
+    print(f"{point.label()}: capacity {result.capacity} PVs ({len(result.runs)} runs, {result.wall:.0f} s wall); "
+          f"limit at {result.capacity + 1}: {result.limit()}")
+    print("failure curve (PVs, horizon, failures, worst PV, backlog, reasons):")
+    for o in sorted(result.runs, key=lambda o: (o.horizon != FULL_HORIZON, o.n)):
+        print(f"  {o.n:5d} {o.horizon:>4} {o.failures:.2e} {o.worst_pv:.3f} {o.backlog:6.0f} {o.reasons}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
