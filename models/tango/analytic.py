@@ -11,9 +11,11 @@ as ``model.yaml`` builds them:
 
 * ``Z``  pure delay: per remote call 2 x ``net_one_way`` + the client instance's round-trip
   offset + the server instance's offset (+ ``rt_far`` for the far pairs of the initial
-  series) + the bytes' transmission time (the links are never busy enough to queue).  A Python client's write makes two calls (get_attribute_config, write).
-* ``client`` processor sharing on the client's vCPUs: the client CPU per operation; Java
-  client processes also burn ``bg_java`` cores each in the background (JIT, GC).
+  series) + the bytes' transmission time (the links are never busy enough to queue).  A
+  Python client's write makes two calls (get_attribute_config, write).
+* ``client`` processor sharing on the client's vCPUs: the client CPU per operation; every
+  Java client process also runs background slices (``jvm_burst`` every ``bg_think``: JIT,
+  GC) on the same vCPUs.
 * ``server`` processor sharing on the server's other vCPUs (vCPUs - 1): the parallel ORB /
   kernel work of each call, minus the share 1/vCPUs that lands on the lock holder's core.
 * ``lock``  the device monitor (BY_DEVICE) with the lock holder's core: one FCFS server whose

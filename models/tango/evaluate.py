@@ -58,9 +58,8 @@ def simulated_rows(simulate_initial: bool = False) -> pd.DataFrame:
 
 
 def simulate_initial_rows(rows: pd.DataFrame, path: Path) -> None:
-    from tqdm.auto import tqdm
-
     import points as P
+    from tqdm.auto import tqdm
 
     out = []
     for r in tqdm(rows.itertuples(), total=len(rows), desc="simulating initial rows"):
