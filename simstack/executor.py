@@ -109,7 +109,8 @@ class Replication:
         self.next_id = 0
         self.in_system = 0
         self.started = 0
-        self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline)
+        self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
+                                      h.idle_spinner)
                      for h in spec.hosts.values()}
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
@@ -177,8 +178,19 @@ class Replication:
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
-        runners = [self.compile_step(step, scope) for step in body]
+        runners: list[Any] = []
+        fusing = not self.rec.record_steps and getattr(scope[0], "exact_fusion", False)
+        for step in (_flatten(body) if fusing else body):
+            if fusing and _fusible(step) and runners and isinstance(runners[-1], FusedCpuRunner):
+                runners[-1].draws.append(self._draw_cpu(step))  # type: ignore[arg-type]
+            elif fusing and _fusible(step):
+                runners.append(FusedCpuRunner(scope, [self._draw_cpu(step)]))  # type: ignore[arg-type]
+            else:
+                runners.append(self.compile_step(step, scope))
         return runners[0] if len(runners) == 1 else SeqRunner(runners)
+
+    def _draw_cpu(self, step: Cpu) -> Callable[[Ctx], float]:
+        return self.sampler(f"{step.guard.path}:{step.guard.name}", step.demand)
 
     def compile_step(self, step: Step, scope: Scope) -> Any:
         runner = self._compile_action(step, scope)
@@ -220,6 +232,45 @@ class Replication:
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
+
+
+def _fusible(step: Step) -> bool:
+    return isinstance(step, Cpu) and step.bytes is None and step.guard.deadline is None
+
+
+def _flatten(body: tuple[Step, ...]) -> list[Step]:
+    """Unnamed ``steps:`` blocks spliced into their parent, so that CPU steps they bring
+    next to each other can be fused (only done when steps are not recorded)."""
+    out: list[Step] = []
+    for step in body:
+        if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
+            out += _flatten(step.body)
+        else:
+            out.append(step)
+    return out
+
+
+class FusedCpuRunner:
+    """Consecutive CPU steps of one thread submitted as one demand.
+
+    Exact on hosts whose schedulers mark ``exact_fusion``: under preemptive priority with
+    core keeping, or processor sharing, a job that goes straight on to its next CPU step is
+    scheduled exactly as if the two were one step (nobody can slip in between). Each step
+    still draws from its own random stream, so the run sees the same variates; only the
+    event count drops. Used when steps are not recorded (a fused step has no name).
+    """
+
+    __slots__ = ("cpu", "priority", "draws")
+
+    def __init__(self, scope: Scope, draws: list[Callable[[Ctx], float]]):
+        self.cpu, self.priority = scope
+        self.draws = draws
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        demand = 0.0
+        for draw in self.draws:
+            demand += draw(ctx)
+        self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
 
 
 class SeqRunner:

@@ -59,7 +59,25 @@ def build_graph(spec: ModelSpec) -> nx.DiGraph:
     _check_sync_cycles(graph)
     _check_send_cycles(graph)
     _check_cpu_scopes(spec)
+    _check_idle_spinners(spec)
     return graph
+
+
+def _check_idle_spinners(spec: ModelSpec) -> None:
+    """A host's idle spinner only takes time nobody else wants, which holds only if every
+    thread on that host is more urgent than it."""
+    for host in spec.hosts.values():
+        if host.idle_spinner is None:
+            continue
+        users = [(f"components.{c.name}.priority", scope[1]) for c in spec.components.values()
+                 if (scope := thread_scope(lookup(c.kind), c)) is not None and scope[0] == host.name]
+        users += [(f"requests.{r.name}.priority", r.priority) for r in spec.requests.values()
+                  if r.host == host.name]
+        for where, priority in users:
+            if priority <= host.idle_spinner:
+                raise ModelError(f"priority {priority} is not above the idle spinner of host {host.name!r} "
+                                 f"(priority {host.idle_spinner}); the spinner must be the least urgent "
+                                 f"thread on its host", path=where)
 
 
 def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:

@@ -426,12 +426,18 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
         "cores": Field(lambda v: int(parse_count(v)), help="number of cores"),
         "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
         "discipline": Field(one_of("fifo", "ps", "priority"), "ps"),
+        "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "doc": Field(text, ""),
     }
     out = {}
     for name, spec in raw.items():
         values = read_fields(spec, fields, f"hosts.{name}")
-        out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"])
+        if values["idle_spinner"] is not None and values["discipline"] != "priority":
+            raise ModelError(f"idle_spinner needs discipline: priority (a spinner under "
+                             f"{values['discipline']} would share the cores), got discipline: "
+                             f"{values['discipline']}", path=f"hosts.{name}.idle_spinner")
+        out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
+                             values["idle_spinner"])
     return out
 
 

@@ -23,6 +23,7 @@ class HostSpec:
     cores: int
     speed: float
     discipline: str  # fifo | ps | priority
+    idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from simstack import simulate
 from simstack.components.cpu import SharedRate
 from simstack.components.meter import Meter
+from simstack.errors import ModelError
+from simstack.graph import build_graph
 from simstack.loader import build_spec
 from simstack.metrics import _failed_lineage
 
@@ -159,3 +161,76 @@ def test_periodic_sources_at_360_and_120_hz_coincide_exactly() -> None:
     beam = set(req.loc[req["workload"] == "beam", "start"])
     assert beam <= fid  # every beam pulse falls exactly on a fiducial
     assert max(fid) == 1.0 and len(fid) == 361
+
+
+def _busy_ioc(discipline: str, spinner: bool | str, cores: int = 2, random: bool = True) -> dict[str, Any]:
+    """Two priorities of threads with runs of consecutive CPU steps (some in unnamed blocks,
+    some under a lock), and optionally a CPU hog at the lowest priority."""
+    def d(mean: str, cv: float) -> str:  # fixed demands are uneven, so no two events tie
+        return f"gamma({mean}, {cv})" if random else mean
+    work = [{"cpu": d("1.0137ms", 0.5)}, {"steps": [{"cpu": d("2.0291ms", 1)}, {"cpu": d("0.9733ms", 0.3)}]},
+            {"hold": "mutex", "steps": [{"cpu": d("1.1071ms", 1)}, {"cpu": d("0.8893ms", 1)}]},
+            {"cpu": d("1.0519ms", 1)}]
+    doc: dict[str, Any] = {
+        "hosts": {"h": {"cores": cores, "discipline": discipline}},
+        "components": {"mutex": {"kind": "lock", "order": "priority"},
+                       "lo": {"kind": "threads", "host": "h", "size": 3, "priority": 5},
+                       "hi": {"kind": "threads", "host": "h", "size": 2, "priority": 9}},
+        "requests": {"low": [{"hold": "lo", "steps": work}], "high": [{"hold": "hi", "steps": work}]},
+        "workloads": {"l": {"type": "open", "request": "low", "interarrival": f"exp({20 // cores}ms)",
+                            "count": 400},
+                      "h": {"type": "periodic", "request": "high", "frequency": f"{25 * cores}Hz", "count": 200}},
+    }
+    if spinner == "closed":
+        doc["components"]["hog"] = {"kind": "threads", "host": "h", "size": cores, "priority": 1}
+        doc["requests"]["spin"] = [{"hold": "hog", "steps": [{"cpu": 1}]}]
+        doc["workloads"]["hog"] = {"type": "closed", "request": "spin", "clients": cores, "think": 0}
+    elif spinner:
+        doc["hosts"]["h"]["idle_spinner"] = 1
+    return doc
+
+
+@pytest.mark.parametrize(("discipline", "cores", "random"),
+                         [("priority", 2, False), ("ps", 2, False), ("priority", 1, True)])
+def test_fusing_consecutive_cpu_steps_changes_no_result(discipline: str, cores: int, random: bool) -> None:
+    """Without step records the engine submits a thread's consecutive CPU steps as one job; on
+    these hosts that is exact, so every request ends when it did with steps recorded. With
+    random demands a fused job draws its steps' demands when it starts, so the runs match
+    request by request only where requests reach each step in the same order (one core, one
+    priority); elsewhere they differ in which request draws which variate, not in law."""
+    doc = _busy_ioc(discipline, False, cores, random)
+    if random:
+        del doc["workloads"]["h"]
+    recorded = run(doc, seed=3, horizon=10.0)
+    fused = run(doc, seed=3, horizon=10.0, record_steps=False)
+    assert len(recorded.requests) == (400 if random else 600)
+    assert ends(fused) == pytest.approx(ends(recorded), abs=1e-9)
+    cpu_jobs = [r.resources.set_index("resource").loc["h.cpu", "arrivals"] for r in (fused, recorded)]
+    assert cpu_jobs[0] < cpu_jobs[1]
+
+
+def test_an_idle_spinner_is_a_lowest_priority_hog_without_events() -> None:
+    """A busy loop on every core at the lowest priority delays nobody: requests end exactly as
+    with two simulated spinning threads, and it gets the same CPU share."""
+    hog = run(_busy_ioc("priority", "closed"), seed=5, horizon=10.0)
+    spinner = run(_busy_ioc("priority", True), seed=5, horizon=10.0)
+    plain = run(_busy_ioc("priority", False), seed=5, horizon=10.0)
+    mine = spinner.requests
+    theirs = hog.requests[hog.requests["request"] != "spin"]
+    assert ends(spinner) == pytest.approx(sorted(theirs["end"].round(9)), abs=1e-9) == ends(plain)
+    levels = spinner.resources.set_index("resource")["utilisation"]
+    hog_levels = hog.resources.set_index("resource")["utilisation"]
+    assert levels["h.cpu[priority 1]"] == pytest.approx(hog_levels["h.cpu[priority 1]"], abs=1e-6)
+    assert 0.2 < levels["h.cpu[priority 1]"] < 0.9
+    assert levels["h.cpu"] == pytest.approx(1.0)
+    assert len(mine) == 600
+
+
+def test_an_idle_spinner_must_be_the_least_urgent_thread_on_priority_hosts() -> None:
+    doc = _busy_ioc("priority", True)
+    doc["hosts"]["h"]["idle_spinner"] = 5
+    with pytest.raises(ModelError, match=r"components\.lo\.priority.*priority 5 is not above the idle spinner"):
+        build_graph(build_spec(doc, None))
+    doc = _busy_ioc("ps", True)
+    with pytest.raises(ModelError, match=r"hosts\.h\.idle_spinner.*needs discipline: priority"):
+        build_spec(doc, None)

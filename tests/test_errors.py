@@ -115,6 +115,12 @@ def test_kind_that_is_not_a_name(tmp_path: Path) -> None:
            f"unknown kind ['server']; known kinds: {KINDS}")
 
 
+def test_an_idle_spinner_needs_a_priority_host(tmp_path: Path) -> None:
+    expect(tmp_path, model(("hosts.app.idle_spinner", 1)), "hosts.app.idle_spinner",
+           "idle_spinner needs discipline: priority (a spinner under ps would share the cores), got "
+           "discipline: ps")
+
+
 def test_component_on_an_unknown_host(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.pool.host", "ap")), "components.pool.host",
            "unknown host 'ap' (did you mean 'app'?); hosts: app")
@@ -575,7 +581,7 @@ TARGET_SITES = {
 TARGET_WHERE = {
     "top level": ("_target_", "unknown section '_target_'; expected: name, description, parameters, flags, "
                   "scenarios, hosts, components, requests, workloads, settings"),
-    "host": ("hosts.app._target_", "unknown key '_target_'; expected one of: cores, speed, discipline, doc"),
+    "host": ("hosts.app._target_", "unknown key '_target_'; expected one of: cores, speed, discipline, idle_spinner, doc"),
     "component": ("components.db._target_", "unknown key '_target_'; expected one of: "
                   + ", ".join(REGISTRY["database"].fields) + ", doc"),
     "request class": ("requests.read._target_", "unknown key '_target_'; expected one of: steps, host, priority, doc"),

@@ -110,12 +110,18 @@ class PriorityCpu:
     it has not blocked, so an equal-priority thread that became ready meanwhile still
     waits (only a more urgent one takes the core). Busy time is also kept per priority
     level, which is how CPU share per priority is reported.
+
+    ``idle_spinner`` is a CPU hog on every core at a priority below every thread: it runs
+    exactly when a core would be idle and delays nobody, so it needs no events; its level
+    shows the idle time it eats, and the host counts as fully busy.
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq", "_heir", "_levels",
-                 "_name")
+                 "_name", "_spinner", "_heir_seq")
+    exact_fusion = True  # consecutive CPU steps of one thread may be submitted as one
 
-    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter,
+                 idle_spinner: int | None = None):
         self.env = env
         self.cores = cores
         self.speed = speed
@@ -124,8 +130,13 @@ class PriorityCpu:
         self._ready: list[tuple[int, int, _Job]] = []  # heap of (-priority, seq, job)
         self._seq = 0
         self._heir: object = None  # owner whose finished step reserved its core, if any
+        self._heir_seq = 0  # ... and its place in line, which its next step keeps
         self._levels: dict[int, Meter] = {}
         self._name = meter.name
+        self._spinner: Meter | None = None
+        if idle_spinner is not None:
+            self._spinner = self._level(idle_spinner)
+            self._spinner.busy = meter.busy = cores
 
     def meters(self) -> list[Meter]:
         return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
@@ -141,16 +152,16 @@ class PriorityCpu:
         meter = self.meter
         meter.arrivals += 1
         meter.touch(now)
+        reserved = 1 if self._heir is not None else 0
+        if reserved and owner is self._heir:
+            # The thread goes on running: same core, same place in line (as if the two steps
+            # were one), so fusing its consecutive steps changes nothing.
+            self._heir = None
+            self._run(_Job(priority, self._heir_seq, demand / self.speed, now, done, owner), now)
+            return
         self._seq += 1
         job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
-        reserved = 1 if self._heir is not None else 0
         if len(self._running) + reserved < self.cores:
-            if reserved and owner is self._heir:
-                self._heir = None
-            self._run(job, now)
-            return
-        if reserved and owner is self._heir:
-            self._heir = None
             self._run(job, now)
             return
         victim = min(self._running, key=lambda j: (j.priority, -j.seq)) if self._running else None
@@ -165,7 +176,11 @@ class PriorityCpu:
         job.started = now
         job.token += 1
         self._running.append(job)
-        self.meter.busy = len(self._running)
+        if self._spinner is None:
+            self.meter.busy = len(self._running)
+        else:
+            self._spinner.touch(now)
+            self._spinner.busy = self.cores - len(self._running)
         level = self._level(job.priority)
         level.touch(now)
         level.busy += 1
@@ -173,7 +188,11 @@ class PriorityCpu:
 
     def _stop(self, job: _Job, now: float) -> None:
         self._running.remove(job)
-        self.meter.busy = len(self._running)
+        if self._spinner is None:
+            self.meter.busy = len(self._running)
+        else:
+            self._spinner.touch(now)
+            self._spinner.busy = self.cores - len(self._running)
         level = self._levels[job.priority]
         level.touch(now)
         level.busy -= 1
@@ -199,6 +218,7 @@ class PriorityCpu:
         keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)
         if keep:
             self._heir = job.owner  # the core waits for this thread's next step, if any
+            self._heir_seq = job.seq
         try:
             job.done(max(0.0, now - job.arrived - job.service), job.service)
         finally:
@@ -230,6 +250,7 @@ class SharedRate:
     """
 
     __slots__ = ("env", "servers", "rate", "cap", "meter", "_tags", "_virtual", "_last", "_token", "_seq")
+    exact_fusion = True  # a job's share does not depend on how its work is split into steps
 
     def __init__(self, env: simpy.Environment, servers: float, rate: float, meter: Meter,
                  cap: float = math.inf):
@@ -303,10 +324,10 @@ class SharedRate:
 
 
 def make_cpu(env: simpy.Environment, name: str, cores: int, speed: float,
-             discipline: str) -> FifoCpu | PriorityCpu | SharedRate:
+             discipline: str, idle_spinner: int | None = None) -> FifoCpu | PriorityCpu | SharedRate:
     meter = Meter(name, "cpu", cores)
     if discipline == "fifo":
         return FifoCpu(env, cores, speed, meter)
     if discipline == "priority":
-        return PriorityCpu(env, cores, speed, meter)
+        return PriorityCpu(env, cores, speed, meter, idle_spinner)
     return SharedRate(env, cores, speed, meter)
