@@ -31,7 +31,7 @@ EDEFS = 8
 
 
 def _load(design: str, n_pvs: int, cores: int = 1):  # type: ignore[no-untyped-def]
-    params = {**calibrated_parameters(MODEL.parent), "n_pvs": n_pvs, "cores": cores, "hog_threads": cores}
+    params = {**calibrated_parameters(MODEL.parent), "n_pvs": n_pvs, "cores": cores}
     return load_model(MODEL, parameters=params, flags={"prototype": design == "prototype"})
 
 

@@ -72,7 +72,7 @@ class Point:
 
     def selection(self) -> RunSelection:
         return RunSelection(
-            parameters={"cores": self.cores, "hog_threads": self.cores, "callback_threads": self.callback_threads,
+            parameters={"cores": self.cores, "callback_threads": self.callback_threads,
                         "worker_threads": max(1, self.worker_threads)},
             flags={"prototype": self.design == "prototype", "global_lock": self.global_lock})
 
@@ -87,12 +87,15 @@ class Point:
 
 
 def sweep(cores: Iterable[int] = (1, 32)) -> list[Point]:
-    """Every point of the sweep, ordered so that neighbours have similar capacities."""
+    """Every point of the sweep (design x cores x threads x lock), ordered so that neighbours
+    have similar capacities. The thread count n sets both pools, as in the paper's test (16
+    callback and 16 agent threads): k = m = n; the original design has no agent threads (m = 0).
+    Other combinations are what-ifs: ``search --threads K M``."""
     points = []
     for c in cores:
         for lock in (True, False):
-            points += [Point("original", c, k, 0, lock) for k in THREADS]
-            points += [Point("prototype", c, k, m, lock) for k in THREADS for m in THREADS]
+            points += [Point("original", c, n, 0, lock) for n in THREADS]
+            points += [Point("prototype", c, n, n, lock) for n in THREADS]
     return points
 
 
@@ -242,9 +245,7 @@ def guess_for(point: Point, done: dict[Point, int]) -> int:
     """Where the search starts: a computed neighbour (fewer threads, or the same threads on one
     core) scaled by the ratio of the hand estimates, else the hand estimate itself."""
     own = hand_estimate(point)
-    for prev in (Point(point.design, point.cores, point.callback_threads, point.worker_threads // 2,
-                       point.global_lock),
-                 Point(point.design, point.cores, point.callback_threads // 2, point.worker_threads,
+    for prev in (Point(point.design, point.cores, point.callback_threads // 2, point.worker_threads // 2,
                        point.global_lock),
                  Point(point.design, 1, point.callback_threads, point.worker_threads, point.global_lock)):
         if prev in done and done[prev] > 0:
@@ -269,8 +270,11 @@ def predict(cores: Iterable[int], verify_limit: float, out: Path, quick_horizon:
         done[point] = search.capacity
         rows.append({**point.row(), "capacity_pvs": search.capacity})
         details.append(detail_row(point, search))
+        # progress survives an interruption: the rows so far, beside the file being rebuilt
+        pd.DataFrame(details).to_csv(out.with_name("predictions_partial.csv"), index=False)
     table = pd.DataFrame(rows, columns=COLUMNS)
     _merge_write(table, out, ["design", "cores", "callback_threads", "worker_threads", "global_lock"])
+    out.with_name("predictions_partial.csv").unlink(missing_ok=True)
     meta_path = out.with_name("predictions_meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     if meta.get("inputs_sha256") not in (None, inputs_fingerprint()) and set(cores) != {1, 32}:
@@ -403,19 +407,6 @@ def report(out: Path, horizon: str, heavy_horizon: str, heavy_above: int) -> Non
                          row=1, col=col)
     fig.update_yaxes(type="log", title_text="capacity (BSA PVs)", row=1, col=1)
     fig.update_layout(title="Capacity vs threads, with and without the global database lock")
-    figs.append(fig)
-    # 2b. prototype heat maps k x m on 32 cores
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("prototype, 32 cores, global lock",
-                                                        "prototype, 32 cores, per-lockset"))
-    for col, lock in ((1, True), (2, False)):
-        g = pred[(pred["design"] == "prototype") & (pred["cores"] == 32) & (pred["global_lock"] == lock)]
-        z = g.pivot(index="worker_threads", columns="callback_threads", values="capacity_pvs")
-        fig.add_trace(go.Heatmap(z=z.values, x=[str(c) for c in z.columns], y=[str(i) for i in z.index],
-                                 text=z.values, texttemplate="%{text}", coloraxis="coloraxis"), row=1, col=col)
-        fig.update_xaxes(title_text="callback threads k", row=1, col=col)
-        fig.update_yaxes(title_text="agent threads m", row=1, col=col)
-    fig.update_layout(title="Prototype capacity on 32 cores by callback and agent threads",
-                      coloraxis={"colorscale": "Viridis"})
     figs.append(fig)
     # 3. CPU share per priority level at capacity
     fig = go.Figure()
