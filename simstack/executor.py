@@ -369,13 +369,13 @@ class HoldRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
-        start = r.env.now
+        start = r.env._now
 
         def granted(wait: float) -> None:
             def finished() -> None:
                 self.release(ctx)
                 if r.rec.record_steps:
-                    end = r.env.now
+                    end = r.env._now
                     r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start,
                                         wait, end - start - wait, end))
                 k()

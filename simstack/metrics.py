@@ -131,11 +131,7 @@ def _statistic(metric: MetricSpec, result: RunResult) -> float:
                              f"request classes: {', '.join(result.model.requests)}")
         recorded = recorded[recorded["request"] == metric.request]
     if metric.type == "failure_rate":
-        failed = ~recorded["ok"]
-        if metric.lineage:
-            bad = _failed_lineage(req)
-            keys = zip(recorded["rep"], recorded["id"], strict=True)
-            failed = failed | pd.Series([key in bad for key in keys], index=recorded.index, dtype=bool)
+        failed = _failed(recorded, req, metric.lineage)
         if not len(recorded):
             return math.nan
         if metric.group == "item":
@@ -168,6 +164,23 @@ def _statistic(metric: MetricSpec, result: RunResult) -> float:
         span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
         durations = (span["end"] - span["start"]).to_numpy()
     return _stat(durations, metric.stat)
+
+
+def _failed(recorded: pd.DataFrame, requests: pd.DataFrame, lineage: bool) -> pd.Series:
+    """Per recorded request: did it fail (or, with ``lineage``, any request it started)?"""
+    failed = ~recorded["ok"]
+    if lineage:
+        bad = _failed_lineage(requests)
+        keys = zip(recorded["rep"], recorded["id"], strict=True)
+        failed = failed | pd.Series([key in bad for key in keys], index=recorded.index, dtype=bool)
+    return failed
+
+
+def failure_by_item(result: RunResult, request: str, lineage: bool = True) -> pd.Series:
+    """Failure fraction of ``request`` per item (per PV, per device...), warm-up excluded."""
+    req = result.requests
+    recorded = req[~req["warmup"] & (req["request"] == request)]
+    return _failed(recorded, req, lineage).groupby(recorded["item"]).mean()
 
 
 def _failed_lineage(requests: Any) -> set[tuple[int, int]]:

@@ -103,6 +103,10 @@ class _Job:
         self.owner = owner
 
 
+def _seq_of(job: _Job) -> int:
+    return job.seq
+
+
 class PriorityCpu:
     """Preemptive-resume priority scheduling on ``cores`` identical cores (SCHED_FIFO).
 
@@ -147,13 +151,18 @@ class PriorityCpu:
             level = self._levels[priority] = Meter(f"{self._name}[priority {priority}]", "cpu-level", self.cores)
         return level
 
+    # The methods below run once or more per CPU step; Meter.touch is written out inline.
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
-        meter.touch(now)
-        reserved = 1 if self._heir is not None else 0
-        if reserved and owner is self._heir:
+        dt = now - meter._t
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
+        heir = self._heir
+        if heir is not None and owner is heir:
             # The thread goes on running: same core, same place in line (as if the two steps
             # were one), so fusing its consecutive steps changes nothing.
             self._heir = None
@@ -161,11 +170,16 @@ class PriorityCpu:
             return
         self._seq += 1
         job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
-        if len(self._running) + reserved < self.cores:
+        running = self._running
+        if len(running) + (heir is not None) < self.cores:
             self._run(job, now)
             return
-        victim = min(self._running, key=lambda j: (j.priority, -j.seq)) if self._running else None
-        if victim is not None and victim.priority < priority:
+        # The least urgent running priority, from the per-level counts of running threads.
+        lowest = min((p for p, level in self._levels.items() if level.busy and level is not self._spinner),
+                     default=priority)
+        if lowest < priority:
+            # of the least urgent, the one that got its place in line last gives up its core
+            victim = max((j for j in running if j.priority == lowest), key=_seq_of)
             self._preempt(victim, now)
             self._run(job, now)
         else:
@@ -175,26 +189,46 @@ class PriorityCpu:
     def _run(self, job: _Job, now: float) -> None:
         job.started = now
         job.token += 1
-        self._running.append(job)
-        if self._spinner is None:
-            self.meter.busy = len(self._running)
+        running = self._running
+        running.append(job)
+        spinner = self._spinner
+        if spinner is None:
+            self.meter.busy = len(running)
         else:
-            self._spinner.touch(now)
-            self._spinner.busy = self.cores - len(self._running)
-        level = self._level(job.priority)
-        level.touch(now)
+            dt = now - spinner._t
+            if dt:
+                spinner._busy_area += spinner.busy * dt
+                spinner._queue_area += spinner.queue * dt
+                spinner._t = now
+            spinner.busy = self.cores - len(running)
+        level = self._levels.get(job.priority) or self._level(job.priority)
+        dt = now - level._t
+        if dt:
+            level._busy_area += level.busy * dt
+            level._queue_area += level.queue * dt
+            level._t = now
         level.busy += 1
         Wake(self.env, job.remaining, self._finish).job = (job, job.token)
 
     def _stop(self, job: _Job, now: float) -> None:
-        self._running.remove(job)
-        if self._spinner is None:
-            self.meter.busy = len(self._running)
+        running = self._running
+        running.remove(job)
+        spinner = self._spinner
+        if spinner is None:
+            self.meter.busy = len(running)
         else:
-            self._spinner.touch(now)
-            self._spinner.busy = self.cores - len(self._running)
+            dt = now - spinner._t
+            if dt:
+                spinner._busy_area += spinner.busy * dt
+                spinner._queue_area += spinner.queue * dt
+                spinner._t = now
+            spinner.busy = self.cores - len(running)
         level = self._levels[job.priority]
-        level.touch(now)
+        dt = now - level._t
+        if dt:
+            level._busy_area += level.busy * dt
+            level._queue_area += level.queue * dt
+            level._t = now
         level.busy -= 1
 
     def _preempt(self, job: _Job, now: float) -> None:
@@ -212,7 +246,12 @@ class PriorityCpu:
         if job.token != token:
             return
         now = self.env._now
-        self.meter.touch(now)
+        meter = self.meter
+        dt = now - meter._t
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
         self._stop(job, now)
         ready = self._ready
         keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)
@@ -224,7 +263,8 @@ class PriorityCpu:
         finally:
             if keep:
                 self._heir = None
-            self._dispatch(now)
+            if ready and len(self._running) < self.cores:
+                self._dispatch(now)
 
     def _dispatch(self, now: float) -> None:
         while self._ready and len(self._running) < self.cores:

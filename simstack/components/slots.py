@@ -37,10 +37,14 @@ class Slots:
     def acquire(self, granted: Granted) -> bool:
         """Take a slot now or queue for one; ``False`` means the full line turned us away."""
         meter = self.meter
-        now = self.env.now
+        now = self.env._now
         meter.arrivals += 1
         if self.busy < self.size and not self._waiting:
-            meter.touch(now)
+            dt = now - meter._t  # Meter.touch, inline: this runs for every thread or connection taken
+            if dt:
+                meter._busy_area += meter.busy * dt
+                meter._queue_area += meter.queue * dt
+                meter._t = now
             self.busy += 1
             meter.busy = self.busy
             granted(0.0)
@@ -58,7 +62,12 @@ class Slots:
     def release(self) -> None:
         """Give the slot back; the longest waiter gets it at the same instant."""
         meter = self.meter
-        meter.touch(self.env.now)
+        now = self.env._now
+        dt = now - meter._t
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
         if not self._waiting:
             self.busy -= 1
             meter.busy = self.busy
