@@ -27,5 +27,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 
+# Every model's committed predictions.csv, rebuilt (long: see each model's README).
+predictions: $(STAMP)
+	$(BIN)/simstack predict model=cms_conditions
+	$(BIN)/python models/tango/predict.py
+	$(BIN)/python experiments/slac_bsa_capacity.py predict
+
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -44,6 +44,27 @@ def test_a_thread_keeps_its_core_between_consecutive_cpu_steps() -> None:
     assert ends(result, "b") == [4.0]
 
 
+def test_a_thread_a_lock_release_makes_ready_preempts_the_releaser_at_once() -> None:
+    """SCHED_FIFO with one core: L (priority 1) holds the mutex for 1 s of CPU, then computes
+    5 s more. H (priority 9) wants the mutex at 0.5 s and blocks. When L releases it at 1 s, H
+    is ready and more urgent, so it runs at once (ends at 2 s) and L finishes at 7 s; L must not
+    keep its core for its next step just because it never blocked."""
+    doc = {
+        "hosts": {"h": {"cores": 1, "discipline": "priority"}},
+        "components": {"mutex": {"kind": "lock"},
+                       "lo": {"kind": "threads", "host": "h", "size": 1, "priority": 1},
+                       "hi": {"kind": "threads", "host": "h", "size": 1, "priority": 9}},
+        "requests": {"low": [{"hold": "lo", "steps": [{"hold": "mutex", "steps": [{"cpu": 1}]}, {"cpu": 5}]}],
+                     "high": [{"delay": 0.5}, {"hold": "hi", "steps": [{"hold": "mutex", "steps": [{"cpu": 1}]}]}]},
+        "workloads": {"l": {"type": "protocol", "request": "low", "repeat": 1},
+                      "h": {"type": "protocol", "request": "high", "repeat": 1}},
+    }
+    for record_steps in (True, False):
+        result = run(doc, record_steps=record_steps)
+        assert ends(result, "high") == [2.0]
+        assert ends(result, "low") == [7.0]
+
+
 def test_preempted_work_resumes_where_it_stopped() -> None:
     doc = {
         "hosts": {"h": {"cores": 1, "discipline": "priority"}},

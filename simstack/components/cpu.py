@@ -162,29 +162,43 @@ class PriorityCpu:
             meter._queue_area += meter.queue * dt
             meter._t = now
         heir = self._heir
+        ready = self._ready
         if heir is not None and owner is heir:
             # The thread goes on running: same core, same place in line (as if the two steps
-            # were one), so fusing its consecutive steps changes nothing.
+            # were one), so fusing its consecutive steps changes nothing. Only a more urgent
+            # thread that became ready meanwhile (granted a lock this one released, say) can
+            # take the core, as it would preempt the thread at once.
             self._heir = None
-            self._run(_Job(priority, self._heir_seq, demand / self.speed, now, done, owner), now)
-            return
-        self._seq += 1
-        job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
-        running = self._running
-        if len(running) + (heir is not None) < self.cores:
-            self._run(job, now)
-            return
-        # The least urgent running priority, from the per-level counts of running threads.
-        lowest = min((p for p, level in self._levels.items() if level.busy and level is not self._spinner),
-                     default=priority)
-        if lowest < priority:
-            # of the least urgent, the one that got its place in line last gives up its core
-            victim = max((j for j in running if j.priority == lowest), key=_seq_of)
-            self._preempt(victim, now)
-            self._run(job, now)
+            job = _Job(priority, self._heir_seq, demand / self.speed, now, done, owner)
+            if not ready or -ready[0][0] <= priority:
+                self._run(job, now)
+                return
         else:
-            heapq.heappush(self._ready, (-priority, job.seq, job))
-            self._queue_changed()
+            self._seq += 1
+            job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
+            if len(self._running) + (heir is not None) < self.cores and (not ready or -ready[0][0] < priority):
+                self._run(job, now)
+                return
+        heapq.heappush(ready, (-priority, job.seq, job))
+        self._fill(now)
+
+    def _fill(self, now: float) -> None:
+        """Give cores to the most urgent ready threads: free cores first (a core kept for a
+        thread between two steps stays kept), then by preempting less urgent running ones."""
+        ready, running = self._ready, self._running
+        while ready:
+            if len(running) + (self._heir is not None) < self.cores:
+                self._run(heapq.heappop(ready)[2], now)
+                continue
+            # the least urgent running priority, from the per-level counts of running threads
+            lowest = min((p for p, level in self._levels.items() if level.busy and level is not self._spinner),
+                         default=None)
+            if lowest is None or lowest >= -ready[0][0]:
+                break
+            # of the least urgent, the one that got its place in line last gives up its core
+            self._preempt(max((j for j in running if j.priority == lowest), key=_seq_of), now)
+            self._run(heapq.heappop(ready)[2], now)
+        self._queue_changed()
 
     def _run(self, job: _Job, now: float) -> None:
         job.started = now
@@ -263,14 +277,8 @@ class PriorityCpu:
         finally:
             if keep:
                 self._heir = None
-            if ready and len(self._running) < self.cores:
-                self._dispatch(now)
-
-    def _dispatch(self, now: float) -> None:
-        while self._ready and len(self._running) < self.cores:
-            _, _, nxt = heapq.heappop(self._ready)
-            self._run(nxt, now)
-        self._queue_changed()
+            if ready:
+                self._fill(now)
 
     def _queue_changed(self) -> None:
         meter = self.meter
