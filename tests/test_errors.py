@@ -581,7 +581,8 @@ TARGET_SITES = {
 TARGET_WHERE = {
     "top level": ("_target_", "unknown section '_target_'; expected: name, description, parameters, flags, "
                   "scenarios, hosts, components, requests, workloads, settings"),
-    "host": ("hosts.app._target_", "unknown key '_target_'; expected one of: cores, speed, discipline, idle_spinner, doc"),
+    "host": ("hosts.app._target_",
+             "unknown key '_target_'; expected one of: cores, speed, discipline, idle_spinner, doc"),
     "component": ("components.db._target_", "unknown key '_target_'; expected one of: "
                   + ", ".join(REGISTRY["database"].fields) + ", doc"),
     "request class": ("requests.read._target_", "unknown key '_target_'; expected one of: steps, host, priority, doc"),

@@ -151,7 +151,7 @@ class PriorityCpu:
             level = self._levels[priority] = Meter(f"{self._name}[priority {priority}]", "cpu-level", self.cores)
         return level
 
-    # The methods below run once or more per CPU step; Meter.touch is written out inline.
+    # The methods below run once or more per CPU step; Meter.touch is written out inline here.
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         now = self.env._now
         meter = self.meter
@@ -203,47 +203,26 @@ class PriorityCpu:
     def _run(self, job: _Job, now: float) -> None:
         job.started = now
         job.token += 1
-        running = self._running
-        running.append(job)
-        spinner = self._spinner
-        if spinner is None:
-            self.meter.busy = len(running)
-        else:
-            dt = now - spinner._t
-            if dt:
-                spinner._busy_area += spinner.busy * dt
-                spinner._queue_area += spinner.queue * dt
-                spinner._t = now
-            spinner.busy = self.cores - len(running)
-        level = self._levels.get(job.priority) or self._level(job.priority)
-        dt = now - level._t
-        if dt:
-            level._busy_area += level.busy * dt
-            level._queue_area += level.queue * dt
-            level._t = now
-        level.busy += 1
+        self._running.append(job)
+        self._count(job.priority, now, 1)
         Wake(self.env, job.remaining, self._finish).job = (job, job.token)
 
     def _stop(self, job: _Job, now: float) -> None:
-        running = self._running
-        running.remove(job)
+        self._running.remove(job)
+        self._count(job.priority, now, -1)
+
+    def _count(self, priority: int, now: float, change: int) -> None:
+        """A thread of ``priority`` started (+1) or stopped (-1) running: update the busy
+        counts of its level and of the host (or of the idle spinner, which takes the rest)."""
         spinner = self._spinner
         if spinner is None:
-            self.meter.busy = len(running)
+            self.meter.busy = len(self._running)
         else:
-            dt = now - spinner._t
-            if dt:
-                spinner._busy_area += spinner.busy * dt
-                spinner._queue_area += spinner.queue * dt
-                spinner._t = now
-            spinner.busy = self.cores - len(running)
-        level = self._levels[job.priority]
-        dt = now - level._t
-        if dt:
-            level._busy_area += level.busy * dt
-            level._queue_area += level.queue * dt
-            level._t = now
-        level.busy -= 1
+            spinner.touch(now)
+            spinner.busy = self.cores - len(self._running)
+        level = self._levels.get(priority) or self._level(priority)
+        level.touch(now)
+        level.busy += change
 
     def _preempt(self, job: _Job, now: float) -> None:
         job.remaining -= now - job.started

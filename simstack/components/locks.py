@@ -52,11 +52,7 @@ class LockRuntime:
         meter = self.meter
         meter.arrivals += 1
         now = self.env._now
-        dt = now - meter._t  # Meter.touch, inline: this runs for every lock taken
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         free = not state.waiting and not state.writer and (not write or state.readers == 0)
         if free:
             if state.readers == 0 and not state.writer:
@@ -78,11 +74,7 @@ class LockRuntime:
         state = self.keys[key]
         meter = self.meter
         now = self.env._now
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         if write:
             state.writer = False
         else:

@@ -40,11 +40,7 @@ class Slots:
         now = self.env._now
         meter.arrivals += 1
         if self.busy < self.size and not self._waiting:
-            dt = now - meter._t  # Meter.touch, inline: this runs for every thread or connection taken
-            if dt:
-                meter._busy_area += meter.busy * dt
-                meter._queue_area += meter.queue * dt
-                meter._t = now
+            meter.touch(now)
             self.busy += 1
             meter.busy = self.busy
             granted(0.0)
@@ -63,11 +59,7 @@ class Slots:
         """Give the slot back; the longest waiter gets it at the same instant."""
         meter = self.meter
         now = self.env._now
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         if not self._waiting:
             self.busy -= 1
             meter.busy = self.busy
