@@ -7,9 +7,11 @@ the same random numbers wherever their streams coincide (common random numbers).
 
 from __future__ import annotations
 
+import gc
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +90,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         start_workloads(r)
         if isinstance(warmup, int | float) and warmup > 0:
             _reset_meters_at(r, float(warmup))
-        r.env.run(until=horizon)
+        with _fewer_collections():
+            r.env.run(until=horizon)
         end = r.env.now if horizon is None else horizon
         req_rows.extend(r.rec.requests)
         step_rows.extend(r.rec.steps)
@@ -105,6 +108,23 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
                      requests, steps_table(step_rows), pd.DataFrame(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting))
+
+
+@contextmanager
+def _fewer_collections(young: int = 50_000) -> Iterator[None]:
+    """Run with Python's cyclic garbage collector triggered less often.
+
+    A run allocates millions of short-lived events and keeps a growing list of records;
+    with the default threshold (700 allocations) the collector rescans them so often that it
+    costs 20-35 % of a long run. A young-generation threshold of 50,000 removes most of that
+    (cycles are still collected) for a few percent more peak memory. Restored afterwards.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(young, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: float | None,
