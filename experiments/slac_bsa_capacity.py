@@ -11,7 +11,8 @@ time at 30-100 PVs (and about 0.35 s per PV at 32 cores):
 2. prove the answer at the full 10 s: capacity c holds, c + 1 does not (if the 10 s runs
    disagree with the screen, the same gallop-and-bisect continues with 10 s runs).
 
-So every published capacity satisfies the criterion at c and fails it at c + 1 over 10 s.
+So every published capacity satisfies the criterion at c and fails it at c + 1 over 10 s. The
+first two 10 s runs of step 2 run side by side in two processes (``--jobs 2``, the default).
 
 Commands (repository root, with the project's virtual environment):
 
