@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import math
 import sys
@@ -46,7 +45,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from simstack.loader import MODELS_DIR
-from simstack.metrics import Evaluator, failure_by_item, merge
+from simstack.metrics import Evaluator, calibrated_parameters, failure_by_item, last_ok, merge
 from simstack.simulate import RunResult
 from simstack.study import RunSelection, Study, load_study
 
@@ -165,13 +164,7 @@ def boundary(ok: Callable[[int], bool], start: int, low: int = 1, high: int = HI
                 good = probe
             else:
                 bad, step = probe, step * 2
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+    return last_ok(ok, good, bad)
 
 
 @dataclass
@@ -251,14 +244,9 @@ def find_capacity(ev: Evaluator, sel: RunSelection, guess: int, verify: bool = T
 
 def hand_estimate(point: Point) -> int:
     """The closed-form bound of models/slac_bsa/hand_check.py (smallest candidate limit)."""
-    hand = sys.modules.get("slac_bsa_hand_check")
-    if hand is None:
-        spec = importlib.util.spec_from_file_location("slac_bsa_hand_check", MODEL_DIR / "hand_check.py")
-        assert spec is not None and spec.loader is not None
-        hand = importlib.util.module_from_spec(spec)
-        sys.modules["slac_bsa_hand_check"] = hand
-        spec.loader.exec_module(hand)
-    from simstack.metrics import calibrated_parameters
+    if str(MODEL_DIR) not in sys.path:
+        sys.path.insert(0, str(MODEL_DIR))
+    import hand_check as hand
 
     r = float(calibrated_parameters(MODEL_DIR).get("t_record", 3.95e-6)) * 1e6
     b = hand.bounds(hand.P(t_record=r), point.design, point.cores, point.callback_threads,
@@ -344,8 +332,6 @@ def _merge_write(table: pd.DataFrame, path: Path, keys: list[str]) -> None:
 def inputs_fingerprint() -> str:
     """SHA-256 over what decides the predictions: model.yaml, checks.yaml, the fitted parameter
     values (not the calibration date) and the capacity criterion of this script."""
-    from simstack.metrics import calibrated_parameters
-
     digest = hashlib.sha256()
     for name in ("model.yaml", "checks.yaml"):
         digest.update((MODEL_DIR / name).read_bytes())

@@ -16,7 +16,7 @@ servers on c5n.18xlarge) have no markers (model alone).
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -36,13 +36,10 @@ WHATIF_CLIENTS = [1, 2, 4, 8, 16, 36, 72, 128]
 
 
 def _module(name: str):
-    sys.path.insert(0, str(MODEL))
-    spec = importlib.util.spec_from_file_location(f"tango_{name}", MODEL / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    """A script of models/tango, imported as those scripts import each other."""
+    if str(MODEL) not in sys.path:
+        sys.path.insert(0, str(MODEL))
+    return importlib.import_module(name)
 
 
 def series_figure(title: str, pred: pd.DataFrame, meas: pd.DataFrame, fixed: dict, vary: str,

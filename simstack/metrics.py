@@ -53,6 +53,30 @@ def read_whatif(name: str) -> tuple[dict[str, Any], dict[str, bool]]:
     return dict(doc.get("parameters") or {}), dict(doc.get("flags") or {})
 
 
+def resolve(sel: RunSelection, base: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Model parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
+    params: dict[str, Any] = dict(base)
+    flags: dict[str, bool] = {}
+    if sel.whatif:
+        w_params, w_flags = read_whatif(sel.whatif)
+        params.update(w_params)
+        flags.update(w_flags)
+    params.update(sel.parameters)
+    flags.update(sel.flags)
+    return params, flags
+
+
+def last_ok(ok: Callable[[int], bool], good: int, bad: int) -> int:
+    """Bisection: the n in [good, bad) with ok(n) and not ok(n + 1), given ok(good), not ok(bad)."""
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 def merge(base: RunSelection, top: RunSelection) -> RunSelection:
     return RunSelection(top.scenario or base.scenario, top.whatif or base.whatif,
                         {**base.parameters, **top.parameters}, {**base.flags, **top.flags},
@@ -89,23 +113,10 @@ class Evaluator:
             return low - 1
         if ok(high):
             return high
-        while high - low > 1:  # invariant: ok(low), not ok(high)
-            mid = (low + high) // 2
-            if ok(mid):
-                low = mid
-            else:
-                high = mid
-        return low
+        return last_ok(ok, low, high)
 
     def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
-        params: dict[str, Any] = dict(self.base_parameters)
-        flags: dict[str, bool] = {}
-        if sel.whatif:
-            w_params, w_flags = read_whatif(sel.whatif)
-            params.update(w_params)
-            flags.update(w_flags)
-        params.update(sel.parameters)
-        flags.update(sel.flags)
+        params, flags = resolve(sel, self.base_parameters)
         spec = load_model(self.model_dir / "model.yaml", scenario=sel.scenario, parameters=params, flags=flags)
         settings = {**self.study.defaults, **spec.settings, **sel.settings}
         key = json.dumps([sel.scenario, sorted(params.items()), sorted(flags.items()),

@@ -6,7 +6,7 @@ in models/tango and summarised in its README."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 
 import numpy as np
@@ -21,14 +21,10 @@ MODEL_DIR = MODELS_DIR / "tango"
 
 
 def _module(name: str):
+    """A script of models/tango, imported as those scripts import each other."""
     if str(MODEL_DIR) not in sys.path:
         sys.path.insert(0, str(MODEL_DIR))
-    spec = importlib.util.spec_from_file_location(f"tango_{name}", MODEL_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(name)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from simstack import load_model, simulate
-from simstack.metrics import calibrated_parameters, merge, read_whatif
+from simstack.metrics import calibrated_parameters, merge, resolve
 from simstack.study import RunSelection, load_study
 
 HERE = Path(__file__).resolve().parent
@@ -59,14 +59,7 @@ def simulate_point(sel: RunSelection, *, replications: int = 2, seed: int = 1,
                    window: float = WINDOW, warmup: float = WARMUP,
                    base: Mapping[str, Any] | None = None) -> np.ndarray:
     """Counts per 15 s, one per replication."""
-    params: dict[str, Any] = dict(calibrated_parameters(HERE) if base is None else base)
-    flags: dict[str, bool] = {}
-    if sel.whatif:
-        w_params, w_flags = read_whatif(sel.whatif)
-        params.update(w_params)
-        flags.update(w_flags)
-    params.update(sel.parameters)
-    flags.update(sel.flags)
+    params, flags = resolve(sel, calibrated_parameters(HERE) if base is None else base)
     spec = load_model(HERE / "model.yaml", parameters=params, flags=flags)
     result = simulate(spec, seed=seed, replications=replications, horizon=warmup + window,
                       warmup=warmup, record_steps=False)

@@ -151,16 +151,11 @@ class PriorityCpu:
             level = self._levels[priority] = Meter(f"{self._name}[priority {priority}]", "cpu-level", self.cores)
         return level
 
-    # The methods below run once or more per CPU step; Meter.touch is written out inline here.
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         heir = self._heir
         ready = self._ready
         if heir is not None and owner is heir:
@@ -240,11 +235,7 @@ class PriorityCpu:
             return
         now = self.env._now
         meter = self.meter
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         self._stop(job, now)
         ready = self._ready
         keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)
