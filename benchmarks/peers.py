@@ -21,10 +21,12 @@ Implementations:
   taken from ``get_all_records()``.  Ciw uses its own RNG, so its sample paths differ from
   the SimPy ones; only the distributions agree.
 
-Every function returns ``(mean sojourn time in seconds, number of customers completed)``.
-The SimPy models inject ``n`` arrivals and drain, so exactly ``n`` customers complete; Ciw
-stops once ``n`` customers have left the network, so a handful of late arrivals are still
-inside when it stops and are not counted.
+Every function returns ``(mean sojourn time in seconds, the sojourn times)``, the sojourns
+in the order the customers left (the benchmark counts them and takes the standard error of
+the mean from them after the timed region, ``batch_means_se``).  The SimPy models inject
+``n`` arrivals and drain, so exactly ``n`` customers complete; Ciw stops once ``n``
+customers have left the network, so a handful of late arrivals are still inside when it
+stops and are not counted.
 
 ``ciw`` is imported inside the Ciw functions so that a process running only the SimPy
 models does not pay Ciw's import (numpy, networkx, tqdm; about 40 MiB of RSS).  Callers that
@@ -36,7 +38,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Generator
+import statistics
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import simpy
@@ -72,11 +75,26 @@ W_TANDEM = jackson_tandem_sojourn(LAM_TANDEM, MU_TANDEM)  # 13.0
 
 CLOSED_FORM = {"mm4": W_MM4, "tandem": W_TANDEM}
 
+BATCHES = 20  # batches for the standard error of one run's mean (as in floor.cpp)
+
+
+def batch_means_se(sojourns: Sequence[float]) -> float | None:
+    """Standard error of a run's mean sojourn by batch means: ``BATCHES`` equal batches of the
+    last sojourns (a remainder at the start, the most transient part, is dropped).  Successive
+    sojourns are correlated, so the naive ``stdev / sqrt(n)`` would be several times too small;
+    batch means of a few hundred customers each are close to independent.  None when too few."""
+    size = len(sojourns) // BATCHES
+    if size < 2:
+        return None
+    start = len(sojourns) - size * BATCHES
+    means = [math.fsum(sojourns[start + b * size : start + (b + 1) * size]) / size for b in range(BATCHES)]
+    return statistics.stdev(means) / math.sqrt(BATCHES)
+
 
 # --- SimPy, idiomatic ---------------------------------------------------------------------
 
 
-def simpy_mm4(n: int, seed: int) -> tuple[float, int]:
+def simpy_mm4(n: int, seed: int) -> tuple[float, list[float]]:
     """W1 in idiomatic SimPy: one process per customer, one 4-server ``Resource``."""
     rng = random.Random(seed)
     env = simpy.Environment()
@@ -97,10 +115,10 @@ def simpy_mm4(n: int, seed: int) -> tuple[float, int]:
 
     env.process(source(env))
     env.run()
-    return sum(sojourns) / len(sojourns), len(sojourns)
+    return sum(sojourns) / len(sojourns), sojourns
 
 
-def simpy_tandem(n: int, seed: int) -> tuple[float, int]:
+def simpy_tandem(n: int, seed: int) -> tuple[float, list[float]]:
     """W2 in idiomatic SimPy: one process per customer, one ``Resource`` per station."""
     rng = random.Random(seed)
     env = simpy.Environment()
@@ -122,13 +140,13 @@ def simpy_tandem(n: int, seed: int) -> tuple[float, int]:
 
     env.process(source(env))
     env.run()
-    return sum(sojourns) / len(sojourns), len(sojourns)
+    return sum(sojourns) / len(sojourns), sojourns
 
 
 # --- Ciw ------------------------------------------------------------------------------------
 
 
-def ciw_mm4(n: int, seed: int) -> tuple[float, int]:
+def ciw_mm4(n: int, seed: int) -> tuple[float, list[float]]:
     """W1 in Ciw: one node with 4 servers, run until ``n`` customers have completed."""
     import ciw
 
@@ -141,10 +159,10 @@ def ciw_mm4(n: int, seed: int) -> tuple[float, int]:
     sim = ciw.Simulation(network)
     sim.simulate_until_max_customers(n, method="Complete")
     sojourns = [r.exit_date - r.arrival_date for r in sim.get_all_records()]
-    return sum(sojourns) / len(sojourns), len(sojourns)
+    return sum(sojourns) / len(sojourns), sojourns
 
 
-def ciw_tandem(n: int, seed: int) -> tuple[float, int]:
+def ciw_tandem(n: int, seed: int) -> tuple[float, list[float]]:
     """W2 in Ciw: five single-server nodes in series (transition matrix), run until ``n``
     customers have left node 5.  A customer's sojourn is the time from arrival at node 1 to
     exit from node 5; customers still inside the network when the run stops are excluded."""
@@ -169,7 +187,7 @@ def ciw_tandem(n: int, seed: int) -> tuple[float, int]:
         elif r.node == k:
             left[r.id_number] = r.exit_date
     sojourns = [t - entered[i] for i, t in left.items()]
-    return sum(sojourns) / len(sojourns), len(sojourns)
+    return sum(sojourns) / len(sojourns), sojourns
 
 
 RUNNERS = {
