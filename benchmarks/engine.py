@@ -26,9 +26,9 @@ The child imports what the engine needs, then times the runner call (build + run
 CPU time, the mean sojourn, the number of customers completed, its own peak RSS (``VmHWM``
 from ``/proc/self/status``, else ``ru_maxrss``; KiB) and, computed after the timed region and
 after the peak RSS is read, the batch-means standard error of the mean.  The parent runs the
-children one after another, round-robin over engines within each repeat, and prints one table.  Imports and
-interpreter start-up are outside the timed region but inside the peak RSS (the RSS after imports
-is shown in brackets).
+children one after another, round-robin over engines within each repeat, and prints one table.
+Imports and interpreter start-up are outside the timed region but inside the peak RSS (the RSS
+after imports is shown in brackets).
 
 Every mean is checked against the closed form (Erlang C, Jackson), so a wrong model or floor
 cannot hide behind a good time: a mean more than ``FLAG_SE`` standard errors away is flagged
@@ -197,6 +197,8 @@ def _fmt_ratio(value: float | None, ref: float | None) -> str:
     if value is None or ref is None or ref <= 0:
         return "-"
     ratio = value / ref
+    if ratio < 0.1:
+        return f"{ratio:.2g}"
     return f"{ratio:.2f}" if ratio < 10 else f"{ratio:.1f}" if ratio < 100 else f"{ratio:.0f}"
 
 
