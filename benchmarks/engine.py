@@ -82,8 +82,9 @@ REFERENCES = ("simstack", "simpy", "simpy-cb", "heap", "cpp", "ciw")
 BUSY_CPU_FRACTION = 0.9
 
 # A mean further than this many standard errors from the closed form is flagged as wrong.  With
-# the standard error of check_means, 800 correct heap-loop runs of 1e4 customers (the noisiest
-# size worth running) exceeded 3 SE 6 times and 4 SE once; 120 runs of 1e5 never exceeded 3.
+# the standard error of check_means (runs grouped in fives, like a table's engines), 800 correct
+# heap-loop runs of 1e4 customers (the noisiest size worth running) exceeded 3 SE 6 times and
+# 4 SE once; 120 runs of 1e5 never exceeded 3.
 FLAG_SE = 4.0
 
 # Ciw keeps an Individual plus one DataRecord per node visit for every customer.  At N = 1e6 on
