@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simstack import lifecycle
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
@@ -116,6 +117,7 @@ class Replication:
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
         self.runtimes = {c.name: self.kinds[c.name].build(c, build) for c in spec.components.values()}
         self._compiled: dict[tuple[str, int, int], Any] = {}
+        self.memory: Any = None  # simstack.memory.MemoryState once a step takes memory
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
                 self._bind_queue(name, runtime)
@@ -154,6 +156,8 @@ class Replication:
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
+        if self.memory is not None:  # a process ends: its memory is freed
+            self.memory.end(req.id)
         self.rec.requests.append((self.rep, req.id, req.parent, req.cls, req.workload, req.item,
                                   req.warmup, req.start, self.env.now, not req.failed, req.reason))
         if on_end is not None:
@@ -200,6 +204,8 @@ class Replication:
         return runner
 
     def _compile_action(self, step: Step, scope: Scope) -> Any:
+        if isinstance(step, lifecycle.STEPS):  # memory, processes and files: simstack.lifecycle
+            return lifecycle.compile_step(self, step, scope)
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):

@@ -31,7 +31,7 @@ from simstack.spec import (
     Workload,
 )
 from simstack.stepparse import StepReader, _located
-from simstack.units import non_negative, parse_count, parse_number, parse_rate, parse_time, positive
+from simstack.units import non_negative, parse_count, parse_number, parse_rate, parse_size, parse_time, positive
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
@@ -427,6 +427,8 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
         "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
         "discipline": Field(one_of("fifo", "ps", "priority"), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
+        "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
+        "memory_record": Field(one_of("processes", "host"), "processes", "memory table detail"),
         "doc": Field(text, ""),
     }
     out = {}
@@ -437,7 +439,7 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
                              f"{values['discipline']} would share the cores), got discipline: "
                              f"{values['discipline']}", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
-                             values["idle_spinner"])
+                             values["idle_spinner"], values["memory"], values["memory_record"])
     return out
 
 

@@ -24,6 +24,7 @@ from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
+from simstack.memory import MEMORY_COLUMNS, PEAK_COLUMNS
 from simstack.results import (
     deadlines_table,
     latency_summary,
@@ -51,6 +52,8 @@ class RunResult:
     deadlines: pd.DataFrame
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
+    memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         return latency_summary(self.requests, tuple(by))
@@ -84,6 +87,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     deadline_rows: list[tuple] = []
     resources: list[dict[str, Any]] = []
     accounting: list[dict[str, Any]] = []
+    memory_rows: list[tuple] = []
+    peak_rows: list[tuple] = []
     reps = range(replications)
     for rep in tqdm(reps, desc=f"simulating {spec.name}", disable=not progress, leave=False):
         r = Replication(spec, seed, rep, record_steps)
@@ -96,6 +101,9 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         req_rows.extend(r.rec.requests)
         step_rows.extend(r.rec.steps)
         deadline_rows.extend(r.rec.deadlines)
+        if r.memory is not None:
+            memory_rows.extend(r.memory.rows)
+            peak_rows.extend(r.memory.peaks())
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
         accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
@@ -107,7 +115,9 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
                      requests, steps_table(step_rows), pd.DataFrame(resources),
-                     deadlines_table(deadline_rows), pd.DataFrame(accounting))
+                     deadlines_table(deadline_rows), pd.DataFrame(accounting),
+                     memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
+                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)))
 
 
 @contextmanager

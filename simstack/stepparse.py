@@ -16,6 +16,7 @@ from typing import Any
 from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
+from simstack.lifeparse import READERS as LIFECYCLE
 from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.spec import (
     Call,
@@ -32,7 +33,8 @@ from simstack.spec import (
 )
 from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
-ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps")
+ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps",
+           "alloc", "write", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 _EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps")}
 
@@ -93,6 +95,8 @@ class StepReader:
         if not self._active(raw, path):
             return None
         guard = self._guard(raw, action, path)
+        if action in LIFECYCLE:  # process lifecycle and file steps: simstack.lifeparse
+            return LIFECYCLE[action](self, raw, guard, path)
         reader = getattr(self, f"_{action}")
         step: Step = reader(raw, guard, path)
         return step

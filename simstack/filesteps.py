@@ -1,0 +1,80 @@
+"""Runners for ``read:`` and ``checkpoint:`` steps: a file through a store.
+
+A store is a file server, a cache or a swarm (``simstack.components.fileserver``,
+``swarm``); each answers ``fetch(ctx, file, bytes, lookups, write, done)``. Caches are
+bound to their backing stores here, before time starts, so a chain of caches (a tree)
+and a cache in front of a swarm work the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from simstack.components.base import Ctx
+from simstack.components.fileserver import Cache, lookup_counter
+from simstack.errors import ModelError
+from simstack.lifeparse import ITEM, members
+from simstack.spec import FileOp
+
+if TYPE_CHECKING:
+    from simstack.executor import Replication
+
+K = Callable[[], None]
+
+
+def stores(r: Replication, name: str, path: str) -> list[Any]:
+    """The runtimes a step's store names: one, or every replica of ``name[item]``."""
+    names = members(name, r.runtimes) if name.endswith(ITEM) else [name]
+    out = [r.runtimes[n] for n in names]
+    for runtime in out:
+        bind_backing(r, runtime, path)
+    return out
+
+
+def bind_backing(r: Replication, runtime: Any, path: str, seen: tuple[int, ...] = ()) -> None:
+    """Give a cache (and the caches behind it) its backing store's runtime."""
+    if not isinstance(runtime, Cache) or runtime.backing is not None:
+        return
+    if id(runtime) in seen:
+        raise ModelError(f"cache {runtime.name!r} is its own backing store through a chain of caches",
+                         path=path)
+    name = runtime.backing_name
+    if name not in r.runtimes or not hasattr(r.runtimes[name], "fetch"):
+        known = sorted(n for n, rt in r.runtimes.items() if hasattr(rt, "fetch") and n != runtime.name)
+        raise ModelError(f"backing {name!r} of cache {runtime.name!r} is not a fileserver, cache or swarm; "
+                         f"stores: {', '.join(known) or '(none)'}", path=f"components.{runtime.name}.backing")
+    bind_backing(r, r.runtimes[name], path, seen + (id(runtime),))
+    runtime.backing = r.runtimes[name]
+
+
+class FileRunner:
+    """One file operation; recorded in the step table like a call."""
+
+    __slots__ = ("r", "stores", "file", "size", "count", "write", "name", "target")
+
+    def __init__(self, r: Replication, step: FileOp, stream: str):
+        self.r = r
+        self.stores = stores(r, step.store, step.guard.path)
+        self.file = step.file
+        self.size = r.sampler(f"{stream}.bytes", step.bytes) if step.bytes is not None else None
+        self.count = lookup_counter(step.lookups, r.sampler, stream)
+        self.write = step.write
+        self.name = step.guard.name
+        self.target = step.store
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        r = self.r
+        stores = self.stores
+        store = stores[ctx.item % len(stores)]
+        nbytes = self.size(ctx) if self.size else 0.0
+        if not r.rec.record_steps:
+            store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, lambda _w, _s: k())
+            return
+        start = r.env.now
+
+        def done(wait: float, service: float) -> None:
+            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
+                                service, r.env.now))
+            k()
+        store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, done)
