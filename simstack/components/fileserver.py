@@ -33,11 +33,11 @@ from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
-from simstack.distributions import parse_distribution
+from simstack.distributions import Uniform
 from simstack.errors import ModelError
 from simstack.schema import Field, boolean, name_ref
 from simstack.spec import ComponentSpec
-from simstack.units import parse_count, parse_number
+from simstack.units import parse_count
 
 Lookups = Callable[[Ctx], int]
 
@@ -222,5 +222,5 @@ def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory,
     entries, hit = spec
     if hit is not None:
         return lambda _ctx: hit
-    draw = sampler(f"{stream}.lookups", parse_distribution("uniform(0, 1)", parse_number))
+    draw = sampler(f"{stream}.lookups", Uniform(0.0, 1.0))
     return lambda ctx: min(entries, int(draw(ctx) * entries) + 1)

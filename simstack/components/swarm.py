@@ -13,7 +13,7 @@ finishes keeps seeding for ``linger`` (default: the rest of the run).
 Every downloader gets the same rate, so the swarm is a processor-sharing station whose
 total rate depends on its population: one virtual clock, a heap of finish tags, one timer.
 A node asks for the file through a ``read:`` step (or through a cache backed by the swarm);
-the node is the request's item modulo ``peers``. A node that already holds the file has
+the node is the request's item modulo ``peers`` (without ``peers``, every request is a node). A node that already holds the file has
 it at once; a node already fetching it is waited for.
 """
 
@@ -79,7 +79,7 @@ class Swarm:
         self._last = now
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
-        node = int(ctx.item % self.peers) if math.isfinite(self.peers) else ctx.item
+        node = int(ctx.item % self.peers) if math.isfinite(self.peers) else ctx.req.id
         now = self.env.now
         if node in self.held:
             done(0.0, 0.0)
@@ -157,7 +157,7 @@ class SwarmKind(Kind):
     fields = {
         "kind": Field(str),
         "host": Field(str, None),
-        "peers": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "nodes: the item modulo this"),
+        "peers": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "nodes: a request is node item mod peers"),
         "upload": Field(bandwidth, help="each node's upload bandwidth, e.g. 1Gb/s"),
         "download": Field(bandwidth, math.inf, "each node's download bandwidth"),
         "seeds": Field(lambda v: int(parse_count(v)), 1, "nodes holding the file at the start"),
