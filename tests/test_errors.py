@@ -418,12 +418,14 @@ def test_step_with_two_actions(tmp_path: Path) -> None:
 
 def test_step_with_no_action(tmp_path: Path) -> None:
     expect(tmp_path, model(steps({"name": "lonely"})), "requests.read.steps[0]",
-           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, alloc, write, fork, read, checkpoint, restore; found only name")
+           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, alloc, write, fork, read, "
+           "checkpoint, restore; found only name")
 
 
 def test_step_written_as_text(tmp_path: Path) -> None:
     expect(tmp_path, model(steps("delay 5ms")), "requests.read.steps[0]",
-           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, alloc, write, fork, read, checkpoint, restore, got 'delay 5ms'")
+           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, alloc, write, fork, "
+           "read, checkpoint, restore, got 'delay 5ms'")
 
 
 def test_unknown_key_in_a_step(tmp_path: Path) -> None:
@@ -582,7 +584,8 @@ TARGET_WHERE = {
     "top level": ("_target_", "unknown section '_target_'; expected: name, description, parameters, flags, "
                   "scenarios, hosts, components, requests, workloads, settings"),
     "host": ("hosts.app._target_",
-             "unknown key '_target_'; expected one of: cores, speed, discipline, idle_spinner, memory, memory_record, doc"),
+             "unknown key '_target_'; expected one of: cores, speed, discipline, idle_spinner, memory, "
+             "memory_record, doc"),
     "component": ("components.db._target_", "unknown key '_target_'; expected one of: "
                   + ", ".join(REGISTRY["database"].fields) + ", doc"),
     "request class": ("requests.read._target_", "unknown key '_target_'; expected one of: steps, host, priority, doc"),

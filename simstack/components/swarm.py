@@ -13,8 +13,8 @@ finishes keeps seeding for ``linger`` (default: the rest of the run).
 Every downloader gets the same rate, so the swarm is a processor-sharing station whose
 total rate depends on its population: one virtual clock, a heap of finish tags, one timer.
 A node asks for the file through a ``read:`` step (or through a cache backed by the swarm);
-the node is the request's item modulo ``peers`` (without ``peers``, every request is a node). A node that already holds the file has
-it at once; a node already fetching it is waited for.
+the node is the request's item modulo ``peers`` (without ``peers``, every request is a node).
+A node that already holds the file has it at once; a node already fetching it is waited for.
 """
 
 from __future__ import annotations
