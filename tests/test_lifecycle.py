@@ -1,0 +1,106 @@
+"""Process lifecycle built from steps: initialise (read + cpu + alloc), fork after
+initialisation, the watchdog that re-forks, checkpoint and restore; times and pages worked
+out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from simstack import simulate
+from simstack.loader import build_spec
+from simstack.simulate import RunResult
+
+GB, MB = 10**9, 10**6
+
+COMPONENTS = {
+    "nfs": {"kind": "fileserver", "latency": "1ms", "bandwidth": "100MB/s"},
+    "local": {"kind": "cache", "backing": "nfs", "latency": 0, "bandwidth": "1GB/s"},
+}
+
+
+def _run(requests: dict[str, Any], clients: int = 1, start: str = "proc", record: str = "processes",
+         count: int = 1, think: str | float = 0) -> RunResult:
+    doc = {"hosts": {"node": {"cores": 4, "memory": "64GB", "memory_record": record}},
+           "components": COMPONENTS, "requests": requests,
+           "workloads": {"go": {"type": "closed", "clients": clients, "count": count, "request": start,
+                                "think": think}}}
+    return simulate(build_spec(doc, None), seed=1)
+
+
+INIT = [{"read": {"from": "local", "file": "libs", "bytes": "200MB"}},
+        {"cpu": "10s"},
+        {"alloc": "1.3GB"}]
+
+
+def test_initialise_reads_computes_and_grows_memory_on_its_host() -> None:
+    """Two processes on a 4-core host start together: one NFS fetch of 200 MB (2 s + 1 ms), two
+    local reads sharing 1 GB/s (0.4 s), 10 s of CPU each (cores to spare), 1.3 GB each, kept
+    for 1 s. The memory steps find the host from the request's ``host:``."""
+    res = _run({"proc": {"host": "node", "steps": INIT + [{"delay": 1}]}}, clients=2)
+    assert res.requests["end"].to_numpy() == pytest.approx(2.001 + 0.4 + 10 + 1)
+    assert res.memory_peaks.iloc[0]["peak_used"] == int(2.6 * GB)
+
+
+def test_fork_after_initialisation_keeps_the_read_only_part_shared() -> None:
+    """Without fork, N + 1 = 24 processes of 1.3 GB that grow by 0.4 GB use 24 x 1.7 = 40.8 GB.
+    With one initialising process that forks 23 children, each child writing 40 % of the image
+    (the part that is not read-only) and growing by 0.4 GB, the node uses
+    1.3 + 23 x (0.4 x 1.3 + 0.4) = 22.46 GB; the mechanism, not a fitted number, gives the saving."""
+    grow = [{"write": 0.4}, {"alloc": "400MB"}, {"delay": 5}]
+    alone = _run({"proc": {"host": "node", "steps": INIT + grow}}, clients=24, record="host")
+    forked = _run({"proc": {"host": "node", "steps": INIT + [{"fork": {"request": "child", "count": 23,
+                                                                       "wait": True}}]},
+                   "child": grow}, record="host")
+    assert alone.memory_peaks.iloc[0]["peak_used"] == int(24 * 1.7 * GB)
+    assert forked.memory_peaks.iloc[0]["peak_used"] == int(1.3 * GB + 23 * (0.52 * GB + 0.4 * GB))
+    # children start when the parent has initialised: at 2.001 + 0.2 + 10 s, and last 5 s
+    child_end = forked.requests[forked.requests["request"] == "child"]["end"].to_numpy()
+    assert child_end == pytest.approx(2.001 + 0.2 + 10 + 5)
+
+
+def test_the_watchdog_forks_a_replacement_when_a_child_ends() -> None:
+    """Two children of 10 s, respawn: 3. At t = 10 both end and are replaced; at t = 20 the
+    third replacement is forked for one of them and the other is not; all done at t = 30.
+    Replacements share the parent's pages as the first children did."""
+    res = _run({"proc": {"host": "node", "steps": [{"alloc": "1GB"},
+                                                    {"fork": {"request": "child", "count": 2, "respawn": 3}}]},
+                "child": [{"write": 0.5}, {"delay": 10}]})
+    kids = res.requests[res.requests["request"] == "child"].sort_values(["start", "id"])
+    assert kids["start"].tolist() == [0, 0, 10, 10, 20]
+    assert res.requests[res.requests["request"] == "proc"]["end"].iloc[0] == 30
+    used = res.memory.groupby("time")["used"].last()
+    assert used[10.0] == GB + 2 * GB // 2 and used[20.0] == GB + GB // 2 and used[30.0] == 0
+
+
+def test_checkpoint_then_restore_maps_the_image_shared_across_a_node() -> None:
+    """One process writes a 350 MB dump to NFS (1 ms + 3.5 s). Three restarts then restore it
+    through the node cache (one fetch: 1 ms + 3.5 s; three local reads sharing 1 GB/s: 1.05 s)
+    and map 1.8 GB each, 60 % as the node's shared checkpoint image: used = 0.6 x 1.8 +
+    3 x 0.4 x 1.8 = 3.24 GB instead of 5.4 GB; PSS = 0.72 + 1.08 / 3 GB each."""
+    restore = {"restore": {"from": "local", "file": "ckpt", "bytes": "350MB", "memory": "1.8GB",
+                           "shared": 0.6}}
+    res = _run({
+        "proc": {"host": "node", "steps": [{"checkpoint": {"to": "nfs", "file": "ckpt", "bytes": "350MB"}},
+                                           {"send": "restart"}, {"send": "restart"}, {"send": "restart"}]},
+        "restart": {"host": "node", "steps": [restore, {"delay": 1}]},
+    })
+    restarts = res.requests[res.requests["request"] == "restart"]
+    mapped_at = 3.501 + 3.501 + 1.05
+    assert restarts["end"].to_numpy() == pytest.approx(mapped_at + 1)
+    mem = res.memory[(res.memory["time"] < mapped_at + 0.5) & (res.memory["process"] >= 0)]
+    last = mem.groupby("process").last()
+    assert res.memory_peaks.iloc[0]["peak_used"] == int(3.24 * GB)
+    assert last["pss"].to_numpy() == pytest.approx(0.72 * GB + 1.08 * GB / 3)
+    assert (last["rss"] == int(1.8 * GB)).all()
+
+
+def test_a_restored_process_writing_its_image_copies_those_pages() -> None:
+    """Two restores of a 1 GB image mapped all shared; each writes the same 25 % of it. Both
+    then hold private copies of that quarter and nobody maps its original pages any more (they
+    are freed, as the kernel reuses a page its last sharer writes): used = 0.75 + 2 x 0.25."""
+    res = _run({"proc": {"host": "node", "steps": [
+        {"restore": {"from": "local", "file": "ckpt", "bytes": "1MB", "memory": "1GB", "shared": 1.0}},
+        {"write": 0.25}, {"delay": 1}]}}, clients=2)
+    assert res.memory_peaks.iloc[0]["peak_used"] == int(1.25 * GB)
