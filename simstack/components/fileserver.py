@@ -105,7 +105,10 @@ class Store:
                     self.link.submit(nbytes, 0, finish)
                 else:
                     finish()
-            Wake(env, delay, transfer)
+            if delay:
+                Wake(env, delay, transfer)
+            else:  # a local hit with no latency costs no event
+                transfer(None)
         self.slots.acquire(granted)
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
