@@ -213,3 +213,15 @@ def test_bad_host_memory_is_located() -> None:
            "workloads": {"go": {"type": "closed", "clients": 1, "count": 1, "request": "r"}}}
     with pytest.raises(ModelError, match=r"hosts\.node\.memory: must be > 0, got '-1GB'"):
         build_spec(doc, None)
+
+
+def test_host_by_item_places_each_process_on_its_node() -> None:
+    """host: node[item] puts items 0..3 on node[0], node[1], node[0], node[1]: 2 GB on each."""
+    doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}},
+           "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 1}]},
+           "workloads": {"go": {"type": "closed", "clients": 4, "count": 1, "request": "p"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    peaks = res.memory_peaks.set_index("host")["peak_used"]
+    assert peaks.to_dict() == {"node[0]": 2 * GB, "node[1]": 2 * GB}
+    placed = res.memory.groupby("process")["host"].first()
+    assert placed.to_dict() == {1: "node[0]", 2: "node[1]", 3: "node[0]", 4: "node[1]"}
