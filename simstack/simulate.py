@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
+from simstack.components.fileserver import LOAD_COLUMNS, load_rows
 from simstack.components.meter import Meter
 from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
@@ -54,6 +55,7 @@ class RunResult:
     settings: dict[str, Any] = field(default_factory=dict)
     memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
     memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
+    store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         return latency_summary(self.requests, tuple(by))
@@ -89,6 +91,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     accounting: list[dict[str, Any]] = []
     memory_rows: list[tuple] = []
     peak_rows: list[tuple] = []
+    load: list[tuple] = []
     reps = range(replications)
     for rep in tqdm(reps, desc=f"simulating {spec.name}", disable=not progress, leave=False):
         r = Replication(spec, seed, rep, record_steps)
@@ -104,6 +107,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         if r.memory is not None:
             memory_rows.extend(r.memory.rows)
             peak_rows.extend(r.memory.peaks())
+        load.extend(load_rows(rep, r.runtimes))
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
         accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
@@ -117,7 +121,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
                      requests, steps_table(step_rows), pd.DataFrame(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting),
                      memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
-                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)))
+                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
+                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)))
 
 
 @contextmanager

@@ -140,3 +140,19 @@ def test_a_cache_whose_backing_is_not_a_store_is_refused() -> None:
     with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'srv' of cache 'c' is not a "
                                          r"fileserver, cache or swarm; stores: \(none\)"):
         _run(comps, {"proc": [{"read": {"from": "c", "file": "x"}}]})
+
+
+def test_a_store_records_its_load_over_time() -> None:
+    """2 threads, 4 readers of 10 MB at 100 MB/s (2 ms latency): at t = 0 two hold threads and
+    two wait; the first pair's transfers run from 2 ms to 202 ms; at the end nothing is busy."""
+    res = _run({"nfs": {**NFS, "threads": 2, "record_load": True}},
+               {"proc": [{"read": {"from": "nfs", "file": "x", "bytes": "10MB"}}]}, clients=4)
+    load = res.store_load
+    assert set(load["store"]) == {"nfs"}
+    at_zero = load[load["time"] == 0].iloc[-1]
+    assert (at_zero["threads_busy"], at_zero["waiting"]) == (2, 2)
+    during = load[np.isclose(load["time"], 0.002)].iloc[-1]
+    assert during["transfers"] == 2
+    last = load.iloc[-1]
+    assert (last["threads_busy"], last["waiting"], last["transfers"], last["operations"]) == (0, 0, 0, 4)
+    assert last["time"] == pytest.approx(2 * 0.202)

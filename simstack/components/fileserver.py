@@ -17,7 +17,9 @@ being fetched wait for that one fetch. A cache backed by a cache is a tree: each
 node serves at most ``clients`` at once from its upload ``bandwidth``.
 
 Both are used through ``read:`` and ``checkpoint:`` steps (``simstack.filesteps``); a
-file server also answers ``call:`` like a database.
+file server also answers ``call:`` like a database. With ``record_load: true`` a store records
+its threads in use, callers waiting and transfers in flight at every change (the
+``store_load`` table: the load on an NFS server during a start-up storm).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from simstack.spec import ComponentSpec
 from simstack.units import parse_count
 
 Lookups = Callable[[Ctx], int]
+LOAD_COLUMNS = ("rep", "time", "store", "threads_busy", "waiting", "transfers", "operations")
 
 
 def lookups_field(raw: object) -> tuple[int, int | None]:
@@ -68,7 +71,7 @@ class Store:
     """Threads, per-operation latency, per-lookup latency and a shared bandwidth."""
 
     def __init__(self, env: Any, name: str, kind: str, threads: float, latency: Any, lookup: Any,
-                 rate: float, stream: float, sampler: SamplerFactory):
+                 rate: float, stream: float, sampler: SamplerFactory, record: bool = False):
         self.env = env
         self.name = name
         self.meter = Meter(name, kind, threads)
@@ -80,6 +83,13 @@ class Store:
         self.link = SharedRate(env, 1, rate, link_meter, cap=stream) if finite else None
         self.reads = 0
         self.bytes_served = 0.0
+        self.transfers = 0
+        # (time, threads busy, waiting for a thread, transfers in flight, operations done)
+        self.load: list[tuple[float, float, int, int, int]] | None = [] if record else None
+
+    def _sample(self) -> None:
+        if self.load is not None:
+            self.load.append((self.env.now, self.meter.busy, self.meter.queue, self.transfers, self.reads))
 
     def meters(self) -> list[Meter]:
         return [self.meter] + ([self.link.meter] if self.link else [])
@@ -93,23 +103,34 @@ class Store:
             delay = self.latency(ctx)
             for _ in range(lookups):
                 delay += self.lookup(ctx)
+            self._sample()
 
             def finish(*_args: object) -> None:
                 self.slots.release()
                 self.reads += 1
                 self.bytes_served += nbytes
+                self._sample()
                 done(wait, env.now - began)
+
+            def moved(*_args: object) -> None:
+                self.transfers -= 1
+                finish()
 
             def transfer(_event: object) -> None:
                 if nbytes and self.link is not None:
-                    self.link.submit(nbytes, 0, finish)
+                    self.transfers += 1
+                    self._sample()
+                    self.link.submit(nbytes, 0, moved)
                 else:
                     finish()
             if delay:
                 Wake(env, delay, transfer)
             else:  # a local hit with no latency costs no event
                 transfer(None)
-        self.slots.acquire(granted)
+        if not self.slots.acquire(granted):  # pragma: no cover - thread lines are unbounded
+            raise AssertionError("a store's line of waiting callers is unbounded")
+        if self.meter.queue:
+            self._sample()
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
         self.serve(ctx, nbytes, lookups, done)
@@ -159,6 +180,7 @@ _STORE_FIELDS = {
     "lookup_latency": Field(time_dist, None, "per metadata lookup (default: latency)"),
     "bandwidth": Field(bandwidth, math.inf, "shared by the transfers in flight, e.g. 1Gb/s"),
     "stream_bandwidth": Field(bandwidth, math.inf, "the most one transfer gets"),
+    "record_load": Field(boolean, False, "record threads, waiting callers and transfers over time"),
 }
 _CALL = {"bytes": Field(size_dist, None), "lookups": Field(lookups_field, None),
          "write": Field(boolean, False)}
@@ -168,7 +190,7 @@ def _build(cls: type[Kind], spec: ComponentSpec, ctx: BuildContext, threads: flo
     s = spec.settings
     lookup = s["lookup_latency"] if s["lookup_latency"] is not None else s["latency"]
     return (ctx.env, spec.name, cls.kind, threads, s["latency"], lookup, s["bandwidth"],
-            s["stream_bandwidth"], ctx.sampler)
+            s["stream_bandwidth"], ctx.sampler, s["record_load"])
 
 
 @register
@@ -227,3 +249,9 @@ def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory,
         return lambda _ctx: hit
     draw = sampler(f"{stream}.lookups", Uniform(0.0, 1.0))
     return lambda ctx: min(entries, int(draw(ctx) * entries) + 1)
+
+
+def load_rows(rep: int, runtimes: Mapping[str, Any]) -> list[tuple]:
+    """The ``store_load`` rows of one replication's stores that record their load."""
+    return [(rep, *row[:1], name, *row[1:]) for name, rt in runtimes.items()
+            if isinstance(rt, Store) and rt.load is not None for row in rt.load]
