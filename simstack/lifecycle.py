@@ -160,33 +160,46 @@ class ForkRunner:
         self.here = _HostPicker(r, None, scope, step.guard.path)
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r, step = self.r, self.step
         parent = self.mem.processes.get(ctx.req.id)
         if parent is None and self.here.hosts:
             parent = self.here.process(self.mem, ctx)
-        state = {"running": 0, "respawn": step.respawn, "done": False}
-
-        def ended() -> None:
-            state["running"] -= 1
-            if state["respawn"] > 0 and not ctx.req.failed:
-                state["respawn"] -= 1
-                one()
-            elif state["running"] == 0 and step.wait and not state["done"]:
-                state["done"] = True
-                k()
-
-        def one() -> None:
-            state["running"] += 1
-            if parent is not None:
-                # r.start gives the child the next id; its pages must be in place before it runs
-                self.mem.fork(parent, [r.next_id + 1], step.request)
-            r.start(step.request, ctx.req.workload, ctx.item, self.scope, ended if step.wait else None,
-                    parent=ctx.req.id, warmup=ctx.req.warmup)
-
-        for _ in range(step.count):
-            one()
-        if not step.wait:
+        brood = _Brood(self, ctx, parent, k)
+        for _ in range(self.step.count):
+            brood.fork()
+        if not self.step.wait:
             k()
+
+
+class _Brood:
+    """The children of one fork step: how many run, how many replacements are left."""
+
+    __slots__ = ("f", "ctx", "parent", "k", "running", "respawn")
+
+    def __init__(self, f: ForkRunner, ctx: Ctx, parent: Process | None, k: K):
+        self.f = f
+        self.ctx = ctx
+        self.parent = parent
+        self.k = k
+        self.running = 0
+        self.respawn = f.step.respawn
+
+    def fork(self) -> None:
+        f, ctx = self.f, self.ctx
+        r, step = f.r, f.step
+        self.running += 1
+        if self.parent is not None:
+            # r.start gives the child the next id; its pages must be in place before it runs
+            f.mem.fork(self.parent, [r.next_id + 1], step.request)
+        r.start(step.request, ctx.req.workload, ctx.item, f.scope, self.ended if step.wait else None,
+                parent=ctx.req.id, warmup=ctx.req.warmup)
+
+    def ended(self) -> None:
+        self.running -= 1
+        if self.respawn > 0 and not self.ctx.req.failed:
+            self.respawn -= 1
+            self.fork()
+        elif self.running == 0:
+            self.k()
 
 
 class RestoreRunner:

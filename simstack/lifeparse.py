@@ -132,6 +132,10 @@ def read_read(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: st
 def read_checkpoint(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> FileOp:
     reader._allowed(raw, "checkpoint", path, ())
     op, _v = _file_op(reader, raw, guard, path, "checkpoint", "to", True, {})
+    target = members(op.store, reader.components)[0] if op.store.endswith(ITEM) else op.store
+    if reader.components[target].kind == "swarm":
+        raise ModelError(f"a checkpoint is written to a fileserver or cache, not to the swarm {op.store!r}",
+                         path=f"{path}.checkpoint.to")
     if op.bytes is None:
         raise ModelError("a checkpoint needs bytes: the size of the dump", path=f"{path}.checkpoint")
     return op

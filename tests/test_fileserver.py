@@ -127,6 +127,8 @@ def test_a_file_server_can_be_called_like_a_database() -> None:
     ({"nfs": NFS}, {"read": {"from": "nfs", "file": "x", "lookups": {"path_entries": 3, "hit_at": 4}}},
      "hit_at (4) cannot be past the last of the 3 path entries"),
     ({"nfs": NFS}, {"checkpoint": {"to": "nfs", "file": "x"}}, "a checkpoint needs bytes"),
+    ({"t": {"kind": "swarm", "upload": "1MB/s"}}, {"checkpoint": {"to": "t", "file": "x", "bytes": 1}},
+     "a checkpoint is written to a fileserver or cache, not to the swarm 't'"),
 ])
 def test_bad_file_steps_are_located(comps: dict[str, Any], step: dict[str, Any], message: str) -> None:
     with pytest.raises(ModelError) as info:
