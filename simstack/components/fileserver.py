@@ -175,15 +175,16 @@ class Cache(Store):
 
 _STORE_FIELDS = {
     "kind": Field(str),
-    "host": Field(str, None),
+    "host": Field(str, None, "host it sits on (shown in the topology; its work is not host CPU)"),
     "latency": Field(time_dist, time_dist(0), "per-operation latency, e.g. 1ms"),
     "lookup_latency": Field(time_dist, None, "per metadata lookup (default: latency)"),
     "bandwidth": Field(bandwidth, math.inf, "shared by the transfers in flight, e.g. 1Gb/s"),
     "stream_bandwidth": Field(bandwidth, math.inf, "the most one transfer gets"),
     "record_load": Field(boolean, False, "record threads, waiting callers and transfers over time"),
 }
-_CALL = {"bytes": Field(size_dist, None), "lookups": Field(lookups_field, None),
-         "write": Field(boolean, False)}
+_CALL = {"bytes": Field(size_dist, None, "size moved by the operation"),
+         "lookups": Field(lookups_field, None, "{path_entries: N, hit_at: k or uniform}, or a count"),
+         "write": Field(boolean, False, "true: a write (no difference in cost for a file server)")}
 
 
 def _build(cls: type[Kind], spec: ComponentSpec, ctx: BuildContext, threads: float) -> tuple[Any, ...]:

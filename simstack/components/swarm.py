@@ -156,7 +156,7 @@ class SwarmKind(Kind):
     roles = frozenset({"read"})
     fields = {
         "kind": Field(str),
-        "host": Field(str, None),
+        "host": Field(str, None, "host it is drawn on (the swarm's work is not host CPU)"),
         "peers": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "nodes: a request is node item mod peers"),
         "upload": Field(bandwidth, help="each node's upload bandwidth, e.g. 1Gb/s"),
         "download": Field(bandwidth, math.inf, "each node's download bandwidth"),
