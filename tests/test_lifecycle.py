@@ -4,9 +4,11 @@ out by hand."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from simstack import simulate
 from simstack.loader import build_spec
@@ -104,3 +106,29 @@ def test_a_restored_process_writing_its_image_copies_those_pages() -> None:
         {"restore": {"from": "local", "file": "ckpt", "bytes": "1MB", "memory": "1GB", "shared": 1.0}},
         {"write": 0.25}, {"delay": 1}]}}, clients=2)
     assert res.memory_peaks.iloc[0]["peak_used"] == int(1.25 * GB)
+
+
+def _doc_example(heading: str) -> dict[str, Any]:
+    """The first YAML block under ``heading`` in docs/model-format.md."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "model-format.md").read_text(encoding="utf-8")
+    section = text.split(f"## {heading}\n", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    doc: dict[str, Any] = yaml.safe_load(block)
+    return doc
+
+
+def test_the_memory_example_in_the_docs_runs_as_described() -> None:
+    """24 processes per node: 1.3 GB + 300 MB of libraries, shared; each worker writes 40 % of
+    the 1.3 GB image and grows by 400 MB, so the node peaks at 1.6 + 23 x 0.92 = 22.76 GB."""
+    doc = _doc_example("Memory and processes")
+    res = simulate(build_spec(doc, None), seed=1, horizon=7200)
+    peak = res.memory_peaks.iloc[0]["peak_used"]
+    assert peak == int(1.6 * GB) + 23 * (round(0.4 * 1.3 * GB) + 400 * MB)
+    assert (res.requests["request"] == "worker").sum() > 23  # replacements were forked
+
+
+def test_the_files_example_in_the_docs_runs() -> None:
+    doc = _doc_example("Files: servers, caches and distribution")
+    res = simulate(build_spec(doc, None), seed=1)
+    assert res.requests["ok"].all() and len(res.requests) == 4
+    assert res.memory_peaks.iloc[0]["peak_used"] == int(0.6 * 1.8 * GB) + 4 * int(0.4 * 1.8 * GB)
