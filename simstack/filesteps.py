@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
 from simstack.components.fileserver import Cache, lookup_counter
+from simstack.components.swarm import Swarm
 from simstack.errors import ModelError
 from simstack.lifeparse import ITEM, members
 from simstack.spec import FileOp
@@ -33,16 +34,16 @@ def stores(r: Replication, name: str, path: str) -> list[Any]:
 
 
 def bind_backing(r: Replication, runtime: Any, path: str, seen: tuple[int, ...] = ()) -> None:
-    """Give a cache (and the caches behind it) its backing store's runtime."""
-    if not isinstance(runtime, Cache) or runtime.backing is not None:
+    """Give a cache or a seeded swarm (and the stores behind it) its backing store's runtime."""
+    if not isinstance(runtime, Cache | Swarm) or runtime.backing_name is None or runtime.backing is not None:
         return
     if id(runtime) in seen:
-        raise ModelError(f"cache {runtime.name!r} is its own backing store through a chain of caches",
+        raise ModelError(f"{runtime.name!r} is its own backing store through a chain of stores",
                          path=path)
     name = runtime.backing_name
     if name not in r.runtimes or not hasattr(r.runtimes[name], "fetch"):
         known = sorted(n for n, rt in r.runtimes.items() if hasattr(rt, "fetch") and n != runtime.name)
-        raise ModelError(f"backing {name!r} of cache {runtime.name!r} is not a fileserver, cache or swarm; "
+        raise ModelError(f"backing {name!r} of {runtime.name!r} is not a fileserver, cache or swarm; "
                          f"stores: {', '.join(known) or '(none)'}", path=f"components.{runtime.name}.backing")
     bind_backing(r, r.runtimes[name], path, seen + (id(runtime),))
     runtime.backing = r.runtimes[name]

@@ -151,3 +151,18 @@ def test_steady_state_download_time_is_the_qiu_srikant_result() -> None:
     print(f"swarm steady state: simulated {per_rep.mean():.4f} s +- {half:.4f}, Qiu-Srikant {expected:.4f} s")
     assert low - half <= expected <= high + half
     assert abs(per_rep.mean() - expected) < 0.02 * expected
+
+
+def test_a_swarm_seeded_through_a_tree_waits_for_its_seed() -> None:
+    """Two tiers: the primary (a file server, 100 MB/s) -> a controls node (a cache serving at
+    200 MB/s) -> a swarm of 10 workers seeded by it. The seed has the file after 3.5 s + 1.75 s;
+    until then no worker has a piece; then the flash crowd runs at (50 + 10 x 10) / 10 MB/s."""
+    doc = {"components": {
+        "primary": {"kind": "fileserver", "bandwidth": "100MB/s"},
+        "controls": {"kind": "cache", "backing": "primary", "bandwidth": "200MB/s"},
+        "torrent": {"kind": "swarm", "backing": "controls", "upload": "10MB/s", "seed_upload": "50MB/s"}},
+        "requests": {"peer": [{"read": {"from": "torrent", "file": "ckpt", "bytes": "350MB"}}]},
+        "workloads": {"go": {"type": "closed", "clients": 10, "count": 1, "request": "peer"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    assert res.requests["end"].to_numpy() == pytest.approx(3.5 + 1.75 + 350 / 15, rel=1e-9)
+    assert res.resources.set_index("resource").loc["primary", "arrivals"] == 1

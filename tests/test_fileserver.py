@@ -139,7 +139,7 @@ def test_bad_file_steps_are_located(comps: dict[str, Any], step: dict[str, Any],
 
 def test_a_cache_whose_backing_is_not_a_store_is_refused() -> None:
     comps = {"c": {**CACHE, "backing": "srv"}, "srv": {"kind": "server", "service": "1ms"}}
-    with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'srv' of cache 'c' is not a "
+    with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'srv' of 'c' is not a "
                                          r"fileserver, cache or swarm; stores: \(none\)"):
         _run(comps, {"proc": [{"read": {"from": "c", "file": "x"}}]})
 

@@ -15,6 +15,9 @@ total rate depends on its population: one virtual clock, a heap of finish tags, 
 A node asks for the file through a ``read:`` step (or through a cache backed by the swarm);
 the node is the request's item modulo ``peers`` (without ``peers``, every request is a node).
 A node that already holds the file has it at once; a node already fetching it is waited for.
+With ``backing``, the seeds first fetch the file from that store (a subfarm's controls node
+seeding its workers after fetching from the primary seeder: a tree with a swarm at its
+leaves); until then nobody has a piece to pass on, so downloaders wait.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ class Swarm:
     """Population-dependent processor sharing of one file among downloading nodes."""
 
     def __init__(self, env: Any, name: str, peers: float, upload: float, download: float,
-                 seeds: int, seed_upload: float, efficiency: float, linger: Callable[[Ctx], float]):
+                 seeds: int, seed_upload: float, efficiency: float, linger: Callable[[Ctx], float],
+                 backing: str | None = None):
         self.env = env
         self.name = name
         self.meter = Meter(name, "swarm", math.inf)
@@ -65,6 +69,11 @@ class Swarm:
         self._token = 0
         self._seq = 0
         self.finished: list[tuple[int, float]] = []  # (node, time) in order
+        self.backing_name = backing
+        self.backing: Any = None  # bound before time starts (filesteps.bind_backing)
+        self.seeding = False
+        # downloaders waiting for the seeds to fetch the file from the backing store
+        self.pending: list[tuple[int, float]] | None = [] if backing else None
 
     def rate(self) -> float:
         """Bytes per second each downloader gets now."""
@@ -88,6 +97,20 @@ class Swarm:
             self.fetching[node].append(lambda _w, _s: done(0.0, self.env.now - now))
             return
         self.fetching[node] = [done]
+        if self.pending is not None:  # the seeds do not have the file yet
+            self.pending.append((node, nbytes))
+            if len(self.pending) == 1 and not self.seeding:
+                self.seeding = True
+                self.backing.fetch(ctx, file, nbytes, lookups, False, self._seeded)
+            return
+        self._join(node, nbytes, now)
+
+    def _seeded(self, _wait: float, _service: float) -> None:
+        waiting, self.pending = self.pending or [], None
+        for node, nbytes in waiting:
+            self._join(node, nbytes, self.env.now)
+
+    def _join(self, node: int, nbytes: float, now: float) -> None:
         self.meter.arrivals += 1
         self.meter.touch(now)
         self._advance(now)
@@ -164,6 +187,7 @@ class SwarmKind(Kind):
         "seed_upload": Field(bandwidth, None, "upload of each original seed (default: upload)"),
         "efficiency": Field(_efficiency, 1.0, "useful share of a downloader's upload"),
         "linger": Field(time_dist, None, "how long a finished node keeps seeding (default: to the end)"),
+        "backing": Field(str, None, "store the seeds fetch the file from first (default: they hold it)"),
     }
 
     @classmethod
@@ -173,4 +197,4 @@ class SwarmKind(Kind):
                   else (lambda _ctx: math.inf))
         seed_upload = s["seed_upload"] if s["seed_upload"] is not None else s["upload"]
         return Swarm(ctx.env, spec.name, s["peers"], s["upload"], s["download"], s["seeds"], seed_upload,
-                     s["efficiency"], linger)
+                     s["efficiency"], linger, s["backing"])
