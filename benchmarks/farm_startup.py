@@ -46,7 +46,7 @@ def farm(variant: str, nodes: int, per_node: int) -> dict[str, Any]:
     for i in range(nodes):
         comps[f"cache[{i}]"] = {"kind": "cache", "backing": "nfs", "bandwidth": "4GB/s"}
         comps[f"ckpt[{i}]"] = {"kind": "cache", "backing": "torrent", "bandwidth": "4GB/s"}
-    grow = [{"write": 0.4}, {"alloc": "400MB"}, {"delay": "60s"}]
+    grow = [{"write_memory": 0.4}, {"alloc": "400MB"}, {"delay": "60s"}]
     clients = nodes * per_node
     if variant == "nfs":
         requests = {"proc": _reads("nfs") + INIT + [{"alloc": "400MB"}, {"delay": "60s"}]}

@@ -1,4 +1,4 @@
-"""Runners for the process-lifecycle steps: ``alloc``, ``write``, ``fork``, ``restore``
+"""Runners for the process-lifecycle steps: ``alloc``, ``write_memory``, ``fork``, ``restore``
 (and, through ``simstack.filesteps``, ``read`` and ``checkpoint``).
 
 A request is a process. Its memory lives in the replication's ``MemoryState``

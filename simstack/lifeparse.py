@@ -1,4 +1,4 @@
-"""Reading the process-lifecycle and file steps: ``alloc``, ``write``, ``fork``, ``read``,
+"""Reading the process-lifecycle and file steps: ``alloc``, ``write_memory``, ``fork``, ``read``,
 ``checkpoint``, ``restore``.
 
 Each reader takes the step reader (for components, request names and hosts), the raw step,
@@ -75,8 +75,8 @@ def read_alloc(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
 
 
 def read_write(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> WriteMemory:
-    reader._allowed(raw, "write", path, ())
-    v = _read(raw, "write", {"fraction": Field(_fraction, help="share of the copy-on-write pages written"),
+    reader._allowed(raw, "write_memory", path, ())
+    v = _read(raw, "write_memory", {"fraction": Field(_fraction, help="share of the copy-on-write pages written"),
                              "over": Field(lambda x: non_negative(parse_time(x), x), 0.0),
                              "pieces": Field(lambda x: int(parse_count(x)), 10)}, "fraction", path)
     return WriteMemory(guard, v["fraction"], v["over"], v["pieces"] if v["over"] else 1)
@@ -151,7 +151,7 @@ def read_restore(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path:
 
 
 READERS: dict[str, Callable[[StepReader, Mapping[str, Any], Guard, str], Step]] = {
-    "alloc": read_alloc, "write": read_write, "fork": read_fork, "read": read_read,
+    "alloc": read_alloc, "write_memory": read_write, "fork": read_fork, "read": read_read,
     "checkpoint": read_checkpoint, "restore": read_restore,
 }
 __all__ = ["READERS", "members"]

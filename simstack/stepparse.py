@@ -34,7 +34,7 @@ from simstack.spec import (
 from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps",
-           "alloc", "write", "fork", "read", "checkpoint", "restore")
+           "alloc", "write_memory", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 _EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps")}
 

@@ -50,7 +50,7 @@ def test_fork_after_initialisation_keeps_the_read_only_part_shared() -> None:
     With one initialising process that forks 23 children, each child writing 40 % of the image
     (the part that is not read-only) and growing by 0.4 GB, the node uses
     1.3 + 23 x (0.4 x 1.3 + 0.4) = 22.46 GB; the mechanism, not a fitted number, gives the saving."""
-    grow = [{"write": 0.4}, {"alloc": "400MB"}, {"delay": 5}]
+    grow = [{"write_memory": 0.4}, {"alloc": "400MB"}, {"delay": 5}]
     alone = _run({"proc": {"host": "node", "steps": INIT + grow}}, clients=24, record="host")
     forked = _run({"proc": {"host": "node", "steps": INIT + [{"fork": {"request": "child", "count": 23,
                                                                        "wait": True}}]},
@@ -68,7 +68,7 @@ def test_the_watchdog_forks_a_replacement_when_a_child_ends() -> None:
     Replacements share the parent's pages as the first children did."""
     res = _run({"proc": {"host": "node", "steps": [{"alloc": "1GB"},
                                                     {"fork": {"request": "child", "count": 2, "respawn": 3}}]},
-                "child": [{"write": 0.5}, {"delay": 10}]})
+                "child": [{"write_memory": 0.5}, {"delay": 10}]})
     kids = res.requests[res.requests["request"] == "child"].sort_values(["start", "id"])
     assert kids["start"].tolist() == [0, 0, 10, 10, 20]
     assert res.requests[res.requests["request"] == "proc"]["end"].iloc[0] == 30
@@ -104,7 +104,7 @@ def test_a_restored_process_writing_its_image_copies_those_pages() -> None:
     are freed, as the kernel reuses a page its last sharer writes): used = 0.75 + 2 x 0.25."""
     res = _run({"proc": {"host": "node", "steps": [
         {"restore": {"from": "local", "file": "ckpt", "bytes": "1MB", "memory": "1GB", "shared": 1.0}},
-        {"write": 0.25}, {"delay": 1}]}}, clients=2)
+        {"write_memory": 0.25}, {"delay": 1}]}}, clients=2)
     assert res.memory_peaks.iloc[0]["peak_used"] == int(1.25 * GB)
 
 

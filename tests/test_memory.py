@@ -42,7 +42,7 @@ def _fork(n: int, f: float) -> dict[str, Any]:
     return {
         "parent": [{"alloc": {"bytes": "1GB", "host": "node"}},
                    {"fork": {"request": "child", "count": n, "wait": True}}],
-        "child": [{"delay": 1}, {"write": f}, {"delay": 10}],
+        "child": [{"delay": 1}, {"write_memory": f}, {"delay": 10}],
     }
 
 
@@ -83,8 +83,8 @@ def test_children_writing_different_fractions_share_the_pages_nobody_wrote() -> 
     res = _run({
         "parent": [{"alloc": {"bytes": "1GB", "host": "node"}},
                    {"fork": {"request": "a", "wait": True}}, ],
-        "a": [{"fork": {"request": "b"}}, {"write": 0.2}, {"delay": 5}],
-        "b": [{"write": 0.5}, {"delay": 5}],
+        "a": [{"fork": {"request": "b"}}, {"write_memory": 0.2}, {"delay": 5}],
+        "b": [{"write_memory": 0.5}, {"delay": 5}],
     })
     now = _at(res, 1.0)
     assert set(now["used"]) == {int(1.7 * GB)}
@@ -101,7 +101,7 @@ def test_a_grandchild_shares_its_parents_copies_and_the_original() -> None:
     each... worked out: [0.5P, P) by 3 -> P/6 each; child's copies by 2 -> P/4 each)."""
     res = _run({
         "parent": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"fork": {"request": "child", "wait": True}}],
-        "child": [{"write": 0.5}, {"fork": {"request": "grandchild", "wait": True}}],
+        "child": [{"write_memory": 0.5}, {"fork": {"request": "grandchild", "wait": True}}],
         "grandchild": [{"delay": 3}],
     })
     now = _at(res, 1.0)
@@ -119,7 +119,7 @@ def test_a_named_shared_segment_is_resident_once_and_split_in_pss() -> None:
     """Four processes each map the 300 MB library image and allocate 100 MB of heap:
     used = 300 + 4 x 100 MB; PSS = 100 + 300 / 4 MB; a write does not touch read-only pages."""
     res = _run({"proc": [{"alloc": {"bytes": "300MB", "shared": "libs", "host": "node"}},
-                         {"alloc": {"bytes": "100MB"}}, {"delay": 1}, {"write": 1.0}, {"delay": 1}]},
+                         {"alloc": {"bytes": "100MB"}}, {"delay": 1}, {"write_memory": 1.0}, {"delay": 1}]},
                start="proc", clients=4)
     now = _at(res, 1.5)
     assert set(now["used"]) == {700 * 10**6}
@@ -132,7 +132,7 @@ def test_writes_spread_over_a_time_grow_memory_in_equal_steps() -> None:
     """One child writes 0.4 of 1 GB over 4 s in 4 pieces: +100 MB at t = 1, 2, 3, 4."""
     res = _run({
         "parent": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"fork": {"request": "child", "wait": True}}],
-        "child": [{"write": {"fraction": 0.4, "over": "4s", "pieces": 4}}, {"delay": 1}],
+        "child": [{"write_memory": {"fraction": 0.4, "over": "4s", "pieces": 4}}, {"delay": 1}],
     })
     used = res.memory.groupby("time")["used"].last()
     assert [used[t] for t in (0.0, 1.0, 2.0, 3.0)] == [GB, GB + 10**8, GB + 2 * 10**8, GB + 3 * 10**8]
@@ -196,7 +196,7 @@ def test_segment_shares_follow_the_write_levels() -> None:
 @pytest.mark.parametrize(("requests", "message"), [
     ({"parent": [{"alloc": {"bytes": "1GB"}}]}, "a memory step needs a host"),
     ({"parent": [{"alloc": {"bytes": "1GB", "host": "nod"}}]}, "unknown host 'nod' (did you mean 'node'?)"),
-    ({"parent": [{"write": 1.5}]}, "expected a fraction between 0 and 1, got 1.5"),
+    ({"parent": [{"write_memory": 1.5}]}, "expected a fraction between 0 and 1, got 1.5"),
     ({"parent": [{"fork": {"request": "chld"}}]}, "unknown request class 'chld' (did you mean 'child'?)"),
     ({"parent": [{"alloc": {"byte": "1GB", "host": "node"}}]}, "unknown key 'byte'"),
 ])
