@@ -20,9 +20,9 @@ from simstack.distributions import Distribution
 @dataclass(frozen=True)
 class HostSpec:
     name: str
-    cores: int
+    cores: float  # a whole number, or inf (every job runs at once: a delay centre)
     speed: float
-    discipline: str  # fifo | ps | priority
+    discipline: str  # fifo | ps | priority | hol
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
 
 
