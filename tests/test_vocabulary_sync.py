@@ -8,11 +8,13 @@ here. Each statistical check compares a per-replication mean with its theory (he
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check_invariants, compare, rep_mean_latency, rep_resource, run
+from helpers import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, run
 from scipy import stats
 
 from simstack.errors import ModelError
@@ -150,3 +152,129 @@ def test_unknown_discipline_lists_hol() -> None:
 
 
 
+
+
+# ------------------------------------------------------------------ C. semaphores, separate steps
+
+def birth_death(birth: float, death: Any, cap: int) -> np.ndarray:
+    """Stationary distribution of a birth-death chain on 0..cap (detailed balance)."""
+    logs = np.zeros(cap + 1)
+    for n in range(1, cap + 1):
+        logs[n] = logs[n - 1] + math.log(birth / death(n))
+    p = np.exp(logs - logs.max())
+    return p / p.sum()
+
+
+def semaphore_servers_doc(lam: float, mean_s: float, c: int) -> dict[str, Any]:
+    """M/M/c with the c servers as a semaphore: a job takes a unit and hands its service to
+    another request class, which gives the unit back when the service ends."""
+    return {"name": "sem-mmc",
+            "components": {"servers": {"kind": "semaphore", "size": c}},
+            "requests": {"job": [{"acquire": "servers"}, {"send": "serve"}],
+                         "serve": [{"delay": f"exp({mean_s})"}, {"release": "servers"}]},
+            "workloads": {"arrivals": {"type": "open", "request": "job", "rate": lam}}}
+
+
+def test_semaphore_released_by_another_request_is_mmc() -> None:
+    lam, mean_s, c = 2.1, 1.0, 3
+    res = run(semaphore_servers_doc(lam, mean_s, c), seed=31, replications=10, horizon=5000.0, warmup=100.0)
+    check_invariants(res)
+    pi = birth_death(lam, lambda n: min(n, c) / mean_s, 400)
+    n = np.arange(pi.size)
+    p_wait = float(pi[c:].sum())  # PASTA: an arrival waits iff all c units are taken
+    lq = float(((n - c).clip(min=0) * pi).sum())
+    jobs = res.requests[(res.requests["request"] == "job") & ~res.requests["warmup"]]
+    # A job's latency is its wait for a unit (the send returns at once).
+    compare("semaphore M/M/3 P(wait)", per_rep(res, (jobs["latency"] > 0).groupby(jobs["rep"]).mean()), p_wait)
+    compare("semaphore M/M/3 mean wait", rep_mean_latency(res, "job"), lq / lam)
+    compare("semaphore M/M/3 units taken", rep_resource(res, "servers", "mean_busy"),
+            float((np.minimum(n, c) * pi).sum()))
+    compare("semaphore M/M/3 mean waiting", rep_resource(res, "servers", "mean_queue"), lq)
+
+
+def test_producer_signals_a_waiting_consumer() -> None:
+    """A semaphore starting empty: each release by the producer wakes the waiting consumer."""
+    doc = {"name": "signal",
+           "components": {"items": {"kind": "semaphore", "size": 4, "initial": 0}},
+           "requests": {"produce": [{"delay": 0.5}, {"release": "items"}],
+                        "consume": [{"acquire": "items"}, {"delay": 0.1}]},
+           "workloads": {"p": {"type": "periodic", "request": "produce", "period": "1s", "count": 3},
+                         "c": {"type": "closed", "request": "consume", "clients": 1, "count": 3}}}
+    res = run(doc, seed=1, replications=1, horizon=None, record_steps=True)
+    assert _ends(res, "consume") == [0.6, 1.6, 2.6]
+    steps = res.steps[res.steps["step"] == "acquire:items"]
+    assert [round(w, 9) for w in steps["wait"]] == [0.5, 0.9, 0.9]
+
+
+def test_hold_on_a_semaphore_and_initial_count() -> None:
+    doc = {"name": "sem-hold",
+           "components": {"pair": {"kind": "semaphore", "size": 3, "initial": 2}},
+           "requests": {"work": [{"hold": "pair", "steps": [{"delay": 1.0}]}]},
+           "workloads": {"w": {"type": "closed", "request": "work", "clients": 3, "count": 1}}}
+    res = run(doc, seed=1, replications=1, horizon=None)
+    assert _ends(res, "work") == [1.0, 1.0, 2.0]  # only 2 of the 3 units were free
+
+
+def test_release_without_acquire_is_a_located_run_error() -> None:
+    doc = {"name": "over",
+           "components": {"items": {"kind": "semaphore", "size": 2, "initial": 1}},
+           "requests": {"produce": [{"delay": 1.0}, {"release": "items", "name": "signal"}]},
+           "workloads": {"p": {"type": "closed", "request": "produce", "clients": 1, "count": 3}}}
+    with pytest.raises(ModelError, match=r"^requests\.produce\.steps\[1\]: release of semaphore 'items' \(all 2 "
+                       r"units already free\) by request 'produce' \(id 2, step 'signal'\) at t = 2 s has no "
+                       r"matching acquire$"):
+        run(doc, seed=1, replications=1, horizon=None)
+
+
+def rw_doc(release_mode: str) -> dict[str, Any]:
+    return {"name": "rw",
+            "components": {"table": {"kind": "lock", "readers": True}},
+            "requests": {"write": [{"acquire": "table", "mode": "write"}, {"send": "commit"}],
+                         "commit": [{"delay": 1.0}, {"release": "table", "mode": release_mode}],
+                         "read": [{"acquire": "table", "mode": "read"}, {"delay": 0.5},
+                                  {"release": "table", "mode": "read"}]},
+            "workloads": {"w": {"type": "open", "request": "write", "interarrival": "0.1s", "count": 1},
+                          "r": {"type": "open", "request": "read", "interarrival": "0.2s", "count": 2}}}
+
+
+def test_read_write_lock_released_by_another_request() -> None:
+    res = run(rw_doc("write"), seed=1, replications=1, horizon=None)
+    # The writer's lock is given back by the commit at 1.1; both readers then share it.
+    assert _ends(res, "read") == [1.6, 1.6]
+    assert _ends(res, "commit") == [1.1]
+
+
+def test_read_write_lock_released_in_a_mode_not_held() -> None:
+    with pytest.raises(ModelError, match=r"^requests\.commit\.steps\[1\]: release of lock 'table' in mode read "
+                       r"\(not held in that mode\) by request 'commit' \(id 2, step 'release:table'\) at t = 1\.1 s"):
+        run(rw_doc("read"), seed=1, replications=1, horizon=None)
+
+
+@pytest.mark.parametrize(("step", "where", "message"), [
+    ({"acquire": "pool"}, "steps[0].acquire", "acquire: takes a semaphore or lock, got 'pool'; semaphores and "
+     "locks: items, table"),
+    ({"release": "items", "mode": "read"}, "steps[0].mode", "a semaphore has no mode; mode: is for locks"),
+    ({"acquire": "table", "mode": "share"}, "steps[0].mode", "expected one of read, write, got 'share'"),
+    ({"acquire": "table", "mode": "read"}, "steps[0].mode", "mode: read needs a lock with readers: true "
+     "(lock 'table' has none)"),
+    ({"reply": "yes"}, "steps[0].reply", "write reply: true (or just reply), got 'yes'"),
+    ({"parallel": {"count": 2}, "steps": ["reply"]}, "steps[0].steps[0]",
+     "reply inside a parallel fan-out: every item would answer the caller; put the reply after the parallel step"),
+])
+def test_sync_step_errors(step: dict[str, Any], where: str, message: str) -> None:
+    doc = {"name": "bad",
+           "hosts": {"h": {"cores": 1}},
+           "components": {"pool": {"kind": "threads", "host": "h", "size": 1},
+                          "items": {"kind": "semaphore", "size": 2},
+                          "table": {"kind": "lock"}},
+           "requests": {"r": [step]},
+           "workloads": {"w": {"type": "open", "request": "r", "rate": 1}}}
+    with pytest.raises(ModelError, match=f"^{re.escape(f'requests.r.{where}: {message}')}$"):
+        build_spec(doc, None)
+
+
+def test_semaphore_initial_above_size() -> None:
+    doc = semaphore_servers_doc(1.0, 1.0, 2)
+    doc["components"]["servers"]["initial"] = 3
+    with pytest.raises(ModelError, match=r"^components\.servers\.initial: initial \(3\) must be at most size \(2\)$"):
+        build_spec(doc, None)
