@@ -95,8 +95,8 @@ def test_the_base_model_loads(tmp_path: Path) -> None:
 
 # -- references to things that do not exist ---------------------------------------------------
 def test_unknown_kind_lists_the_known_kinds(tmp_path: Path) -> None:
-    expect(tmp_path, model(("components.sem", {"kind": "semaphore"})), "components.sem.kind",
-           f"unknown kind 'semaphore'; known kinds: {KINDS}")
+    expect(tmp_path, model(("components.box", {"kind": "mailbox"})), "components.box.kind",
+           f"unknown kind 'mailbox'; known kinds: {KINDS}")
     assert "lock" in KINDS and "threads" in KINDS
 
 
