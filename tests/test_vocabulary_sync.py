@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, run
+from helpers import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, rep_throughput, run
 from scipy import stats
 
 from simstack.errors import ModelError
@@ -278,3 +278,102 @@ def test_semaphore_initial_above_size() -> None:
     doc["components"]["servers"]["initial"] = 3
     with pytest.raises(ModelError, match=r"^components\.servers\.initial: initial \(3\) must be at most size \(2\)$"):
         build_spec(doc, None)
+
+
+# ------------------------------------------------------------------ D. second phase (reply)
+
+def two_phase_doc(clients: int, think: float, s1: float, s2: float) -> dict[str, Any]:
+    return {"name": "two-phase",
+            "hosts": {"app": {"cores": 1, "discipline": "fifo"}},
+            "components": {"server": {"kind": "threads", "host": "app", "size": 1}},
+            "requests": {"client": [{"call": "serve"}],
+                         "serve": [{"hold": "server", "steps": [{"cpu": f"exp({s1})"}, "reply",
+                                                                 {"cpu": f"exp({s2})"}]}]},
+            "workloads": {"users": {"type": "closed", "request": "client", "clients": clients,
+                                    "think": f"exp({think})"}}}
+
+
+def two_phase_ctmc(clients: int, think: float, s1: float, s2: float) -> dict[str, float]:
+    """Exact throughput, response time and server busy share of N clients (think Z) calling
+    one single-threaded server whose entry has two exponential phases.
+
+    State (q, s): q clients at the server (waiting, or in phase 1), s the server's state:
+    0 idle, 1 in phase 1 (its client waits for the reply), 2 in phase 2 (its client has
+    its reply and thinks again)."""
+    states = [(0, 0)] + [(q, 1) for q in range(1, clients + 1)] + [(q, 2) for q in range(clients + 1)]
+    index = {s: i for i, s in enumerate(states)}
+    gen = np.zeros((len(states), len(states)))
+
+    def rate(a: tuple[int, int], b: tuple[int, int], value: float) -> None:
+        gen[index[a], index[b]] += value
+        gen[index[a], index[a]] -= value
+
+    for q, s in states:
+        if q < clients:
+            rate((q, s), (q + 1, 1 if s == 0 else s), (clients - q) / think)
+        if s == 1:
+            rate((q, s), (q - 1, 2), 1 / s1)
+        if s == 2:
+            rate((q, s), (q, 1) if q else (0, 0), 1 / s2)
+    a = np.vstack([gen.T, np.ones(len(states))])
+    b = np.zeros(len(states) + 1)
+    b[-1] = 1.0
+    pi = np.linalg.lstsq(a, b, rcond=None)[0]
+    x = sum(pi[index[(q, 1)]] for q in range(1, clients + 1)) / s1
+    return {"X": x, "R": clients / x - think, "busy": 1 - pi[index[(0, 0)]]}
+
+
+def test_second_phase_matches_the_exact_ctmc() -> None:
+    clients, think, s1, s2 = 3, 2.0, 0.2, 0.4
+    exact = two_phase_ctmc(clients, think, s1, s2)
+    res = run(two_phase_doc(clients, think, s1, s2), seed=41, replications=10, horizon=3000.0, warmup=50.0)
+    check_invariants(res)
+    compare("two-phase client response time (CTMC)", rep_mean_latency(res, "client"), exact["R"])
+    compare("two-phase throughput (CTMC)", rep_throughput(res, "client"), exact["X"])
+    compare("two-phase server thread busy (CTMC)", rep_resource(res, "server"), exact["busy"])
+    # Without the reply the client would wait for both phases: a clearly different answer.
+    one_phase = two_phase_ctmc(clients, think, s1 + s2, 1e-9)["R"]
+    assert one_phase > exact["R"] + 0.2
+
+
+def reply_doc(serve: list[Any], caller: list[Any] | None = None, count: int = 2) -> dict[str, Any]:
+    requests: dict[str, Any] = {"serve": [{"hold": "server", "steps": serve}]}
+    workload = "serve"
+    if caller is not None:
+        requests["client"] = caller
+        workload = "client"
+    return {"name": "reply",
+            "components": {"server": {"kind": "threads", "host": "h", "size": 1}},
+            "hosts": {"h": {"cores": 1}},
+            "requests": requests,
+            "workloads": {"w": {"type": "open", "request": workload, "interarrival": "0.1s", "count": count}}}
+
+
+def test_caller_resumes_at_the_reply_while_phase_two_holds_the_thread() -> None:
+    doc = reply_doc([{"delay": 1.0}, "reply", {"cpu": 2.0, "name": "phase 2"}],
+                    [{"call": "serve"}, {"delay": 0.5}])
+    res = run(doc, seed=1, replications=1, horizon=None, record_steps=True)
+    # First caller: reply at 1.1, done at 1.6. Second: the thread is free only at 3.1 (phase 2
+    # still held it), reply at 4.1, done at 4.6.
+    assert _ends(res, "client") == [1.6, 4.6]
+    phase2 = res.steps[res.steps["step"] == "phase 2"]
+    assert sorted(round(e, 9) for e in phase2["end"]) == [3.1, 6.1]
+    check_invariants(res)
+
+
+def test_reply_is_a_no_op_where_no_caller_waits() -> None:
+    """Started by a workload (or a send or a queue), a class with a reply runs to its last
+    step before its request ends: nobody waits for the reply."""
+    res = run(reply_doc([{"delay": 1.0}, "reply", {"delay": 2.0}]), seed=1, replications=1, horizon=None)
+    assert _ends(res, "serve") == [3.1, 6.1]
+
+
+def test_caller_resumes_once() -> None:
+    """Two replies, or a reply at the very end: the caller goes on exactly once per call."""
+    for serve in ([{"delay": 1.0}, "reply", "reply", {"delay": 1.0}], [{"delay": 1.0}, "reply"],
+                  [{"delay": 1.0}]):
+        doc = reply_doc(serve, [{"call": "serve"}, {"call": "serve"}], count=1)
+        res = run(doc, seed=1, replications=1, horizon=None)
+        assert len(res.requests) == 1, serve
+        acc = res.accounting.iloc[0]
+        assert (acc["started"], acc["finished"], acc["in_system"]) == (1, 1, 0)
