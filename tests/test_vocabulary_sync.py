@@ -377,3 +377,37 @@ def test_caller_resumes_once() -> None:
         assert len(res.requests) == 1, serve
         acc = res.accounting.iloc[0]
         assert (acc["started"], acc["finished"], acc["in_system"]) == (1, 1, 0)
+
+
+# ------------------------------------------------------------------ E. order of simultaneous events
+
+def test_a_released_thread_goes_to_the_waiter_before_the_releaser_goes_on() -> None:
+    """At the instant a pool thread is released, the waiting request gets it and runs on
+    (here: takes a lock) before the releasing request continues (and finds the lock taken)."""
+    doc = {"name": "order",
+           "hosts": {"h": {"cores": 1}},
+           "components": {"pool": {"kind": "threads", "host": "h", "size": 1}, "lk": {"kind": "lock"}},
+           "requests": {
+               "first": [{"hold": "pool", "steps": [{"delay": 1.0}]}, {"hold": "lk", "steps": [{"delay": 1.0}]}],
+               "second": [{"hold": "pool", "steps": [{"hold": "lk", "steps": [{"delay": 1.0}]}]}]},
+           "workloads": {"a": {"type": "open", "request": "first", "interarrival": "0.1s", "count": 1},
+                         "b": {"type": "open", "request": "second", "interarrival": "0.2s", "count": 1}}}
+    res = run(doc, seed=1, replications=1, horizon=None)
+    assert _ends(res, "second") == [2.1]
+    assert _ends(res, "first") == [3.1]
+
+
+def test_zero_think_time_restarts_through_a_zero_delay_event() -> None:
+    """A closed client with think 0 starts its next cycle through an event at the same
+    instant, after events already due then: another request due at that instant takes the
+    free thread first."""
+    doc = {"name": "zero-think",
+           "hosts": {"h": {"cores": 1}},
+           "components": {"pool": {"kind": "threads", "host": "h", "size": 1}},
+           "requests": {"loop": [{"hold": "pool", "steps": [{"delay": 1.0}]}],
+                        "other": [{"delay": 0.5}, {"hold": "pool", "steps": [{"delay": 1.0}]}]},
+           "workloads": {"client": {"type": "closed", "request": "loop", "clients": 1, "think": 0, "count": 2},
+                         "once": {"type": "open", "request": "other", "interarrival": "0.5s", "count": 1}}}
+    res = run(doc, seed=1, replications=1, horizon=None)
+    assert _ends(res, "loop") == [1.0, 3.0]
+    assert _ends(res, "other") == [2.0]
