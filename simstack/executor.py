@@ -29,7 +29,7 @@ from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Indexed
 from simstack.errors import ModelError
 from simstack.records import Recorder
-from simstack.runners_sync import PhasedRunner, compile_sync
+from simstack.runners_sync import PhasedRunner, compile_sync, has_reply
 from simstack.spec import (
     Acquire,
     Call,
@@ -48,7 +48,6 @@ from simstack.spec import (
     Sequence,
     Step,
 )
-from simstack.syncparse import has_reply
 
 K = Callable[[], None]
 ZERO_TIME_CYCLES = 10_000  # cycles of one client at one instant before a run is refused

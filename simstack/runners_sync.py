@@ -26,11 +26,13 @@ from simstack.components.locks import LockRuntime
 from simstack.components.semaphores import Semaphore
 from simstack.errors import ModelError
 from simstack.spec import Acquire, Release, Reply
+from simstack.syncparse import has_reply
 
 if TYPE_CHECKING:
     from simstack.executor import Replication
 
 K = Callable[[], None]
+__all__ = ["PhasedRunner", "compile_sync", "has_reply"]
 
 
 class _Phase(Ctx):
