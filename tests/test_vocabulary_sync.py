@@ -113,6 +113,26 @@ def test_hol_priority_matches_cobham() -> None:
         compare(f"HOL M/M/1 {request} wait (Cobham)", rep_mean_latency(res, request) - mean, w)
 
 
+def test_hol_priority_on_two_cores_matches_the_mmc_formula() -> None:
+    """M/M/c with non-preemptive priority and one service rate for all classes:
+    W_k = C(c, a) / (c mu (1 - s_{k-1})(1 - s_k)), s_k the per-core load of classes <= k and
+    C the Erlang C probability of waiting at the total load (Kleinrock vol. 2 s3.6)."""
+    lams, mean, c = (0.6, 0.8), 1.0, 2
+    doc = two_class_doc("hol", lams, (mean, mean))
+    doc["hosts"]["cpu"]["cores"] = c
+    res = run(doc, seed=22, replications=10, horizon=8000.0, warmup=200.0)
+    a = sum(lams) * mean
+    p_b = 1.0
+    for k in range(1, c + 1):  # Erlang B by recursion, then Erlang C
+        p_b = a * p_b / (k + a * p_b)
+    p_wait = p_b / (1 - (a / c) * (1 - p_b))
+    sigma = 0.0
+    for request, lam in zip(("urgent", "bulk"), lams, strict=True):
+        before, sigma = sigma, sigma + lam * mean / c
+        w = p_wait * mean / (c * (1 - before) * (1 - sigma))
+        compare(f"HOL M/M/2 {request} wait", rep_mean_latency(res, request) - mean, w)
+
+
 def test_hol_never_preempts_and_orders_the_line_by_priority() -> None:
     doc = {"name": "hol-order",
            "hosts": {"cpu": {"cores": 1, "discipline": "hol"}},
