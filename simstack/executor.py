@@ -29,7 +29,9 @@ from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Indexed
 from simstack.errors import ModelError
 from simstack.records import Recorder
+from simstack.runners_sync import PhasedRunner, compile_sync, has_reply
 from simstack.spec import (
+    Acquire,
     Call,
     ClosedWorkload,
     Cpu,
@@ -40,6 +42,8 @@ from simstack.spec import (
     Parallel,
     PeriodicWorkload,
     ProtocolWorkload,
+    Release,
+    Reply,
     Send,
     Sequence,
     Step,
@@ -219,7 +223,10 @@ class Replication:
             return HoldRunner(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                return SpanRunner(self, SubRequestRunner(self, step.target, scope), g.name, step.target)
+                sub: Any = SubRequestRunner(self, step.target, scope)
+                if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
+                    sub = PhasedRunner(sub)
+                return SpanRunner(self, sub, g.name, step.target)
             kind = self.kinds[step.target]
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
@@ -229,6 +236,8 @@ class Replication:
             return QueueRunner(self.runtimes[step.target])
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
+        if isinstance(step, Acquire | Release | Reply):
+            return compile_sync(self, step, scope[1])
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")

@@ -422,10 +422,15 @@ def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[st
 def _hosts(raw: object) -> dict[str, HostSpec]:
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of host names, got {raw!r}", path="hosts")
+
+    def _cores(value: object) -> float:
+        """A whole number of cores, or ``inf``: an infinite-server host (a delay centre)."""
+        return float("inf") if value == "inf" else int(parse_count(value))
+
     fields = {
-        "cores": Field(lambda v: int(parse_count(v)), help="number of cores"),
+        "cores": Field(_cores, help="number of cores, or inf"),
         "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
-        "discipline": Field(one_of("fifo", "ps", "priority"), "ps"),
+        "discipline": Field(one_of("fifo", "ps", "priority", "hol"), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "doc": Field(text, ""),
     }
@@ -436,6 +441,9 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
             raise ModelError(f"idle_spinner needs discipline: priority (a spinner under "
                              f"{values['discipline']} would share the cores), got discipline: "
                              f"{values['discipline']}", path=f"hosts.{name}.idle_spinner")
+        if values["idle_spinner"] is not None and values["cores"] == float("inf"):
+            raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
+                             "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
                              values["idle_spinner"])
     return out

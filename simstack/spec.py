@@ -20,9 +20,9 @@ from simstack.distributions import Distribution
 @dataclass(frozen=True)
 class HostSpec:
     name: str
-    cores: int
+    cores: float  # a whole number, or inf (every job runs at once: a delay centre)
     speed: float
-    discipline: str  # fifo | ps | priority
+    discipline: str  # fifo | ps | priority | hol
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
 
 
@@ -94,7 +94,34 @@ class Sequence:
     body: tuple[Step, ...]
 
 
-Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence
+@dataclass(frozen=True)
+class Acquire:
+    """Take a unit of a semaphore, or a lock in ``mode``, and keep it after this step: a
+    later ``Release`` (in this request or another) gives it back."""
+
+    guard: Guard
+    target: str
+    key: str | None = None
+    mode: str = "write"
+
+
+@dataclass(frozen=True)
+class Release:
+    guard: Guard
+    target: str
+    key: str | None = None
+    mode: str = "write"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """In a called request class: the caller goes on from here while the rest of the
+    class runs on (the second phase of a layered-queueing entry)."""
+
+    guard: Guard
+
+
+Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,8 @@ def test_the_base_model_loads(tmp_path: Path) -> None:
 
 # -- references to things that do not exist ---------------------------------------------------
 def test_unknown_kind_lists_the_known_kinds(tmp_path: Path) -> None:
-    expect(tmp_path, model(("components.sem", {"kind": "semaphore"})), "components.sem.kind",
-           f"unknown kind 'semaphore'; known kinds: {KINDS}")
+    expect(tmp_path, model(("components.box", {"kind": "mailbox"})), "components.box.kind",
+           f"unknown kind 'mailbox'; known kinds: {KINDS}")
     assert "lock" in KINDS and "threads" in KINDS
 
 
@@ -418,12 +418,14 @@ def test_step_with_two_actions(tmp_path: Path) -> None:
 
 def test_step_with_no_action(tmp_path: Path) -> None:
     expect(tmp_path, model(steps({"name": "lonely"})), "requests.read.steps[0]",
-           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps; found only name")
+           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, acquire, release, "
+           "reply; found only name")
 
 
 def test_step_written_as_text(tmp_path: Path) -> None:
     expect(tmp_path, model(steps("delay 5ms")), "requests.read.steps[0]",
-           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, got 'delay 5ms'")
+           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, acquire, "
+           "release, reply, got 'delay 5ms'")
 
 
 def test_unknown_key_in_a_step(tmp_path: Path) -> None:
