@@ -46,14 +46,15 @@ def generator_from_rates(n_states: int, transitions: dict[tuple[int, int], float
     """A sparse generator from ``{(i, j): rate}``; the diagonal makes rows sum to zero."""
     if not transitions:
         raise ValueError("no transitions")
-    (rows, cols), rates = zip(*transitions.keys()), list(transitions.values())
+    rows, cols = zip(*transitions.keys(), strict=True)
+    rates = list(transitions.values())
     if any(r < 0 for r in rates) or any(i == j for i, j in transitions):
         raise ValueError("rates must be >= 0 and off the diagonal")
     q = sp.coo_matrix((rates, (rows, cols)), shape=(n_states, n_states)).tocsr()
     return (q - sp.diags(np.asarray(q.sum(axis=1)).ravel())).tocsr()
 
 
-def birth_death(birth: Sequence[float], death: Sequence[float]) -> np.ndarray:
+def birth_death(birth: Sequence[float] | np.ndarray, death: Sequence[float] | np.ndarray) -> np.ndarray:
     """Stationary distribution of a finite birth-death chain on 0..K.
 
     ``birth[n]`` is the rate n -> n+1 (n = 0..K-1), ``death[n]`` the rate n+1 -> n. Product

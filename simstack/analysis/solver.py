@@ -85,7 +85,7 @@ def _reach(net: Network) -> dict[str, float]:
                     walk(branch, chain, bound * node.width)
 
     for chain in net.chains.values():
-        walk(chain.body, chain, float(chain.population) if chain.closed else math.inf)
+        walk(chain.body, chain, math.inf if chain.population is None else float(chain.population))
     return {k: sum(v.values()) for k, v in best.items()}
 
 
