@@ -23,7 +23,8 @@ import numpy as np
 QUEUE, DELAY = "queue", "delay"
 
 
-def _stations(demands: Sequence[float] | Sequence[Sequence[float]] | np.ndarray, kinds: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
+def _stations(demands: Sequence[float] | Sequence[Sequence[float]] | np.ndarray,
+              kinds: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
     d = np.asarray(demands, dtype=float)
     if np.any(d < 0) or not np.all(np.isfinite(d)):
         raise ValueError("demands must be finite and >= 0")
