@@ -16,6 +16,7 @@ import simstack
 from simstack import analysis as A
 from simstack.analysis.solve import run_solve, solve_model
 from simstack.errors import ModelError
+from simstack.metrics import calibrated_parameters
 from simstack.units import parse_time
 
 # -- single stations ---------------------------------------------------------------------
@@ -212,6 +213,21 @@ workloads: {users: {type: closed, request: job, clients: 10, think: exp(100ms)}}
     assert got.throughput == pytest.approx(exact["X"], rel=0.05)
 
 
+@pytest.mark.parametrize(("cores", "discipline"), [(2, "fifo"), (4, "ps"), (8, "fifo")])
+def test_multicore_host_against_machine_repairman_chain(tmp_path, cores, discipline):
+    """N clients (think 30 ms) on an m-core host (10 ms): a finite-source birth-death chain."""
+    for n in (2, 4, 8, 16, 32):
+        spec = _model(tmp_path, f"""
+name: repairman
+hosts: {{h: {{cores: {cores}, discipline: {discipline}}}}}
+requests: {{job: {{host: h, steps: [{{cpu: exp(10ms)}}]}}}}
+workloads: {{users: {{type: closed, request: job, clients: {n}, think: exp(30ms)}}}}
+""")
+        pi = A.birth_death((n - np.arange(n)) / 0.03, np.minimum(np.arange(1, n + 1), cores) / 0.01)
+        exact = float(pi @ np.minimum(np.arange(n + 1), cores)) / 0.01
+        assert solve_model(spec).chains["users"].throughput == pytest.approx(exact, rel=0.03), n
+
+
 def test_lock_inner_station_never_queues(tmp_path):
     """Inside a global lock only the holder runs: the solver must not queue it twice."""
     spec = _model(tmp_path, """
@@ -252,6 +268,17 @@ def test_pipeline_mva_within_15_percent_of_simulation():
         assert analytic.response == pytest.approx(trim["mean"], rel=0.15), consoles
         simulated_x = trim["count"] / (2 * 13.0)
         assert analytic.throughput == pytest.approx(simulated_x, rel=0.10), consoles
+
+
+def test_tango_mva_against_simulation():
+    """Calibrated Tango model (PyTango read, 2xlarge server): 4 clients is the knee."""
+    base = calibrated_parameters(Path(__file__).resolve().parents[1] / "models" / "tango")
+    for clients, tolerance in ((1, 0.03), (4, 0.10), (16, 0.03)):
+        spec = simstack.load_model("tango", parameters={**base, "clients": clients})
+        analytic = solve_model(spec).chains["bench"].throughput
+        run = simstack.simulate(spec, seed=5, replications=2, horizon=0.22, warmup=0.02, record_steps=False)
+        count = run.summary().set_index("request").loc["bench_op", "count"]
+        assert analytic == pytest.approx(count / (2 * 0.2), rel=tolerance), clients
 
 
 def test_tango_solves_and_saturates_at_the_lock():
