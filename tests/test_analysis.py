@@ -270,15 +270,22 @@ def test_pipeline_mva_within_15_percent_of_simulation():
         assert analytic.throughput == pytest.approx(simulated_x, rel=0.10), consoles
 
 
+TANGO_CASES = [  # (clients, extra parameters, flags, tolerance); 4 clients is the knee
+    (1, {}, {}, 0.03), (4, {}, {}, 0.10), (16, {}, {}, 0.03),
+    (32, {}, {"no_sync": True}, 0.03),  # no monitor: the GIL is the lock
+    (4, {"java_background": True, "cc_read": "$cc_java_read"}, {"client_python": False}, 0.03),  # two chains
+]
+
+
 def test_tango_mva_against_simulation():
-    """Calibrated Tango model (PyTango read, 2xlarge server): 4 clients is the knee."""
+    """Calibrated Tango model (PyTango read, 2xlarge server) and two of its what-ifs."""
     base = calibrated_parameters(Path(__file__).resolve().parents[1] / "models" / "tango")
-    for clients, tolerance in ((1, 0.03), (4, 0.10), (16, 0.03)):
-        spec = simstack.load_model("tango", parameters={**base, "clients": clients})
+    for clients, extra, flags, tolerance in TANGO_CASES:
+        spec = simstack.load_model("tango", parameters={**base, "clients": clients, **extra}, flags=flags)
         analytic = solve_model(spec).chains["bench"].throughput
         run = simstack.simulate(spec, seed=5, replications=2, horizon=0.22, warmup=0.02, record_steps=False)
         count = run.summary().set_index("request").loc["bench_op", "count"]
-        assert analytic == pytest.approx(count / (2 * 0.2), rel=tolerance), clients
+        assert analytic == pytest.approx(count / (2 * 0.2), rel=tolerance), (clients, flags)
 
 
 def test_tango_solves_and_saturates_at_the_lock():

@@ -21,9 +21,10 @@ What is exact and what is approximate (see docs/analysis.md):
   cv != 1): Reiser's residual-time correction, the arrival waits the residual
   E[S^2] / (2 E[S]) of the customer in service instead of a full service.
 * Open chains (open and periodic workloads, sends): arrival rate from the workload or the
-  parent's throughput; on a single server the mixed-network formulas of Lazowska et al.
-  s7.3 (closed residence stretched by 1 / (1 - U_open)), on m servers M/M/c waiting with
-  the station's total load. Periodic arrivals are treated as Poisson (pessimistic).
+  parent's throughput; closed residences stretched by 1 / (1 - U_open) (mixed networks,
+  Lazowska et al. s7.3); an open arrival at a single PS server waits as in the mixed
+  network, at a single FIFO server as Pollaczek-Khinchine, at m servers as M/M/c, each
+  with the station's total load. Periodic arrivals are treated as Poisson (pessimistic).
 * A fan-out of n branches, k at a time, takes the branches' total time / k: the wait for
   the slowest branch of each wave is ignored (optimistic when branches vary).
 """
