@@ -10,12 +10,14 @@ the MVA independently. Kleinrock vol. 1 ch. 2-3; Harchol-Balter chs. 11-12.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from simstack.analysis.queues import check_rates
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def stationary(generator: np.ndarray | sp.spmatrix) -> np.ndarray:
@@ -24,6 +26,9 @@ def stationary(generator: np.ndarray | sp.spmatrix) -> np.ndarray:
     Solves Q^T pi = 0 with one equation replaced by the normalisation sum(pi) = 1, the
     standard direct method (Stewart, *Numerical Solution of Markov Chains*, 1994, ch. 2).
     """
+    import scipy.sparse as sp  # here: scipy.sparse.linalg is a noticeable share of start-up
+    import scipy.sparse.linalg as spla
+
     q = sp.csr_matrix(generator, dtype=float)
     n = q.shape[0]
     if q.shape != (n, n) or n == 0:
@@ -44,6 +49,8 @@ def stationary(generator: np.ndarray | sp.spmatrix) -> np.ndarray:
 
 def generator_from_rates(n_states: int, transitions: dict[tuple[int, int], float]) -> sp.csr_matrix:
     """A sparse generator from ``{(i, j): rate}``; the diagonal makes rows sum to zero."""
+    import scipy.sparse as sp
+
     if not transitions:
         raise ValueError("no transitions")
     rows, cols = zip(*transitions.keys(), strict=True)
