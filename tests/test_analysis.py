@@ -15,7 +15,7 @@ import pytest
 import simstack
 from simstack import analysis as A
 from simstack.analysis.solve import run_solve, solve_model
-from simstack.errors import ModelError
+from simstack.errors import ModelError, SimstackError
 from simstack.metrics import calibrated_parameters
 from simstack.units import parse_time
 
@@ -314,3 +314,14 @@ def test_solve_command_reports_unsupported_model_with_exit_code_2(tmp_path):
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "discipline priority" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_open_load_beyond_capacity_is_reported(tmp_path):
+    spec = _model(tmp_path, """
+name: overload
+hosts: {h: {cores: 2, discipline: ps}}
+requests: {job: {host: h, steps: [{cpu: exp(10ms)}]}}
+workloads: {arrivals: {type: open, request: job, rate: 250/s}}
+""")
+    with pytest.raises(SimstackError, match=r"station 'h.cpu' is saturated by open load: 2.5 busy of 2 servers"):
+        solve_model(spec)
