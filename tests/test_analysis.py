@@ -149,6 +149,23 @@ def test_multiclass_mva_against_ctmc():
     assert got == pytest.approx(exact, rel=1e-9)
 
 
+@pytest.mark.parametrize("cores", [1, 2, 4, 8])
+def test_load_dependent_mva_against_machine_repairman_chain(cores):
+    for n in (1, 3, 10, 40):
+        pi = A.birth_death((n - np.arange(n)) / 0.03, np.minimum(np.arange(1, n + 1), cores) / 0.01)
+        exact = float(pi @ np.minimum(np.arange(n + 1), cores)) / 0.01
+        got = A.mva_load_dependent(n, [0.01], [cores], 0.03)
+        assert got["X"] == pytest.approx(exact, rel=1e-9)
+        assert got["Q"][0] == pytest.approx(float(pi @ np.arange(n + 1)), rel=1e-9)
+
+
+def test_load_dependent_mva_reduces_to_mva_closed():
+    a = A.mva_load_dependent(9, [0.1, 0.05, 0.4], [1, 1, math.inf], 0.5)
+    b = A.mva_closed(9, [0.1, 0.05, 0.4], 0.5, kinds=["queue", "queue", "delay"])
+    assert a["X"] == pytest.approx(b["X"], rel=1e-12)
+    assert a["R_station"] == pytest.approx(b["R_station"], rel=1e-12)
+
+
 def test_delay_station_is_think_time():
     a = A.mva_closed(7, [0.1, 0.05, 0.4], 0.5, kinds=["queue", "queue", "delay"])
     b = A.mva_closed(7, [0.1, 0.05], 0.9)
