@@ -110,14 +110,14 @@ class _Builder:
     def __init__(self, spec: ModelSpec):
         self.spec = spec
         self.net = Network()
-        self.unsupported: list[str] = []
+        self.unsupported: list[tuple[str, str]] = []  # (construct, key path)
 
     def station(self, name: str, what: str, servers: float, fifo: bool = False) -> str:
         self.net.stations.setdefault(name, Station(name, what, servers, fifo))
         return name
 
     def refuse(self, path: str, what: str) -> None:
-        self.unsupported.append(f"{path}: {what}")
+        self.unsupported.append((what, path))
 
     # -- chains ---------------------------------------------------------------------------
     def workloads(self) -> None:
@@ -250,18 +250,30 @@ class _Builder:
         if comp.kind == "database":
             if s.get("growth") is not None:
                 self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run)")
-            if math.isfinite(s.get("stream_bandwidth", math.inf)):
-                self.refuse(path, f"database {comp.name!r} with a finite stream_bandwidth")
             inner = self.latency(comp.name, opts.get("latency") or s["latency"], item, chain)
-            if opts.get("bytes") is not None and math.isfinite(s["bandwidth"]):
-                inner.append(self.transfer(f"{comp.name}.bandwidth", "bandwidth", opts["bytes"], s["bandwidth"],
-                                           item, chain))
+            if opts.get("bytes") is not None:
+                inner.extend(self.capped_transfer(comp.name, opts["bytes"], s["bandwidth"],
+                                                  s.get("stream_bandwidth", math.inf), item, chain))
             if math.isinf(s["connections"]):
                 return inner
             return [HoldNode(self.station(f"{comp.name}.connections", "connections", s["connections"],
                                           fifo=True), inner)]
         self.refuse(path, f"call of a {comp.kind!r} component ({comp.name!r})")
         return []
+
+    def capped_transfer(self, name: str, size: Distribution, rate: float, stream: float,
+                        item: int | str | None, chain: Chain) -> list[Node]:
+        """A shared bandwidth whose single transfer gets at most ``stream``: the PS share,
+        plus the extra time a capped transfer takes even alone (exact when alone, and when
+        the share falls below the cap; in between the two overlap and this is pessimistic)."""
+        nodes: list[Node] = []
+        if math.isfinite(rate):
+            nodes.append(self.transfer(f"{name}.bandwidth", "bandwidth", size, rate, item, chain))
+        if stream < rate:
+            mean, var = _dist_moments(size, item, chain.population)
+            extra = 1.0 / stream - (1.0 / rate if math.isfinite(rate) else 0.0)
+            nodes.append(Visit(self.station(f"{name}.stream", "delay", math.inf), mean * extra, var * extra**2))
+        return nodes
 
     def latency(self, name: str, dist: Distribution, item: int | str | None, chain: Chain) -> list[Node]:
         mean, var = _dist_moments(dist, item, chain.population)
@@ -274,12 +286,22 @@ class _Builder:
         return Visit(self.station(name, what, 1), mean / rate, var / rate**2)
 
 
+def _grouped(found: list[tuple[str, str]]) -> list[str]:
+    """One line per construct: its first key path and how many more places have it."""
+    paths: dict[str, list[str]] = {}
+    for what, path in found:
+        if path not in paths.setdefault(what, []):
+            paths[what].append(path)
+    return [f"{ps[0]}: {what}" + (f" (and {len(ps) - 1} more)" if len(ps) > 1 else "")
+            for what, ps in paths.items()]
+
+
 def build_network(spec: ModelSpec) -> Network:
     """The queueing network of ``spec``; a ModelError lists every unsupported construct."""
     builder = _Builder(spec)
     builder.workloads()
     if builder.unsupported:
-        listed = "\n  ".join(dict.fromkeys(builder.unsupported))
+        listed = "\n  ".join(_grouped(builder.unsupported))
         raise ModelError("the analytic solver covers closed/open workloads over FIFO and PS hosts, thread "
                          "pools, locks, databases, links, servers, delays, fan-outs and sends; this model "
                          f"also has:\n  {listed}", file=str(spec.file) if spec.file else None)

@@ -25,8 +25,10 @@ What is exact and what is approximate (see docs/analysis.md):
   Lazowska et al. s7.3); an open arrival at a single PS server waits as in the mixed
   network, at a single FIFO server as Pollaczek-Khinchine, at m servers as M/M/c, each
   with the station's total load. Periodic arrivals are treated as Poisson (pessimistic).
-* A fan-out of n branches, k at a time, takes the branches' total time / k: the wait for
-  the slowest branch of each wave is ignored (optimistic when branches vary).
+* A fan-out of n branches, k at a time, takes max(the branches' total time / k, its
+  longest branch); inside it each branch is a customer that sees its siblings (Schweitzer
+  with N x k customers). The straggler at the end of each wave is otherwise ignored
+  (optimistic when branches vary).
 """
 
 from __future__ import annotations
@@ -101,15 +103,16 @@ class _Sweep:
         self.holds: dict[int, float] = {}
         self.demand = {c.name: _demands(c.body, state.hold) for c in net.chains.values()}
 
-    def visit(self, chain: Chain, name: str, service: float) -> float:
-        """Residence of one visit of mean ``service``; records it per station."""
+    def visit(self, chain: Chain, name: str, service: float, width: float = 1.0) -> float:
+        """Residence of one visit of mean ``service``; records it per station. Inside a
+        fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
         st = self.net.stations[name]
         m, s = st.servers, self.s
         queue_part = 0.0
         if math.isinf(m) or self.reach[name] <= m or service == 0.0:
             r = service
         elif chain.closed:
-            n = float(chain.population or 1)
+            n = float(chain.population or 1) * width
             seen = sum(q[name] for q in s.q.values()) - s.q[chain.name][name] / n
             seen = max(0.0, min(seen, self.reach[name] - 1.0))
             free = max(1e-12, 1.0 - s.open_load[name] / m)
@@ -145,18 +148,19 @@ class _Sweep:
         self.qpart[chain.name][name] = self.qpart[chain.name].get(name, 0.0) + queue_part
         return r
 
-    def elapsed(self, chain: Chain, nodes: list[Node]) -> float:
+    def elapsed(self, chain: Chain, nodes: list[Node], width: float = 1.0) -> float:
         total = 0.0
         for node in nodes:
             if isinstance(node, Visit):
-                total += self.visit(chain, node.station, node.mean)
+                total += self.visit(chain, node.station, node.mean, width)
             elif isinstance(node, HoldNode):
-                inner = self.elapsed(chain, node.body)
+                inner = self.elapsed(chain, node.body, width)
                 self.holds[id(node)] = inner
                 held = self.s.hold.get(id(node), inner)
-                total += inner + self.visit(chain, node.station, held) - held
+                total += inner + self.visit(chain, node.station, held, width) - held
             else:
-                total += sum(self.elapsed(chain, b) for b in node.branches) / node.width
+                times = [self.elapsed(chain, b, width * node.width) for b in node.branches]
+                total += max(sum(times) / node.width, max(times))  # never shorter than its longest branch
         return total
 
 
