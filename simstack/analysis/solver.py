@@ -106,47 +106,55 @@ class _Sweep:
     def visit(self, chain: Chain, name: str, service: float, width: float = 1.0) -> float:
         """Residence of one visit of mean ``service``; records it per station. Inside a
         fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
-        st = self.net.stations[name]
-        m, s = st.servers, self.s
-        queue_part = 0.0
+        m = self.net.stations[name].servers
         if math.isinf(m) or self.reach[name] <= m or service == 0.0:
-            r = service
+            r, queue_part = service, 0.0
         elif chain.closed:
-            n = float(chain.population or 1) * width
-            seen = sum(q[name] for q in s.q.values()) - s.q[chain.name][name] / n
-            seen = max(0.0, min(seen, self.reach[name] - 1.0))
-            free = max(1e-12, 1.0 - s.open_load[name] / m)
-            if m == 1 and st.fifo and s.rate[name] > 0:
-                # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
-                busy = min(s.load[name] - s.x[chain.name] * self.demand[chain.name].get(name, 0.0) / n, 1.0)
-                resid = s.second[name] / (2.0 * s.load[name]) if s.load[name] > 0 else service
-                queue_part = (service * (1.0 + seen - max(busy, 0.0)) + max(busy, 0.0) * resid) / free
-                r = queue_part
-            elif m == 1:
-                r = queue_part = service * (1.0 + seen) / free
-            else:
-                # m servers: the arrival waits only if all m are busy (Erlang C at the load it
-                # sees), then for one departure plus one per customer waiting ahead, each S/m
-                own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0) / n
-                busy = min(max(0.0, s.load[name] - own), m * (1.0 - 1e-9))
-                waiting = min(seen, max(0.0, self.reach[name] - m))
-                queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
-                r = service + queue_part
+            r, queue_part = self._closed(chain, name, service, float(chain.population or 1) * width)
         else:
-            closed_q = sum(q[name] for c, q in s.q.items() if self.net.chains[c].closed)
-            if m == 1 and st.fifo:  # Pollaczek-Khinchine with the station's total load
-                wait = s.second[name] / 2.0 / max(1e-12, 1.0 - s.load[name])
-                r = service + wait
-                queue_part = r
-            elif m == 1:
-                r = queue_part = service * (1.0 + closed_q) / max(1e-12, 1.0 - s.open_load[name])
-            else:
-                a = min(s.load[name], m * (1 - 1e-9))
-                queue_part = service * erlang_c(int(m), a) / (m - a)
-                r = service + queue_part
+            r, queue_part = self._open(name, service)
         self.resid[chain.name][name] = self.resid[chain.name].get(name, 0.0) + r
         self.qpart[chain.name][name] = self.qpart[chain.name].get(name, 0.0) + queue_part
         return r
+
+    def _closed(self, chain: Chain, name: str, service: float, n: float) -> tuple[float, float]:
+        """(residence, queue part) of a closed customer; ``n`` customers of its chain."""
+        st, s = self.net.stations[name], self.s
+        m = st.servers
+        seen = sum(q[name] for q in s.q.values()) - s.q[chain.name][name] / n  # Schweitzer
+        seen = max(0.0, min(seen, self.reach[name] - 1.0))
+        free = max(1e-12, 1.0 - s.open_load[name] / m)  # open load takes its share first
+        own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0) / n
+        if m == 1 and st.fifo and s.rate[name] > 0:
+            # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
+            busy = max(0.0, min(s.load[name] - own, 1.0))
+            resid = s.second[name] / (2.0 * s.load[name]) if s.load[name] > 0 else service
+            r = (service * (1.0 + seen - busy) + busy * resid) / free
+            return r, r
+        if m == 1:
+            r = service * (1.0 + seen) / free
+            return r, r
+        # m servers: the arrival waits only if all m are busy (Erlang C at the load it sees),
+        # then for one departure plus one per customer waiting ahead, each S/m
+        busy = min(max(0.0, s.load[name] - own), m * (1.0 - 1e-9))
+        waiting = min(seen, max(0.0, self.reach[name] - m))
+        queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
+        return service + queue_part, queue_part
+
+    def _open(self, name: str, service: float) -> tuple[float, float]:
+        """(residence, queue part) of an open arrival, with the station's total load."""
+        st, s = self.net.stations[name], self.s
+        m = st.servers
+        if m == 1 and st.fifo:  # Pollaczek-Khinchine
+            r = service + s.second[name] / 2.0 / max(1e-12, 1.0 - s.load[name])
+            return r, r
+        if m == 1:  # mixed network: closed customers ahead, stretched by the open load
+            closed_q = sum(q[name] for c, q in s.q.items() if self.net.chains[c].closed)
+            r = service * (1.0 + closed_q) / max(1e-12, 1.0 - s.open_load[name])
+            return r, r
+        a = min(s.load[name], m * (1 - 1e-9))
+        queue_part = service * erlang_c(int(m), a) / (m - a)  # M/M/c
+        return service + queue_part, queue_part
 
     def elapsed(self, chain: Chain, nodes: list[Node], width: float = 1.0) -> float:
         total = 0.0
