@@ -214,20 +214,32 @@ workloads: {arrivals: {type: open, request: job, interarrival: exp(4ms)}}
     assert sol.utilisation["h.cpu"] == pytest.approx(250 / 300, rel=1e-9)
 
 
-def test_closed_ps_chain_close_to_exact_mva(tmp_path):
-    spec = _model(tmp_path, """
+TANDEM = """
 name: tandem
 hosts: {a: {cores: 1, discipline: ps}, b: {cores: 1, discipline: ps}}
-requests: {job: {steps: [{call: on_a}, {call: on_b}]},
+requests: {job: {steps: [{call: on_a}, {call: on_b}]}, other: {steps: [{call: on_b}, {call: on_a}]},
            on_a: {host: a, steps: [{cpu: exp(30ms)}]}, on_b: {host: b, steps: [{cpu: exp(20ms)}]}}
-workloads: {users: {type: closed, request: job, clients: 10, think: exp(100ms)}}
-""")
+workloads:
+  users: {type: closed, request: job, clients: 10, think: exp(100ms)}
+"""
+
+
+def test_one_closed_chain_is_exact_mva(tmp_path):
+    spec = _model(tmp_path, TANDEM)
     exact = A.mva_closed(10, [0.03, 0.02], 0.1)
-    schweitzer = A.mva_schweitzer([10], [[0.03, 0.02]], [0.1])
     got = solve_model(spec).chains["users"]
-    assert got.throughput == pytest.approx(schweitzer["X"][0], rel=1e-6)
-    assert got.response == pytest.approx(schweitzer["R"][0], rel=1e-6)
-    assert got.throughput == pytest.approx(exact["X"], rel=0.05)
+    assert got.throughput == pytest.approx(exact["X"], rel=1e-6)
+    assert got.response == pytest.approx(exact["R"], rel=1e-6)
+
+
+def test_two_closed_chains_are_schweitzer(tmp_path):
+    spec = _model(tmp_path, TANDEM + "  admins: {type: closed, request: other, clients: 3, think: exp(50ms)}\n")
+    schweitzer = A.mva_schweitzer([10, 3], [[0.03, 0.02], [0.03, 0.02]], [0.1, 0.05])
+    exact = A.mva_multiclass([10, 3], [[0.03, 0.02], [0.03, 0.02]], [0.1, 0.05])
+    sol = solve_model(spec)
+    got = [sol.chains["users"].throughput, sol.chains["admins"].throughput]
+    assert got == pytest.approx(schweitzer["X"], rel=1e-6)
+    assert got == pytest.approx(exact["X"], rel=0.05)
 
 
 @pytest.mark.parametrize(("cores", "discipline"), [(2, "fifo"), (4, "ps"), (8, "fifo")])
@@ -242,7 +254,7 @@ workloads: {{users: {{type: closed, request: job, clients: {n}, think: exp(30ms)
 """)
         pi = A.birth_death((n - np.arange(n)) / 0.03, np.minimum(np.arange(1, n + 1), cores) / 0.01)
         exact = float(pi @ np.minimum(np.arange(n + 1), cores)) / 0.01
-        assert solve_model(spec).chains["users"].throughput == pytest.approx(exact, rel=0.03), n
+        assert solve_model(spec).chains["users"].throughput == pytest.approx(exact, rel=0.035), n
 
 
 def test_lock_inner_station_never_queues(tmp_path):
@@ -288,7 +300,7 @@ def test_pipeline_mva_within_15_percent_of_simulation():
 
 
 TANGO_CASES = [  # (clients, extra parameters, flags, tolerance); 4 clients is the knee
-    (1, {}, {}, 0.03), (4, {}, {}, 0.10), (16, {}, {}, 0.03),
+    (1, {}, {}, 0.03), (4, {}, {}, 0.03), (16, {}, {}, 0.03),
     (32, {}, {"no_sync": True}, 0.03),  # no monitor: the GIL is the lock
     (4, {"java_background": True, "cc_read": "$cc_java_read"}, {"client_python": False}, 0.03),  # two chains
 ]

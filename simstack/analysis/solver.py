@@ -1,15 +1,17 @@
-"""Approximate MVA of a ``Network``: closed chains by Schweitzer-Bard, open chains by the
-mixed-network formulas, holds by an outer fixed point on their holding times.
+"""Approximate MVA of a ``Network``: closed chains by the MVA recursion (one chain) or
+Schweitzer-Bard (several), open chains by the mixed-network formulas, holds by an outer
+fixed point on their holding times.
 
 What is exact and what is approximate (see docs/analysis.md):
 
-* One closed chain of PS or exponential FIFO single-server stations and delays: the
-  Schweitzer-Bard estimate of exact MVA (a few per cent near the knee, exact at N = 1 and
-  as N grows).
+* One closed chain (any number of open ones): MVA's exact population recursion
+  n = 1..N, each step a fixed point over the holds, warm-started from the step before;
+  exact for PS and exponential FIFO single-server stations and delays. Several closed
+  chains: the Schweitzer-Bard estimate at the full populations (a few per cent).
 * A multi-core host, a thread pool, a connection pool (m servers): the arrival waits only
   when all m servers are busy, with the Erlang-C probability at the load it sees, and then
   for one departure plus one per customer waiting ahead, each S/m. Within 2 % of the exact
-  finite-source chain for 2-8 servers (tests); Seidmann's split into D/m queue + delay
+  finite-source chain for 2-8 servers (3 % at the knee; tests); Seidmann's split into D/m queue + delay
   was 13-32 % pessimistic on the pipeline model, because it queues even when servers idle.
   A station that can never hold more customers than it has servers (m >= the most
   customers that can reach it) has no waiting: exact.
@@ -71,9 +73,13 @@ class _State:
         self.open_load = dict.fromkeys(net.stations, 0.0)
         self.second = dict.fromkeys(net.stations, 0.0)  # sum X E[S^2] per station
         self.rate = dict.fromkeys(net.stations, 0.0)  # visits per second
+        self.pop = {c.name: c.population or 0 for c in net.chains.values()}  # closed populations in effect
+        self.recursive: str | None = None  # the closed chain solved by the exact population recursion
+        self.prev: dict[str, float] = {}  # its queue lengths one customer fewer (arrival theorem)
+        self.prev_load: dict[str, float] = {}  # and its busy servers one customer fewer
 
 
-def _reach(net: Network) -> dict[str, float]:
+def _reach(net: Network, pop: dict[str, int]) -> dict[str, float]:
     """The most customers that can be at each station at once (inf when an open chain visits)."""
     best: dict[str, dict[str, float]] = {k: {} for k in net.stations}
 
@@ -91,7 +97,7 @@ def _reach(net: Network) -> dict[str, float]:
                     walk(branch, chain, bound * node.width)
 
     for chain in net.chains.values():
-        walk(chain.body, chain, math.inf if chain.population is None else float(chain.population))
+        walk(chain.body, chain, float(pop[chain.name]) if chain.closed else math.inf)
     return {k: sum(v.values()) for k, v in best.items()}
 
 
@@ -108,26 +114,34 @@ class _Sweep:
         fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
         m = self.net.stations[name].servers
         if math.isinf(m) or self.reach[name] <= m or service == 0.0:
-            r, queue_part = service, 0.0
+            # no waiting; on one server the customer still counts in the queue others see
+            r, queue_part = service, (service if m == 1 else 0.0)
         elif chain.closed:
-            r, queue_part = self._closed(chain, name, service, float(chain.population or 1) * width)
+            r, queue_part = self._closed(chain, name, service, width)
         else:
             r, queue_part = self._open(name, service)
         self.resid[chain.name][name] = self.resid[chain.name].get(name, 0.0) + r
         self.qpart[chain.name][name] = self.qpart[chain.name].get(name, 0.0) + queue_part
         return r
 
-    def _closed(self, chain: Chain, name: str, service: float, n: float) -> tuple[float, float]:
-        """(residence, queue part) of a closed customer; ``n`` customers of its chain."""
+    def _closed(self, chain: Chain, name: str, service: float, width: float) -> tuple[float, float]:
+        """(residence, queue part) of a closed customer (a fan-out branch if ``width`` > 1)."""
         st, s = self.net.stations[name], self.s
         m = st.servers
-        seen = sum(q[name] for q in s.q.values()) - s.q[chain.name][name] / n  # Schweitzer
+        n = max(1.0, s.pop[chain.name] * width)
+        others = sum(q[name] for c, q in s.q.items() if c != chain.name)
+        own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0)
+        if chain.name == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
+            seen = others + s.prev.get(name, 0.0)
+            load_seen = s.load[name] - own + s.prev_load.get(name, 0.0)
+        else:  # Schweitzer: Q(N - 1) ~ Q(N) (N - 1) / N
+            seen = others + s.q[chain.name][name] * (1.0 - 1.0 / n)
+            load_seen = s.load[name] - own / n
         seen = max(0.0, min(seen, self.reach[name] - 1.0))
         free = max(1e-12, 1.0 - s.open_load[name] / m)  # open load takes its share first
-        own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0) / n
         if m == 1 and st.fifo and s.rate[name] > 0:
             # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
-            busy = max(0.0, min(s.load[name] - own, 1.0))
+            busy = max(0.0, min(load_seen, 1.0))
             resid = s.second[name] / (2.0 * s.load[name]) if s.load[name] > 0 else service
             r = (service * (1.0 + seen - busy) + busy * resid) / free
             return r, r
@@ -136,7 +150,7 @@ class _Sweep:
             return r, r
         # m servers: the arrival waits only if all m are busy (Erlang C at the load it sees),
         # then for one departure plus one per customer waiting ahead, each S/m
-        busy = min(max(0.0, s.load[name] - own), m * (1.0 - 1e-9))
+        busy = min(max(0.0, load_seen), m * (1.0 - 1e-9))
         waiting = min(seen, max(0.0, self.reach[name] - m))
         queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
         return service + queue_part, queue_part
@@ -272,14 +286,9 @@ def _cap_closed(net: Network, s: _State, reach: dict[str, float]) -> None:
         s.x[c] *= factor
 
 
-def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: float = 0.5) -> Solution:
-    """Iterate the sweep until throughputs and holding times settle (relative ``tol``)."""
-    s = _State(net)
-    reach = _reach(net)
-    for chain in net.chains.values():
-        if chain.closed:
-            s.x[chain.name] = 0.0
-    sweep = _Sweep(net, s, reach)
+def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, max_iter: int,
+                 damping: float) -> tuple[_Sweep, dict[str, float], int]:
+    """Iterate sweeps until throughputs, holding times and queues settle (relative ``tol``)."""
     for iteration in range(1, max_iter + 1):
         _open_rates(net, s)
         _refresh_loads(net, s)
@@ -294,7 +303,7 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
             r = sweep.elapsed(chain, chain.body)
             responses[chain.name] = r
             if chain.closed:
-                x_new = (chain.population or 0) / (chain.think + r) if (chain.think + r) > 0 else 0.0
+                x_new = s.pop[chain.name] / (chain.think + r) if (chain.think + r) > 0 else 0.0
                 x = s.x[chain.name] + damping * (x_new - s.x[chain.name]) if iteration > 1 else x_new
                 change = max(change, abs(x - s.x[chain.name]) / max(x, 1e-300))
                 s.x[chain.name] = x
@@ -309,9 +318,35 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
                 change = max(change, abs(new_q - old_q) / max(1.0, new_q))
                 s.q[chain.name][k] = old_q + damping * (new_q - old_q)
         if change < tol and iteration > 2:
-            break
-    else:
-        raise SimstackError(f"the analytic solver did not converge in {max_iter} iterations")
+            return sweep, responses, iteration
+    raise SimstackError(f"the analytic solver did not converge in {max_iter} iterations")
+
+
+def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: float = 0.5,
+          exact_limit: int = 1000) -> Solution:
+    """Solve the network. With one closed chain of at most ``exact_limit`` customers, MVA's
+    exact population recursion n = 1..N (each step warm-started from the last); with more
+    closed chains, or more customers, Schweitzer-Bard at the full population."""
+    s = _State(net)
+    closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
+    populations = [s.pop[c.name] for c in closed]
+    if len(closed) == 1 and populations[0] <= exact_limit:
+        s.recursive = closed[0].name
+        populations = list(range(1, populations[0] + 1))
+    iterations = 0
+    for n in populations:
+        if s.recursive is not None:
+            s.prev = dict(s.q[s.recursive])
+            x_prev = s.x[s.recursive]
+            s.prev_load = {k: x_prev * d for k, d in _demands(closed[0].body, s.hold).items()}
+            s.pop[s.recursive] = n
+        reach = _reach(net, s.pop)
+        step_tol = tol if n == populations[-1] else max(tol, 1e-7)  # the steps before only feed Q(n - 1)
+        sweep, responses, used = _fixed_point(net, s, reach, step_tol, max_iter, damping)
+        iterations += used
+    if not populations:  # open chains only
+        reach = _reach(net, s.pop)
+        sweep, responses, iterations = _fixed_point(net, s, reach, tol, max_iter, damping)
     _open_rates(net, s)
     _refresh_loads(net, s)
     _cap_closed(net, s, reach)
@@ -320,10 +355,10 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
     results = {}
     for chain in net.chains.values():
         if chain.closed and s.x[chain.name] > 0:  # Little's law, also where the cap bit
-            responses[chain.name] = max(responses[chain.name], (chain.population or 0) / s.x[chain.name] - chain.think)
+            responses[chain.name] = max(responses[chain.name], s.pop[chain.name] / s.x[chain.name] - chain.think)
         kind = "closed" if chain.closed else ("sent" if chain.parent else "open")
         results[chain.name] = ChainResult(chain.name, chain.request, kind, chain.population,
                                           s.x[chain.name], responses[chain.name], dict(sweep.resid[chain.name]))
     util = {k: (s.load[k] / st.servers if math.isfinite(st.servers) else s.load[k])
             for k, st in net.stations.items()}
-    return Solution(results, util, dict(net.stations), iteration)
+    return Solution(results, util, dict(net.stations), iterations)
