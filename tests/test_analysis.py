@@ -17,6 +17,7 @@ from simstack import analysis as A
 from simstack.analysis.solve import run_solve, solve_model
 from simstack.errors import ModelError, SimstackError
 from simstack.metrics import calibrated_parameters
+from simstack.results import t_interval
 from simstack.units import parse_time
 
 # -- single stations ---------------------------------------------------------------------
@@ -87,6 +88,11 @@ def test_cobham_against_two_class_nonpreemptive_chain():
 def test_cobham_one_class_is_pollaczek_khinchine():
     w = A.priority_nonpreemptive([0.5], [1.0], scv=[0.25])[0]["W"]
     assert w == pytest.approx(A.mg1_pk(0.5, 1.0, 0.25)["W"], rel=1e-12)
+
+
+def test_results_interval_is_the_analysis_interval():
+    x = [4.1, 3.9, 4.4, 4.0, 4.6]
+    assert t_interval(x, 0.9) == pytest.approx(A.student_t_ci(x, 0.9)[1:], rel=1e-15)
 
 
 def test_stationary_rejects_a_matrix_that_is_not_a_generator():
@@ -302,6 +308,7 @@ def test_pipeline_mva_within_15_percent_of_simulation():
 TANGO_CASES = [  # (clients, extra parameters, flags, tolerance); 4 clients is the knee
     (1, {}, {}, 0.03), (4, {}, {}, 0.03), (16, {}, {}, 0.03),
     (32, {}, {"no_sync": True}, 0.03),  # no monitor: the GIL is the lock
+    (32, {"placement": "two_socket"}, {"two_socket": True}, 0.03),  # per-client stall from a data column
     (4, {"java_background": True, "cc_read": "$cc_java_read"}, {"client_python": False}, 0.03),  # two chains
 ]
 
