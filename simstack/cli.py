@@ -27,7 +27,7 @@ from simstack.simulate import RunResult, simulate
 from simstack.units import parse_time
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
-TASKS = ("run", "check", "calibrate", "predict")
+TASKS = ("run", "check", "calibrate", "predict", "solve")
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,6 +131,9 @@ def app(cfg: DictConfig) -> None:
         elif cfg.task == "predict":
             from simstack.predict import run_predict
             run_predict(cfg)
+        elif cfg.task == "solve":
+            from simstack.analysis.solve import run_solve
+            run_solve(cfg.model, cfg.scenario, *model_overrides(cfg))
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:
