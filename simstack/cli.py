@@ -12,6 +12,7 @@ mistyped key is a simstack error (exit 2), not a Hydra one.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from simstack.errors import ConfigError, SimstackError
-from simstack.loader import load_model, resolve_model_path
+from simstack.loader import load_model, read_yaml, resolve_model_path
 from simstack.metrics import calibrated_parameters
 from simstack.overrides import check_overrides
 from simstack.paths import config_dir
@@ -187,7 +188,19 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     try:
-        check_overrides(sys.argv[1:], Path(CONFIG_DIR))
+        chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
+        if "task=run" in sys.argv[1:2] or not any(a.startswith("task=") for a in sys.argv[1:]):
+            _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
     app()
+
+
+def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:
+    """Read every model and what-if a run or sweep names before Hydra creates a directory,
+    so a missing or hostile file is refused with nothing written."""
+    models_dir = os.pathsep.join(chosen.get("models_dir", [])) or None
+    for model in chosen.get("model", []):
+        read_yaml(resolve_model_path(model, models_dir))
+        for ref in chosen.get("whatif", []):
+            load_whatif(ref, model, models_dir)

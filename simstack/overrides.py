@@ -26,13 +26,15 @@ from simstack.schema import suggest
 _ABSENT = object()
 
 
-def check_overrides(argv: Sequence[str], config_dir: Path) -> None:
+def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str]]:
     """Raise ``ConfigError`` for the first override Hydra would refuse (or read as an
-    interpolation); do nothing for command lines Hydra must interpret itself."""
+    interpolation); do nothing for command lines Hydra must interpret itself. Returns the
+    values each of ``model``, ``whatif`` and ``models_dir`` will take (all of a sweep's),
+    so the caller can read those files before Hydra creates any directory."""
     args, unknown = get_args_parser().parse_known_args(list(argv))
     if unknown or args.help or args.hydra_help or args.shell_completion or args.config_name or args.config_path \
-            or args.config_dir or args.experimental_rerun:
-        return
+            or args.config_dir or args.experimental_rerun or args.cfg or args.info:
+        return {}
     parser = OverridesParser.create()
     parsed: list[Override] = []
     for text in args.overrides:
@@ -43,12 +45,14 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> None:
             raise ConfigError(f"cannot read the override {text!r} ({detail}); write key=value, +key=value to add "
                               "a key, or key=a,b,c with -m for a sweep") from None
     ours = [o for o in parsed if not _is_hydra(o)]
-    if not ours:
-        return
     base = _compose(config_dir)
     groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
+    chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
+        if override.key_or_group in chosen and override.type != OverrideType.DEL:
+            chosen[override.key_or_group] = [v for v in _values(override) if v not in ("null", "")]
+    return chosen
 
 
 def _is_hydra(override: Override) -> bool:
