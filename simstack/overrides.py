@@ -45,8 +45,12 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
             raise ConfigError(f"cannot read the override {text!r} ({detail}); write key=value, +key=value to add "
                               "a key, or key=a,b,c with -m for a sweep") from None
     ours = [o for o in parsed if not _is_hydra(o)]
-    base = _compose(config_dir)
+    hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
+    base, options = _compose(config_dir, hydra_groups)
     groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
+    for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
+        if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
+            _check_option(override, options[override.key_or_group])
     chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
@@ -60,11 +64,23 @@ def _is_hydra(override: Override) -> bool:
     return key == "hydra" or key.startswith(("hydra.", "hydra/")) or (override.package or "").startswith("hydra")
 
 
-def _compose(config_dir: Path) -> DictConfig:
+def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig, dict[str, list[str]]]:
+    """The default config, and the options of each named Hydra group (``hydra/launcher``)."""
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        return compose(config_name="config")
+        loader = GlobalHydra.instance().config_loader()
+        options = {group: loader.get_group_options(group) for group in hydra_groups}
+        return compose(config_name="config"), {g: o for g, o in options.items() if o}
+
+
+def _check_option(override: Override, options: list[str]) -> None:
+    key, line = override.key_or_group, override.input_line or ""
+    for value in _values(override):
+        if value not in options:
+            raise ConfigError(f"unknown {key} option {value!r}{suggest(value, options)} in {line!r}; "
+                              f"{key} options: {', '.join(options)}")
 
 
 def _values(override: Override) -> list[str]:
@@ -79,10 +95,7 @@ def _check_one(override: Override, base: DictConfig, groups: dict[str, list[str]
         raise ConfigError(f"{key}: interpolation '${{...}}' is not allowed in simstack settings (got {line!r}); "
                           "write the value itself")
     if key in groups and override.type in (OverrideType.CHANGE, OverrideType.ADD):
-        for value in _values(override):
-            if value not in groups[key]:
-                raise ConfigError(f"unknown {key} option {value!r}{suggest(value, groups[key])} in {line!r}; "
-                                  f"{key} options: {', '.join(groups[key])}")
+        _check_option(override, groups[key])
         return
     current = OmegaConf.select(base, key, default=_ABSENT)
     if override.type == OverrideType.ADD and current is not _ABSENT:

@@ -98,6 +98,8 @@ def test_an_override_that_names_nothing_is_refused() -> None:
                           r"'\[pipeline'\); write key=value, \+key=value to add a key"),
     (["+model=pipeline"], r"^model is already a setting; write model=pipeline without the '\+'$"),
     (["~nothing"], r"^unknown setting 'nothing'"),
+    (["-m", "hydra/launcher=jobli"], r"^unknown hydra/launcher option 'jobli' \(did you mean 'joblib'\?\) in "
+                                     r"'hydra/launcher=jobli'; hydra/launcher options: .*\bbasic\b.*\bjoblib\b"),
     (["+parameters.x=${oc.env:HOME}"], r"^parameters.x: interpolation '\$\{...\}' is not allowed"),
 ])
 def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], message: str) -> None:
