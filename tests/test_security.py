@@ -164,3 +164,16 @@ def test_the_shipped_files_are_plain_data() -> None:
         read_yaml(path)
     for path in sorted(MODELS_DIR.glob("*/baselines.csv")):
         check_csv_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_a_run_stores_no_environment_value(tmp_path: Path, secret: str) -> None:
+    """run.json keeps simstack's own settings, not OmegaConf's resolved container."""
+    out = tmp_path / "out"
+    done = _simstack("model=pipeline", "whatif=pipeline/settings_cache", "sim.horizon=2", "sim.warmup=0",
+                     "sim.replications=1", "sim.progress=false", f"hydra.run.dir={out}", cwd=tmp_path, secret=secret)
+    assert done.returncode == 0, done.stderr
+    assert (out / "run.json").is_file() and (out / "requests.parquet").is_file()
+    assert secret not in done.stdout and secret not in done.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
