@@ -187,9 +187,11 @@ def main() -> None:
     checked before Hydra runs, so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
+    # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
-        if "task=run" in sys.argv[1:2] or not any(a.startswith("task=") for a in sys.argv[1:]):
+        tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
+        if not tasks or tasks[-1] == "task=run":
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
