@@ -33,7 +33,7 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
     so the caller can read those files before Hydra creates any directory."""
     args, unknown = get_args_parser().parse_known_args(list(argv))
     if unknown or args.help or args.hydra_help or args.shell_completion or args.config_name or args.config_path \
-            or args.config_dir or args.experimental_rerun or args.cfg or args.info:
+            or args.config_dir or args.experimental_rerun:
         return {}
     parser = OverridesParser.create()
     parsed: list[Override] = []
