@@ -149,7 +149,8 @@ def _run(cfg: DictConfig) -> None:
     result = simulate(spec, **kwargs)
     print_summary(result)
     settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
-                "scenario": scenario, "whatif": None if whatif is None else str(whatif.file),
+                "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
+                "whatif_file": None if whatif is None else str(whatif.file),
                 "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
                 "sim": kwargs, "output": plain(cfg.output, "output")}
     out_dir = Path(HydraConfig.get().runtime.output_dir)

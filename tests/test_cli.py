@@ -111,6 +111,7 @@ def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], messa
     ["model=pipeline", "+parameters.consoles=2,4", "-m", "sim.horizon=5"],
     ["hydra/launcher=joblib", "hydra.run.dir=x/${now:%H}", "sim=quick", "whatif=pipeline/settings_cache"],
     ["--help"], ["--cfg", "job", "task=check"], ["++anything=1", "~scenario"],
+    ["-m", "model=pipeline", "whatif=null,pipeline/settings_cache"],
 ])
 def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
     check_overrides(argv, Path(CONFIG_DIR))
@@ -151,7 +152,8 @@ def test_steps_are_recorded_only_when_asked(tmp_path: Path) -> None:
     steps = pd.read_parquet(out / "steps.parquet")
     assert {"request", "step", "start", "end"} <= set(steps.columns) and len(steps) > 0
     meta = json.loads((out / "run.json").read_text())
-    assert meta["config"]["whatif"].endswith("settings_cache.yaml") and "cache" in meta["flags"]
+    assert meta["config"]["whatif"] == "pipeline/settings_cache" and "cache" in meta["flags"]
+    assert meta["config"]["whatif_file"].endswith("settings_cache.yaml")
 
 
 def test_an_unknown_parameter_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
