@@ -93,7 +93,7 @@ def git_commit() -> str | None:
 
 def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tables: bool) -> None:
     """All files of one run, written only after the run succeeded: small CSV tables
-    (``summary.csv`` is what a sweep gathers), per-request records as Parquet (a tenth of
+    (``summary.csv`` is what a sweep gathers), per-request records as Parquet (a third of
     the CSV size, typed), per-step records only when they were recorded."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result.summary().to_csv(out_dir / "summary.csv", index=False)
