@@ -42,12 +42,15 @@ MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are f
 
 
 def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
-    """A path to a YAML file, or a model name looked up along the search path of ``simstack.paths``."""
+    """A path to a YAML file or to a model folder, or a model name looked up along the search
+    path of ``simstack.paths``."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ModelError(f"model file {str(path)!r} not found")
         return path
+    if len(path.parts) > 1 and (path / "model.yaml").is_file():
+        return path / "model.yaml"
     return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
 
 

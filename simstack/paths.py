@@ -79,7 +79,7 @@ def model_dir_of(model: str | Path, models_dir: str | Iterable[str] | None = Non
     path = Path(model)
     if path.suffix in (".yaml", ".yml"):
         return path.parent
-    if path.is_dir() and (path / "model.yaml").is_file() and ("/" in str(model) or str(model).startswith(".")):
+    if len(path.parts) > 1 and (path / "model.yaml").is_file():
         return path
     return find_model_dir(str(model), models_dir)
 

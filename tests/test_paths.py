@@ -47,6 +47,14 @@ def test_an_unknown_model_lists_the_known_ones_and_how_to_add_folders(monkeypatc
         paths.find_model_dir("../pipeline")
 
 
+def test_a_model_folder_is_found_by_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _model(tmp_path / "elsewhere", "mine")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model_path("elsewhere/mine") == Path("elsewhere/mine/model.yaml")
+    assert paths.model_dir_of("elsewhere/mine/model.yaml") == Path("elsewhere/mine")
+    assert paths.model_dir_of(folder) == folder
+
+
 def test_the_checkout_uses_its_own_configs() -> None:
     assert (paths.config_dir() / "config.yaml").is_file()
     assert paths.home_models_dir() == MODELS_DIR
