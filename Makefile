@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench predictions clean
+.PHONY: run test lint bench predictions wheel clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,5 +33,9 @@ predictions: $(STAMP)
 	$(BIN)/python models/tango/predict.py
 	$(BIN)/python experiments/slac_bsa_capacity.py predict
 
+# A wheel with the configs and bundled models, for machines without this repository.
+wheel: $(STAMP)
+	$(BIN)/python -m build --wheel --no-isolation
+
 clean:
-	rm -rf $(VENV) outputs multirun
+	rm -rf $(VENV) outputs multirun dist

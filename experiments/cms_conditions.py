@@ -8,7 +8,7 @@ Writes reports/cms_conditions.html, one self-contained Plotly page (the JavaScri
 2. speedup T(1)/T(n) per phase and in total, with the measured 8-thread gains;
 3. the payload size distribution (data/payload_sizes.csv): sizes by rank, and the share of
    the bytes held by the largest payloads;
-4. the what-ifs of configs/whatif/cms_conditions/ (total and phases versus threads);
+4. the what-ifs of models/cms_conditions/whatif/ (total and phases versus threads);
 5. the calibrated parameters and the predictions table.
 
 Every number comes from the simulator with the calibrated parameters (calibrated.yaml); the
@@ -32,7 +32,7 @@ from plotly.subplots import make_subplots
 from tqdm.auto import tqdm
 
 from simstack.loader import MODELS_DIR
-from simstack.metrics import CONFIG_WHATIFS, Evaluator, calibrated_parameters
+from simstack.metrics import Evaluator, calibrated_parameters
 from simstack.study import RunSelection, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,8 +98,8 @@ def whatif_table(progress: bool = True) -> pd.DataFrame:
 def whatif_doc(name: str) -> str:
     if name == "baseline":
         return "as measured: 24 cores, calibrated DB, IOVs on the main thread"
-    lines = (CONFIG_WHATIFS / "cms_conditions" / f"{name}.yaml").read_text().splitlines()
-    text = " ".join(line.lstrip("# ").strip() for line in lines[1:] if line.startswith("#"))
+    lines = (MODEL / "whatif" / f"{name}.yaml").read_text().splitlines()
+    text = " ".join(line.lstrip("# ").strip() for line in lines if line.startswith("#"))
     return text
 
 

@@ -7,7 +7,7 @@
 Reads the model's predictions (models/tango/predictions.csv, written by
 models/tango/predict.py), the measured standard tests (models/tango/data/standard_tests.csv)
 and the evaluation (models/tango/data/targets.json, crosscheck.csv); simulates the
-serialisation-model what-ifs (configs/whatif/tango/*) with a progress bar.  Writes one
+serialisation-model what-ifs (models/tango/whatif/*) with a progress bar.  Writes one
 self-contained HTML page (plotly.js inline, no network needed): each figure shows the model as
 lines and the measured counts as markers; held-out configurations (c5n.9xlarge servers, C++/Java
 servers on c5n.18xlarge) have no markers (model alone).

@@ -25,8 +25,9 @@ from tqdm.auto import tqdm
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study
 from simstack.errors import ModelError
-from simstack.loader import MODELS_DIR, load_model
+from simstack.loader import load_model
 from simstack.metrics import Evaluator, write_yaml
+from simstack.paths import model_dir_of
 from simstack.study import Study, load_study
 from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
@@ -145,7 +146,7 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
 
 
 def run_calibration(cfg: Any) -> None:
-    model_dir = MODELS_DIR / str(cfg.model)
+    model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
     study = load_study(model_dir)
     result = calibrate(study, progress=bool(cfg.sim.get("progress", True)))
     write_yaml(model_dir / "calibrated.yaml", result)

@@ -25,8 +25,9 @@ from scipy import stats
 
 from simstack.baselines import read_baselines, row_value, select_row
 from simstack.errors import DataError, SimstackError
-from simstack.loader import MODELS_DIR
 from simstack.metrics import Evaluator
+from simstack.paths import known_models, model_dir_of
+from simstack.plaindata import check_csv_text
 from simstack.study import RunSelection, Study, load_study
 
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
@@ -59,13 +60,17 @@ def check_study(study: Study, evaluator: Evaluator | None = None) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def models_with_checks() -> list[str]:
-    return sorted(p.parent.name for p in MODELS_DIR.glob("*/checks.yaml"))
+def models_with_checks(models_dir: Any = None) -> list[str]:
+    return [name for name in known_models(models_dir) if (model_dir_of(name, models_dir) / "checks.yaml").is_file()]
 
 
 def read_measured(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"measurement file {str(path)!r} not found")
+    try:
+        check_csv_text(path.read_text(encoding="utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
                         keep_default_na=False)
     missing = [c for c in MEASURED_COLUMNS if c not in table.columns]
@@ -137,12 +142,13 @@ def run_check(cfg: Any) -> int:
     from hydra.core.hydra_config import HydraConfig
 
     chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)
-    names = [cfg.model] if chosen else models_with_checks()
+    models_dir = cfg.get("models_dir")
+    names = [cfg.model] if chosen else models_with_checks(models_dir)
     measured = cfg.get("measured")
     failed = False
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
         for name in names:
-            study = load_study(MODELS_DIR / name if (MODELS_DIR / name).is_dir() else Path(name).parent)
+            study = load_study(model_dir_of(name, models_dir))
             if measured:
                 reference = read_measured(Path(cfg.reference)) if cfg.get("reference") else None
                 table = compare_measurements(study, read_measured(Path(measured)), reference, measured)

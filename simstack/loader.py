@@ -18,6 +18,8 @@ from simstack.components import REGISTRY, lookup
 from simstack.distributions import data_dir, parse_distribution
 from simstack.errors import ModelError
 from simstack.graph import build_graph
+from simstack.paths import find_model_dir, home_models_dir
+from simstack.plaindata import refuse_config_nodes, refuse_directives
 from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.spec import (
     ClosedWorkload,
@@ -36,27 +38,26 @@ from simstack.units import non_negative, parse_count, parse_number, parse_rate, 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are found by simstack.paths
 
 
-def resolve_model_path(name_or_path: str | Path) -> Path:
-    """A path to a YAML file, or the name of a folder under ``models/``."""
+def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
+    """A path to a YAML file or to a model folder, or a model name looked up along the search
+    path of ``simstack.paths``."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ModelError(f"model file {str(path)!r} not found")
         return path
-    candidate = MODELS_DIR / str(name_or_path) / "model.yaml"
-    if candidate.is_file():
-        return candidate
-    known = sorted(p.parent.name for p in MODELS_DIR.glob("*/model.yaml"))
-    raise ModelError(f"unknown model {str(name_or_path)!r}; known models: {', '.join(known)} "
-                     "(or give a path to a .yaml file)")
+    if len(path.parts) > 1 and (path / "model.yaml").is_file():
+        return path / "model.yaml"
+    return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
 
 
 def read_yaml(path: Path) -> Any:
     """Plain data from a YAML file: ``yaml.safe_load`` only, so no tag can build an object
-    or run code; a key written twice in one mapping is an error, not a silent overwrite."""
+    or run code; a key written twice in one mapping is an error, not a silent overwrite;
+    Hydra's ``_target_``, ``hydra:``, ``# @package`` and ``${...}`` are refused (``plaindata``)."""
     try:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -69,6 +70,8 @@ def read_yaml(path: Path) -> Any:
         root = yaml.compose(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         _check_size(root)
         _check_duplicate_keys(root, "")
+        refuse_directives(source)  # Hydra's directives, keys and interpolations: data only
+        refuse_config_nodes(root)
     except yaml.YAMLError as exc:
         raise ModelError(_yaml_problem(exc), file=str(path)) from None
     except RecursionError:

@@ -56,11 +56,12 @@ from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
 from simstack.errors import ModelError
+from simstack.paths import home_models_dir
 from simstack.schema import Field, integer
 from simstack.spec import ComponentSpec
 from simstack.units import parse_count, parse_number
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = home_models_dir()
 
 
 # -- the hierarchy as a graph -----------------------------------------------------------
