@@ -3,25 +3,19 @@ line of its own whether or not a progress bar ran before it."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
-import struct
-import subprocess
-import sys
-import termios
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from terminal import run_in_terminal, run_logged
 
 from simstack import simulate
 from simstack.console import format_table, number, print_summary, resource_table
 from simstack.loader import build_spec
 
-SIMSTACK = Path(sys.executable).with_name("simstack")
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 
 MODEL = {
@@ -79,28 +73,11 @@ def test_printed_summary_has_units_in_headers_and_no_scientific_notation(capsys:
 def _cli(tmp_path: Path, tty: bool) -> str:
     model = tmp_path / "tiny.yaml"
     model.write_text(yaml.safe_dump(MODEL))
-    cmd = [str(SIMSTACK), f"model={model}", "sim.horizon=2", "sim.replications=3", "sim.progress=true",
-           f"hydra.run.dir={tmp_path / 'out'}"]
-    if not tty:
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout
-        return done.stdout
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    assert proc.wait(timeout=120) == 0, b"".join(chunks)
-    return b"".join(chunks).decode()
+    args = [f"model={model}", "sim.horizon=2", "sim.replications=3", "sim.progress=true",
+            f"hydra.run.dir={tmp_path / 'out'}"]
+    code, out = run_in_terminal(args) if tty else run_logged(args)
+    assert code == 0, out
+    return out
 
 
 def test_in_a_log_there_is_no_bar_and_the_header_is_the_first_line(tmp_path: Path) -> None:
