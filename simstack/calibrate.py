@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from scipy import optimize
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study

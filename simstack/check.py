@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from simstack.baselines import read_baselines, row_value, select_row
 from simstack.console import format_table, number, with_units

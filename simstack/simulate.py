@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from simstack.components.meter import Meter
 from simstack.errors import ConfigError
@@ -74,6 +74,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     ``horizon`` (seconds) ends each replication; without it every workload must stop by
     itself. ``warmup`` drops requests started before that time and restarts resource
     accounting then; ``"mser5"`` picks the truncation per replication with MSER-5.
+    ``progress`` shows a bar over the replications when stderr is a terminal.
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)

@@ -76,7 +76,8 @@ def test_readme_command_runs(command: str, tmp_path: Path) -> None:
     assert done.returncode == 0, (f"`{command}` (run as {shlex.join(argv[1:])}) exited {done.returncode}:\n"
                                   f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     if "-m" in args or "--multirun" in args:
-        assert list((tmp_path / "sweep").glob("sweep_summary.*")), sorted(p.name for p in (tmp_path / "sweep").iterdir())
+        sweep_dir = tmp_path / "sweep"
+        assert list(sweep_dir.glob("sweep_summary.*")), sorted(p.name for p in sweep_dir.iterdir())
     else:
         assert "mean_ms" in done.stdout
 
