@@ -3,13 +3,16 @@
 Every ``simstack ...`` (or ``.venv/bin/simstack ...``) line of a fenced ``sh`` block is run
 with short settings put in place of its own (one replication, a few simulated seconds; a
 sweep keeps its first two values per swept key), into a temporary directory, and must exit
-0. Every fenced ``python`` block that imports simstack is executed with its ``replications``,
-``horizon`` and ``warmup`` arguments shortened the same way. The commands are read from the
-README each time, so the test follows the README as it changes.
+0. Commands that need a running cluster (an ``...address=`` override) and verbs that are
+not a simulation run are skipped, saying why. Every fenced ``python`` block that imports
+simstack is executed with its ``replications``, ``horizon`` and ``warmup`` arguments
+shortened the same way. The commands are read from the README each time, so the test
+follows the README as it changes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -25,6 +28,7 @@ SHORT = {"sim.horizon": "5", "sim.warmup": "1", "sim.replications": "1", "sim.pr
 # calibrate and predict rewrite files under models/, gather reads a sweep directory named
 # by date. Each has tests of its own.
 NOT_SHORTENED = {"check", "calibrate", "predict", "gather"}
+ENV_SETTING = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 
 
@@ -33,18 +37,29 @@ def _blocks(language: str) -> list[str]:
 
 
 def readme_commands() -> list[str]:
+    """Each simstack command line, with any leading ``NAME=value`` environment settings."""
     commands = []
     for body in _blocks("sh"):
         for line in body.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
-            if words and (words[0] == "simstack" or words[0].endswith("/simstack")):
+            program = next((w for w in words if not ENV_SETTING.match(w)), "")
+            if program == "simstack" or program.endswith("/simstack"):
                 commands.append(shlex.join(words))
     return commands
 
 
-def shortened(command: str, workdir: Path) -> list[str]:
+def split_command(command: str) -> tuple[dict[str, str], list[str]]:
+    """Environment settings and the arguments after the program."""
+    words = shlex.split(command)
+    env = {}
+    while words and ENV_SETTING.match(words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    return env, words[1:]
+
+
+def shortened(args: list[str], workdir: Path) -> list[str]:
     """The command's arguments with short run settings and output into ``workdir``."""
-    args = shlex.split(command)[1:]
     sweep = "-m" in args or "--multirun" in args
     kept = [a for a in args if a.split("=", 1)[0].lstrip("+~") not in SHORT]
     if sweep:
@@ -68,17 +83,20 @@ def test_the_readme_has_a_tour() -> None:
 
 @pytest.mark.parametrize("command", readme_commands())
 def test_readme_command_runs(command: str, tmp_path: Path) -> None:
-    args = shlex.split(command)[1:]
+    env, args = split_command(command)
     if args and args[0] in NOT_SHORTENED:
         pytest.skip(f"`simstack {args[0]}` is not a simulation run; it has tests of its own")
-    argv = [str(SIMSTACK), *shortened(command, tmp_path)]
-    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    if any(".address=" in a for a in args):
+        pytest.skip("needs a running cluster at the address given")
+    argv = [str(SIMSTACK), *shortened(args, tmp_path)]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
     assert done.returncode == 0, (f"`{command}` (run as {shlex.join(argv[1:])}) exited {done.returncode}:\n"
                                   f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     if "-m" in args or "--multirun" in args:
         sweep_dir = tmp_path / "sweep"
         assert list(sweep_dir.glob("sweep_summary.*")), sorted(p.name for p in sweep_dir.iterdir())
-    else:
+    elif not any(a.startswith("-") for a in args):  # a plain run, not --help or --cfg
         assert "mean_ms" in done.stdout
 
 
