@@ -5,8 +5,10 @@ pandas, a column switches to scientific notation as soon as it spans a few decad
 (``6.632e-02`` beside ``0.295``). Here every number is written the same way: four
 significant digits in plain notation, whole numbers without decimals, durations in
 milliseconds and shares in percent, with the unit in the column header (``mean_ms``,
-``utilisation_%``). Only magnitudes no table should hold (below 1e-6 or from 1e9 on) fall
-back to scientific notation, so they stand out.
+``utilisation_%``). A column gets one number of decimals, chosen from its largest value,
+so decimal points line up; a column that mixes quantities (a check table's ``predicted``)
+gets four significant digits per value, and only there do magnitudes no table should hold
+(below 1e-6, or 1e9 and up with a fraction) fall back to scientific notation.
 """
 
 from __future__ import annotations
