@@ -35,6 +35,9 @@ from simstack.study import RunSelection, Study, load_study
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
 ALPHA = 0.01
 MIN_SLOWDOWN = 0.05
+# Columns whose rows hold different quantities (seconds, ratios, counts): printed with
+# significant digits per value rather than one number of decimals per column.
+MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
 
 
 def check_study(study: Study, evaluator: Evaluator | None = None, progress: str | None = None) -> pd.DataFrame:
@@ -173,7 +176,7 @@ def run_check(cfg: Any) -> int:
             shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
         failed |= bad > 0
         print(f"{label}: {verdict}, {time.perf_counter() - started:.1f} s", flush=True)
-        print(format_table(shown, aligned=False))
+        print(format_table(shown, mixed=MIXED_COLUMNS))
         print(flush=True)
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0

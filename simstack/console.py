@@ -45,7 +45,23 @@ def number(value: Any) -> str:
         return str(int(x))
     if abs(x) < 1e-6 or abs(x) >= 1e9:
         return f"{x:.{SIGNIFICANT - 1}e}"
-    return f"{x:.{max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(x))))}f}"
+    return _fixed(x, _decimals(abs(x)))
+
+
+def _fixed(x: float, decimals: int) -> str:
+    """Plain notation; a value that rounds to zero is written without a minus sign."""
+    text = f"{x:.{decimals}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def _decimals(largest: float) -> int:
+    """Decimals giving ``largest`` (> 0) four significant digits, counted after rounding
+    (9.99996 is written 10.00, not 10.000)."""
+    decimals = max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest)))
+    rounded = round(largest, decimals)
+    if decimals and math.floor(math.log10(rounded)) > math.floor(math.log10(largest)):
+        decimals -= 1
+    return decimals
 
 
 def column_decimals(values: pd.Series | np.ndarray) -> int | None:
@@ -56,20 +72,21 @@ def column_decimals(values: pd.Series | np.ndarray) -> int | None:
     if x.size == 0 or (np.all(x == np.round(x)) and np.all(np.abs(x) < 1e15)):
         return None
     largest = float(np.abs(x).max())
-    return int(min(6, max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest)))))
+    return min(6, _decimals(largest)) if largest > 0 else 0
 
 
-def format_table(table: pd.DataFrame, aligned: bool = True) -> str:
-    """A table as text. Numeric columns get one number of decimals each (``aligned``) or
-    four significant digits per value (for columns that mix quantities, as a check table
-    does); strings as they are; columns right-aligned under their headers."""
+def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
+    """A table as text. Each numeric column gets one number of decimals; the ``mixed``
+    columns, which hold different quantities row by row (a check table's ``predicted``),
+    four significant digits per value. Strings as they are; columns right-aligned."""
     columns = []
     for col in table.columns:
         series = table[col]
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-        decimals = column_decimals(series) if numeric and aligned else None
-        if numeric and aligned and decimals is not None:
-            cells = [MISSING if not math.isfinite(v) else f"{v:.{decimals}f}" for v in series.astype(float)]
+        aligned = numeric and col not in mixed
+        decimals = column_decimals(series) if aligned else None
+        if aligned and decimals is not None:
+            cells = [MISSING if not math.isfinite(v) else _fixed(v, decimals) for v in series.astype(float)]
         else:
             cells = [number(v) for v in series]
         width = max([len(str(col)), *map(len, cells)])

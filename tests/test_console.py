@@ -31,7 +31,8 @@ MODEL = {
 
 
 @pytest.mark.parametrize(("value", "text"), [
-    (0.06632, "0.06632"), (0.295, "0.2950"), (8.5127, "8.513"), (1234.5, "1234"), (12.0, "12"),
+    (0.06632, "0.06632"), (0.295, "0.2950"), (9.99996, "10.00"), (-1e-4, "-0.0001000"),
+    (8.5127, "8.513"), (1234.5, "1234"), (12.0, "12"),
     (np.int64(30429), "30429"), (float("nan"), "-"), (3.98e-6, "0.000003980"), (2.5e-8, "2.500e-08"),
     (4.2e10 + 0.5, "4.200e+10"), (4.2e10, "42000000000"), ("fifo", "fifo"), (True, "True"),
 ])
@@ -48,6 +49,14 @@ def test_a_column_spanning_decades_keeps_plain_aligned_decimals() -> None:
     assert [line.split()[1] for line in lines[1:]] == ["0.0663", "0.0001", "0.1310"]
     assert [line.split()[2] for line in lines[1:]] == ["0", "2", "0"]
     assert len({len(line) for line in lines}) == 1  # right-aligned columns
+
+
+def test_a_check_table_gives_mixed_columns_significant_digits_and_aligns_the_rest() -> None:
+    table = pd.DataFrame({"check": ["a", "b", "c"], "predicted": [9.99999999996, 3.98e-6, 52842.5],
+                          "rel_error_%": [-3.997e-12, 0.2238, -14.17]})
+    lines = format_table(table, mixed=("predicted",)).splitlines()
+    assert [line.split()[1] for line in lines[1:]] == ["10.00", "0.000003980", "52842"]
+    assert [line.split()[2] for line in lines[1:]] == ["0.00", "0.22", "-14.17"]  # no "-0.00", no 1e-12
 
 
 def test_missing_values_and_empty_tables() -> None:
