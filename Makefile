@@ -37,5 +37,17 @@ predictions: $(STAMP)
 wheel: $(STAMP)
 	$(BIN)/python -m build --wheel --no-isolation
 
+# JupyterLab and Jupytext into .venv (once), then the notebook scripts open as notebooks:
+# the default viewer for .py files is set in .venv's JupyterLab settings, not in your home.
+.PHONY: notebook
+NOTEBOOK ?= notebooks/capacity_planning.py
+notebook: $(VENV)/.notebook
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(NOTEBOOK)
+
+$(VENV)/.notebook: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,notebook]'
+	$(BIN)/jupytext-config --settings-file $(VENV)/share/jupyter/lab/settings/overrides.json set-default-viewer python
+	touch $@
+
 clean:
 	rm -rf $(VENV) outputs multirun dist

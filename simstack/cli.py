@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -113,26 +112,9 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
 
 
 def print_summary(result: RunResult) -> None:
-    table = result.summary()
-    shown = table.copy()
-    for col in ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"):
-        shown[col] = shown[col] * 1e3
-    shown = shown.rename(columns={c: f"{c}_ms" for c in ("min", "mean", "median", "p95", "p99", "max",
-                                                          "ci_low", "ci_high")})
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
-        print(f"model {result.model.name}: {result.replications} replication(s), seed {result.seed}, "
-              f"wall {result.wall_time:.2f} s")
-        print(shown.to_string(index=False))
-        print()
-        if not result.steps.empty:
-            stages = result.stage_summary()
-            stages = stages.assign(**{f"{c}_ms": stages[c] * 1e3 for c in ("min", "mean", "median", "max")})
-            print("where the time goes (per step, recorded requests):")
-            print(stages[["request", "step", "component", "count", "min_ms", "mean_ms", "median_ms", "max_ms"]]
-                  .to_string(index=False))
-            print()
-        util = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
-        print(util.to_string(index=False))
+    from simstack.console import print_summary as print_tables
+
+    print_tables(result)
 
 
 def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Granted, Kind, register
-from simstack.components.meter import Meter
+from simstack.components.meter import KeyedMeter, Meter
 from simstack.schema import Field, boolean, name_ref, one_of
 from simstack.spec import ComponentSpec
 
@@ -128,8 +128,10 @@ class LockKind(Kind):
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> LockRuntime:
-        capacity = math.inf if spec.settings["per"] else 1
-        runtime = LockRuntime(ctx.env, Meter(spec.name, cls.kind, capacity), spec.settings["order"] == "priority")
+        # A per-key lock has no capacity (any number of keys may be held): its utilisation is
+        # the fraction of time any key is held, its mean_busy the mean number of keys held.
+        meter = KeyedMeter(spec.name, cls.kind, math.inf) if spec.settings["per"] else Meter(spec.name, cls.kind, 1)
+        runtime = LockRuntime(ctx.env, meter, spec.settings["order"] == "priority")
         runtime.meter.kind = "lock" if spec.settings["per"] else "lock (global)"
         return runtime
 
