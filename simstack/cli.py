@@ -24,6 +24,7 @@ from simstack.errors import SimstackError
 from simstack.loader import load_model, resolve_model_path
 from simstack.metrics import calibrated_parameters
 from simstack.simulate import RunResult, simulate
+from simstack.sweep import gather_main, sweep_job
 from simstack.units import parse_time
 
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
@@ -118,6 +119,7 @@ def _run(cfg: DictConfig) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+@sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
     try:
         if cfg.task == "run":
@@ -140,6 +142,8 @@ def app(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console entry point: a leading task word becomes ``task=<word>``."""
+    if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
+        sys.exit(gather_main(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     app()

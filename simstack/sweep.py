@@ -1,69 +1,246 @@
-"""Gathering a sweep: one table and one report from all jobs of a ``simstack -m`` run.
+"""Fault-tolerant sweeps: every job of a ``simstack -m`` run ends in a ``status.json``,
+and the gathering reads them all, so one bad value costs one job, not the sweep.
 
-Hydra calls ``GatherSweep.on_multirun_end`` once every job has finished (with the basic
-or the joblib launcher). Each job left a ``summary.csv`` and a ``run.json`` in its
-numbered directory; this joins them, adds the job's overrides as columns, and writes
-``sweep_summary.csv`` and a self-contained Plotly ``sweep_report.html``.
+A sweep is like a batch of trims sent to many devices: one refusal is logged against its
+device and the rest go through. Inside a multirun, :func:`sweep_job` wraps the task: a
+failing job (a model error, a bad value, any exception) writes ``status.json`` with
+``status: failed`` and a one-line ``error`` instead of raising, so Hydra's sweeper and
+launchers (basic, joblib, Ray) carry on. Hydra then calls ``GatherSweep.on_multirun_end``,
+which joins every job's ``summary.csv`` and ``run.json`` into ``sweep_summary.csv`` (one row
+per job and request, with ``status`` and ``error``), writes ``sweep_report.html`` and exits
+non-zero when any job failed. ``simstack gather DIR`` does the same for a finished or
+interrupted multirun directory; jobs that never wrote a status are reported ``missing``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
+from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, open_dict
+
+from simstack.errors import SimstackError
+
+STATUS_FILE = "status.json"
+JOB_OUTPUT_FILE = "stdout.txt"
+MISSING_ERROR = "no status.json: the job did not finish (interrupted or never started)"
 
 
-def gather(sweep_dir: Path) -> pd.DataFrame:
-    frames = []
-    for summary in sorted(sweep_dir.glob("*/summary.csv")):
-        job = summary.parent
-        table = pd.read_csv(summary)
-        overrides_file = job / ".hydra" / "overrides.yaml"
-        overrides = _read_overrides(overrides_file) if overrides_file.exists() else {}
-        meta = json.loads((job / "run.json").read_text()) if (job / "run.json").exists() else {}
-        table.insert(0, "job", job.name)
-        for i, (key, value) in enumerate(overrides.items(), start=1):
-            table.insert(i, key, value)
-        table["wall_time_s"] = meta.get("wall_time_s")
-        frames.append(table)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
+    """Run ``task`` as is in a single run; in a multirun, record its outcome in the job's
+    ``status.json`` and never raise, so the other jobs of the sweep still run."""
+
+    @functools.wraps(task)
+    def wrapper(cfg: DictConfig) -> Any:
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode != RunMode.MULTIRUN:
+            return task(cfg)
+        out_dir = Path(hydra_cfg.runtime.output_dir)
+        overrides = list(hydra_cfg.overrides.task)
+        _quiet(cfg)
+        start = time.perf_counter()
+        error: str | None = None
+        trace: str | None = None
+        try:
+            with open(out_dir / JOB_OUTPUT_FILE, "w") as out, contextlib.redirect_stdout(out):
+                task(cfg)
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                error, trace = _exit_error(exc)
+        except Exception as exc:  # a sweep job must not take the others down: record, go on
+            error, trace = one_line(exc), traceback.format_exc()
+        status = {"job": out_dir.name, "status": "ok" if error is None else "failed", "error": error,
+                  "overrides": overrides, "wall_time_s": time.perf_counter() - start}
+        if trace is not None:
+            status["traceback"] = trace
+        (out_dir / STATUS_FILE).write_text(json.dumps(status, indent=2))
+        shown = " ".join(overrides)
+        print(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
+              f" [{status['wall_time_s']:.1f} s]", flush=True)
+        return None
+
+    return wrapper
 
 
-def _read_overrides(path: Path) -> dict[str, str]:
-    import yaml
+def _quiet(cfg: DictConfig) -> None:
+    """Parallel jobs share one terminal: their progress bars would garble each other, so a
+    job shows none and prints one line when it ends (its full printout goes to a file)."""
+    sim = cfg.get("sim")
+    if isinstance(sim, DictConfig) and "progress" in sim:
+        with open_dict(sim):
+            sim.progress = False
 
+
+def _exit_error(exc: SystemExit) -> tuple[str, str | None]:
+    """The error behind ``sys.exit(code)``: the app exits 2 from inside its ``except`` block,
+    so the exception it reported is the ``SystemExit``'s context."""
+    cause = exc.__context__
+    if cause is not None:
+        return one_line(cause), "".join(traceback.format_exception(cause))
+    return f"exited with code {exc.code}", None
+
+
+def one_line(exc: BaseException) -> str:
+    """A job's error on one line: simstack's own messages as they are, others with their type."""
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, SimstackError) else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+# --- gathering ---------------------------------------------------------------------------
+
+def expected_jobs(sweep_dir: Path) -> dict[str, list[str]]:
+    """Job directory name -> overrides, as the basic sweeper expands ``multirun.yaml``;
+    empty when that file is missing or the sweep was not a plain grid."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    path = sweep_dir / "multirun.yaml"
+    if not path.is_file():
+        return {}
+    hydra_cfg = (yaml.safe_load(path.read_text()) or {}).get("hydra") or {}
+    if (hydra_cfg.get("sweeper") or {}).get("_target_", "").rsplit(".", 1)[-1] != "BasicSweeper" \
+            or hydra_cfg.get("sweep", {}).get("subdir") != "${hydra.job.num}":
+        return {}
+    parsed = OverridesParser.create().parse_overrides([str(o) for o in hydra_cfg["overrides"]["task"]])
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return {str(i): list(job) for i, job in enumerate(batches[0])} if batches else {}
+
+
+def _job_dirs(sweep_dir: Path) -> dict[str, Path]:
+    dirs = {p.name: p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()}
+    return dict(sorted(dirs.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else 0,
+                                                     kv[0])))
+
+
+def _override_columns(overrides: list[str]) -> dict[str, str]:
     out = {}
-    for item in yaml.safe_load(path.read_text()) or []:
+    for item in overrides:
         key, _, value = str(item).partition("=")
-        out[key.lstrip("+")] = value
+        out[key.lstrip("+~")] = value
     return out
 
 
-def sweep_report(table: pd.DataFrame, title: str) -> str:
-    import plotly.express as px
+def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame:
+    status: dict[str, Any] = {}
+    if job is not None and (job / STATUS_FILE).is_file():
+        status = json.loads((job / STATUS_FILE).read_text())
+    elif job is not None and (job / ".hydra" / "overrides.yaml").is_file():
+        overrides = [str(o) for o in yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []]
+    overrides = [str(o) for o in status.get("overrides", overrides)]
+    state = status.get("status", "missing")
+    table = pd.DataFrame()
+    if state == "ok" and job is not None and (job / "summary.csv").is_file():
+        table = pd.read_csv(job / "summary.csv")
+    if table.empty:
+        table = pd.DataFrame([{}])
+    head = {"job": name, **_override_columns(overrides), "status": state,
+            "error": status.get("error") if state != "missing" else MISSING_ERROR}
+    for i, (key, value) in enumerate(head.items()):
+        table.insert(i, key, value)
+    table.attrs["override_keys"] = {str(o).partition("=")[0].lstrip("+~"): str(o).partition("=")[0]
+                                    for o in overrides}
+    meta = job / "run.json" if job is not None else None
+    wall = json.loads(meta.read_text()).get("wall_time_s") if meta is not None and meta.is_file() else None
+    table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
+    return table
 
-    swept = [c for c in table.columns if c not in ("job", "request", "count", "min", "mean", "median",
-                                                    "p95", "p99", "max", "failed", "ci_low", "ci_high",
-                                                    "wall_time_s")]
-    x = swept[0] if swept else "job"
-    fig = px.line(table.sort_values(x), x=x, y="mean", color="request", markers=True,
-                  error_y=table["ci_high"] - table["mean"], title=title,
-                  labels={"mean": "mean latency (s)"})
-    parts = [fig.to_html(full_html=False, include_plotlyjs=True)]
-    parts.append(table.to_html(index=False, float_format=lambda v: f"{v:.6g}"))
-    return f"<html><head><meta charset='utf-8'><title>{title}</title></head><body>{''.join(parts)}</body></html>"
+
+def gather(sweep_dir: Path) -> pd.DataFrame:
+    """One row per job and request (one row for a job without results), in job order."""
+    if not sweep_dir.is_dir():
+        raise SimstackError(f"{sweep_dir}: not a directory (expected a multirun directory, "
+                            "e.g. multirun/DATE/TIME)")
+    expected = expected_jobs(sweep_dir)
+    found = _job_dirs(sweep_dir)
+    names = list(found) + [n for n in expected if n not in found]
+    names.sort(key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
+    if not names:
+        raise SimstackError(f"{sweep_dir}: no sweep jobs found (expected numbered job directories "
+                            "with a .hydra folder, or a multirun.yaml)")
+    frames = [_job_rows(n, found.get(n), expected.get(n, [])) for n in names]
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs["override_keys"] = {k: v for f in frames for k, v in f.attrs.get("override_keys", {}).items()}
+    return table
+
+
+def outcome_line(table: pd.DataFrame) -> str:
+    """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``."""
+    jobs = table.drop_duplicates("job")
+    ok = int((jobs["status"] == "ok").sum())
+    line = f"{ok} of {len(jobs)} jobs ok"
+    bad = jobs[jobs["status"] != "ok"]
+    if bad.empty:
+        return line
+    swept = varying_overrides(table)
+    items = []
+    for _, row in bad.iterrows():
+        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
+        items.append(f"{label}: {row['error']}")
+    return f"{line}; {'failed' if (bad['status'] == 'failed').all() else 'failed or missing'}: " + "; ".join(items)
+
+
+def _raw_key(table: pd.DataFrame, column: str) -> str:
+    """The override as typed (``+parameters.consoles``) for a column (``parameters.consoles``)."""
+    return table.attrs.get("override_keys", {}).get(column, column)
+
+
+def override_columns(table: pd.DataFrame) -> list[str]:
+    """The override columns: those between ``job`` and ``status``."""
+    cols = list(table.columns)
+    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
+
+
+def varying_overrides(table: pd.DataFrame) -> list[str]:
+    jobs = table.drop_duplicates("job")
+    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
+
+
+def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:
+    """Write ``sweep_summary.csv`` and ``sweep_report.html``; return the table and the outcome line."""
+    from simstack.report.sweep import sweep_report
+
+    table = gather(sweep_dir)
+    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
+    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, f"sweep {sweep_dir}"))
+    return table, outcome_line(table)
+
+
+def _report(sweep_dir: Path) -> int:
+    table, line = write_gathered(sweep_dir)
+    print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
+          f"and {sweep_dir / 'sweep_report.html'}")
+    print(line, file=sys.stdout if line.endswith(" ok") else sys.stderr)
+    return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 
 class GatherSweep(Callback):
+    """Gathers the sweep once every job has finished; exits 1 if any job failed."""
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        table = gather(sweep_dir)
-        if table.empty:
-            return
-        table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-        (sweep_dir / "sweep_report.html").write_text(sweep_report(table, f"sweep {sweep_dir}"))
-        print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'}")
+        code = _report(Path(config.hydra.sweep.dir))
+        if code:
+            sys.exit(code)
+
+
+def gather_main(argv: list[str]) -> int:
+    """``simstack gather DIR``: rebuild the table and report of a multirun directory."""
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: simstack gather MULTIRUN_DIR   (e.g. multirun/2026-01-31/12-00-00)", file=sys.stderr)
+        return 2
+    try:
+        return _report(Path(argv[0]))
+    except SimstackError as exc:
+        print(f"simstack: error: {exc}", file=sys.stderr)
+        return 2
