@@ -29,12 +29,14 @@ table.data td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def _number(value: float) -> str:
-    """Numbers in one style: plain decimals with four significant figures, no exponent
-    unless the value is very large or very small."""
+    """Numbers in one style: four significant figures below 10,000, whole numbers with
+    thousands separators above, an exponent only for the very small or very large."""
     if value != value:  # NaN
         return ""
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
+    if value == 0 or 1e-3 <= abs(value) < 1e4:
+        return f"{value:.4g}"
+    if 1e4 <= abs(value) < 1e12:
+        return f"{value:,.0f}"
     return f"{value:.3e}"
 
 

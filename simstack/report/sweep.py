@@ -45,6 +45,14 @@ def swept(table: pd.DataFrame) -> tuple[str | None, list[str]]:
     return x, [c for c in varying if c != x]
 
 
+def _natural(value: object) -> tuple[int, float, str]:
+    """Sort key: numbers by value before text (so 2 < 10 < "fifo")."""
+    try:
+        return 0, float(str(value)), ""
+    except ValueError:
+        return 1, 0.0, str(value)
+
+
 def _series_label(row: pd.Series, columns: list[str]) -> str:
     return ", ".join(f"{c}={row[c]}" for c in columns)
 
@@ -67,7 +75,8 @@ def sweep_figure(table: pd.DataFrame) -> go.Figure:
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"request {r}" for r in requests] or None,
                         vertical_spacing=0.18 if rows > 1 else 0.1, horizontal_spacing=0.08)
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-    labels = list(dict.fromkeys(_series_label(r, series_cols) for _, r in ok.iterrows()))
+    keys = {_series_label(r, series_cols): tuple(_natural(r[c]) for c in series_cols) for _, r in ok.iterrows()}
+    labels = sorted(keys, key=keys.__getitem__)
     for i, request in enumerate(requests):
         panel = ok[ok["request"] == request]
         for j, label in enumerate(labels):
@@ -83,8 +92,8 @@ def sweep_figure(table: pd.DataFrame) -> go.Figure:
                 error_y={"type": "data", "symmetric": False,
                          "array": (rows_["ci_high"] * 1e3 - mean).tolist(),
                          "arrayminus": (mean - rows_["ci_low"] * 1e3).tolist()},
-                customdata=rows_["job"].tolist(),
-                hovertemplate=f"job %{{customdata}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>",
+                customdata=rows_[["job", "request"]].values.tolist(),
+                hovertemplate=f"job %{{customdata[0]}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>",
             ), row=i // cols + 1, col=i % cols + 1)
         fig.update_xaxes(title_text=x_title, row=i // cols + 1, col=i % cols + 1)
         fig.update_yaxes(title_text="mean latency (ms), 95% CI", rangemode="tozero",
