@@ -44,6 +44,8 @@ class RayLauncher(Launcher):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         init = _plain(self.ray_cfg["init"])
+        if init.get("address") is not None:
+            init.pop("include_dashboard", None)  # a setting for starting a Ray, not for joining one
         started = not ray.is_initialized()
         if started:
             log.info(f"Ray: starting with {init}" if init.get("address") is None else f"Ray: joining {init['address']}")
