@@ -166,6 +166,7 @@ def summary_html(targets: dict, xc: pd.DataFrame) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reuse", action="store_true", help="reuse models/tango/data/whatif_curves.csv")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write the report")
     args = ap.parse_args()
     pred = pd.read_csv(MODEL / "predictions.csv")
     rows = pd.read_csv(MODEL / "data" / "standard_tests.csv")
@@ -209,9 +210,9 @@ def main() -> int:
              "See models/tango/README.md.</p>")
     text = page("Tango Controls Benchmarking Suite (ICALEPCS 2019): the simstack model",
                 [intro, summary_html(targets, xc), *figs, parity, *extra, whatif])
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -184,3 +184,20 @@ def test_the_gsi_fair_speedup_panel_colours_match_its_legend() -> None:
     assert all(len(colours) == 1 for colours in by_config.values()), by_config  # both panels, one colour
     assert len({next(iter(c)) for c in by_config.values()}) == len(module.CONFIGS)  # configurations told apart
     assert html.escape("speedup over the baseline") in {a.text for a in fig.layout.annotations}
+
+
+def test_the_tango_report_renders_without_console_errors(tmp_path: Path) -> None:
+    """A real facility report, cheap to build: committed predictions and the stored what-if curves."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "tango.html"
+    script = root / "experiments" / "tango_figures.py"
+    done = subprocess.run([sys.executable, str(script), "--reuse", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = out.read_text()
+    assert text.count("* plotly.js v") == 1 and text.count("Plotly.newPlot(") >= 8
+    png = tmp_path / "tango.png"
+    assert _screenshot(out, png, height=2000) == []
+    assert png.stat().st_size > 100_000
