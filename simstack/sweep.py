@@ -113,7 +113,8 @@ def expected_jobs(sweep_dir: Path) -> dict[str, list[str]]:
     if (hydra_cfg.get("sweeper") or {}).get("_target_", "").rsplit(".", 1)[-1] != "BasicSweeper" \
             or hydra_cfg.get("sweep", {}).get("subdir") != "${hydra.job.num}":
         return {}
-    parsed = OverridesParser.create().parse_overrides([str(o) for o in hydra_cfg["overrides"]["task"]])
+    declared = [f"{k}={v}" for k, v in (hydra_cfg["sweeper"].get("params") or {}).items()]  # as BasicSweeper
+    parsed = OverridesParser.create().parse_overrides(declared + [str(o) for o in hydra_cfg["overrides"]["task"]])
     batches = BasicSweeper.split_arguments(parsed, None)
     return {str(i): list(job) for i, job in enumerate(batches[0])} if batches else {}
 
@@ -229,7 +230,11 @@ class GatherSweep(Callback):
     """Gathers the sweep once every job has finished; exits 1 if any job failed."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        code = _report(Path(config.hydra.sweep.dir))
+        try:
+            code = _report(Path(config.hydra.sweep.dir))
+        except SimstackError as exc:
+            print(f"simstack: error: {exc}", file=sys.stderr)
+            code = 2
         if code:
             sys.exit(code)
 

@@ -153,3 +153,22 @@ def test_one_line_keeps_simstack_messages_as_they_are() -> None:
     error = ModelError("must be >= 1, got -1", file="m.yaml", path="a.b")
     assert one_line(error) == "m.yaml: a.b: must be >= 1, got -1"
     assert one_line(KeyError("x")) == "KeyError: 'x'"
+
+
+def test_the_expected_jobs_follow_the_basic_sweepers_order(tmp_path: Path) -> None:
+    import yaml
+
+    from simstack.sweep import expected_jobs
+
+    hydra_cfg = {"sweep": {"dir": str(tmp_path), "subdir": "${hydra.job.num}"},
+                 "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+                             "params": {"sim.seed": "1,2"}},
+                 "overrides": {"task": ["model=pipeline", "+parameters.consoles=4,8"]}}
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra_cfg}))
+    jobs = expected_jobs(tmp_path)
+    assert list(jobs) == ["0", "1", "2", "3"]
+    assert sorted(tuple(j) for j in jobs.values()) == sorted(
+        ("sim.seed=" + s, "model=pipeline", "+parameters.consoles=" + c) for s in "12" for c in ("4", "8"))
+    hydra_cfg["sweeper"]["_target_"] = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra_cfg}))
+    assert expected_jobs(tmp_path) == {}  # another sweeper's jobs cannot be predicted: only found ones count
