@@ -9,6 +9,7 @@ the unsorted table. Failed and missing jobs are listed with their errors.
 
 from __future__ import annotations
 
+import html
 import math
 
 import pandas as pd
@@ -106,7 +107,9 @@ def sweep_figure(table: pd.DataFrame) -> go.Figure:
 
 
 def _table_for_page(table: pd.DataFrame) -> pd.DataFrame:
-    shown = table.drop(columns=[c for c in ("error",) if c in table.columns])
+    """The table as shown: overrides common to all jobs are said once above it, not per row."""
+    fixed = [c for c in override_columns(table) if c not in varying_overrides(table)]
+    shown = table.drop(columns=[c for c in ("error", *fixed) if c in table.columns])
     for col in SECONDS:
         if col in shown.columns:
             shown[col] = shown[col] * 1e3
@@ -127,6 +130,8 @@ def sweep_report(table: pd.DataFrame, title: str) -> str:
     bad = jobs[jobs["status"] != "ok"]
     if not bad.empty:
         parts += [heading(f"Failed or missing jobs ({len(bad)})"),
-                  Table(bad[["job", *override_columns(table), "status", "error"]])]
-    parts += [heading("All jobs"), Table(_table_for_page(table))]
+                  Table(bad[["job", *varying_overrides(table), "status", "error"]])]
+    fixed = [f"{c}={jobs[c].iloc[0]}" for c in override_columns(table) if c not in varying_overrides(table)]
+    parts += [heading("All jobs"), f"<p>Common to every job: {html.escape(', '.join(fixed) or 'nothing')}.</p>",
+              Table(_table_for_page(table))]
     return page(title, parts, intro=intro)
