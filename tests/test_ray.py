@@ -3,8 +3,11 @@ seeds, same numbers), on a Ray started for the sweep and on one that is already 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -39,15 +42,50 @@ def test_a_local_ray_gives_the_joblib_table(joblib_table: pd.DataFrame, tmp_path
     pd.testing.assert_frame_equal(table, joblib_table, check_exact=True)
 
 
-def test_an_existing_ray_cluster_is_used(joblib_table: pd.DataFrame, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A Ray already running (started here, as a cluster's head would be); its address."""
     info = ray.init(num_cpus=2, include_dashboard=False)
     try:
-        address = info.address_info["gcs_address"]
-        table, log = _sweep(tmp_path, "cluster", "hydra/launcher=ray", f"hydra.launcher.ray.init.address={address}")
+        yield info.address_info["gcs_address"]
     finally:
         ray.shutdown()
-    assert f"Ray: joining {address}" in log and "Started a local Ray instance" not in log
+
+
+def test_an_existing_ray_cluster_is_used(joblib_table: pd.DataFrame, cluster: str, tmp_path: Path) -> None:
+    table, log = _sweep(tmp_path, "cluster", "hydra/launcher=ray", f"hydra.launcher.ray.init.address={cluster}")
+    assert f"Ray: joining {cluster}" in log and "Started a local Ray instance" not in log
     pd.testing.assert_frame_equal(table, joblib_table, check_exact=True)
+
+
+def test_a_job_whose_worker_dies_is_recorded_and_the_others_finish(cluster: str, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import DictConfig
+
+    from simstack.cli import CONFIG_DIR
+    from simstack.sweep import sweep_job
+
+    @sweep_job
+    def task(cfg: DictConfig) -> None:
+        if cfg.crash == 1:
+            os._exit(3)  # the worker process dies, as on a lost node: no Python exception to catch
+
+    sweep = tmp_path / "crash"
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"), pytest.raises(SystemExit) as exit_:
+        hydra_ = GlobalHydra.instance().hydra
+        assert hydra_ is not None
+        hydra_.multirun(config_name="config", task_function=task, with_log_configuration=False, overrides=[
+            "hydra.mode=MULTIRUN", "model=pipeline", "hydra/launcher=ray", f"hydra.launcher.ray.init.address={cluster}",
+            "+hydra.launcher.ray.remote.max_retries=0", "+crash=0,1", f"hydra.sweep.dir={sweep}"])
+    assert exit_.value.code == 1
+    assert "1 of 2 jobs ok; failed: +crash=1: " in capsys.readouterr().err
+    status = json.loads((sweep / "1" / "status.json").read_text())
+    assert status["status"] == "failed" and "+crash=1" in status["overrides"]
+    assert "worker" in status["error"].lower()
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    assert table.set_index("job")["status"].to_dict() == {0: "ok", 1: "failed"}
 
 
 def test_a_jobs_small_files_come_back_when_the_worker_wrote_elsewhere(tmp_path: Path) -> None:

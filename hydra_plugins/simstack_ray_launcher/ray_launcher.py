@@ -6,6 +6,7 @@ is gathered there even without a shared filesystem."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, configure_log, filter_overrides, run_job, setup_globals
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -54,20 +55,39 @@ class RayLauncher(Launcher):
             else ray.remote(_execute_job)
         log.info(f"Ray launcher: {len(job_overrides)} jobs, sweep output dir: {sweep_dir}")
         state = Singleton.get_state()
-        refs = []
+        jobs = []
         for i, overrides in enumerate(job_overrides):
             idx = initial_job_idx + i
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
-            refs.append(remote.remote(idx, list(overrides), self.hydra_context, self.config,
-                                      self.task_function, state))
+            sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(sweep_config):
+                sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
+                sweep_config.hydra.job.num = idx
+            ref = remote.remote(sweep_config, self.hydra_context, self.task_function, state)
+            jobs.append((ref, list(overrides), sweep_dir / str(OmegaConf.select(sweep_config, "hydra.sweep.subdir"))))
         try:
-            results = ray.get(refs)
+            return [_result(ray, *job) for job in jobs]
         finally:
             if started:
                 ray.shutdown()
-        for ret, files in results:
-            _restore(_job_dir(ret), files)
-        return [ret for ret, _ in results]
+
+
+def _result(ray: Any, ref: Any, overrides: list[str], job_dir: Path) -> JobReturn:
+    """The job's result, its small files written back; a job whose Ray task died (a lost
+    node, a crashed worker) is recorded as failed, as the job itself records its errors."""
+    from simstack.sweep import STATUS_FILE  # here: Hydra imports every plugin at start-up, keep that light
+
+    try:
+        ret, files = ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        error = " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
+        job_dir.mkdir(parents=True, exist_ok=True)
+        (job_dir / STATUS_FILE).write_text(json.dumps({"job": job_dir.name, "status": "failed", "error": error,
+                                                       "overrides": overrides, "wall_time_s": None}, indent=2))
+        print(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", flush=True)
+        return JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
+    _restore(job_dir, files)
+    return ret
 
 
 def _plain(node: Any) -> dict[str, Any]:
@@ -76,15 +96,11 @@ def _plain(node: Any) -> dict[str, Any]:
     return {str(k): v for k, v in out.items()}
 
 
-def _execute_job(idx: int, overrides: list[str], hydra_context: HydraContext, config: DictConfig,
-                 task_function: TaskFunction, singleton_state: dict[Any, Any]) -> tuple[JobReturn, dict[str, bytes]]:
+def _execute_job(sweep_config: DictConfig, hydra_context: HydraContext, task_function: TaskFunction,
+                 singleton_state: dict[Any, Any]) -> tuple[JobReturn, dict[str, bytes]]:
     """One job inside a Ray worker: the same steps as joblib's ``execute_job``."""
     setup_globals()
     Singleton.set_state(singleton_state)
-    sweep_config = hydra_context.config_loader.load_sweep_config(config, overrides)
-    with open_dict(sweep_config):
-        sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
-        sweep_config.hydra.job.num = idx
     HydraConfig.instance().set_config(sweep_config)
     ret = run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
