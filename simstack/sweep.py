@@ -65,13 +65,20 @@ def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
                   "overrides": overrides, "wall_time_s": time.perf_counter() - start}
         if trace is not None:
             status["traceback"] = trace
-        (out_dir / STATUS_FILE).write_text(json.dumps(status, indent=2))
+        write_status(out_dir, status)
         shown = " ".join(overrides)
         print(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
               f" [{status['wall_time_s']:.1f} s]", flush=True)
         return None
 
     return wrapper
+
+
+def write_status(out_dir: Path, status: dict[str, Any]) -> None:
+    """Written whole or not at all (an interrupted job leaves no half file behind)."""
+    partial = out_dir / f".{STATUS_FILE}.partial"
+    partial.write_text(json.dumps(status, indent=2))
+    partial.replace(out_dir / STATUS_FILE)
 
 
 def _quiet(cfg: DictConfig) -> None:
@@ -119,25 +126,33 @@ def expected_jobs(sweep_dir: Path) -> dict[str, list[str]]:
     return {str(i): list(job) for i, job in enumerate(batches[0])} if batches else {}
 
 
+def _job_order(name: str) -> tuple[bool, int, str]:
+    """Numbered job directories in numeric order (2 before 10), anything else after them."""
+    return not name.isdigit(), int(name) if name.isdigit() else 0, name
+
+
 def _job_dirs(sweep_dir: Path) -> dict[str, Path]:
-    dirs = {p.name: p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()}
-    return dict(sorted(dirs.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else 0,
-                                                     kv[0])))
+    return {p.name: p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()}
 
 
-def _override_columns(overrides: list[str]) -> dict[str, str]:
-    out = {}
-    for item in overrides:
-        key, _, value = str(item).partition("=")
-        out[key.lstrip("+~")] = value
-    return out
+def _split(override: str) -> tuple[str, str, str]:
+    """``+parameters.consoles=4`` -> (as typed ``+parameters.consoles``, column ``parameters.consoles``, ``4``)."""
+    key, _, value = str(override).partition("=")
+    return key, key.lstrip("+~"), value
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A job's JSON file, or nothing when it is absent or was cut short by an interruption."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame:
-    status: dict[str, Any] = {}
-    if job is not None and (job / STATUS_FILE).is_file():
-        status = json.loads((job / STATUS_FILE).read_text())
-    elif job is not None and (job / ".hydra" / "overrides.yaml").is_file():
+    status = _read_json(job / STATUS_FILE) if job is not None else {}
+    if not status and job is not None and (job / ".hydra" / "overrides.yaml").is_file():
         overrides = [str(o) for o in yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []]
     overrides = [str(o) for o in status.get("overrides", overrides)]
     state = status.get("status", "missing")
@@ -146,14 +161,12 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
         table = pd.read_csv(job / "summary.csv")
     if table.empty:
         table = pd.DataFrame([{}])
-    head = {"job": name, **_override_columns(overrides), "status": state,
+    head = {"job": name, **{column: value for _, column, value in map(_split, overrides)}, "status": state,
             "error": status.get("error") if state != "missing" else MISSING_ERROR}
     for i, (key, value) in enumerate(head.items()):
         table.insert(i, key, value)
-    table.attrs["override_keys"] = {str(o).partition("=")[0].lstrip("+~"): str(o).partition("=")[0]
-                                    for o in overrides}
-    meta = job / "run.json" if job is not None else None
-    wall = json.loads(meta.read_text()).get("wall_time_s") if meta is not None and meta.is_file() else None
+    table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
+    wall = _read_json(job / "run.json").get("wall_time_s") if job is not None else None
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
     return table
 
@@ -165,8 +178,7 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
                             "e.g. multirun/DATE/TIME)")
     expected = expected_jobs(sweep_dir)
     found = _job_dirs(sweep_dir)
-    names = list(found) + [n for n in expected if n not in found]
-    names.sort(key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
+    names = sorted(set(found) | set(expected), key=_job_order)
     if not names:
         raise SimstackError(f"{sweep_dir}: no sweep jobs found (expected numbered job directories "
                             "with a .hydra folder, or a multirun.yaml)")

@@ -83,7 +83,7 @@ def test_gather_rebuilds_an_interrupted_sweep(failed_sweep, tmp_path: Path, caps
     for name in ("sweep_summary.csv", "sweep_report.html"):
         (copy / name).unlink()
     shutil.rmtree(copy / "2")  # never started
-    (copy / "0" / STATUS_FILE).unlink()  # killed before it finished
+    (copy / "0" / STATUS_FILE).write_text('{"status": "o')  # cut short: read as no status
     assert gather_main([str(copy)]) == 1
     assert "0 of 3 jobs ok; failed or missing: " in capsys.readouterr().err
     table = pd.read_csv(copy / "sweep_summary.csv")
