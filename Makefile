@@ -25,8 +25,8 @@ test: $(STAMP)
 	$(BIN)/simstack check
 
 lint: $(STAMP)
-	$(BIN)/ruff check simstack tests benchmarks
-	$(BIN)/mypy simstack
+	$(BIN)/ruff check simstack tests benchmarks hydra_plugins
+	$(BIN)/mypy simstack hydra_plugins
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
