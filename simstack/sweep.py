@@ -9,7 +9,7 @@ launchers (basic, joblib, Ray) carry on. Hydra then calls ``GatherSweep.on_multi
 which joins every job's ``summary.csv`` and ``run.json`` into ``sweep_summary.csv`` (one row
 per job and request, with ``status`` and ``error``), writes ``sweep_report.html`` and exits
 non-zero when any job failed. ``simstack gather DIR`` does the same for a finished or
-interrupted multirun directory; jobs that never wrote a status are reported ``missing``.
+interrupted multirun directory; jobs that left neither a status nor results are ``missing``.
 """
 
 from __future__ import annotations
@@ -155,7 +155,10 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     if not status and job is not None and (job / ".hydra" / "overrides.yaml").is_file():
         overrides = [str(o) for o in yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []]
     overrides = [str(o) for o in status.get("overrides", overrides)]
-    state = status.get("status", "missing")
+    meta = _read_json(job / "run.json") if job is not None else {}
+    # run.json is written only once a run succeeded: a job stopped after that (or a sweep from
+    # before status files) has its results, so it counts as ok
+    state = status.get("status", "ok" if meta else "missing")
     table = pd.DataFrame()
     if state == "ok" and job is not None and (job / "summary.csv").is_file():
         table = pd.read_csv(job / "summary.csv")
@@ -166,7 +169,7 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     for i, (key, value) in enumerate(head.items()):
         table.insert(i, key, value)
     table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
-    wall = _read_json(job / "run.json").get("wall_time_s") if job is not None else None
+    wall = meta.get("wall_time_s")
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
     return table
 

@@ -83,14 +83,17 @@ def test_gather_rebuilds_an_interrupted_sweep(failed_sweep, tmp_path: Path, caps
     for name in ("sweep_summary.csv", "sweep_report.html"):
         (copy / name).unlink()
     shutil.rmtree(copy / "2")  # never started
-    (copy / "0" / STATUS_FILE).write_text('{"status": "o')  # cut short: read as no status
+    (copy / "1" / STATUS_FILE).unlink()  # stopped before it ended: no status, no results
+    (copy / "0" / STATUS_FILE).write_text('{"status": "o')  # cut short after its results were written
     assert gather_main([str(copy)]) == 1
-    assert "0 of 3 jobs ok; failed or missing: " in capsys.readouterr().err
+    assert "1 of 3 jobs ok; failed or missing: " in capsys.readouterr().err
     table = pd.read_csv(copy / "sweep_summary.csv")
     jobs = table.drop_duplicates("job").set_index("job")
-    assert jobs["status"].to_dict() == {0: "missing", 1: "failed", 2: "missing"}
+    assert jobs["status"].to_dict() == {0: "ok", 1: "missing", 2: "missing"}
     assert jobs.loc[2, "parameters.consoles"] == 4  # from the sweep's own multirun.yaml
-    assert "did not finish" in jobs.loc[0, "error"]
+    assert jobs.loc[1, "parameters.consoles"] == -1  # from the job's .hydra/overrides.yaml
+    assert "did not finish" in jobs.loc[1, "error"]
+    assert (table.loc[table["job"] == 0, "mean"] > 0).all()
     assert (copy / "sweep_report.html").is_file()
 
 
