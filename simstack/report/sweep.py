@@ -23,6 +23,7 @@ from simstack.units import parse_time
 
 SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
 PER_ROW = 3
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
 def axis_values(values: pd.Series) -> tuple[pd.Series, str]:
@@ -58,48 +59,45 @@ def _series_label(row: pd.Series, columns: list[str]) -> str:
     return ", ".join(f"{c}={row[c]}" for c in columns)
 
 
+def _line(points: pd.DataFrame, label: str, colour: str, x_title: str, legend: bool) -> go.Scatter:
+    """One line: the points sorted by x, each error bar computed from its own row."""
+    points = points.sort_values("_x", kind="stable")
+    mean = points["mean"] * 1e3
+    return go.Scatter(
+        x=points["_x"].tolist(), y=mean.tolist(), mode="lines+markers",
+        name=label or "mean", legendgroup=label, showlegend=legend and bool(label), line={"color": colour},
+        error_y={"type": "data", "symmetric": False, "array": (points["ci_high"] * 1e3 - mean).tolist(),
+                 "arrayminus": (mean - points["ci_low"] * 1e3).tolist()},
+        customdata=points[["job", "request"]].values.tolist(),
+        hovertemplate=f"job %{{customdata[0]}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>")
+
+
 def sweep_figure(table: pd.DataFrame) -> go.Figure:
     """One panel per request class: mean latency (ms) against the swept parameter, with
     the 95 % CI of each point as its error bar."""
     ok = table[table["status"] == "ok"].copy()
     ok = ok[ok["request"].notna()] if "request" in ok else ok.iloc[0:0]
     x_col, series_cols = swept(table)
-    if x_col is None:
-        ok["_x"], unit = ok["job"].astype(str), ""
-        x_title = "job"
-    else:
-        ok["_x"], unit = axis_values(ok[x_col])
-        x_title = f"{x_col} ({unit})" if unit else x_col
+    ok["_x"], unit = axis_values(ok[x_col]) if x_col else (ok["job"].astype(str), "")
+    x_title = f"{x_col} ({unit})" if x_col and unit else (x_col or "job")
+    ok["_series"] = [_series_label(r, series_cols) for _, r in ok.iterrows()]
+    first = ok.drop_duplicates("_series").set_index("_series")
+    labels = sorted(first.index, key=lambda label: tuple(_natural(first.at[label, c]) for c in series_cols))
     requests = list(dict.fromkeys(ok["request"])) if "request" in ok else []
     cols = max(1, min(PER_ROW, len(requests)))
     rows = max(1, math.ceil(len(requests) / cols))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"request {r}" for r in requests] or None,
                         vertical_spacing=0.18 if rows > 1 else 0.1, horizontal_spacing=0.08)
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
-    keys = {_series_label(r, series_cols): tuple(_natural(r[c]) for c in series_cols) for _, r in ok.iterrows()}
-    labels = sorted(keys, key=keys.__getitem__)
     for i, request in enumerate(requests):
+        at = {"row": i // cols + 1, "col": i % cols + 1}
         panel = ok[ok["request"] == request]
         for j, label in enumerate(labels):
-            rows_ = panel[[_series_label(r, series_cols) == label for _, r in panel.iterrows()]]
-            if rows_.empty:
-                continue
-            rows_ = rows_.sort_values("_x", kind="stable")
-            mean = rows_["mean"] * 1e3
-            fig.add_trace(go.Scatter(
-                x=rows_["_x"].tolist(), y=mean.tolist(), mode="lines+markers",
-                name=label or "mean", legendgroup=label, showlegend=i == 0 and bool(label),
-                line={"color": palette[j % len(palette)]},
-                error_y={"type": "data", "symmetric": False,
-                         "array": (rows_["ci_high"] * 1e3 - mean).tolist(),
-                         "arrayminus": (mean - rows_["ci_low"] * 1e3).tolist()},
-                customdata=rows_[["job", "request"]].values.tolist(),
-                hovertemplate=f"job %{{customdata[0]}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>",
-            ), row=i // cols + 1, col=i % cols + 1)
-        fig.update_xaxes(title_text=x_title, row=i // cols + 1, col=i % cols + 1)
-        fig.update_yaxes(title_text="mean latency (ms), 95% CI", rangemode="tozero",
-                         row=i // cols + 1, col=i % cols + 1)
-    if unit == "" and x_col is not None and pd.api.types.is_numeric_dtype(ok["_x"]):
+            points = panel[panel["_series"] == label]
+            if not points.empty:
+                fig.add_trace(_line(points, label, PALETTE[j % len(PALETTE)], x_title, legend=i == 0), **at)
+        fig.update_xaxes(title_text=x_title, **at)
+        fig.update_yaxes(title_text="mean latency (ms), 95% CI", rangemode="tozero", **at)
+    if x_col is not None and pd.api.types.is_numeric_dtype(ok["_x"]):
         fig.update_xaxes(type="linear")
     fig.update_layout(height=max(380, 340 * rows), margin={"t": 60, "b": 50},
                       legend={"title": {"text": ", ".join(series_cols)}} if series_cols else {})
