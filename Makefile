@@ -17,12 +17,16 @@ run: $(STAMP)
 	$(BIN)/simstack
 
 test: $(STAMP)
+	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+		|| echo "chromium not installed (apt-get install -y chromium): browser tests will be skipped"
 	$(BIN)/python -m pytest -q -n 2
 	$(BIN)/simstack check
 
 lint: $(STAMP)
-	$(BIN)/ruff check simstack tests benchmarks
-	$(BIN)/mypy simstack
+	$(BIN)/ruff check simstack tests benchmarks hydra_plugins
+	$(BIN)/mypy simstack hydra_plugins
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py

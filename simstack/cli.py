@@ -29,6 +29,7 @@ from simstack.metrics import calibrated_parameters
 from simstack.overrides import check_overrides
 from simstack.paths import config_dir
 from simstack.simulate import RunResult, simulate
+from simstack.sweep import gather_main, sweep_job
 from simstack.units import parse_time
 from simstack.whatif import WhatIf, load_whatif
 
@@ -148,6 +149,7 @@ def _run(cfg: DictConfig) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+@sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
     try:
         if cfg.task == "run":
@@ -179,6 +181,8 @@ def _fail(exc: SimstackError) -> None:
 def main() -> None:
     """Console entry point: a leading task word becomes ``task=<word>``; overrides are
     checked before Hydra runs, so their errors read like simstack's own."""
+    if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
+        sys.exit(gather_main(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
