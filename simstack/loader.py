@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from simstack import expressions
 from simstack.components import REGISTRY, lookup
 from simstack.distributions import data_dir, parse_distribution
 from simstack.errors import ModelError
@@ -380,7 +381,7 @@ def _resolve_parameters(params: Mapping[str, Parameter], origin: Mapping[str, st
             raise ModelError(f"parameters refer to each other in a cycle: {loop}", path=origin[chain[0]])
         old = params[name]
         value = old.value
-        if isinstance(value, str) and "$" in value:
+        if isinstance(value, str) and ("$" in value or value.lstrip().startswith("=")):
             value = _substitute_text(value, lambda ref: value_of(ref, chain + (name,)), params, origin[name])
         resolved[name] = Parameter(name, value, old.free, old.doc)
         return value
@@ -396,27 +397,35 @@ def _override_flags(flags: dict[str, bool], values: Mapping[str, bool] | Iterabl
     flags.update(_flag_values(values, flags, where))
 
 
+_PROSE = ("doc", "name")  # free text: a $name in it is pasted in, never computed
+
+
 def _substitute(value: Any, params: Mapping[str, Parameter], path: str) -> Any:
-    """Replace ``$name`` references; a whole-string reference keeps the value's type."""
+    """Replace ``$name`` references and compute expressions (``simstack.expressions``); a
+    whole-string reference keeps the value's type."""
     if isinstance(value, Mapping):
         return {k: _substitute(v, params, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list):
         return [_substitute(v, params, f"{path}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, str) or "$" not in value:
+    if not isinstance(value, str) or ("$" not in value and not value.lstrip().startswith("=")):
         return value
-    return _substitute_text(value, lambda ref: params[ref].value, params, path)
+    prose = path.rsplit(".", 1)[-1] in _PROSE
+    return _substitute_text(value, lambda ref: params[ref].value, params, path, prose)
 
 
-def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str) -> Any:
+def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str,
+                     prose: bool = False) -> Any:
     for ref in _REF.findall(value):
         if ref not in known:
             within = "" if value.strip() == f"${ref}" else f" in {value!r}"
             raise ModelError(f"unknown parameter ${ref}{within}{suggest(ref, known)}; parameters: "
                              f"{', '.join(known) or '(none)'}", path=path)
-    whole = _REF.fullmatch(value.strip())
-    if whole:
-        return lookup(whole.group(1))
-    return _REF.sub(lambda m: str(lookup(m.group(1))), value)
+    if prose:
+        return _REF.sub(lambda m: str(lookup(m.group(1))), value)
+    try:
+        return expressions.substitute(value, lookup)
+    except ModelError as exc:
+        raise (exc if exc.path else exc.at(path=path)) from None
 
 
 def _hosts(raw: object) -> dict[str, HostSpec]:
