@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from simstack import expressions
+from simstack import expressions, replicas
 from simstack.components import REGISTRY, lookup
 from simstack.distributions import data_dir, parse_distribution
 from simstack.errors import ModelError
@@ -202,8 +202,10 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
     body = {k: _substitute(v, params, k) for k, v in doc.items()
             if k not in ("name", "description", "parameters", "scenarios", "flags")}
     base_dir = path.parent if path else None
-    hosts = _hosts(_or_empty(body, "hosts", {}))
-    components = _components(_or_empty(body, "components", {}), hosts, base_dir)
+    raw_hosts, host_counts = replicas.split(_or_empty(body, "hosts", {}), "hosts")
+    hosts = _hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
+    raw_components, counts = replicas.split(_or_empty(body, "components", {}), "components")
+    components = _components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",
@@ -214,15 +216,17 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         if req_name in components:
             raise ModelError(f"name {req_name!r} is both a component and a request class; rename one",
                              path=f"requests.{req_name}")
-    reader = StepReader(tuple(hosts), components, set(raw_requests), flag_values, base_dir)
+    reader = StepReader(tuple(hosts), {**components, **replicas.aliases(components, counts)}, set(raw_requests),
+                        flag_values, base_dir)
     requests = {req_name: reader.request(req_name, raw) for req_name, raw in raw_requests.items()}
-    workloads = _workloads(body.get("workloads"), set(requests), base_dir)
+    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads")
+    workloads = replicas.streams(_workloads(raw_workloads, set(requests), base_dir), streams)
     settings = _settings(_or_empty(body, "settings", {}))
     return ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, raw=doc, settings=settings)
+        workloads=workloads, raw=doc, settings=settings, replicas=counts)
 
 
 def _or_empty(doc: Mapping[str, Any], section: str, empty: Any) -> Any:
