@@ -140,6 +140,9 @@ def app(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console entry point: a leading task word becomes ``task=<word>``."""
+    if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
+        from simstack.catalogue import main as kinds
+        return kinds()
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     app()

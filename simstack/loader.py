@@ -238,10 +238,11 @@ def _or_empty(doc: Mapping[str, Any], section: str, empty: Any) -> Any:
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
 SETTINGS = {
-    "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None),
-    "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None),
-    "seed": Field(lambda v: _checked(_non_negative_int, v), None),
-    "replications": Field(lambda v: _checked(parse_count, v), None),
+    "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None, "simulated time of a run"),
+    "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None,
+                    "time left out of the statistics, or mser5"),
+    "seed": Field(lambda v: _checked(_non_negative_int, v), None, "seed of the random streams"),
+    "replications": Field(lambda v: _checked(parse_count, v), None, "independent replications"),
 }
 
 
