@@ -183,6 +183,9 @@ def main() -> None:
     checked before Hydra runs, so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
         sys.exit(gather_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
+        from simstack.catalogue import main as kinds
+        return kinds()
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simstack import replicas
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
@@ -204,6 +205,10 @@ class Replication:
         return runner
 
     def _compile_action(self, step: Step, scope: Scope) -> Any:
+        if isinstance(step, Hold | Call | Send):  # name[item]: one runner per replica, own streams
+            members = replicas.group(step.target, self.spec.replicas)
+            if members is not None:
+                return ByItemRunner([self._compile_action(replicas.on(step, m), scope) for m in members])
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
@@ -539,6 +544,19 @@ class _FanOut:
             self.launch()
 
 
+class ByItemRunner:
+    """``name[item]``: the step on replica ``item mod N`` of a replicated component."""
+
+    __slots__ = ("runners",)
+
+    def __init__(self, runners: list[Any]):
+        self.runners = runners
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        runners = self.runners
+        runners[ctx.item % len(runners)].run(ctx, k)
+
+
 class DeadlineRunner:
     """Checks that a step ended within ``deadline`` of its request's start."""
 
@@ -588,7 +606,7 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, 0, scope, None)
+        r.start(wl.request, wl.name, wl.item, scope, None)
         Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
     Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]

@@ -139,6 +139,7 @@ class OpenWorkload:
     interarrival: Distribution
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
+    item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
 
 
 @dataclass(frozen=True)
@@ -199,3 +200,4 @@ class ModelSpec:
     workloads: Mapping[str, Workload] = field(hash=False)
     raw: Mapping[str, Any] = field(hash=False, repr=False)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N

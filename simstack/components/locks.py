@@ -122,8 +122,8 @@ class LockKind(Kind):
     fields = {
         "kind": Field(str),
         "per": Field(name_ref, None, "name of the key, e.g. device or record"),
-        "readers": Field(boolean, False),
-        "order": Field(one_of("fifo", "priority"), "fifo"),
+        "readers": Field(boolean, False, "true: a read-write lock (hold with mode: read shares it)"),
+        "order": Field(one_of("fifo", "priority"), "fifo", "waiters served first come or most urgent first"),
     }
 
     @classmethod
