@@ -23,7 +23,7 @@ from simstack.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
-    "cores": ("required", "number of cores (whole number >= 1)"),
+    "cores": ("required", "number of cores (whole number >= 1), or inf: every job runs at once (a delay centre)"),
     "speed": ("1.0", "work per second of one core relative to the model's reference CPU"),
     "discipline": ("ps", "how the cores are shared between threads (see disciplines)"),
     "idle_spinner": ("-", "priority of a CPU hog spinning on every core (discipline: priority only)"),
@@ -34,6 +34,7 @@ DISCIPLINES: dict[str, str] = {
     "fifo": "first come, first served: a job keeps its core until its CPU step ends",
     "ps": "processor sharing: the cores are shared equally by the jobs running",
     "priority": "preemptive priority (SCHED_FIFO): the most urgent thread runs, ties first come first served",
+    "hol": "non-preemptive (head-of-line) priority: the most urgent waiting job gets the next free core",
 }
 STEPS: dict[str, str] = {
     "cpu": "CPU work on the current host: a time distribution, or {demand, per_byte, bytes}",
@@ -43,6 +44,9 @@ STEPS: dict[str, str] = {
     "send": "hand work to a queue or start a request class, and go on at once",
     "parallel": "fan out {count: N, limit: K} items running the nested steps, join them all",
     "steps": "a nested list of steps; with name: it is a recorded stage",
+    "acquire": "take a semaphore unit or a lock (mode: read|write, key:) and keep it after the step",
+    "release": "give back a semaphore unit or a lock taken by an acquire, possibly in another request",
+    "reply": "in a called request class: the caller resumes here while the class goes on (second phase)",
 }
 MODIFIER_DOCS: dict[str, str] = {
     "name": "the step's name in the step table (default action:target)",
