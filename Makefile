@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench predictions clean
+.PHONY: run test lint bench predictions wheel clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,12 +17,16 @@ run: $(STAMP)
 	$(BIN)/simstack
 
 test: $(STAMP)
+	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+		|| echo "chromium not installed (apt-get install -y chromium): browser tests will be skipped"
 	$(BIN)/python -m pytest -q -n 2
 	$(BIN)/simstack check
 
 lint: $(STAMP)
-	$(BIN)/ruff check simstack tests benchmarks
-	$(BIN)/mypy simstack
+	$(BIN)/ruff check simstack tests benchmarks hydra_plugins
+	$(BIN)/mypy simstack hydra_plugins
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
@@ -33,5 +37,21 @@ predictions: $(STAMP)
 	$(BIN)/python models/tango/predict.py
 	$(BIN)/python experiments/slac_bsa_capacity.py predict
 
+# A wheel with the configs and bundled models, for machines without this repository.
+wheel: $(STAMP)
+	$(BIN)/python -m build --wheel --no-isolation
+
+# JupyterLab and Jupytext into .venv (once), then the notebook scripts open as notebooks:
+# the default viewer for .py files is set in .venv's JupyterLab settings, not in your home.
+.PHONY: notebook
+NOTEBOOK ?= notebooks/capacity_planning.py
+notebook: $(VENV)/.notebook
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(NOTEBOOK)
+
+$(VENV)/.notebook: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,notebook]'
+	$(BIN)/jupytext-config --settings-file $(VENV)/share/jupyter/lab/settings/overrides.json set-default-viewer python
+	touch $@
+
 clean:
-	rm -rf $(VENV) outputs multirun
+	rm -rf $(VENV) outputs multirun dist

@@ -8,7 +8,7 @@ Writes reports/cms_conditions.html, one self-contained Plotly page (the JavaScri
 2. speedup T(1)/T(n) per phase and in total, with the measured 8-thread gains;
 3. the payload size distribution (data/payload_sizes.csv): sizes by rank, and the share of
    the bytes held by the largest payloads;
-4. the what-ifs of configs/whatif/cms_conditions/ (total and phases versus threads);
+4. the what-ifs of models/cms_conditions/whatif/ (total and phases versus threads);
 5. the calibrated parameters and the predictions table.
 
 Every number comes from the simulator with the calibrated parameters (calibrated.yaml); the
@@ -21,7 +21,6 @@ Run from anywhere:  .venv/bin/python experiments/cms_conditions.py [--out PATH]
 from __future__ import annotations
 
 import argparse
-import html
 import sys
 from pathlib import Path
 
@@ -32,7 +31,10 @@ from plotly.subplots import make_subplots
 from tqdm.auto import tqdm
 
 from simstack.loader import MODELS_DIR
-from simstack.metrics import CONFIG_WHATIFS, Evaluator, calibrated_parameters
+from simstack.metrics import Evaluator, calibrated_parameters
+from simstack.report import Table
+from simstack.report import page as report_page
+from simstack.report.page import Part
 from simstack.study import RunSelection, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,8 +100,8 @@ def whatif_table(progress: bool = True) -> pd.DataFrame:
 def whatif_doc(name: str) -> str:
     if name == "baseline":
         return "as measured: 24 cores, calibrated DB, IOVs on the main thread"
-    lines = (CONFIG_WHATIFS / "cms_conditions" / f"{name}.yaml").read_text().splitlines()
-    text = " ".join(line.lstrip("# ").strip() for line in lines[1:] if line.startswith("#"))
+    lines = (MODEL / "whatif" / f"{name}.yaml").read_text().splitlines()
+    text = " ".join(line.lstrip("# ").strip() for line in lines if line.startswith("#"))
     return text
 
 
@@ -141,8 +143,8 @@ def sizes_figure(sizes: pd.Series, largest: float) -> go.Figure:
     ranked = np.sort(sizes.to_numpy())[::-1]
     share = np.cumsum(ranked) / ranked.sum()
     fig = make_subplots(rows=1, cols=3, subplot_titles=(
-        "payload sizes (histogram, log bins)", "sizes by rank (largest first)",
-        "share of the 296.5 MB in the k largest payloads"))
+        "payload sizes<br>(histogram, log bins)", "sizes by rank<br>(largest first)",
+        "share of the 296.5 MB<br>in the k largest payloads"))
     edges = np.logspace(2, 8, 25)
     counts, _ = np.histogram(sizes, bins=edges)
     fig.add_trace(go.Bar(x=np.sqrt(edges[:-1] * edges[1:]), y=counts, width=np.diff(edges) * 0.95,
@@ -157,7 +159,7 @@ def sizes_figure(sizes: pd.Series, largest: float) -> go.Figure:
     fig.update_yaxes(type="log", title_text="bytes", row=1, col=2)
     fig.update_xaxes(type="log", title_text="k largest payloads", row=1, col=3)
     fig.update_yaxes(title_text="share of bytes", range=[0, 1.02], row=1, col=3)
-    fig.update_layout(height=420, showlegend=False,
+    fig.update_layout(height=440, showlegend=False, margin={"t": 110},
                       title_text=f"{len(sizes)} payloads, {sizes.sum() / 1e6:.1f} MB; the largest "
                                  f"({largest / 1e6:.0f} MB) holds {largest / sizes.sum():.0%} of the bytes")
     return fig
@@ -201,30 +203,24 @@ def page(pred: pd.DataFrame, meas: pd.DataFrame, whatifs: pd.DataFrame) -> str:
     at = at.loc[["baseline", *WHATIFS]].round(0)
     at.columns = [f"total at {n} threads (ms)" for n in at.columns]
     figures = [phase_figure(pred, meas), sizes_figure(sizes, largest), whatif_figure(whatifs)]
-    body = [
-        "<h1>CMS conditions loading: threads, phases and what bounds the speedup</h1>",
-        "<p>One global tag (312 tags, 296.5 MB of payload blobs) loaded in three sequential phases on a 24-core "
-        "machine: IOVs (one thread), payload fetch (pool of <i>n</i> threads against the DB) and deserialisation "
-        "(pool of <i>n</i> threads). Model: <code>models/cms_conditions/model.yaml</code>, calibrated on the 1- and "
-        "8-thread columns only; 16 and 100 threads are held out and predicted.</p>",
-        figures[0].to_html(full_html=False, include_plotlyjs=True),
+    intro = ("<p>One global tag (312 tags, 296.5 MB of payload blobs) loaded in three sequential phases on a "
+             "24-core machine: IOVs (one thread), payload fetch (pool of <i>n</i> threads against the DB) and "
+             "deserialisation (pool of <i>n</i> threads). Model: <code>models/cms_conditions/model.yaml</code>, "
+             "calibrated on the 1- and 8-thread columns only; 16 and 100 threads are held out and predicted.</p>")
+    body: list[Part] = [
+        intro, figures[0],
         f"<p>Deserialisation cannot beat the largest payload's own cost: {bound_ms:.0f} ms "
         f"(c<sub>p</sub> + c<sub>b</sub> &times; {largest / 1e6:.0f} MB). Fetch cannot beat 296.5 MB at the DB's "
         f"total bandwidth ({296.5e6 / params['db_bandwidth'] * 1e3:.0f} ms), and the IOV phase is serial "
         f"({pred['load_iovs'].iloc[0]:.0f} ms).</p>",
-        "<h2>Predictions (ms)</h2>", wide.to_html(),
-        "<h2>Payload sizes</h2>", figures[1].to_html(full_html=False, include_plotlyjs=False),
-        "<h2>What-ifs</h2>", docs.to_html(index=False), at.to_html(),
-        figures[2].to_html(full_html=False, include_plotlyjs=False),
-        "<h2>Calibrated parameters</h2>", cal.to_html(index=False),
+        "<h2>Predictions (ms)</h2>", Table(wide, index=True),
+        "<h2>Payload sizes</h2>", figures[1],
+        "<h2>What-ifs</h2>", docs, Table(at, index=True), figures[2],
+        "<h2>Calibrated parameters</h2>", cal,
         "<p>Generated by <code>experiments/cms_conditions.py</code>; see <code>models/cms_conditions/README.md"
         "</code>.</p>",
     ]
-    title = "CMS conditions loading"
-    return (f"<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            "<style>body{font-family:sans-serif;max-width:1300px;margin:auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}</style></head><body>"
-            + "".join(body) + "</body></html>")
+    return report_page("CMS conditions loading: threads, phases and what bounds the speedup", body)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ the paper's ratios are drawn only as reference marks.
 from __future__ import annotations
 
 import argparse
+import html
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from simstack.baselines import read_baselines, row_value, select_row
 from simstack.components.settings import affected, generate_hierarchy
 from simstack.loader import MODELS_DIR
 from simstack.metrics import Evaluator
+from simstack.report import Table, page
 from simstack.simulate import RunResult
 from simstack.study import RunSelection, load_study
 
@@ -45,6 +47,8 @@ LABELS = {"lsa_load_missing": "LSA - load missing settings", "lsa_calc_hierarchy
           "supply_devices": "supply device settings", "bss_resume_beam": "BSS - resume beam execution"}
 CONFIGS = {"baseline": "gsi_fair/baseline", "iteration 1": "gsi_fair/iteration1",
            "iteration 2": "gsi_fair/iteration2", "bypass trim": "gsi_fair/bypass"}
+CONFIG_COLORS = {"baseline": "#7f7f7f", "iteration 1": "#1f77b4", "iteration 2": "#2ca02c",
+                 "bypass trim": "#ff7f0e"}
 SCENARIOS = {"1.1": "s1_1", "1.2": "s1_2", "1.3": "s1_3"}
 BEAM_MODES = {"old: one global queue": "gsi_fair/parallel_beams_old",
               "new: per-beam trims": "gsi_fair/parallel_beams_new",
@@ -182,14 +186,16 @@ def fig_speedups(trims: pd.DataFrame, targets: dict[tuple[str, str], float]) -> 
     fig = make_subplots(rows=1, cols=2, subplot_titles=("total execution time (mean)", "speedup over the baseline"))
     for config in CONFIGS:
         sub = totals.xs(config, level="config")
+        color = {"color": CONFIG_COLORS[config]}  # one colour per configuration in both panels and the legend
         fig.add_bar(name=config, x=[f"Scenario {s}" for s in sub.index], y=sub.values, legendgroup=config,
-                    row=1, col=1, hovertemplate="%{y:.2f} s")
+                    marker=color, row=1, col=1, hovertemplate="%{y:.2f} s")
         speed = totals.xs("baseline", level="config").reindex(sub.index) / sub
         fig.add_bar(name=config, x=[f"Scenario {s}" for s in speed.index], y=speed.values, legendgroup=config,
-                    showlegend=False, row=1, col=2, text=[f"{v:.1f}x" for v in speed.values],
+                    marker=color, showlegend=False, row=1, col=2, text=[f"{v:.1f}x" for v in speed.values],
                     hovertemplate="%{y:.2f}x")
-    fig.add_scatter(name="paper (about)", mode="markers", marker={"symbol": "line-ew-open", "size": 28,
-                                                                  "line": {"width": 3, "color": "black"}},
+    fig.add_scatter(name="paper (about)", mode="markers",
+                    marker={"symbol": "line-ew-open", "size": 28, "color": "black",
+                            "line": {"width": 3, "color": "black"}},
                     x=[f"Scenario {s}" for (_c, s) in targets], y=list(targets.values()),
                     text=[c for (c, _s) in targets], hovertemplate="paper: %{text} %{y}x", row=1, col=2)
     fig.update_yaxes(type="log", title_text="seconds", row=1, col=1)
@@ -214,8 +220,8 @@ def fig_app(app: pd.DataFrame) -> go.Figure:
 def fig_beams(beams: pd.DataFrame) -> go.Figure:
     titles = [f"Scenario {s}: {what}" for s in ("1.1", "1.3") for what in
               ("mean wait in the trim queue", "time until all K trims are done",
-                           "new mode: stage time of one trim (growth = contention)")]
-    fig = make_subplots(rows=2, cols=3, subplot_titles=titles, horizontal_spacing=0.07)
+               "new mode: stage time of one trim<br>(growth = contention)")]
+    fig = make_subplots(rows=2, cols=3, subplot_titles=titles, horizontal_spacing=0.07, vertical_spacing=0.16)
     dash = {mode: d for mode, d in zip(BEAM_MODES, ("solid", "solid", "dot"), strict=True)}
     colors = dict(zip(BEAM_MODES, ("#d62728", "#1f77b4", "#17becf"), strict=True))
     for row, scenario in enumerate(("1.1", "1.3"), start=1):
@@ -239,7 +245,8 @@ def fig_beams(beams: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="seconds", col=1)
     fig.update_yaxes(title_text="seconds", col=2)
     fig.update_yaxes(title_text="seconds", col=3)
-    fig.update_layout(height=760, title="Parallel beams: one global trim queue (old) vs per-beam trims (new)")
+    fig.update_layout(height=800, margin={"t": 110}, legend={"orientation": "h", "y": -0.12},
+                      title="Parallel beams: one global trim queue (old) vs per-beam trims (new)")
     return fig
 
 
@@ -269,8 +276,8 @@ def fig_hierarchy(params: dict[str, object]) -> go.Figure:
     return fig
 
 
-def html_table(frame: pd.DataFrame, title: str) -> str:
-    return f"<h3>{title}</h3>" + frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
+def html_table(frame: pd.DataFrame, title: str) -> Table:
+    return Table(frame, title, float_format=lambda v: f"{v:.3f}")
 
 
 PAPER_ROWS = {  # (configuration, scenario) -> baselines.csv (scenario, quantity)
@@ -317,26 +324,21 @@ def main() -> None:
     refused = trims.dropna(subset=["refused"]) if "refused" in trims else pd.DataFrame()
 
     figures = [fig_stages(trims), fig_speedups(trims, targets), fig_app(app), fig_beams(beams), fig_hierarchy(params)]
-    parts = [figures[0].to_html(full_html=False, include_plotlyjs=True)]
-    parts += [f.to_html(full_html=False, include_plotlyjs=False) for f in figures[1:]]
     stats = trims.dropna(subset=["mean"])[["config", "scenario", "stage", *STAT_COLS]]
-    body = "".join([
-        "<h1>GSI/FAIR trim model: Task Force Performance configurations</h1>",
-        f"<p>{args.replications} replications x (5 warm-up + 5 recorded trims) per configuration, seed {args.seed}; "
-        f"beam sweep with {args.beam_replications} replications per K. Calibrated parameters from "
-        "models/gsi_fair/calibrated.yaml where present. The paper's ratios appear only as reference marks.</p>",
-        html_table(speed, "Speedups: model against the paper"),
-        "".join(f"<p><b>{r['config']}, Scenario {r['scenario']}:</b> {r['refused']}</p>"
-                for _, r in refused.iterrows()),
-        parts[0], parts[1], parts[2], html_table(app, "Application (Scenario 1.3, iteration-2 stack), seconds"),
-        parts[3], html_table(beams, "Parallel beams: waits, responses and stage times in seconds; utilisation of the "
-                   "shared resources over the whole protocol run"),
-        html_table(cryring, "Open arrivals at the CRYRING rate (one trim every 77 s), 8 simulated hours"),
-        parts[4], html_table(stats, "Performance indicators per stage and in total (seconds)"),
-    ])
+    intro = (f"{args.replications} replications x (5 warm-up + 5 recorded trims) per configuration, seed {args.seed}; "
+             f"beam sweep with {args.beam_replications} replications per K. Calibrated parameters from "
+             "models/gsi_fair/calibrated.yaml where present. The paper's ratios appear only as reference marks.")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(f"<html><head><meta charset='utf-8'><title>GSI/FAIR trim model</title></head>"
-                        f"<body style='font-family:sans-serif;max-width:1400px'>{body}</body></html>")
+    args.out.write_text(page("GSI/FAIR trim model: Task Force Performance configurations", [
+        html_table(speed, "Speedups: model against the paper"),
+        "".join(f"<p><b>{html.escape(r['config'])}, Scenario {r['scenario']}:</b> {html.escape(str(r['refused']))}</p>"
+                for _, r in refused.iterrows()),
+        figures[0], figures[1], figures[2], html_table(app, "Application (Scenario 1.3, iteration-2 stack), seconds"),
+        figures[3], html_table(beams, "Parallel beams: waits, responses and stage times in seconds; utilisation of "
+                               "the shared resources over the whole protocol run"),
+        html_table(cryring, "Open arrivals at the CRYRING rate (one trim every 77 s), 8 simulated hours"),
+        figures[4], html_table(stats, "Performance indicators per stage and in total (seconds)"),
+    ], intro=intro))
     for name, frame in (("stages", stats), ("speedups", speed), ("app", app), ("beams", beams), ("cryring", cryring)):
         frame.to_csv(args.out.with_name(f"{args.out.stem}_{name}.csv"), index=False)
     with pd.option_context("display.width", 160, "display.precision", 3):

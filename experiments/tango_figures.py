@@ -7,7 +7,7 @@
 Reads the model's predictions (models/tango/predictions.csv, written by
 models/tango/predict.py), the measured standard tests (models/tango/data/standard_tests.csv)
 and the evaluation (models/tango/data/targets.json, crosscheck.csv); simulates the
-serialisation-model what-ifs (configs/whatif/tango/*) with a progress bar.  Writes one
+serialisation-model what-ifs (models/tango/whatif/*) with a progress bar.  Writes one
 self-contained HTML page (plotly.js inline, no network needed): each figure shows the model as
 lines and the measured counts as markers; held-out configurations (c5n.9xlarge servers, C++/Java
 servers on c5n.18xlarge) have no markers (model alone).
@@ -25,6 +25,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from tqdm.auto import tqdm
+
+from simstack.report import page
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "tango"
@@ -164,6 +166,7 @@ def summary_html(targets: dict, xc: pd.DataFrame) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reuse", action="store_true", help="reuse models/tango/data/whatif_curves.csv")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write the report")
     args = ap.parse_args()
     pred = pd.read_csv(MODEL / "predictions.csv")
     rows = pd.read_csv(MODEL / "data" / "standard_tests.csv")
@@ -201,20 +204,15 @@ def main() -> int:
                                             "client_language": "Python"}, "client_instance", SIZES, "attribute_read"))
     whatif = whatif_figure(whatif_curves(args.reuse))
     parity = parity_figure(pred, rows, fit)
-    html = ["<html><head><meta charset='utf-8'><title>Tango device server benchmark: model</title></head><body>",
-            "<h1>Tango Controls Benchmarking Suite (ICALEPCS 2019): the simstack model</h1>",
-            "<p>Lines: the simulator (models/tango/predictions.csv, 0.2 s windows after 20 ms warm-up, "
-            "2 replications, scaled to 15 s). Markers: the measured standard tests (failed runs left out). "
-            "Dashed lines without markers: held-out servers, predicted only. "
-            "See models/tango/README.md.</p>", summary_html(targets, xc)]
-    first = True
-    for fig in figs + [parity] + extra + [whatif]:
-        html.append(fig.to_html(full_html=False, include_plotlyjs="inline" if first else False))
-        first = False
-    html.append("</body></html>")
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text("\n".join(html))
-    print(f"wrote {OUT}")
+    intro = ("<p>Lines: the simulator (models/tango/predictions.csv, 0.2 s windows after 20 ms warm-up, "
+             "2 replications, scaled to 15 s). Markers: the measured standard tests (failed runs left out). "
+             "Dashed lines without markers: held-out servers, predicted only. "
+             "See models/tango/README.md.</p>")
+    text = page("Tango Controls Benchmarking Suite (ICALEPCS 2019): the simstack model",
+                [intro, summary_html(targets, xc), *figs, parity, *extra, whatif])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
     return 0
 
 

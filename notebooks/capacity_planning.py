@@ -18,6 +18,19 @@
 # which resource runs out first? Then we try the what-if "serve settings from a cache".
 #
 # Everything here calls the same `simstack.simulate` the command line uses.
+#
+# **How to open and run it.** This notebook is kept as a plain Python script in the
+# percent format (cells start with `# %%`), so it reviews and diffs like code.
+#
+# - In JupyterLab: `make notebook` from the repository root installs JupyterLab and Jupytext
+#   into `.venv` and opens this file as a notebook; run all cells with *Run > Run All Cells*.
+#   Saving writes the cells back to this `.py` file (outputs are not stored).
+# - Without a browser: `.venv/bin/jupytext --execute --to ipynb notebooks/capacity_planning.py`
+#   runs every cell and writes `notebooks/capacity_planning.ipynb` with the outputs.
+# - As a script: `.venv/bin/python notebooks/capacity_planning.py` (the last cell's checks
+#   still run; tables and the figure are not shown).
+#
+# The two sweeps below take about half a minute on a laptop core.
 
 # %%
 import pandas as pd

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from simstack.errors import DataError
+from simstack.plaindata import check_csv_text
 from simstack.units import SIZE_UNITS, TIME_UNITS
 
 
@@ -27,6 +28,7 @@ def read_baselines(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"baseline file {str(path)!r} not found")
     try:
+        check_csv_text(path.read_text(encoding="utf-8"), str(path))
         return pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not a readable CSV ({exc})") from None

@@ -14,19 +14,23 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import optimize
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study
+from simstack.console import number
 from simstack.errors import ModelError
-from simstack.loader import MODELS_DIR, load_model
+from simstack.loader import load_model
 from simstack.metrics import Evaluator, write_yaml
+from simstack.paths import model_dir_of
 from simstack.study import Study, load_study
 from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
@@ -80,8 +84,8 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
     fit = Fit(cal.parameters, bounds)
-    # Evaluations include the finite-difference Jacobian, so the count has no fixed total.
-    bar = tqdm(desc=f"calibrating {study.model} (evaluations)", disable=not progress)
+    bar = _budget_bar(study.model, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
+                      progress)
     seen: dict[tuple[float, ...], np.ndarray] = {}
 
     def residuals(x: np.ndarray) -> np.ndarray:
@@ -116,6 +120,26 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     }
 
 
+def simulation_budget(method: str, n_parameters: int, max_evaluations: int) -> int:
+    """The most simulations a calibration can run. Bisection: its two end points and at most
+    ``max_evaluations - 2`` midpoints. Least squares: SciPy counts ``max_evaluations``
+    trial points but not the finite-difference Jacobian (one simulation per parameter,
+    taken at the start and after each accepted step), so up to ``(1 + n)`` times as many.
+    The fit usually stops well before, so the time left shown against it is an upper bound."""
+    if method == "bisect":
+        return max(3, max_evaluations)
+    return max_evaluations * (1 + n_parameters)
+
+
+def _budget_bar(model: str, budget: int, progress: bool) -> Any:
+    """Simulations against the budget with the time left at most, on stderr and only on a
+    terminal (no carriage returns in logs)."""
+    return tqdm(total=budget, desc=f"calibrating {model}", unit="simulation", file=sys.stderr,
+                disable=None if progress else True, leave=False,
+                bar_format="{desc}: {n_fmt} of at most {total_fmt} simulations |{bar}| "
+                           "{elapsed} elapsed, at most {remaining} left")
+
+
 def _with_seed(study: Study, seed: int) -> Study:
     from dataclasses import replace
 
@@ -145,16 +169,18 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
 
 
 def run_calibration(cfg: Any) -> None:
-    model_dir = MODELS_DIR / str(cfg.model)
+    model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
     study = load_study(model_dir)
+    started = time.perf_counter()
     result = calibrate(study, progress=bool(cfg.sim.get("progress", True)))
     write_yaml(model_dir / "calibrated.yaml", result)
+    print(f"calibrated {study.model}: {result['evaluations']} simulations, {time.perf_counter() - started:.1f} s")
     print(f"wrote {model_dir / 'calibrated.yaml'}")
     for name, value in result["parameters"].items():
-        print(f"  {name} = {value:.6g}")
+        print(f"  {name} = {number(value)}")
     for row in result["residuals"]:
         err = row["rel_error"]
-        print(f"  {row['check']}: predicted {row['predicted']:.4g}, measured {row['measured']:.4g}, "
+        print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
               f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
 
 

@@ -16,30 +16,38 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+from tqdm import tqdm
 
 from simstack.baselines import read_baselines, row_value, select_row
+from simstack.console import format_table, number, with_units
 from simstack.errors import DataError, SimstackError
-from simstack.loader import MODELS_DIR
 from simstack.metrics import Evaluator
+from simstack.paths import known_models, model_dir_of
+from simstack.plaindata import check_csv_text
 from simstack.study import RunSelection, Study, load_study
 
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
 ALPHA = 0.01
 MIN_SLOWDOWN = 0.05
+# Columns whose rows hold different quantities (seconds, ratios, counts): printed with
+# significant digits per value rather than one number of decimals per column.
+MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
 
 
-def check_study(study: Study, evaluator: Evaluator | None = None) -> pd.DataFrame:
-    """One row per check: predicted, measured or bound, error, tolerance, passed."""
+def check_study(study: Study, evaluator: Evaluator | None = None, progress: str | None = None) -> pd.DataFrame:
+    """One row per check: predicted, measured or bound, error, tolerance, passed.
+    ``progress`` labels a bar over the checks (shown on a terminal only)."""
     ev = evaluator or Evaluator(study)
     table = read_baselines(study.baselines) if study.baselines else None
     rows = []
-    for check in study.checks:
+    for check in _bar(study.checks, progress, "check"):
         predicted = ev.value(check.metric)
         if check.baseline is not None:
             if table is None:
@@ -55,17 +63,21 @@ def check_study(study: Study, evaluator: Evaluator | None = None) -> pd.DataFram
             bound = ev.value(check.less_than)  # type: ignore[arg-type]
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
                          "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
-                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {bound:.6g}"})
+                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
     return pd.DataFrame(rows)
 
 
-def models_with_checks() -> list[str]:
-    return sorted(p.parent.name for p in MODELS_DIR.glob("*/checks.yaml"))
+def models_with_checks(models_dir: Any = None) -> list[str]:
+    return [name for name in known_models(models_dir) if (model_dir_of(name, models_dir) / "checks.yaml").is_file()]
 
 
 def read_measured(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise DataError(f"measurement file {str(path)!r} not found")
+    try:
+        check_csv_text(path.read_text(encoding="utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
                         keep_default_na=False)
     missing = [c for c in MEASURED_COLUMNS if c not in table.columns]
@@ -82,11 +94,12 @@ def read_measured(path: Path) -> pd.DataFrame:
 
 
 def compare_measurements(study: Study, measured: pd.DataFrame, reference: pd.DataFrame | None,
-                         source: str = "measured") -> pd.DataFrame:
+                         source: str = "measured", progress: str | None = None) -> pd.DataFrame:
     """Per (scenario, what-if, request, step): medians and a slower-than test."""
     ev = Evaluator(study)
     rows = []
-    for keys, group in measured.groupby(["scenario", "whatif", "request", "step"]):
+    groups = measured.groupby(["scenario", "whatif", "request", "step"])
+    for keys, group in _bar(groups, progress, "stage", total=groups.ngroups):
         scenario, whatif, request, step = (str(k) for k in keys)
         where = f"{source}: scenario {scenario!r}, request {request!r}, step {step!r}"
         sel = RunSelection(scenario=scenario or None, whatif=whatif or None)
@@ -132,26 +145,44 @@ def _slower(new: np.ndarray, old: np.ndarray) -> bool:
     return bool(p < ALPHA and np.median(new) > (1 + MIN_SLOWDOWN) * np.median(old))
 
 
+def _bar(items: Any, label: str | None, unit: str, total: int | None = None) -> Any:
+    """A progress bar over a model's checks, on stderr and only on a terminal; cleared when
+    done so the table printed next starts on its own line."""
+    if label is None:
+        return items
+    return tqdm(items, desc=label, unit=unit, total=total, file=sys.stderr, disable=None, leave=False)
+
+
 def run_check(cfg: Any) -> int:
     """CLI task ``check``: returns the process exit code."""
     from hydra.core.hydra_config import HydraConfig
 
     chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)
-    names = [cfg.model] if chosen else models_with_checks()
+    models_dir = cfg.get("models_dir")
+    names = [cfg.model] if chosen else models_with_checks(models_dir)
     measured = cfg.get("measured")
     failed = False
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
-        for name in names:
-            study = load_study(MODELS_DIR / name if (MODELS_DIR / name).is_dir() else Path(name).parent)
-            if measured:
-                reference = read_measured(Path(cfg.reference)) if cfg.get("reference") else None
-                table = compare_measurements(study, read_measured(Path(measured)), reference, measured)
-                flags = [c for c in table.columns if c.startswith("slower_than")]
-                failed |= bool(table[flags].any(axis=None))
-            else:
-                table = check_study(study)
-                failed |= not bool(table["passed"].all())
-            print(table.to_string(index=False))
-            print()
+    if len(names) > 1:
+        print(f"checking {len(names)} models: {', '.join(names)}", flush=True)
+    for index, name in enumerate(names, 1):
+        started = time.perf_counter()
+        study = load_study(model_dir_of(name, models_dir))
+        label = f"{study.model} ({index} of {len(names)})"
+        if measured:
+            reference = read_measured(Path(cfg.reference)) if cfg.get("reference") else None
+            table = compare_measurements(study, read_measured(Path(measured)), reference, measured, progress=label)
+            flags = [c for c in table.columns if c.startswith("slower_than")]
+            bad = int(table[flags].any(axis=1).sum())
+            verdict = f"{len(table)} stage(s), {bad} slower"
+            shown = with_units(table, durations=tuple(c for c in table.columns if c.endswith("_median")))
+        else:
+            table = check_study(study, progress=label)
+            bad = int((~table["passed"]).sum())
+            verdict = f"{len(table)} check(s), {bad} out of tolerance"
+            shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
+        failed |= bad > 0
+        print(f"{label}: {verdict}, {time.perf_counter() - started:.1f} s", flush=True)
+        print(format_table(shown, mixed=MIXED_COLUMNS))
+        print(flush=True)
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0

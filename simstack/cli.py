@@ -1,14 +1,18 @@
 """The ``simstack`` command: a Hydra app over ``simulate``.
 
-Hydra composes run settings, what-ifs and overrides; this module turns the composed
-config into plain arguments (no ``DictConfig`` goes further), calls the library, prints a
-summary and writes tables plus a ``run.json`` (resolved config, seed, git commit, wall
-time) into Hydra's run directory. ``simstack check ...`` is ``simstack task=check ...``.
+Hydra composes run settings and overrides; this module turns the composed config into
+plain arguments (no ``DictConfig`` goes further), reads the chosen what-if as data
+(``simstack.whatif``), calls the library, prints a summary and writes small tables,
+per-request records (Parquet) and a ``run.json`` (the simstack settings, seed, git
+commit, wall time) into Hydra's run directory. ``simstack check ...`` is
+``simstack task=check ...``. Overrides are checked first (``simstack.overrides``), so a
+mistyped key is a simstack error (exit 2), not a Hydra one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -16,24 +20,40 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from simstack.errors import SimstackError
-from simstack.loader import load_model, resolve_model_path
+from simstack.errors import ConfigError, SimstackError
+from simstack.loader import load_model, read_yaml, resolve_model_path
 from simstack.metrics import calibrated_parameters
+from simstack.overrides import check_overrides
+from simstack.paths import config_dir
 from simstack.simulate import RunResult, simulate
+from simstack.sweep import gather_main, sweep_job
 from simstack.units import parse_time
+from simstack.whatif import WhatIf, load_whatif
 
-CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "configs")
-TASKS = ("run", "check", "calibrate", "predict")
+CONFIG_DIR = str(config_dir())
+TASKS = ("run", "check", "calibrate", "predict", "solve")
+
+
+def plain(node: Any, where: str) -> Any:
+    """A config node as plain data, never resolving ``${...}``: an interpolation could read
+    the environment (``oc.env``) and carry its value into the outputs, so it is refused."""
+    value: Any = OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig | ListConfig) else node
+    if isinstance(value, dict):
+        return {k: plain(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str) and "${" in value:
+        raise ConfigError(f"{where}: interpolation '${{...}}' is not allowed in simstack settings (got {value!r})")
+    return value
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
     """The plain keyword arguments of ``simulate`` from a composed config; a setting left
     null falls back to the model file's own ``settings`` (e.g. its natural horizon)."""
-    sim = OmegaConf.to_container(cfg.sim, resolve=True)
+    sim = plain(cfg.sim, "sim")
     assert isinstance(sim, dict)
     horizon = sim.get("horizon") if sim.get("horizon") is not None else model_settings.get("horizon")
     warmup = sim.get("warmup") if sim.get("warmup") is not None else model_settings.get("warmup", 0)
@@ -41,18 +61,24 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
         "seed": sim["seed"], "replications": sim["replications"],
         "horizon": None if horizon is None else parse_time(horizon),
         "warmup": warmup if warmup == "mser5" else parse_time(warmup),
-        "record_steps": bool(sim.get("record_steps", True)), "progress": bool(sim.get("progress", False)),
+        "record_steps": bool(sim.get("record_steps", False)), "progress": bool(sim.get("progress", False)),
     }
 
 
-def model_overrides(cfg: DictConfig) -> tuple[dict[str, Any], dict[str, bool]]:
+def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
+    """The what-if named by ``whatif=`` (``MODEL/NAME``, a name of the chosen model, or a path)."""
+    ref = plain(cfg.get("whatif"), "whatif")
+    if ref is None or ref == "":
+        return None
+    return load_whatif(str(ref), model_file.parent, plain(cfg.get("models_dir"), "models_dir"))
+
+
+def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
     """Parameters and flags: the what-if first, then explicit overrides on top."""
-    whatif = OmegaConf.to_container(cfg.get("whatif") or {}, resolve=True) or {}
-    assert isinstance(whatif, dict)
-    params = dict(whatif.get("parameters") or {})
-    flags = dict(whatif.get("flags") or {})
-    params.update(OmegaConf.to_container(cfg.parameters, resolve=True) or {})  # type: ignore[arg-type]
-    flags.update(OmegaConf.to_container(cfg.flags, resolve=True) or {})  # type: ignore[arg-type]
+    params = dict(whatif.parameters) if whatif else {}
+    flags = dict(whatif.flags) if whatif else {}
+    params.update(plain(cfg.parameters, "parameters") or {})
+    flags.update(plain(cfg.flags, "flags") or {})
     return params, flags
 
 
@@ -65,59 +91,65 @@ def git_commit() -> str | None:
         return None
 
 
-def write_run(result: RunResult, cfg: DictConfig, out_dir: Path, tables: bool) -> None:
-    """All files of one run, written only after the run succeeded."""
+def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tables: bool) -> None:
+    """All files of one run, written only after the run succeeded: small CSV tables
+    (``summary.csv`` is what a sweep gathers), per-request records as Parquet (a third of
+    the CSV size, typed), per-step records only when they were recorded."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = result.summary()
-    summary.to_csv(out_dir / "summary.csv", index=False)
+    result.summary().to_csv(out_dir / "summary.csv", index=False)
+    result.resources.to_csv(out_dir / "resources.csv", index=False)
+    result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
     if tables:
-        result.requests.to_csv(out_dir / "requests.csv", index=False)
-        result.steps.to_csv(out_dir / "steps.csv", index=False)
-        result.resources.to_csv(out_dir / "resources.csv", index=False)
-        result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
+        result.requests.to_parquet(out_dir / "requests.parquet", index=False, compression="zstd")
+        if not result.steps.empty:
+            result.steps.to_parquet(out_dir / "steps.parquet", index=False, compression="zstd")
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
             "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
             "wall_time_s": result.wall_time, "git_commit": git_commit(),
             "parameters": {k: p.value for k, p in result.model.parameters.items()},
             "flags": sorted(result.model.flags),
-            "config": OmegaConf.to_container(cfg, resolve=True)}
+            "config": dict(settings)}
     (out_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
 
 
 def print_summary(result: RunResult) -> None:
-    table = result.summary()
-    shown = table.copy()
-    for col in ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"):
-        shown[col] = shown[col] * 1e3
-    shown = shown.rename(columns={c: f"{c}_ms" for c in ("min", "mean", "median", "p95", "p99", "max",
-                                                          "ci_low", "ci_high")})
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 3):
-        print(f"model {result.model.name}: {result.replications} replication(s), seed {result.seed}, "
-              f"wall {result.wall_time:.2f} s")
-        print(shown.to_string(index=False))
-        print()
-        if not result.steps.empty:
-            stages = result.stage_summary()
-            stages = stages.assign(**{f"{c}_ms": stages[c] * 1e3 for c in ("min", "mean", "median", "max")})
-            print("where the time goes (per step, recorded requests):")
-            print(stages[["request", "step", "component", "count", "min_ms", "mean_ms", "median_ms", "max_ms"]]
-                  .to_string(index=False))
-            print()
-        util = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
-        print(util.to_string(index=False))
+    from simstack.console import print_summary as print_tables
+
+    print_tables(result)
+
+
+def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]:
+    """The model as the command line chose it: file, what-if, calibrated values, overrides."""
+    models_dir = plain(cfg.get("models_dir"), "models_dir")
+    model_file = resolve_model_path(str(plain(cfg.model, "model")), models_dir)
+    whatif = chosen_whatif(cfg, model_file)
+    params, flags = model_overrides(cfg, whatif)
+    params = {**calibrated_parameters(model_file.parent), **params}
+    scenario = plain(cfg.scenario, "scenario") or (whatif.scenario if whatif else None)
+    spec = load_model(model_file, scenario=scenario, parameters=params, flags=flags)
+    return spec, model_file, whatif, scenario
 
 
 def _run(cfg: DictConfig) -> None:
-    params, flags = model_overrides(cfg)
-    model_file = resolve_model_path(cfg.model)
-    params = {**calibrated_parameters(model_file.parent), **params}
-    spec = load_model(model_file, scenario=cfg.scenario, parameters=params, flags=flags)
-    result = simulate(spec, **run_settings(cfg, spec.settings))
+    models_dir = plain(cfg.get("models_dir"), "models_dir")
+    spec, model_file, whatif, scenario = _chosen_spec(cfg)
+    if whatif:
+        print(f"what-if {whatif.name} ({whatif.file})")
+    kwargs = run_settings(cfg, spec.settings)
+    result = simulate(spec, **kwargs)
     print_summary(result)
-    write_run(result, cfg, Path(HydraConfig.get().runtime.output_dir), bool(cfg.output.tables))
+    settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
+                "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
+                "whatif_file": None if whatif is None else str(whatif.file),
+                "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
+                "sim": kwargs, "output": plain(cfg.output, "output")}
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    write_run(result, settings, out_dir, bool(cfg.output.tables))
+    print(f"outputs written to {out_dir}")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+@sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
     try:
         if cfg.task == "run":
@@ -131,15 +163,47 @@ def app(cfg: DictConfig) -> None:
         elif cfg.task == "predict":
             from simstack.predict import run_predict
             run_predict(cfg)
+        elif cfg.task == "solve":
+            from simstack.analysis.solve import print_solution, solve_model
+            spec = _chosen_spec(cfg)[0]
+            print_solution(spec, solve_model(spec))
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:
-        print(f"simstack: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(exc)
+
+
+def _fail(exc: SimstackError) -> None:
+    print(f"simstack: error: {exc}", file=sys.stderr)
+    sys.exit(2)
 
 
 def main() -> None:
-    """Console entry point: a leading task word becomes ``task=<word>``."""
+    """Console entry point: a leading task word becomes ``task=<word>``; overrides are
+    checked before Hydra runs, so their errors read like simstack's own."""
+    if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
+        sys.exit(gather_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
+        from simstack.catalogue import main as kinds
+        return kinds()
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
+    # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
+    try:
+        chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
+        tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
+        if not tasks or tasks[-1] == "task=run":
+            _read_chosen_files(chosen)
+    except SimstackError as exc:
+        _fail(exc)
     app()
+
+
+def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:
+    """Read every model and what-if a run or sweep names before Hydra creates a directory,
+    so a missing or hostile file is refused with nothing written."""
+    models_dir = os.pathsep.join(chosen.get("models_dir", [])) or None
+    for model in chosen.get("model", []):
+        read_yaml(resolve_model_path(model, models_dir))
+        for ref in chosen.get("whatif", []):
+            load_whatif(ref, model, models_dir)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from simstack import lifecycle
+from simstack import lifecycle, replicas
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
@@ -30,7 +30,9 @@ from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Indexed
 from simstack.errors import ModelError
 from simstack.records import Recorder
+from simstack.runners_sync import PhasedRunner, compile_sync, has_reply
 from simstack.spec import (
+    Acquire,
     Call,
     ClosedWorkload,
     Cpu,
@@ -41,6 +43,8 @@ from simstack.spec import (
     Parallel,
     PeriodicWorkload,
     ProtocolWorkload,
+    Release,
+    Reply,
     Send,
     Sequence,
     Step,
@@ -206,6 +210,10 @@ class Replication:
     def _compile_action(self, step: Step, scope: Scope) -> Any:
         if isinstance(step, lifecycle.STEPS):  # memory, processes and files: simstack.lifecycle
             return lifecycle.compile_step(self, step, scope)
+        if isinstance(step, Hold | Call | Send):  # name[item]: one runner per replica, own streams
+            members = replicas.group(step.target, self.spec.replicas)
+            if members is not None:
+                return ByItemRunner([self._compile_action(replicas.on(step, m), scope) for m in members])
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
@@ -225,7 +233,10 @@ class Replication:
             return HoldRunner(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                return SpanRunner(self, SubRequestRunner(self, step.target, scope), g.name, step.target)
+                sub: Any = SubRequestRunner(self, step.target, scope)
+                if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
+                    sub = PhasedRunner(sub)
+                return SpanRunner(self, sub, g.name, step.target)
             kind = self.kinds[step.target]
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
@@ -235,6 +246,8 @@ class Replication:
             return QueueRunner(self.runtimes[step.target])
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
+        if isinstance(step, Acquire | Release | Reply):
+            return compile_sync(self, step, scope[1])
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
@@ -536,6 +549,19 @@ class _FanOut:
             self.launch()
 
 
+class ByItemRunner:
+    """``name[item]``: the step on replica ``item mod N`` of a replicated component."""
+
+    __slots__ = ("runners",)
+
+    def __init__(self, runners: list[Any]):
+        self.runners = runners
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        runners = self.runners
+        runners[ctx.item % len(runners)].run(ctx, k)
+
+
 class DeadlineRunner:
     """Checks that a step ended within ``deadline`` of its request's start."""
 
@@ -585,7 +611,7 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, 0, scope, None)
+        r.start(wl.request, wl.name, wl.item, scope, None)
         Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
     Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import networkx as nx
 
+from simstack import replicas
 from simstack.components import lookup
 from simstack.components.threads import thread_scope
 from simstack.errors import ModelError
@@ -81,14 +82,20 @@ def _check_idle_spinners(spec: ModelSpec) -> None:
 
 
 def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
+    if isinstance(step, Hold | Call | Send):  # a name[item] step reaches every replica
+        for target in replicas.group(step.target, spec.replicas) or [step.target]:
+            _add_edge(graph, spec, source, step, target)
+
+
+def _add_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Hold | Call | Send, name: str) -> None:
     src = node("request", source)
     if isinstance(step, Hold):
-        graph.add_edge(src, node("component", step.target), relation="holds", sync=True)
+        graph.add_edge(src, node("component", name), relation="holds", sync=True)
     elif isinstance(step, Call):
-        target = node("request" if step.target in spec.requests else "component", step.target)
+        target = node("request" if name in spec.requests else "component", name)
         graph.add_edge(src, target, relation="calls", sync=True, path=step.guard.path)
-    elif isinstance(step, Send):
-        target = node("request" if step.target in spec.requests else "component", step.target)
+    else:
+        target = node("request" if name in spec.requests else "component", name)
         graph.add_edge(src, target, relation="sends", sync=False)
 
 
@@ -137,7 +144,7 @@ def _scoped(spec: ModelSpec, steps: tuple[Step, ...], has_host: bool, seen: set[
             raise ModelError("a cpu step needs a host: hold a thread pool around it, or give the "
                              "request class a host", path=step.guard.path)
         if isinstance(step, Hold):
-            comp = spec.components[step.target]
+            comp = spec.components[(replicas.group(step.target, spec.replicas) or [step.target])[0]]
             inner = has_host or thread_scope(lookup(comp.kind), comp) is not None
             _scoped(spec, step.body, inner, seen)
         elif isinstance(step, Parallel | Sequence):

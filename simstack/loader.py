@@ -14,10 +14,13 @@ from typing import Any
 
 import yaml
 
+from simstack import expressions, replicas
 from simstack.components import REGISTRY, lookup
 from simstack.distributions import data_dir, parse_distribution
 from simstack.errors import ModelError
 from simstack.graph import build_graph
+from simstack.paths import find_model_dir, home_models_dir
+from simstack.plaindata import refuse_config_nodes, refuse_directives
 from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.spec import (
     ClosedWorkload,
@@ -36,27 +39,26 @@ from simstack.units import non_negative, parse_count, parse_number, parse_rate, 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are found by simstack.paths
 
 
-def resolve_model_path(name_or_path: str | Path) -> Path:
-    """A path to a YAML file, or the name of a folder under ``models/``."""
+def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
+    """A path to a YAML file or to a model folder, or a model name looked up along the search
+    path of ``simstack.paths``."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ModelError(f"model file {str(path)!r} not found")
         return path
-    candidate = MODELS_DIR / str(name_or_path) / "model.yaml"
-    if candidate.is_file():
-        return candidate
-    known = sorted(p.parent.name for p in MODELS_DIR.glob("*/model.yaml"))
-    raise ModelError(f"unknown model {str(name_or_path)!r}; known models: {', '.join(known)} "
-                     "(or give a path to a .yaml file)")
+    if len(path.parts) > 1 and (path / "model.yaml").is_file():
+        return path / "model.yaml"
+    return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
 
 
 def read_yaml(path: Path) -> Any:
     """Plain data from a YAML file: ``yaml.safe_load`` only, so no tag can build an object
-    or run code; a key written twice in one mapping is an error, not a silent overwrite."""
+    or run code; a key written twice in one mapping is an error, not a silent overwrite;
+    Hydra's ``_target_``, ``hydra:``, ``# @package`` and ``${...}`` are refused (``plaindata``)."""
     try:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -69,6 +71,8 @@ def read_yaml(path: Path) -> Any:
         root = yaml.compose(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         _check_size(root)
         _check_duplicate_keys(root, "")
+        refuse_directives(source)  # Hydra's directives, keys and interpolations: data only
+        refuse_config_nodes(root)
     except yaml.YAMLError as exc:
         raise ModelError(_yaml_problem(exc), file=str(path)) from None
     except RecursionError:
@@ -201,8 +205,10 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
     body = {k: _substitute(v, params, k) for k, v in doc.items()
             if k not in ("name", "description", "parameters", "scenarios", "flags")}
     base_dir = path.parent if path else None
-    hosts = _hosts(_or_empty(body, "hosts", {}))
-    components = _components(_or_empty(body, "components", {}), hosts, base_dir)
+    raw_hosts, host_counts = replicas.split(_or_empty(body, "hosts", {}), "hosts")
+    hosts = _hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
+    raw_components, counts = replicas.split(_or_empty(body, "components", {}), "components")
+    components = _components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",
@@ -213,15 +219,17 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         if req_name in components:
             raise ModelError(f"name {req_name!r} is both a component and a request class; rename one",
                              path=f"requests.{req_name}")
-    reader = StepReader(tuple(hosts), components, set(raw_requests), flag_values, base_dir)
+    reader = StepReader(tuple(hosts), {**components, **replicas.aliases(components, counts)}, set(raw_requests),
+                        flag_values, base_dir)
     requests = {req_name: reader.request(req_name, raw) for req_name, raw in raw_requests.items()}
-    workloads = _workloads(body.get("workloads"), set(requests), base_dir)
+    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads")
+    workloads = replicas.streams(_workloads(raw_workloads, set(requests), base_dir), streams)
     settings = _settings(_or_empty(body, "settings", {}))
     return ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, raw=doc, settings=settings)
+        workloads=workloads, raw=doc, settings=settings, replicas=counts)
 
 
 def _or_empty(doc: Mapping[str, Any], section: str, empty: Any) -> Any:
@@ -233,10 +241,11 @@ def _or_empty(doc: Mapping[str, Any], section: str, empty: Any) -> Any:
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
 SETTINGS = {
-    "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None),
-    "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None),
-    "seed": Field(lambda v: _checked(_non_negative_int, v), None),
-    "replications": Field(lambda v: _checked(parse_count, v), None),
+    "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None, "simulated time of a run"),
+    "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None,
+                    "time left out of the statistics, or mser5"),
+    "seed": Field(lambda v: _checked(_non_negative_int, v), None, "seed of the random streams"),
+    "replications": Field(lambda v: _checked(parse_count, v), None, "independent replications"),
 }
 
 
@@ -380,7 +389,7 @@ def _resolve_parameters(params: Mapping[str, Parameter], origin: Mapping[str, st
             raise ModelError(f"parameters refer to each other in a cycle: {loop}", path=origin[chain[0]])
         old = params[name]
         value = old.value
-        if isinstance(value, str) and "$" in value:
+        if isinstance(value, str) and ("$" in value or value.lstrip().startswith("=")):
             value = _substitute_text(value, lambda ref: value_of(ref, chain + (name,)), params, origin[name])
         resolved[name] = Parameter(name, value, old.free, old.doc)
         return value
@@ -396,36 +405,49 @@ def _override_flags(flags: dict[str, bool], values: Mapping[str, bool] | Iterabl
     flags.update(_flag_values(values, flags, where))
 
 
+_PROSE = ("doc", "name")  # free text: a $name in it is pasted in, never computed
+
+
 def _substitute(value: Any, params: Mapping[str, Parameter], path: str) -> Any:
-    """Replace ``$name`` references; a whole-string reference keeps the value's type."""
+    """Replace ``$name`` references and compute expressions (``simstack.expressions``); a
+    whole-string reference keeps the value's type."""
     if isinstance(value, Mapping):
         return {k: _substitute(v, params, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list):
         return [_substitute(v, params, f"{path}[{i}]") for i, v in enumerate(value)]
-    if not isinstance(value, str) or "$" not in value:
+    if not isinstance(value, str) or ("$" not in value and not value.lstrip().startswith("=")):
         return value
-    return _substitute_text(value, lambda ref: params[ref].value, params, path)
+    prose = path.rsplit(".", 1)[-1] in _PROSE
+    return _substitute_text(value, lambda ref: params[ref].value, params, path, prose)
 
 
-def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str) -> Any:
+def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str,
+                     prose: bool = False) -> Any:
     for ref in _REF.findall(value):
         if ref not in known:
             within = "" if value.strip() == f"${ref}" else f" in {value!r}"
             raise ModelError(f"unknown parameter ${ref}{within}{suggest(ref, known)}; parameters: "
                              f"{', '.join(known) or '(none)'}", path=path)
-    whole = _REF.fullmatch(value.strip())
-    if whole:
-        return lookup(whole.group(1))
-    return _REF.sub(lambda m: str(lookup(m.group(1))), value)
+    if prose:
+        return _REF.sub(lambda m: str(lookup(m.group(1))), value)
+    try:
+        return expressions.substitute(value, lookup)
+    except ModelError as exc:
+        raise (exc if exc.path else exc.at(path=path)) from None
 
 
 def _hosts(raw: object) -> dict[str, HostSpec]:
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of host names, got {raw!r}", path="hosts")
+
+    def _cores(value: object) -> float:
+        """A whole number of cores, or ``inf``: an infinite-server host (a delay centre)."""
+        return float("inf") if value == "inf" else int(parse_count(value))
+
     fields = {
-        "cores": Field(lambda v: int(parse_count(v)), help="number of cores"),
+        "cores": Field(_cores, help="number of cores, or inf"),
         "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
-        "discipline": Field(one_of("fifo", "ps", "priority"), "ps"),
+        "discipline": Field(one_of("fifo", "ps", "priority", "hol"), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
         "memory_record": Field(one_of("processes", "host"), "processes", "memory table detail"),
@@ -438,6 +460,9 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
             raise ModelError(f"idle_spinner needs discipline: priority (a spinner under "
                              f"{values['discipline']} would share the cores), got discipline: "
                              f"{values['discipline']}", path=f"hosts.{name}.idle_spinner")
+        if values["idle_spinner"] is not None and values["cores"] == float("inf"):
+            raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
+                             "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
                              values["idle_spinner"], values["memory"], values["memory_record"])
     return out

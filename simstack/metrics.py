@@ -25,8 +25,7 @@ from simstack.loader import load_model, read_yaml
 from simstack.simulate import RunResult, simulate
 from simstack.study import MetricSpec, RunSelection, Study
 from simstack.units import parse_time
-
-CONFIG_WHATIFS = Path(__file__).resolve().parents[1] / "configs" / "whatif"
+from simstack.whatif import load_whatif
 
 
 def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
@@ -41,24 +40,20 @@ def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
     return dict(values)
 
 
-def read_whatif(name: str) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags of ``configs/whatif/<name>.yaml``."""
-    path = CONFIG_WHATIFS / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.relative_to(CONFIG_WHATIFS).with_suffix("").as_posix() for p in CONFIG_WHATIFS.rglob("*.yaml"))
-        raise ModelError(f"unknown what-if {name!r}; what-ifs: {', '.join(known)}")
-    doc = read_yaml(path) or {}
-    if not isinstance(doc, Mapping) or set(doc) - {"parameters", "flags", "doc"}:
-        raise ModelError("a what-if holds only 'parameters', 'flags' and 'doc'", file=str(path))
-    return dict(doc.get("parameters") or {}), dict(doc.get("flags") or {})
+def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
+    """Parameters and flags of a what-if: ``<model>/<name>``, a name of the model in
+    ``model_dir`` (``models/<model>/whatif/<name>.yaml``) or a path (see ``simstack.whatif``)."""
+    chosen = load_whatif(name, model_dir)
+    return dict(chosen.parameters), dict(chosen.flags)
 
 
-def resolve(sel: RunSelection, base: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bool]]:
+def resolve(sel: RunSelection, base: Mapping[str, Any],
+            model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
     """Model parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
     params: dict[str, Any] = dict(base)
     flags: dict[str, bool] = {}
     if sel.whatif:
-        w_params, w_flags = read_whatif(sel.whatif)
+        w_params, w_flags = read_whatif(sel.whatif, model_dir)
         params.update(w_params)
         flags.update(w_flags)
     params.update(sel.parameters)
@@ -116,10 +111,11 @@ class Evaluator:
         return last_ok(ok, low, high)
 
     def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
-        params, flags = resolve(sel, self.base_parameters)
-        spec = load_model(self.model_dir / "model.yaml", scenario=sel.scenario, parameters=params, flags=flags)
+        params, flags = resolve(sel, self.base_parameters, self.model_dir)
+        scenario = sel.scenario or (load_whatif(sel.whatif, self.model_dir).scenario if sel.whatif else None)
+        spec = load_model(self.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
         settings = {**self.study.defaults, **spec.settings, **sel.settings}
-        key = json.dumps([sel.scenario, sorted(params.items()), sorted(flags.items()),
+        key = json.dumps([scenario, sorted(params.items()), sorted(flags.items()),
                           sorted(settings.items()), needs_steps], default=str)
         if key not in self.runs:
             if self.on_run:

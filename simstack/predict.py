@@ -18,8 +18,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from simstack.errors import ModelError
-from simstack.loader import MODELS_DIR
 from simstack.metrics import Evaluator, merge
+from simstack.paths import model_dir_of
 from simstack.study import RunSelection, Study, load_study
 
 
@@ -53,7 +53,7 @@ def prediction_path(study: Study) -> Path:
 
 
 def run_predict(cfg: Any) -> None:
-    study = load_study(MODELS_DIR / str(cfg.model))
+    study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
     table = predict(study, progress=bool(cfg.sim.get("progress", True)))
     path = prediction_path(study)
     table.to_csv(path, index=False, float_format="%.10g")

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from simstack.analysis.confidence import student_t_ci
 from simstack.records import DEADLINE_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 
 STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
@@ -46,8 +46,8 @@ def t_interval(samples: Sequence[float] | np.ndarray, level: float = 0.95) -> tu
     x = x[np.isfinite(x)]
     if x.size < 2:
         return (np.nan, np.nan)
-    half = stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    return (float(x.mean() - half), float(x.mean() + half))
+    _, low, high = student_t_ci(x, level)
+    return (low, high)
 
 
 def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) -> pd.DataFrame:

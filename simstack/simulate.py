@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from simstack.components.fileserver import LOAD_COLUMNS, load_rows
 from simstack.components.meter import Meter
@@ -78,6 +79,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     ``horizon`` (seconds) ends each replication; without it every workload must stop by
     itself. ``warmup`` drops requests started before that time and restarts resource
     accounting then; ``"mser5"`` picks the truncation per replication with MSER-5.
+    ``progress`` shows a bar over the replications when stderr is a terminal.
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
@@ -93,7 +95,11 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     peak_rows: list[tuple] = []
     load: list[tuple] = []
     reps = range(replications)
-    for rep in tqdm(reps, desc=f"simulating {spec.name}", disable=not progress, leave=False):
+    # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
+    # cleared when done, so whatever is printed next starts on a clean line of its own.
+    bar = tqdm(reps, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
+               disable=None if progress else True, leave=False)
+    for rep in bar:
         r = Replication(spec, seed, rep, record_steps)
         start_workloads(r)
         if isinstance(warmup, int | float) and warmup > 0:

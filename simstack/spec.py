@@ -20,9 +20,9 @@ from simstack.distributions import Distribution
 @dataclass(frozen=True)
 class HostSpec:
     name: str
-    cores: int
+    cores: float  # a whole number, or inf (every job runs at once: a delay centre)
     speed: float
-    discipline: str  # fifo | ps | priority
+    discipline: str  # fifo | ps | priority | hol
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
     memory: float = float("inf")  # RAM in bytes (simstack.memory)
     memory_record: str = "processes"  # processes | host: what the memory table records
@@ -97,6 +97,33 @@ class Sequence:
 
 
 @dataclass(frozen=True)
+class Acquire:
+    """Take a unit of a semaphore, or a lock in ``mode``, and keep it after this step: a
+    later ``Release`` (in this request or another) gives it back."""
+
+    guard: Guard
+    target: str
+    key: str | None = None
+    mode: str = "write"
+
+
+@dataclass(frozen=True)
+class Release:
+    guard: Guard
+    target: str
+    key: str | None = None
+    mode: str = "write"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """In a called request class: the caller goes on from here while the rest of the
+    class runs on (the second phase of a layered-queueing entry)."""
+
+    guard: Guard
+
+
+@dataclass(frozen=True)
 class Alloc:
     """New memory for the process: private, or a host-wide read-only segment shared by name."""
 
@@ -150,7 +177,8 @@ class Restore:
     host: str | None = None
 
 
-Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Alloc | WriteMemory | Fork | FileOp | Restore
+Step = (Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Alloc
+        | WriteMemory | Fork | FileOp | Restore)
 
 
 @dataclass(frozen=True)
@@ -168,6 +196,7 @@ class OpenWorkload:
     interarrival: Distribution
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
+    item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
 
 
 @dataclass(frozen=True)
@@ -228,3 +257,4 @@ class ModelSpec:
     workloads: Mapping[str, Workload] = field(hash=False)
     raw: Mapping[str, Any] = field(hash=False, repr=False)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N

@@ -31,9 +31,10 @@ from simstack.spec import (
     Sequence,
     Step,
 )
+from simstack.syncparse import check_replies, read_acquire, read_reply
 from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
-ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps",
+ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "acquire", "release", "reply",
            "alloc", "write_memory", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 _EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps")}
@@ -66,7 +67,8 @@ class StepReader:
             raise ModelError(f"unknown host {host!r}{suggest(host, self._hosts)}; hosts: "
                              f"{', '.join(self._hosts) or '(none)'}", path=f"{path}.host")
         self._held = []
-        return RequestSpec(name, self.steps(values["steps"], f"{path}.steps"), host, values["priority"])
+        body = check_replies(self.steps(values["steps"], f"{path}.steps"))
+        return RequestSpec(name, body, host, values["priority"])
 
     def steps(self, raw: object, path: str) -> tuple[Step, ...]:
         if not isinstance(raw, list) or not raw:
@@ -79,6 +81,7 @@ class StepReader:
         return tuple(out)
 
     def step(self, raw: object, path: str) -> Step | None:
+        raw = {"reply": True} if raw == "reply" else raw  # the reply marker may stand alone
         if not isinstance(raw, Mapping):
             raise ModelError(f"a step must be a mapping with one of {', '.join(ACTIONS)}, got {raw!r}",
                              path=path)
@@ -114,7 +117,7 @@ class StepReader:
         return active
 
     def _guard(self, raw: Mapping[str, Any], action: str, path: str) -> Guard:
-        target = raw[action] if action in ("hold", "call", "send") else None
+        target = raw[action] if action in ("hold", "call", "send", "acquire", "release") else None
         default = f"{action}:{target}" if isinstance(target, str) else action
         name = raw.get("name", default)
         if not isinstance(name, str):
@@ -221,6 +224,15 @@ class StepReader:
     def _steps(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Sequence:
         self._allowed(raw, "steps", path, ())
         return Sequence(guard, self.steps(raw["steps"], f"{path}.steps"))
+
+    def _acquire(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Step:
+        return read_acquire(self, raw, guard, path, "acquire")
+
+    def _release(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Step:
+        return read_acquire(self, raw, guard, path, "release")
+
+    def _reply(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Step:
+        return read_reply(self, raw, guard, path)
 
     def _usable(self, role: str) -> str:
         """What ``role:`` may name: components of kinds that play the role, and for call and

@@ -18,6 +18,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import simpy
 
@@ -341,11 +342,20 @@ class SharedRate:
             done(max(0.0, now - arrived - service), service)
 
 
-def make_cpu(env: simpy.Environment, name: str, cores: int, speed: float,
-             discipline: str, idle_spinner: int | None = None) -> FifoCpu | PriorityCpu | SharedRate:
+# Disciplines kept in other modules (``cpu_extra``) register a factory here by name,
+# called as ``factory(env, cores, speed, meter)``; "infinite" builds every ``cores: inf`` host.
+EXTRA_DISCIPLINES: dict[str, Callable[[simpy.Environment, float, float, Meter], Any]] = {}
+
+
+def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
+             discipline: str, idle_spinner: int | None = None) -> Any:
     meter = Meter(name, "cpu", cores)
+    if math.isinf(cores):
+        return EXTRA_DISCIPLINES["infinite"](env, cores, speed, meter)
+    if discipline in EXTRA_DISCIPLINES:
+        return EXTRA_DISCIPLINES[discipline](env, cores, speed, meter)
     if discipline == "fifo":
         return FifoCpu(env, cores, speed, meter)
     if discipline == "priority":
-        return PriorityCpu(env, cores, speed, meter, idle_spinner)
+        return PriorityCpu(env, int(cores), speed, meter, idle_spinner)
     return SharedRate(env, cores, speed, meter)

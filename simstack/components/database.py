@@ -73,18 +73,18 @@ class DatabaseKind(Kind):
     roles = frozenset({"call"})
     fields = {
         "kind": Field(str),
-        "host": Field(str, None),
-        "connections": Field(lambda v: parse_count(v, allow_inf=True), math.inf),
+        "host": Field(str, None, "host it sits on (shown in the topology; its work is not host CPU)"),
+        "connections": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "sessions; a query waits for one"),
         "latency": Field(time_dist, help="per-query latency distribution"),
-        "bandwidth": Field(bandwidth, math.inf),
+        "bandwidth": Field(bandwidth, math.inf, "total, shared equally by the transfers in flight"),
         "stream_bandwidth": Field(bandwidth, math.inf, "the most one transfer gets, e.g. one TCP stream"),
-        "growth": Field(_growth, None),
-        "stored": Field(lambda v: non_negative(parse_size(v), v), 0.0),
+        "growth": Field(_growth, None, "{per: 1GB, factor: x}: latency x (1 + x * stored / per)"),
+        "stored": Field(lambda v: non_negative(parse_size(v), v), 0.0, "volume stored at the start"),
     }
     call_options = {
-        "bytes": Field(size_dist, None),
-        "write": Field(boolean, False),
-        "latency": Field(time_dist, None),
+        "bytes": Field(size_dist, None, "size moved by the query"),
+        "write": Field(boolean, False, "true: the bytes add to the stored volume"),
+        "latency": Field(time_dist, None, "overrides the component's latency"),
     }
 
     @classmethod

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Granted, Kind, register
-from simstack.components.meter import Meter
+from simstack.components.meter import KeyedMeter, Meter
 from simstack.schema import Field, boolean, name_ref, one_of
 from simstack.spec import ComponentSpec
 
@@ -122,14 +122,16 @@ class LockKind(Kind):
     fields = {
         "kind": Field(str),
         "per": Field(name_ref, None, "name of the key, e.g. device or record"),
-        "readers": Field(boolean, False),
-        "order": Field(one_of("fifo", "priority"), "fifo"),
+        "readers": Field(boolean, False, "true: a read-write lock (hold with mode: read shares it)"),
+        "order": Field(one_of("fifo", "priority"), "fifo", "waiters served first come or most urgent first"),
     }
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> LockRuntime:
-        capacity = math.inf if spec.settings["per"] else 1
-        runtime = LockRuntime(ctx.env, Meter(spec.name, cls.kind, capacity), spec.settings["order"] == "priority")
+        # A per-key lock has no capacity (any number of keys may be held): its utilisation is
+        # the fraction of time any key is held, its mean_busy the mean number of keys held.
+        meter = KeyedMeter(spec.name, cls.kind, math.inf) if spec.settings["per"] else Meter(spec.name, cls.kind, 1)
+        runtime = LockRuntime(ctx.env, meter, spec.settings["order"] == "priority")
         runtime.meter.kind = "lock" if spec.settings["per"] else "lock (global)"
         return runtime
 

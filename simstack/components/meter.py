@@ -8,7 +8,7 @@ exact. Nothing here patches SimPy; the resources call it through this one hook.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 class Meter:
@@ -55,6 +55,37 @@ class Meter:
         util = mean_busy / self.capacity if math.isfinite(self.capacity) else math.nan
         return ResourceSummary(self.name, self.kind, self.capacity, util, mean_busy, mean_queue,
                                self.max_queue, self.arrivals, self.drops)
+
+
+class KeyedMeter(Meter):
+    """A meter for a resource of unbounded capacity, one lock per key: ``busy`` counts the
+    keys held, so ``mean_busy`` is the mean number of keys held, and ``utilisation`` is the
+    fraction of time at least one key was held. With a single key that is exactly the
+    utilisation of a global lock, so switching ``per:`` on and off compares like with like."""
+
+    __slots__ = ("_held_area",)
+
+    def __init__(self, name: str, kind: str, capacity: float):
+        super().__init__(name, kind, capacity)
+        self._held_area = 0.0
+
+    def touch(self, now: float) -> None:
+        dt = now - self._t
+        if dt:
+            self._busy_area += self.busy * dt
+            self._queue_area += self.queue * dt
+            if self.busy:
+                self._held_area += dt
+            self._t = now
+
+    def reset(self, now: float) -> None:
+        super().reset(now)
+        self._held_area = 0.0
+
+    def summary(self, now: float) -> ResourceSummary:
+        base = super().summary(now)
+        span = now - self._start
+        return replace(base, utilisation=self._held_area / span if span > 0 else 0.0)
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,11 @@ class LinkKind(Kind):
     roles = frozenset({"call"})
     fields = {
         "kind": Field(str),
-        "host": Field(str, None),
+        "host": Field(str, None, "host it sits on (shown in the topology; its work is not host CPU)"),
         "latency": Field(time_dist, help="one-way latency, e.g. 50us"),
         "bandwidth": Field(bandwidth, help="e.g. 25Gb/s"),
     }
-    call_options = {"bytes": Field(size_dist, None)}
+    call_options = {"bytes": Field(size_dist, None, "size of the transfer")}
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> LinkRuntime:

@@ -87,11 +87,11 @@ class QueueKind(Kind):
     provides_thread = True
     fields = {
         "kind": Field(str),
-        "host": Field(str),
-        "capacity": Field(lambda v: parse_count(v, allow_inf=True), float("inf")),
-        "when_full": Field(one_of("drop", "block"), "drop"),
-        "consumers": Field(lambda v: parse_count(v, allow_inf=True), 1),
-        "priority": Field(integer, 0),
+        "host": Field(str, help="host of the consumer threads"),
+        "capacity": Field(lambda v: parse_count(v, allow_inf=True), float("inf"), "items it holds"),
+        "when_full": Field(one_of("drop", "block"), "drop", "drop the item or block the sender"),
+        "consumers": Field(lambda v: parse_count(v, allow_inf=True), 1, "consumer threads"),
+        "priority": Field(integer, 0, "priority of the consumer threads"),
         "handler": Field(name_ref, help="request class each consumer runs per item"),
     }
 

@@ -42,8 +42,8 @@ class ServerKind(Kind):
     roles = frozenset({"call"})
     fields = {
         "kind": Field(str),
-        "host": Field(str, None),
-        "servers": Field(lambda v: parse_count(v, allow_inf=True), 1),
+        "host": Field(str, None, "host it sits on (shown in the topology; its work is not host CPU)"),
+        "servers": Field(lambda v: parse_count(v, allow_inf=True), 1, "identical servers; inf for a pure delay"),
         "service": Field(time_dist, help="service-time distribution, e.g. exp(2ms)"),
     }
     call_options = {"service": Field(time_dist, None, "overrides the component's service time")}

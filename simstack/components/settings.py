@@ -56,11 +56,12 @@ from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
 from simstack.errors import ModelError
+from simstack.paths import home_models_dir
 from simstack.schema import Field, integer
 from simstack.spec import ComponentSpec
 from simstack.units import parse_count, parse_number
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = home_models_dir()
 
 
 # -- the hierarchy as a graph -----------------------------------------------------------
@@ -238,16 +239,16 @@ class HierarchyKind(Kind):
     roles = frozenset({"call"})
     fields = {
         "kind": Field(str),
-        "host": Field(str, None),
+        "host": Field(str, None, "host whose CPU runs the node calculations (else elapsed time)"),
         "threads": Field(lambda v: parse_count(v, allow_inf=True), help="calculation threads K"),
         "node_cost": Field(time_dist, help="time (CPU demand with a host) to calculate one parameter"),
-        "file": Field(str, None),
-        "devices": Field(_whole, None),
-        "depth": Field(_whole, None),
-        "fanout": Field(_whole, None),
-        "params_per_device": Field(_whole, None),
-        "extra_parents": Field(parse_number, 0.0),
-        "seed": Field(integer, 0),
+        "file": Field(str, None, "CSV of parent,child[,device] edges instead of a generated graph"),
+        "devices": Field(_whole, None, "generated graphs: devices N"),
+        "depth": Field(_whole, None, "generated graphs: levels D below the root"),
+        "fanout": Field(_whole, None, "generated graphs: children per node F"),
+        "params_per_device": Field(_whole, None, "generated graphs: hardware settings per device"),
+        "extra_parents": Field(parse_number, 0.0, "probability of a second parent (a DAG, not a tree)"),
+        "seed": Field(integer, 0, "seed of the extra parents"),
     }
     call_options = {
         "changed": Field(str, None, "name of the changed parameter, e.g. L1.0"),

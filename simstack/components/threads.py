@@ -50,11 +50,11 @@ class ThreadsKind(Kind):
     provides_thread = True
     fields = {
         "kind": Field(str),
-        "host": Field(str),
+        "host": Field(str, help="host whose cores run the threads' CPU steps"),
         "size": Field(lambda v: parse_count(v, allow_inf=True), help="number of threads"),
-        "priority": Field(integer, 0),
-        "queue_capacity": Field(_capacity, math.inf),
-        "when_full": Field(one_of("block", "drop"), "block"),
+        "priority": Field(integer, 0, "thread priority (higher is more urgent on a priority host)"),
+        "queue_capacity": Field(_capacity, math.inf, "length of the line of waiting work"),
+        "when_full": Field(one_of("block", "drop"), "block", "when the line is full: wait or fail the request"),
     }
 
     @classmethod
