@@ -132,3 +132,24 @@ def test_the_files_example_in_the_docs_runs() -> None:
     res = simulate(build_spec(doc, None), seed=1)
     assert res.requests["ok"].all() and len(res.requests) == 4
     assert res.memory_peaks.iloc[0]["peak_used"] == int(0.6 * 1.8 * GB) + 4 * int(0.4 * 1.8 * GB)
+
+
+def test_a_replicated_farm_places_processes_caches_and_memory_by_item() -> None:
+    """3 nodes (replicas), a cache and a thread pool per node; 3 initialising processes (items
+    0..2, one per node) each read 100 MB once per node (three fetches sharing 100 MB/s: 3 s),
+    compute 10 s on their node, take 1 GB and fork 3 children writing 40 %: 2.2 GB per node."""
+    doc = {"parameters": {"nodes": 3, "per": 4},
+           "hosts": {"node": {"cores": 24, "memory": "8GB", "replicas": "$nodes"}},
+           "components": {"nfs": {"kind": "fileserver", "bandwidth": "100MB/s"},
+                          "cache": {"kind": "cache", "host": "node", "backing": "nfs", "replicas": "$nodes"},
+                          "slots": {"kind": "threads", "host": "node", "size": 24, "replicas": "$nodes"}},
+           "requests": {"proc": [{"hold": "slots[item]", "steps": [
+               {"read": {"from": "cache[item]", "file": "libs", "bytes": "100MB"}}, {"cpu": "10s"},
+               {"alloc": "1GB"}, {"fork": {"request": "child", "count": "$per - 1", "wait": True}}]}],
+               "child": [{"hold": "slots[item]", "steps": [{"write_memory": 0.4}, {"cpu": "1s"}]}]},
+           "workloads": {"go": {"type": "closed", "clients": "$nodes", "count": 1, "request": "proc"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    peaks = res.memory_peaks.set_index("host")["peak_used"].to_dict()
+    assert peaks == {f"node[{i}]": int(2.2 * GB) for i in range(3)}
+    assert res.requests["end"].to_numpy() == pytest.approx(3 + 10 + 1)
+    assert res.resources.set_index("resource").loc["nfs", "arrivals"] == 3
