@@ -139,22 +139,25 @@ def test_bad_file_steps_are_located(comps: dict[str, Any], step: dict[str, Any],
 
 def test_a_cache_whose_backing_is_not_a_store_is_refused() -> None:
     comps = {"c": {**CACHE, "backing": "srv"}, "srv": {"kind": "server", "service": "1ms"}}
-    with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'srv' of 'c' is not a "
-                                         r"fileserver, cache or swarm; stores: \(none\)"):
+    with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'srv' is a server component; a "
+                                         r"backing store is a fileserver, cache or swarm: \(none\)"):
         _run(comps, {"proc": [{"read": {"from": "c", "file": "x"}}]})
 
 
-def test_a_store_records_its_load_over_time() -> None:
-    """2 threads, 4 readers of 10 MB at 100 MB/s (2 ms latency): at t = 0 two hold threads and
-    two wait; the first pair's transfers run from 2 ms to 202 ms; at the end nothing is busy."""
-    res = _run({"nfs": {**NFS, "threads": 2, "record_load": True}},
-               {"proc": [{"read": {"from": "nfs", "file": "x", "bytes": "10MB"}}]}, clients=4)
-    load = res.store_load
-    assert set(load["store"]) == {"nfs"}
-    at_zero = load[load["time"] == 0].iloc[-1]
-    assert (at_zero["threads_busy"], at_zero["waiting"]) == (2, 2)
-    during = load[np.isclose(load["time"], 0.002)].iloc[-1]
-    assert during["transfers"] == 2
-    last = load.iloc[-1]
-    assert (last["threads_busy"], last["waiting"], last["transfers"], last["operations"]) == (0, 0, 0, 4)
-    assert last["time"] == pytest.approx(2 * 0.202)
+def test_a_cache_whose_backing_is_unknown_is_refused_with_a_suggestion() -> None:
+    comps = {"nfs": NFS, "c": {**CACHE, "backing": "nfss"}}
+    with pytest.raises(ModelError, match=r"components\.c\.backing: backing 'nfss' is not a component "
+                                         r"\(did you mean 'nfs'\?\); a backing store is a fileserver, cache or "
+                                         r"swarm: nfs"):
+        _run(comps, {"proc": [{"delay": 1}]})
+
+
+def test_caches_backing_each_other_are_refused() -> None:
+    comps = {"a": {**CACHE, "backing": "b"}, "b": {**CACHE, "backing": "a"}}
+    with pytest.raises(ModelError, match=r"components\.a\.backing: cycle of backing stores: a -> b -> a"):
+        _run(comps, {"proc": [{"read": {"from": "a", "file": "x"}}]})
+
+
+def test_a_class_that_forks_itself_is_refused() -> None:
+    with pytest.raises(ModelError, match=r"requests\.proc: cycle of asynchronous sends: proc -> proc"):
+        _run({"nfs": NFS}, {"proc": [{"fork": "proc"}]})
