@@ -17,9 +17,10 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
 from simstack.schema import Field, name_ref, one_of, read_fields
-from simstack.units import parse_number
+from simstack.units import SIZE_UNITS, parse_number
 
-RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog")
+RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
+             "memory_peak", "end_time")
 DERIVED_TYPES = ("ratio", "difference", "capacity")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
 
@@ -53,6 +54,7 @@ class MetricSpec:
     group: str | None = None  # failure_rate: the worst group (e.g. item = per PV) instead of overall
     low: int = 1
     high: int = 1024
+    unit: str = "B"  # memory_peak: bytes are divided by this size unit (GB: gigabytes)
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ def _metric(name: str, raw: object, path: str) -> MetricSpec:
         fields |= {k: Field(lambda v: v, None) for k in run_keys}
         fields |= {"request": Field(name_ref, None), "step": Field(str, None),
                    "stat": Field(one_of(*STATS), "mean"), "resource": Field(name_ref, None),
-                   "lineage": Field(bool, False), "group": Field(one_of("item"), None)}
+                   "lineage": Field(bool, False), "group": Field(one_of("item"), None),
+                   "unit": Field(one_of(*SIZE_UNITS), "B")}
     elif kind in ("ratio", "difference"):
         fields |= {"a": Field(name_ref), "b": Field(name_ref)}
     elif kind == "capacity":

@@ -225,3 +225,23 @@ def test_host_by_item_places_each_process_on_its_node() -> None:
     assert peaks.to_dict() == {"node[0]": 2 * GB, "node[1]": 2 * GB}
     placed = res.memory.groupby("process")["host"].first()
     assert placed.to_dict() == {1: "node[0]", 2: "node[1]", 3: "node[0]", 4: "node[1]"}
+
+
+def test_study_metrics_read_memory_peaks_and_end_times() -> None:
+    """memory_peak: a statistic over hosts of each host's peak (here 2 GB and 1 GB, in GB);
+    end_time: a statistic of when requests ended (the last process ready at 3 s)."""
+    from simstack.metrics import _statistic
+    from simstack.study import MetricSpec, RunSelection
+
+    doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}, "other": {"cores": 1}},
+           "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 3}]},
+           "workloads": {"go": {"type": "closed", "clients": 3, "count": 1, "request": "p"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    metric = MetricSpec(name="m", type="memory_peak", run=RunSelection(), stat="max", unit="GB")
+    assert _statistic(metric, res) == pytest.approx(2.0)
+    mean = MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="node", unit="GB")
+    assert _statistic(mean, res) == pytest.approx(1.5)
+    ended = MetricSpec(name="t", type="end_time", run=RunSelection(), request="p", stat="max")
+    assert _statistic(ended, res) == pytest.approx(3.0)
+    with pytest.raises(ModelError, match="no memory recorded on host 'nod'"):
+        _statistic(MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
