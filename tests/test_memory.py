@@ -245,3 +245,21 @@ def test_study_metrics_read_memory_peaks_and_end_times() -> None:
     assert _statistic(ended, res) == pytest.approx(3.0)
     with pytest.raises(ModelError, match="no memory recorded on host 'nod'"):
         _statistic(MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
+
+
+def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:
+    """memory_peaks.csv always, memory.parquet with the tables; nothing for a model without memory."""
+    from simstack.cli import write_run
+
+    res = _run(_fork(3, 0.4))
+    write_run(res, {}, tmp_path / "run", tables=True)
+    peaks = pd.read_csv(tmp_path / "run" / "memory_peaks.csv")
+    assert peaks["peak_used"].tolist() == [GB + 3 * 4 * 10**8]
+    assert len(pd.read_parquet(tmp_path / "run" / "memory.parquet")) == len(res.memory)
+    assert not (tmp_path / "run" / "store_load.parquet").exists()
+    plain = simulate(build_spec({"requests": {"r": [{"delay": 1}]},
+                                 "workloads": {"w": {"type": "closed", "clients": 1, "count": 1, "request": "r"}}},
+                                None), seed=1)
+    write_run(plain, {}, tmp_path / "plain", tables=True)
+    assert not (tmp_path / "plain" / "memory_peaks.csv").exists()
+    assert not (tmp_path / "plain" / "memory.parquet").exists()
