@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simstack.callsites import shared_classes, site_of
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
@@ -115,7 +116,9 @@ class Replication:
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
         self.runtimes = {c.name: self.kinds[c.name].build(c, build) for c in spec.components.values()}
-        self._compiled: dict[tuple[str, int, int], Any] = {}
+        self._compiled: dict[tuple[str, str, int, int], Any] = {}
+        self._shared = shared_classes(spec)
+        self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
                 self._bind_queue(name, runtime)
@@ -128,29 +131,37 @@ class Replication:
             return lambda _ctx: value
         if isinstance(dist, Indexed):
             return lambda ctx: dist.at(ctx.item)
-        key = zlib.crc32(stream.encode())
+        key = zlib.crc32((self._site + stream).encode())
         seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, key))
         return BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
 
     # -- requests -----------------------------------------------------------------------
-    def root(self, request: str, scope: Scope) -> Any:
-        """The compiled body of a request class for a given (cpu, priority) scope."""
-        key = (request, id(scope[0]), scope[1])
+    def root(self, request: str, scope: Scope, site: str = "") -> Any:
+        """The compiled body of a request class for a given (cpu, priority) scope, reached
+        through the call-site chain ``site`` (see ``callsites``: only a class reached through
+        several chains keeps one copy, and one set of streams, per chain)."""
+        if request not in self._shared:
+            site = ""
+        key = (request, site, id(scope[0]), scope[1])
         if key not in self._compiled:
             req = self.spec.requests[request]
             if req.host:
                 scope = (self.cpus[req.host], req.priority)
-            self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+            outer, self._site = self._site, site
+            try:
+                self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+            finally:
+                self._site = outer
         return self._compiled[key]
 
     def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
-              parent: int = -1, warmup: bool = False, since: float | None = None) -> None:
+              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "") -> None:
         self.next_id += 1
         self.in_system += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
                       warmup, item)
-        self.root(cls, scope).run(req, lambda: self._end(req, on_end))
+        self.root(cls, scope, site).run(req, lambda: self._end(req, on_end))
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
@@ -166,7 +177,8 @@ class Replication:
         scope = (self.cpus[host], priority)
 
         def dispatch(ctx: Ctx, since: float, finished: K) -> None:
-            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since)
+            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since,
+                       site=f"components.{name}>")
 
         def dropped(ctx: Ctx, since: float) -> None:
             self.next_id += 1
@@ -219,13 +231,14 @@ class Replication:
             return HoldRunner(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                return SpanRunner(self, SubRequestRunner(self, step.target, scope), g.name, step.target)
+                return SpanRunner(self, SubRequestRunner(self, step.target, scope, site_of(self._site, g.path)),
+                                  g.name, step.target)
             kind = self.kinds[step.target]
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
         if isinstance(step, Send):
             if step.target in self.spec.requests:
-                return SpawnRunner(self, step.target, scope)
+                return SpawnRunner(self, step.target, scope, site_of(self._site, g.path))
             return QueueRunner(self.runtimes[step.target])
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
@@ -439,33 +452,35 @@ class SpanRunner:
 class SubRequestRunner:
     """A synchronous call of another request class, inline in the caller's request."""
 
-    __slots__ = ("r", "target", "scope", "body")
+    __slots__ = ("r", "target", "scope", "site", "body")
 
-    def __init__(self, r: Replication, target: str, scope: Scope):
+    def __init__(self, r: Replication, target: str, scope: Scope, site: str = ""):
         self.r = r
         self.target = target
         self.scope = scope
+        self.site = site
         self.body: Any = None
 
     def run(self, ctx: Ctx, k: K) -> None:
         if self.body is None:  # compiled on first use: class bodies may refer to each other
-            self.body = self.r.root(self.target, self.scope)
+            self.body = self.r.root(self.target, self.scope, self.site)
         self.body.run(ctx, k)
 
 
 class SpawnRunner:
     """Asynchronous start of another request class; the caller goes on at once."""
 
-    __slots__ = ("r", "target", "scope")
+    __slots__ = ("r", "target", "scope", "site")
 
-    def __init__(self, r: Replication, target: str, scope: Scope):
+    def __init__(self, r: Replication, target: str, scope: Scope, site: str = ""):
         self.r = r
         self.target = target
         self.scope = scope
+        self.site = site
 
     def run(self, ctx: Ctx, k: K) -> None:
         self.r.start(self.target, ctx.req.workload, ctx.item, self.scope, None, parent=ctx.req.id,
-                     warmup=ctx.req.warmup)
+                     warmup=ctx.req.warmup, site=self.site)
         k()
 
 
