@@ -105,6 +105,19 @@ def print_summary(result: RunResult) -> None:
             print()
         util = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
         print(util.to_string(index=False))
+    print_blocked(result)
+
+
+def print_blocked(result: RunResult, shown: int = 5) -> None:
+    """Warn about requests stuck at the end of the run (what they wait for, since when)."""
+    blocked = result.blocked
+    if blocked.empty:
+        return
+    print(f"warning: {len(blocked)} request(s) still blocked at the end with no progress (waiting for at least "
+          "half the run, or for ever); first ones:", file=sys.stderr)
+    for row in blocked.head(shown).itertuples(index=False):
+        print(f"  replication {row.rep}: {row.request} #{row.id} waits for {row.waits_for} at step "
+              f"{row.step!r} since t = {row.since:.6g} s", file=sys.stderr)
 
 
 def _run(cfg: DictConfig) -> None:

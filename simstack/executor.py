@@ -119,9 +119,16 @@ class Replication:
         self._compiled: dict[tuple[str, str, int, int], Any] = {}
         self._shared = shared_classes(spec)
         self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
+        self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
                 self._bind_queue(name, runtime)
+
+    def blocked(self, end: float, ran_dry: bool) -> list[tuple]:
+        """Requests waiting for a hold at the end with no progress: for at least half the run,
+        or for ever (no event was left, so nothing could ever release what they wait for)."""
+        return [(self.rep, req.id, req.cls, step, target, since) for req, step, target, since in self.waits.values()
+                if ran_dry or end - since >= end / 2]
 
     # -- randomness ---------------------------------------------------------------------
     def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
@@ -383,8 +390,14 @@ class HoldRunner:
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
         start = r.env._now
+        state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
 
         def granted(wait: float) -> None:
+            nonlocal state
+            if state == 2:
+                del r.waits[granted]
+            state = 1
+
             def finished() -> None:
                 self.release(ctx)
                 if r.rec.record_steps:
@@ -397,6 +410,9 @@ class HoldRunner:
         if not self.acquire(ctx, granted):
             ctx.req.fail(f"{self.target} full")
             k()
+        elif state == 0:
+            state = 2
+            r.waits[granted] = (ctx.req, self.name, self.target, start)
 
 
 class CallRunner:

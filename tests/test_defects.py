@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from helpers import compare, run
+
+from simstack.cli import print_summary
+from simstack.errors import ModelError
+from simstack.graph import build_graph
+from simstack.loader import build_spec
 
 # -- a request class reached from two CPU scopes draws independent numbers at each --------
 
@@ -81,3 +87,91 @@ def test_a_class_started_by_a_workload_and_by_a_queue_draws_independent_numbers(
     queued = draws[draws["workload"] == "q"]["service"].to_numpy()
     assert len(direct) == len(queued) == 500
     assert abs(float(np.corrcoef(direct, queued)[0, 1])) < 0.15  # se 0.045
+
+
+# -- a request that needs again what it holds: refused at load time, or reported at the end --
+
+
+def held_again_doc(size: int, inner: list[dict[str, Any]], **workload: Any) -> dict[str, Any]:
+    return {
+        "hosts": {"h": {"cores": 2}},
+        "components": {"pool": {"kind": "threads", "host": "h", "size": size},
+                       "mutex": {"kind": "lock"}},
+        "requests": {"outer": [{"hold": "pool", "steps": [{"cpu": "1ms"}, {"call": "middle"}]}],
+                     "middle": [{"steps": [{"call": "inner"}]}],
+                     "inner": inner},
+        "workloads": {"w": {"type": "closed", "request": "outer", "clients": 2, "think": 0, **workload}},
+    }
+
+
+def test_holding_the_only_thread_and_needing_it_again_is_refused_naming_the_chain() -> None:
+    doc = held_again_doc(1, [{"hold": "pool", "steps": [{"cpu": "1ms"}]}])
+    with pytest.raises(ModelError) as err:
+        build_graph(build_spec(doc, None))
+    assert str(err.value) == (
+        "requests.inner.steps[0]: request class 'outer' holds the only thread of pool 'pool' "
+        "(at requests.outer.steps[0]) and needs it again through the calls outer -> middle -> inner: "
+        "it would wait for itself forever")
+
+
+def test_a_lock_needed_again_through_a_call_is_refused() -> None:
+    doc = held_again_doc(4, [{"hold": "mutex", "steps": [{"cpu": "1ms"}]}])
+    doc["requests"]["outer"] = [{"hold": "mutex", "steps": [{"call": "middle"}]}]
+    with pytest.raises(ModelError, match=r"requests.inner.steps\[0\]: request class 'outer' holds lock 'mutex' "
+                                         r"\(at requests.outer.steps\[0\]\) and needs it again through the calls "
+                                         r"outer -> middle -> inner"):
+        build_graph(build_spec(doc, None))
+
+
+def test_holding_two_of_two_threads_is_refused_one_of_two_is_not() -> None:
+    three = [{"hold": "pool", "steps": [{"hold": "pool", "steps": [{"cpu": "1ms"}]}]}]
+    with pytest.raises(ModelError, match=r"holds all 2 threads of pool 'pool' \(at requests.outer.steps\[0\], "
+                                         r"requests.inner.steps\[0\]\) and needs it again"):
+        build_graph(build_spec(held_again_doc(2, three), None))
+    build_graph(build_spec(held_again_doc(2, [{"hold": "pool", "steps": [{"cpu": "1ms"}]}]), None))  # not certain
+
+
+def test_requests_blocked_at_the_end_are_reported() -> None:
+    """Two threads, two clients: each takes one thread and then waits for the other's. No
+    request ever finishes; the run reports both as blocked since the start."""
+    doc = held_again_doc(2, [{"hold": "pool", "steps": [{"cpu": "1ms"}]}])
+    res = run(doc, seed=1, replications=2, horizon=10.0, record_steps=True)
+    assert res.requests.empty
+    blocked = res.blocked
+    assert list(blocked.columns) == ["rep", "id", "request", "step", "waits_for", "since"]
+    assert len(blocked) == 4
+    assert set(blocked["waits_for"]) == {"pool"} and set(blocked["request"]) == {"outer"}
+    assert (blocked["since"] < 0.01).all()
+
+
+def test_a_busy_but_progressing_pool_is_not_reported_blocked() -> None:
+    doc = {"hosts": {"h": {"cores": 1}},
+           "components": {"pool": {"kind": "threads", "host": "h", "size": 1}},
+           "requests": {"job": [{"hold": "pool", "steps": [{"cpu": "exp(10ms)"}]}]},
+           "workloads": {"w": {"type": "open", "request": "job", "rate": 90}}}
+    res = run(doc, seed=2, replications=1, horizon=20.0)
+    assert res.accounting["in_system"].iloc[0] >= 0 and len(res.requests) > 1000
+    assert res.blocked.empty
+
+
+def test_an_empty_result_gives_empty_tables_with_their_columns() -> None:
+    doc = {"requests": {"slow": [{"delay": "10s"}]},
+           "workloads": {"w": {"type": "open", "request": "slow", "rate": 1}}}
+    res = run(doc, seed=1, replications=1, horizon=1.0, record_steps=True)
+    assert res.requests.empty
+    summary = res.summary()
+    assert summary.empty and list(summary.columns)[:3] == ["request", "count", "min"]
+    assert "ci_high" in summary.columns
+    stages = res.stage_summary()
+    assert stages.empty and list(stages.columns)[:3] == ["request", "step", "component"]
+    resources = res.resource_summary()
+    assert resources.empty and {"resource", "kind", "utilisation"} <= set(resources.columns)
+    assert res.blocked.empty
+
+
+def test_the_command_line_warns_about_blocked_requests(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = held_again_doc(2, [{"hold": "pool", "steps": [{"cpu": "1ms"}]}])
+    print_summary(run(doc, seed=1, replications=1, horizon=10.0))
+    err = capsys.readouterr().err
+    assert "warning: 2 request(s) still blocked at the end with no progress" in err
+    assert "replication 0: outer #1 waits for pool at step 'hold:pool' since t = 0" in err
