@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simstack.branching import compile_flow, unrollable
 from simstack.callsites import shared_classes, site_of
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
@@ -32,15 +33,18 @@ from simstack.errors import ModelError
 from simstack.records import Recorder
 from simstack.spec import (
     Call,
+    Choose,
     ClosedWorkload,
     Cpu,
     Delay,
+    Fork,
     Hold,
     ModelSpec,
     OpenWorkload,
     Parallel,
     PeriodicWorkload,
     ProtocolWorkload,
+    Repeat,
     Send,
     Sequence,
     Step,
@@ -119,6 +123,7 @@ class Replication:
         self._compiled: dict[tuple[str, str, int, int], Any] = {}
         self._shared = shared_classes(spec)
         self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
+        self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
@@ -138,9 +143,13 @@ class Replication:
             return lambda _ctx: value
         if isinstance(dist, Indexed):
             return lambda ctx: dist.at(ctx.item)
-        key = zlib.crc32((self._site + stream).encode())
-        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, key))
-        return BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+        name = self._site + stream
+        known = self._samplers.get((name, dist))
+        if known is not None:  # a step compiled twice (an unrolled repeat) draws on from one stream
+            return known
+        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, zlib.crc32(name.encode())))
+        sampler = self._samplers[(name, dist)] = BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+        return sampler
 
     # -- requests -----------------------------------------------------------------------
     def root(self, request: str, scope: Scope, site: str = "") -> Any:
@@ -249,6 +258,8 @@ class Replication:
             return QueueRunner(self.runtimes[step.target])
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
+        if isinstance(step, Choose | Repeat | Fork):
+            return compile_flow(self, step, scope)
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
@@ -265,6 +276,8 @@ def _flatten(body: tuple[Step, ...]) -> list[Step]:
     for step in body:
         if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
             out += _flatten(step.body)
+        elif unrollable(step):
+            out += _flatten(step.body) * int(step.count.value)  # type: ignore[union-attr]
         else:
             out.append(step)
     return out

@@ -17,7 +17,7 @@ import networkx as nx
 from simstack.components import lookup
 from simstack.components.threads import thread_scope
 from simstack.errors import ModelError
-from simstack.spec import Call, Cpu, Hold, ModelSpec, Parallel, Send, Sequence, Step
+from simstack.spec import Call, Choose, Cpu, Fork, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
 
 
 def node(kind: str, name: str) -> str:
@@ -30,6 +30,8 @@ def walk(steps: tuple[Step, ...]) -> Iterator[Step]:
         yield step
         if isinstance(step, Hold | Parallel | Sequence):
             yield from walk(step.body)
+        for body in _branches(step):
+            yield from walk(body)
 
 
 def build_graph(spec: ModelSpec) -> nx.DiGraph:
@@ -149,6 +151,8 @@ def _scoped(spec: ModelSpec, steps: tuple[Step, ...], has_host: bool, seen: set[
             callee = spec.requests[step.target]
             if not callee.host:
                 _scoped(spec, callee.body, has_host, seen | {step.target})
+        for body in _branches(step):
+            _scoped(spec, body, has_host, seen)
 
 
 Held = tuple[tuple[str, str | None, str, str], ...]  # (component, key, mode, step path) held around a step
@@ -189,6 +193,17 @@ def _held_again(spec: ModelSpec, steps: tuple[Step, ...], held: Held, chain: tup
 def _bodies(step: Step) -> tuple[tuple[Step, ...], ...]:
     """The nested step lists a step runs as part of its own request."""
     if isinstance(step, Parallel | Sequence):
+        return (step.body,)
+    return _branches(step)
+
+
+def _branches(step: Step) -> tuple[tuple[Step, ...], ...]:
+    """The nested step lists of the control-flow steps (choose, repeat, all)."""
+    if isinstance(step, Choose):
+        return tuple(b.body for b in step.branches)
+    if isinstance(step, Fork):
+        return step.branches
+    if isinstance(step, Repeat):
         return (step.body,)
     return ()
 
