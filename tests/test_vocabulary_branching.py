@@ -246,3 +246,13 @@ def test_count_distributions_know_their_moments(raw: Any, mean: float, var: floa
     assert np.all(x == np.round(x)) and x.min() >= (1 if "1)" in str(raw) else 0)
     assert x.mean() == pytest.approx(mean, abs=6 * np.sqrt(var / x.size) + 1e-12)
     assert x.var() == pytest.approx(var, rel=0.03, abs=1e-12)
+
+
+def test_calls_on_a_request_class_and_cycles_inside_constructs() -> None:
+    doc = {"requests": {"top": [{"call": "sub", "calls": 3}], "sub": [{"delay": "1s"}]},
+           "workloads": {"w": {"type": "protocol", "request": "top", "repeat": 2}}}
+    res = run(doc, seed=1, replications=1, horizon=None)
+    assert np.allclose(res.requests["latency"], 3.0)
+    doc["requests"]["sub"] = [{"repeat": 2, "steps": [{"all": [[{"call": "top"}]]}]}]
+    with pytest.raises(ModelError, match="cycle of synchronous calls"):
+        run(doc, seed=1, replications=1, horizon=None)
