@@ -178,7 +178,7 @@ def _held_again(spec: ModelSpec, steps: tuple[Step, ...], held: Held, chain: tup
                 done: set[tuple[str, tuple[tuple[str, str | None, str], ...]]]) -> None:
     for step in steps:
         if isinstance(step, Hold):
-            comp = spec.components[step.target]
+            comp = spec.components[(replicas.group(step.target, spec.replicas) or [step.target])[0]]
             same = [h for h in held if h[0] == step.target and _same_unit(comp.settings, h, step)]
             capacity = _hold_capacity(comp.kind, comp.settings)
             if same and capacity is not None and len(same) >= capacity:
