@@ -18,19 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from simstack.callsites import site_of
 from simstack.components.base import Ctx
 from simstack.components.wake import Wake
 from simstack.errors import ModelError
 from simstack.filesteps import FileRunner
 from simstack.lifeparse import ITEM, members
 from simstack.memory import MemoryState, OutOfMemory, Process
-from simstack.spec import Alloc, FileOp, Fork, Restore, Step, WriteMemory
+from simstack.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
 
 if TYPE_CHECKING:
     from simstack.executor import Replication, Scope
 
 K = Callable[[], None]
-STEPS = (Alloc, WriteMemory, Fork, FileOp, Restore)
+STEPS = (Alloc, WriteMemory, ForkProcess, FileOp, Restore)
 
 
 def memory_state(r: Replication) -> MemoryState:
@@ -49,7 +50,7 @@ def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
     if isinstance(step, FileOp):
         return FileRunner(r, step, stream)
     mem = memory_state(r)
-    if isinstance(step, Fork):
+    if isinstance(step, ForkProcess):
         return ForkRunner(r, mem, step, scope)
     here = _HostPicker(r, getattr(step, "host", None), scope, step.guard.path)
     if isinstance(step, Alloc):
@@ -150,14 +151,15 @@ class ForkRunner:
     """Start ``count`` children sharing the parent's pages; with ``wait``, the parent waits for
     them; with ``respawn``, it forks a replacement whenever one ends (the watchdog)."""
 
-    __slots__ = ("r", "mem", "step", "scope", "here")
+    __slots__ = ("r", "mem", "step", "scope", "here", "site")
 
-    def __init__(self, r: Replication, mem: MemoryState, step: Fork, scope: Scope):
+    def __init__(self, r: Replication, mem: MemoryState, step: ForkProcess, scope: Scope):
         self.r = r
         self.mem = mem
         self.step = step
         self.scope = scope
         self.here = _HostPicker(r, None, scope, step.guard.path)
+        self.site = site_of(r._site, step.guard.path)  # the children's call-site chain (simstack.callsites)
 
     def run(self, ctx: Ctx, k: K) -> None:
         parent = self.mem.processes.get(ctx.req.id)
@@ -191,7 +193,7 @@ class _Brood:
             # r.start gives the child the next id; its pages must be in place before it runs
             f.mem.fork(self.parent, [r.next_id + 1], step.request)
         r.start(step.request, ctx.req.workload, ctx.item, f.scope, self.ended if step.wait else None,
-                parent=ctx.req.id, warmup=ctx.req.warmup)
+                parent=ctx.req.id, warmup=ctx.req.warmup, site=f.site)
 
     def ended(self) -> None:
         self.running -= 1

@@ -13,7 +13,7 @@ import networkx as nx
 from simstack.errors import ModelError
 from simstack.lifeparse import ITEM, members
 from simstack.schema import suggest
-from simstack.spec import FileOp, Fork, ModelSpec, Restore, Step
+from simstack.spec import FileOp, ForkProcess, ModelSpec, Restore, Step
 
 STORE_KINDS = ("fileserver", "cache", "swarm")
 
@@ -21,7 +21,7 @@ STORE_KINDS = ("fileserver", "cache", "swarm")
 def add_edges(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
     """The edges of one step of request class ``source`` (nothing for other steps)."""
     src = f"request:{source}"
-    if isinstance(step, Fork):
+    if isinstance(step, ForkProcess):
         graph.add_edge(src, f"request:{step.request}", relation="sends", sync=False)
         return
     op = step.read if isinstance(step, Restore) else step

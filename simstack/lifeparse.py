@@ -17,7 +17,7 @@ from simstack.components.fileserver import lookups_field
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
 from simstack.schema import Field, boolean, read_fields, suggest
-from simstack.spec import Alloc, FileOp, Fork, Guard, Restore, Step, WriteMemory
+from simstack.spec import Alloc, FileOp, ForkProcess, Guard, Restore, Step, WriteMemory
 from simstack.units import non_negative, parse_count, parse_number, parse_size, parse_time
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def read_write(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
     return WriteMemory(guard, v["fraction"], v["over"], v["pieces"] if v["over"] else 1)
 
 
-def read_fork(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Fork:
+def read_fork(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> ForkProcess:
     reader._allowed(raw, "fork", path, ())
     v = _read(raw, "fork", {"request": Field(str, help="request class each child runs"),
                             "count": Field(lambda x: int(parse_count(x)), 1),
@@ -93,7 +93,7 @@ def read_fork(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: st
         names = reader.request_names
         raise ModelError(f"unknown request class {v['request']!r}{suggest(v['request'], names)}; request "
                          f"classes: {', '.join(sorted(names))}", path=f"{path}.fork.request")
-    return Fork(guard, v["request"], v["count"], v["wait"] or bool(v["respawn"]), v["respawn"])
+    return ForkProcess(guard, v["request"], v["count"], v["wait"] or bool(v["respawn"]), v["respawn"])
 
 
 def _store(reader: StepReader, name: object, path: str) -> str:

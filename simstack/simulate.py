@@ -28,10 +28,12 @@ from simstack.graph import build_graph
 from simstack.loader import load_model
 from simstack.memory import MEMORY_COLUMNS, PEAK_COLUMNS
 from simstack.results import (
+    blocked_table,
     deadlines_table,
     latency_summary,
     mser5,
     requests_table,
+    resources_table,
     step_summary,
     steps_table,
 )
@@ -54,6 +56,7 @@ class RunResult:
     deadlines: pd.DataFrame
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
     memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
     memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
     store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
@@ -89,6 +92,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     req_rows: list[tuple] = []
     step_rows: list[tuple] = []
     deadline_rows: list[tuple] = []
+    blocked_rows: list[tuple] = []
     resources: list[dict[str, Any]] = []
     accounting: list[dict[str, Any]] = []
     memory_rows: list[tuple] = []
@@ -114,6 +118,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
             memory_rows.extend(r.memory.rows)
             peak_rows.extend(r.memory.peaks())
         load.extend(load_rows(rep, r.runtimes))
+        blocked_rows.extend(r.blocked(end, ran_dry=r.env.peek() == math.inf))
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
         accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
@@ -124,8 +129,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
-                     requests, steps_table(step_rows), pd.DataFrame(resources),
-                     deadlines_table(deadline_rows), pd.DataFrame(accounting),
+                     requests, steps_table(step_rows), resources_table(resources),
+                     deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
                      memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
                      memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
                      store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)))

@@ -124,6 +124,39 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class Branch:
+    p: float
+    body: tuple[Step, ...]  # may be empty: the branch does nothing
+
+
+@dataclass(frozen=True)
+class Choose:
+    """Take one branch, each with its probability (an OR-fork)."""
+
+    guard: Guard
+    branches: tuple[Branch, ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Run the steps ``count`` times one after another (a count distribution: Const or Geometric)."""
+
+    guard: Guard
+    count: Distribution
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Fork:
+    """Run different branches at once and go on when ``join`` of them have finished (an
+    AND-fork with an AND- or quorum join); the others finish in the background."""
+
+    guard: Guard
+    branches: tuple[tuple[Step, ...], ...]
+    join: int
+
+
+@dataclass(frozen=True)
 class Alloc:
     """New memory for the process: private, or a host-wide read-only segment shared by name."""
 
@@ -144,7 +177,7 @@ class WriteMemory:
 
 
 @dataclass(frozen=True)
-class Fork:
+class ForkProcess:
     """Child processes (request class ``request``) sharing the parent's pages copy-on-write."""
 
     guard: Guard
@@ -177,8 +210,9 @@ class Restore:
     host: str | None = None
 
 
-Step = (Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Alloc
-        | WriteMemory | Fork | FileOp | Restore)
+
+Step = (Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Choose | Repeat | Fork
+        | Alloc | WriteMemory | ForkProcess | FileOp | Restore)
 
 
 @dataclass(frozen=True)

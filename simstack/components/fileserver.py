@@ -35,7 +35,7 @@ from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
-from simstack.distributions import Uniform
+from simstack.distributions import Distribution, Uniform
 from simstack.errors import ModelError
 from simstack.schema import Field, boolean, name_ref
 from simstack.spec import ComponentSpec
@@ -67,6 +67,24 @@ def lookups_field(raw: object) -> tuple[int, int | None]:
     return count, count
 
 
+class Deferred:
+    """A component's own random stream, opened at its first draw: components are built
+    before the replication is ready to hand out streams."""
+
+    __slots__ = ("factory", "stream", "dist", "draw")
+
+    def __init__(self, factory: SamplerFactory, stream: str, dist: Distribution):
+        self.factory = factory
+        self.stream = stream
+        self.dist = dist
+        self.draw: Callable[[Ctx], float] | None = None
+
+    def __call__(self, ctx: Ctx) -> float:
+        if self.draw is None:
+            self.draw = self.factory(self.stream, self.dist)
+        return self.draw(ctx)
+
+
 class Store:
     """Threads, per-operation latency, per-lookup latency and a shared bandwidth."""
 
@@ -76,8 +94,8 @@ class Store:
         self.name = name
         self.meter = Meter(name, kind, threads)
         self.slots = Slots(env, threads, self.meter)
-        self.latency = sampler(f"components.{name}.latency", latency)
-        self.lookup = sampler(f"components.{name}.lookup_latency", lookup)
+        self.latency = Deferred(sampler, f"components.{name}.latency", latency)
+        self.lookup = Deferred(sampler, f"components.{name}.lookup_latency", lookup)
         finite = math.isfinite(rate) or math.isfinite(stream)
         link_meter = Meter(f"{name}.bandwidth", "bandwidth", 1)
         self.link = SharedRate(env, 1, rate, link_meter, cap=stream) if finite else None

@@ -29,6 +29,7 @@ from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Done, Kind, register
 from simstack.components.database import bandwidth
+from simstack.components.fileserver import Deferred
 from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
 from simstack.components.wake import Wake
@@ -193,7 +194,7 @@ class SwarmKind(Kind):
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Swarm:
         s = spec.settings
-        linger = (ctx.sampler(f"components.{spec.name}.linger", s["linger"]) if s["linger"] is not None
+        linger = (Deferred(ctx.sampler, f"components.{spec.name}.linger", s["linger"]) if s["linger"] is not None
                   else (lambda _ctx: math.inf))
         seed_upload = s["seed_upload"] if s["seed_upload"] is not None else s["upload"]
         return Swarm(ctx.env, spec.name, s["peers"], s["upload"], s["download"], s["seeds"], seed_upload,
