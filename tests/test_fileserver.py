@@ -161,3 +161,20 @@ def test_caches_backing_each_other_are_refused() -> None:
 def test_a_class_that_forks_itself_is_refused() -> None:
     with pytest.raises(ModelError, match=r"requests\.proc: cycle of asynchronous sends: proc -> proc"):
         _run({"nfs": NFS}, {"proc": [{"fork": "proc"}]})
+
+
+def test_a_file_being_written_is_not_read_locally_before_it_is_there() -> None:
+    """A checkpoint of 100 MB is written to the cache (10 us + 0.1 s at 1 GB/s) while a reader
+    asks for it at t = 0.05 s: it is not there yet, so the reader waits; the fetch it started
+    from the server would end at 1.052 s, but the write ends first (0.10001 s) and the reader
+    then reads locally (10 us + 0.1 s). A reader at t = 1 s finds the file held."""
+    comps = {"nfs": NFS, "disk": CACHE}
+    writer = [{"checkpoint": {"to": "disk", "file": "ckpt", "bytes": "100MB"}}]
+    reader = [{"delay": 0.05}, {"read": {"from": "disk", "file": "ckpt", "bytes": "100MB"}}]
+    late = [{"delay": 1}, {"read": {"from": "disk", "file": "ckpt", "bytes": "100MB"}}]
+    doc = {"components": comps, "requests": {"w": writer, "r": reader, "l": late},
+           "workloads": {n: {"type": "closed", "clients": 1, "count": 1, "request": n} for n in ("w", "r", "l")}}
+    ends = simulate(build_spec(doc, None), seed=1).requests.set_index("request")["end"]
+    assert ends["w"] == pytest.approx(10e-6 + 0.1)
+    assert ends["r"] == pytest.approx(2 * (10e-6 + 0.1))
+    assert ends["l"] == pytest.approx(1 + 10e-6 + 0.1)

@@ -168,11 +168,20 @@ class Cache(Store):
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
         began = self.env.now
         state = self.files.get(file, False)
-        if write or state is None:
-            if write:
+        if write:  # the file is held once written; readers waiting for a fetch read it now
+            def stored(wait: float, service: float) -> None:
+                waiting = self.files.get(file)
                 self.files[file] = None
-            else:
-                self.hits += 1
+                if isinstance(waiting, list):
+                    released = list(waiting)
+                    waiting.clear()  # the fetch, when it ends, finds nobody left to serve
+                    for waiter in released:
+                        waiter()
+                done(wait, service)
+            self.serve(ctx, nbytes, lookups, stored)
+            return
+        if state is None:
+            self.hits += 1
             self.serve(ctx, nbytes, lookups, done)
             return
 
