@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from simstack.components.base import Ctx
 from simstack.components.fileserver import Cache, lookup_counter
@@ -24,13 +25,39 @@ if TYPE_CHECKING:
 K = Callable[[], None]
 
 
+# Names resolved once per replication: a step inside a replicated thread pool is compiled once
+# per replica, and resolving name[item] among 1,500 names each time would cost N^2. Keyed
+# weakly by the replication, so it is gone with it and never shared between runs.
+_RESOLVED: WeakKeyDictionary[Any, dict[tuple[str, str], list[Any]]] = WeakKeyDictionary()
+_HOSTS: WeakKeyDictionary[Any, dict[int, str]] = WeakKeyDictionary()  # id(cpu runtime) -> host
+
+
+def resolved(r: Replication, section: str, name: str) -> list[str]:
+    """``[name]``, or every replica of ``name[item]`` among the hosts or runtimes, in index order."""
+    memo = _RESOLVED.setdefault(r, {})
+    key = (section, name)
+    if key not in memo:
+        names = r.spec.hosts if section == "hosts" else r.runtimes
+        memo[key] = members(name, names) if name.endswith(ITEM) else [name]
+    return memo[key]
+
+
+def host_of(r: Replication, cpu: Any) -> str | None:
+    """The host whose CPU runtime this is (None outside any host)."""
+    if r not in _HOSTS:
+        _HOSTS[r] = {id(runtime): name for name, runtime in r.cpus.items()}
+    return _HOSTS[r].get(id(cpu)) if cpu is not None else None
+
+
 def stores(r: Replication, name: str, path: str) -> list[Any]:
     """The runtimes a step's store names: one, or every replica of ``name[item]``."""
-    names = members(name, r.runtimes) if name.endswith(ITEM) else [name]
-    out = [r.runtimes[n] for n in names]
-    for runtime in out:
-        bind_backing(r, runtime, path)
-    return out
+    memo = _RESOLVED.setdefault(r, {})
+    key = ("stores", name)
+    if key not in memo:
+        memo[key] = [r.runtimes[n] for n in resolved(r, "runtimes", name)]
+        for runtime in memo[key]:
+            bind_backing(r, runtime, path)
+    return memo[key]
 
 
 def bind_backing(r: Replication, runtime: Any, path: str, seen: tuple[int, ...] = ()) -> None:

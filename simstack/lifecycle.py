@@ -22,8 +22,7 @@ from simstack.callsites import site_of
 from simstack.components.base import Ctx
 from simstack.components.wake import Wake
 from simstack.errors import ModelError
-from simstack.filesteps import FileRunner
-from simstack.lifeparse import ITEM, members
+from simstack.filesteps import FileRunner, host_of, resolved
 from simstack.memory import MemoryState, OutOfMemory, Process
 from simstack.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
 
@@ -69,9 +68,10 @@ class _HostPicker:
 
     def __init__(self, r: Replication, host: str | None, scope: Scope, path: str):
         if host is not None:
-            self.hosts = members(host, r.spec.hosts) if host.endswith(ITEM) else [host]
+            self.hosts = resolved(r, "hosts", host)
         else:
-            self.hosts = [name for name, cpu in r.cpus.items() if cpu is scope[0]]
+            host = host_of(r, scope[0])
+            self.hosts = [host] if host is not None else []
         self.path = path
 
     def process(self, mem: MemoryState, ctx: Ctx) -> Process:
