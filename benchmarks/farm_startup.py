@@ -1,8 +1,9 @@
 """Farm start-up benchmark: the memory, file-server, cache, fork and restore constructs at the
 scale of a trigger farm (1,500 nodes, 16-32 processes each), one wall time per variant.
 
-Variants (each a model document built here, run with steps not recorded and the memory table
-at host detail):
+Variants (each a model document built here, with nodes, caches and thread pools as replicas,
+run with steps not recorded and the memory table at host detail; a process holds a thread of
+its node, so its CPU and memory are on ``node[item]``):
 
 * ``nfs``     every process reads 400 MB of libraries (a PATH search with a uniform hit) and
               300 MB of conditions from one file server, initialises, allocates 1.3 + 0.4 GB;
@@ -27,7 +28,7 @@ from typing import Any
 from simstack import simulate
 from simstack.loader import build_spec
 
-INIT = [{"delay": "240s", "name": "initialise"}, {"alloc": {"bytes": "1.3GB", "host": "node[item]"}}]
+INIT = [{"cpu": "240s", "name": "initialise"}, {"alloc": "1.3GB"}]
 
 
 def _reads(store: str) -> list[dict[str, Any]]:
@@ -36,32 +37,38 @@ def _reads(store: str) -> list[dict[str, Any]]:
             {"read": {"from": store, "file": "conditions", "bytes": "300MB"}}]
 
 
+def _on_node(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Steps run on a thread of the request's node (``slots[item]`` sits on ``node[item]``)."""
+    return [{"hold": "slots[item]", "steps": steps}]
+
+
 def farm(variant: str, nodes: int, per_node: int) -> dict[str, Any]:
-    """The model document of one variant (replicas written out, so it needs no expansion)."""
-    hosts = {f"node[{i}]": {"cores": 24, "memory": "64GB", "memory_record": "host"} for i in range(nodes)}
-    comps: dict[str, Any] = {"nfs": {"kind": "fileserver", "threads": 64, "latency": "2ms",
-                                     "lookup_latency": "1ms", "bandwidth": "1GB/s"},
-                             "torrent": {"kind": "swarm", "backing": "nfs", "upload": "100MB/s",
-                                         "download": "100MB/s", "peers": nodes}}
-    for i in range(nodes):
-        comps[f"cache[{i}]"] = {"kind": "cache", "backing": "nfs", "bandwidth": "4GB/s"}
-        comps[f"ckpt[{i}]"] = {"kind": "cache", "backing": "torrent", "bandwidth": "4GB/s"}
+    """The model document of one variant: nodes, caches and thread pools as replicas."""
+    comps: dict[str, Any] = {
+        "nfs": {"kind": "fileserver", "threads": 64, "latency": "2ms", "lookup_latency": "1ms",
+                "bandwidth": "1GB/s"},
+        "torrent": {"kind": "swarm", "backing": "nfs", "upload": "100MB/s", "download": "100MB/s",
+                    "peers": nodes},
+        "cache": {"kind": "cache", "host": "node", "backing": "nfs", "bandwidth": "4GB/s", "replicas": nodes},
+        "ckpt": {"kind": "cache", "host": "node", "backing": "torrent", "bandwidth": "4GB/s", "replicas": nodes},
+        "slots": {"kind": "threads", "host": "node", "size": 32, "replicas": nodes},
+    }
     grow = [{"write_memory": 0.4}, {"alloc": "400MB"}, {"delay": "60s"}]
     clients = nodes * per_node
     if variant == "nfs":
-        requests = {"proc": _reads("nfs") + INIT + [{"alloc": "400MB"}, {"delay": "60s"}]}
+        requests = {"proc": _on_node(_reads("nfs") + INIT + [{"alloc": "400MB"}, {"delay": "60s"}])}
     elif variant == "cache":
-        requests = {"proc": _reads("cache[item]") + INIT + [{"alloc": "400MB"}, {"delay": "60s"}]}
+        requests = {"proc": _on_node(_reads("cache[item]") + INIT + [{"alloc": "400MB"}, {"delay": "60s"}])}
     elif variant == "fork":
-        requests = {"proc": _reads("cache[item]") + INIT
+        requests = {"proc": _on_node(_reads("cache[item]") + INIT)
                     + [{"fork": {"request": "child", "count": per_node - 1, "wait": True}}],
-                    "child": grow}
+                    "child": _on_node(grow)}
         clients = nodes
     else:
-        requests = {"proc": [{"restore": {"from": "ckpt[item]", "file": "ckpt", "bytes": "350MB",
-                                          "memory": "1.8GB", "shared": 0.6, "host": "node[item]"}},
-                             {"delay": "60s"}]}
-    return {"hosts": hosts, "components": comps, "requests": requests,
+        requests = {"proc": _on_node([{"restore": {"from": "ckpt[item]", "file": "ckpt", "bytes": "350MB",
+                                                   "memory": "1.8GB", "shared": 0.6}}, {"delay": "60s"}])}
+    return {"hosts": {"node": {"cores": 24, "memory": "64GB", "memory_record": "host", "replicas": nodes}},
+            "components": comps, "requests": requests,
             "workloads": {"start": {"type": "closed", "clients": clients, "count": 1, "request": "proc"}}}
 
 
