@@ -52,7 +52,7 @@ STEPS: dict[str, str] = {
     "alloc": "take memory: a size (private), or {bytes, shared: NAME (host-wide, read-only), host}",
     "write_memory": "write a fraction of the copy-on-write pages: f, or {fraction, over, pieces}",
     "fork": "start children sharing this process's pages copy-on-write: {request, count, wait, respawn}",
-    "read": "read a file through a fileserver, cache or swarm: {from, file, bytes, lookups}",
+    "read": "read a file (or files: N) through a fileserver, cache or swarm: {from, file, files, bytes, lookups}",
     "checkpoint": "write a dump to a fileserver or cache: {to, file, bytes}",
     "restore": "read a dump, then map its memory: {from, file, bytes, memory, shared, host}",
     "acquire": "take a semaphore unit or a lock (mode: read|write, key:) and keep it after the step",

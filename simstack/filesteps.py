@@ -86,7 +86,7 @@ class FileRunner:
         self.stores = stores(r, step.store, step.guard.path)
         self.file = step.file
         self.size = r.sampler(f"{stream}.bytes", step.bytes) if step.bytes is not None else None
-        self.count = lookup_counter(step.lookups, r.sampler, stream)
+        self.count = lookup_counter(step.lookups, r.sampler, stream, step.files)
         self.write = step.write
         self.name = step.guard.name
         self.target = step.store

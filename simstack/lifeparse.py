@@ -114,14 +114,15 @@ def _store(reader: StepReader, name: object, path: str) -> str:
 
 
 _FILE = {"file": Field(str, help="file name (what a cache keys on)"),
-         "bytes": Field(_size_dist, None), "lookups": Field(lookups_field, None)}
+         "bytes": Field(_size_dist, None), "lookups": Field(lookups_field, None),
+         "files": Field(lambda v: int(parse_count(v)), 1, "files in the set, each with its own lookups")}
 
 
 def _file_op(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str, action: str,
              store_key: str, write: bool, extra: dict[str, Field]) -> tuple[FileOp, dict[str, Any]]:
     v = _read(raw, action, {store_key: Field(lambda x: x, help="the store"), **_FILE, **extra}, "file", path)
     store = _store(reader, v[store_key], f"{path}.{action}.{store_key}")
-    return FileOp(guard, store, v["file"], v["bytes"], v["lookups"], write), v
+    return FileOp(guard, store, v["file"], v["bytes"], v["lookups"], write, v["files"]), v
 
 
 def read_read(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> FileOp:

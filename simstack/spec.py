@@ -197,6 +197,7 @@ class FileOp:
     bytes: Distribution | None = None
     lookups: tuple[int, int | None] | None = None
     write: bool = False
+    files: int = 1  # a set of files read as one (bytes in all; lookups for each)
 
 
 @dataclass(frozen=True)

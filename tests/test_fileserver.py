@@ -178,3 +178,19 @@ def test_a_file_being_written_is_not_read_locally_before_it_is_there() -> None:
     assert ends["w"] == pytest.approx(10e-6 + 0.1)
     assert ends["r"] == pytest.approx(2 * (10e-6 + 0.1))
     assert ends["l"] == pytest.approx(1 + 10e-6 + 0.1)
+
+
+def test_a_set_of_files_costs_a_path_search_for_each() -> None:
+    """files: 50 with hit_at: 3: 150 lookups of 1 ms, one 2 ms latency, 50 MB at 100 MB/s; a
+    second read of the set through a cache is local (one key for the set)."""
+    read = {"read": {"from": "nfs", "file": "libs", "files": 50, "bytes": "50MB",
+                     "lookups": {"path_entries": 8, "hit_at": 3}}}
+    res = _run({"nfs": NFS}, {"proc": [read]})
+    assert res.requests["end"].iloc[0] == pytest.approx(0.002 + 0.150 + 0.5)
+    uniform = {"read": {"from": "nfs", "file": "libs", "files": 20,
+                        "lookups": {"path_entries": 9, "hit_at": "uniform"}}}
+    res = _run({"nfs": NFS}, {"proc": [uniform]}, count=500)
+    lookups = np.round((res.requests["latency"].to_numpy() - 0.002) / 0.001)
+    se = lookups.std(ddof=1) / math.sqrt(lookups.size)
+    assert abs(lookups.mean() - 20 * 5) < 4 * se  # 20 files, mean position (9 + 1) / 2
+    assert lookups.min() >= 20 and lookups.max() <= 180

@@ -35,7 +35,7 @@ from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
-from simstack.distributions import Distribution, Uniform
+from simstack.distributions import Const, Distribution, Uniform
 from simstack.errors import ModelError
 from simstack.schema import Field, boolean, name_ref
 from simstack.spec import ComponentSpec
@@ -96,6 +96,7 @@ class Store:
         self.slots = Slots(env, threads, self.meter)
         self.latency = Deferred(sampler, f"components.{name}.latency", latency)
         self.lookup = Deferred(sampler, f"components.{name}.lookup_latency", lookup)
+        self.lookup_each = lookup.value if isinstance(lookup, Const) else None  # no draws needed
         finite = math.isfinite(rate) or math.isfinite(stream)
         link_meter = Meter(f"{name}.bandwidth", "bandwidth", 1)
         self.link = SharedRate(env, 1, rate, link_meter, cap=stream) if finite else None
@@ -119,8 +120,11 @@ class Store:
         def granted(wait: float) -> None:
             began = env.now
             delay = self.latency(ctx)
-            for _ in range(lookups):
-                delay += self.lookup(ctx)
+            if self.lookup_each is not None:
+                delay += lookups * self.lookup_each
+            else:
+                for _ in range(lookups):
+                    delay += self.lookup(ctx)
             self._sample()
 
             def finish(*_args: object) -> None:
@@ -268,15 +272,20 @@ class CacheKind(Kind):
         return runtime.meters()
 
 
-def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory, stream: str) -> Lookups:
-    """How many lookups one operation costs: fixed, or a uniformly random hit position."""
+def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory, stream: str,
+                   files: int = 1) -> Lookups:
+    """How many lookups one operation costs: for each of ``files`` files, a fixed hit position
+    or a uniformly random one."""
     if spec is None:
         return lambda _ctx: 0
     entries, hit = spec
     if hit is not None:
-        return lambda _ctx: hit
+        total = files * hit
+        return lambda _ctx: total
     draw = sampler(f"{stream}.lookups", Uniform(0.0, 1.0))
-    return lambda ctx: min(entries, int(draw(ctx) * entries) + 1)
+    if files == 1:
+        return lambda ctx: min(entries, int(draw(ctx) * entries) + 1)
+    return lambda ctx: sum(min(entries, int(draw(ctx) * entries) + 1) for _ in range(files))
 
 
 def load_rows(rep: int, runtimes: Mapping[str, Any]) -> list[tuple]:
