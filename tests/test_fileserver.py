@@ -187,6 +187,12 @@ def test_a_set_of_files_costs_a_path_search_for_each() -> None:
                      "lookups": {"path_entries": 8, "hit_at": 3}}}
     res = _run({"nfs": NFS}, {"proc": [read]})
     assert res.requests["end"].iloc[0] == pytest.approx(0.002 + 0.150 + 0.5)
+    cached = {"read": {**read["read"], "from": "cache[0]"}}
+    res = _run({"nfs": NFS, "cache[0]": CACHE}, {"proc": [cached]}, count=2)
+    first, second = res.requests.sort_values("start")["latency"].to_numpy()
+    local = 10e-6 + 150 * 1e-6 + 0.05  # the cache's latency, 150 local lookups, 50 MB at 1 GB/s
+    assert first == pytest.approx(0.002 + 0.150 + 0.5 + local)
+    assert second == pytest.approx(local)
     uniform = {"read": {"from": "nfs", "file": "libs", "files": 20,
                         "lookups": {"path_entries": 9, "hit_at": "uniform"}}}
     res = _run({"nfs": NFS}, {"proc": [uniform]}, count=500)
