@@ -51,6 +51,13 @@ def leaf_steps(per: pd.DataFrame) -> list[str]:
     return [s for s in order if s not in parents]
 
 
+def pooled(durations: pd.Series, reps: pd.Series) -> tuple[float, float, float]:
+    """The mean over all recorded requests (as a latency metric reports it) and the 95 % CI
+    of the per-replication means."""
+    _, low, high = with_ci(durations.groupby(reps).mean().to_numpy())
+    return float(durations.mean()), low, high
+
+
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     factor, unit = FACTOR[o["unit"]], o["unit"]
@@ -68,10 +75,10 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                 raise ModelError(f"no recorded step named {step!r} in request {o['request']!r}; steps: "
                                  f"{', '.join(known)}", path=f"{fig_spec.path}.steps")
             one = per[per["step"] == step]
-            mean, low, high = with_ci((one["end"] - one["start"]).groupby(one["rep"]).mean().to_numpy())
+            mean, low, high = pooled((one["end"] - one["start"]), one["rep"])
             rows.append({"run": label, "step": step, "mean": mean * factor, "ci_low": low * factor,
                          "ci_high": high * factor})
-        mean, low, high = with_ci(ok.groupby("rep")["latency"].mean().to_numpy())
+        mean, low, high = pooled(ok["latency"], ok["rep"])
         rows.append({"run": label, "step": "(request latency)", "mean": mean * factor, "ci_low": low * factor,
                      "ci_high": high * factor})
     table = pd.DataFrame(rows)
