@@ -111,6 +111,16 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         fig.add_hline(y=o["threshold"] * o["scale"], line={"dash": "dash", "color": "grey"},
                       annotation_text=f"criterion {o['threshold']:g}")
     fig.update_layout(title=fig_spec.title or f"{', '.join(o['metrics'])} against {x_name}")
+    if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
+        table = wide(table, x_name)
     style_axes(fig, o, x_name, value_title(", ".join(o["metrics"]), o["unit"]) + ", 95% CI")
     return [fig, Table(table)]
 
+
+def wide(table: pd.DataFrame, x_name: str) -> pd.DataFrame:
+    """Without intervals, one row per axis value and one column per line reads best."""
+    table = table.assign(line=[", ".join(t for t in (m, s) if t) for m, s in zip(table["metric"], table["series"],
+                                                                                strict=True)])
+    out = table.pivot(index=x_name, columns="line", values="value")
+    out = out.loc[list(dict.fromkeys(table[x_name])), list(dict.fromkeys(table["line"]))]
+    return out.reset_index().rename_axis(columns=None)

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from simstack.report import capacity, curve, parity, predictions, stages, topology, utilisation, whatifs
+from simstack.report import (
+    capacity,
+    curve,
+    distribution,
+    parity,
+    predictions,
+    stages,
+    topology,
+    utilisation,
+    whatifs,
+)
 
 BUILDERS: dict[str, ModuleType] = {
     "stages": stages,            # where the time goes, per configuration (step records)
@@ -16,4 +26,5 @@ BUILDERS: dict[str, ModuleType] = {
     "whatifs": whatifs,          # a metric across what-ifs, bars with CIs
     "predictions": predictions,  # predictions.csv (with intervals) against measurements
     "parity": parity,            # every prediction against its measurement
+    "distribution": distribution,  # a column of a data file: histogram, share of the largest
 }

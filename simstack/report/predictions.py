@@ -5,7 +5,8 @@ as markers.
 
 Measured values come from the study's baselines (``measured: [{at: ..., baseline: ...}]``)
 or from a data file of the model joined on the columns it shares with the predictions
-(``measured_file: {file: data/x.csv, value: count}``). When measurements are given, a series
+(``measured_file: {file: data/x.csv, value: count}``); ``measured_scale`` converts them to
+the unit of the predictions (baseline rows are read in seconds and bytes). When measurements are given, a series
 with none is drawn dashed and labelled *predicted only*: a held-out configuration.
 """
 
@@ -30,6 +31,7 @@ from simstack.report.context import Context, names
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec, mapping
 from simstack.schema import Field, name_ref, read_fields, text
+from simstack.units import parse_number
 
 INTERVAL = ("low", "high")
 
@@ -40,7 +42,7 @@ def measured_file(raw: object) -> dict[str, Any]:
 
 FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
           "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
-          "measured_file": Field(measured_file, None), **AXIS_FIELDS}
+          "measured_file": Field(measured_file, None), "measured_scale": Field(parse_number, 1.0), **AXIS_FIELDS}
 
 
 def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFrame:
@@ -72,7 +74,10 @@ def measurements(ctx: Context, fig_spec: FigureSpec, keys: list[str]) -> pd.Data
         data = filtered(data, spec["where"], f"{fig_spec.path}.measured_file.where")
         shared = [k for k in keys if k in data.columns]
         frames.append(data[shared].astype(str).assign(measured=data[spec["value"]].astype(float)))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*keys, "measured"])
+    if not frames:
+        return pd.DataFrame(columns=[*keys, "measured"])
+    both = pd.concat(frames, ignore_index=True)
+    return both.assign(measured=both["measured"] * o["measured_scale"])
 
 
 def _numeric(values: pd.Series) -> list[Any]:
