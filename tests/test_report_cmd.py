@@ -194,8 +194,8 @@ def test_a_curve_shows_its_measured_points_and_a_capacity_its_criterion(model_di
     marker = next(t for t in curve if t["name"] == "measured")
     assert marker["x"] == [12.0] and marker["y"] == pytest.approx([8.1])
     line = next(t for t in capacity if t["name"] == "base")
-    assert line["x"] == [5, 6, 7]
-    for n, shown, value in zip(line["x"], line["y"], line["customdata"], strict=True):
+    assert line["x"] == [-1, 0, 1]  # consoles minus the committed capacity, 6
+    for (value, n), shown in zip(line["customdata"], line["y"], strict=True):
         spec = load_model(model_dir / "model.yaml", parameters={"consoles": n})
         result = simulate(spec, seed=1, replications=2, horizon=6.0, warmup=1.0, record_steps=False)
         req = result.requests
@@ -254,3 +254,34 @@ def test_text_from_the_section_is_escaped(model_dir: Path) -> None:
     body = text.split("</script></head>")[1]
     assert "<script>alert" not in body and "<img" not in body and "<i>t</i>" not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_a_refused_configuration_is_listed_and_the_others_plotted(model_dir: Path) -> None:
+    runs = {"model": {}, "no consoles": {"parameters": {"consoles": 0}}, "cache": {"whatif": "settings_cache"}}
+    _with_report(model_dir, {"settings": {"replications": 2, "horizon": "4s", "warmup": "1s"}, "figures": [
+        {"type": "whatifs", "metric": "trim_mean", "runs": runs, "relative_to": "model",
+         "groups": {"4": {"parameters": {"consoles": 4}}, "8": {"parameters": {"consoles": 8}}}}]})
+    text, _ = build_report(model_dir)
+    bars = {t["name"]: t for t in plotted(text)[0] if t["type"] == "bar"}
+    assert bars["no consoles"]["x"] == [] and bars["model"]["y"] == [1.0, 1.0]
+    assert len({bars[name]["marker"]["color"] for name in bars}) == 3  # one colour per configuration
+    assert "workloads.operators.clients" in text and "refused" in text  # the model's reason, in the table
+    runs = {"a": {"parameters": {"consoles": 0}}, "b": {"parameters": {"consoles": -1}}}
+    _with_report(model_dir, {"figures": [{"type": "whatifs", "metric": "trim_mean", "runs": runs}]})
+    with pytest.raises(ModelError, match="workloads.operators.clients"):  # nothing ran: an error, not a page
+        build_report(model_dir)
+
+
+def test_the_shipped_reports_are_valid_sections() -> None:
+    """Every shipped model's section parses, names known metrics and existing files."""
+    root = PIPELINE.parent
+    for name in ("pipeline", "cms_conditions", "gsi_fair", "slac_bsa", "tango"):
+        study, spec = load_report(root / name)
+        for fig in spec.figures:
+            for key in ("metric", "metrics"):
+                for metric in ([fig.options[key]] if key == "metric" else fig.options.get(key, [])) \
+                        if key in fig.options else []:
+                    assert metric in study.metrics, (name, fig.path, metric)
+            for key in ("file",):
+                if fig.options.get(key):
+                    assert (root / name / fig.options[key]).is_file(), (name, fig.path)

@@ -80,13 +80,15 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             # On a log axis a zero would vanish: it is drawn at a tenth of the criterion, as the table says.
             floor = below / 10 if o["log_y"] else None
             y = one[of].clip(lower=floor) if floor else one[of]
-            fig.add_scatter(x=one[metric.parameter].tolist(), y=y.tolist(), mode="lines+markers", name=label,
-                            legendgroup=label, showlegend=col == 1, line={"color": colour(i)}, row=1, col=col,
-                            customdata=one[of].tolist(),
-                            hovertemplate=f"{metric.parameter}=%{{x}}: %{{customdata:.3g}}<extra>{label}</extra>")
+            # x is the distance from the capacity, so configurations of any size share one axis
+            fig.add_scatter(x=(one[metric.parameter] - one["capacity"]).tolist(), y=y.tolist(), mode="lines+markers",
+                            name=label, legendgroup=label, showlegend=col == 1, line={"color": colour(i)}, row=1,
+                            col=col, customdata=one[[of, metric.parameter]].values.tolist(),
+                            hovertemplate=f"{metric.parameter}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
+                                          f"<extra>{label}</extra>")
         fig.add_hline(y=below, line={"dash": "dash", "color": "grey"}, annotation_text=f"criterion {below:g}",
                       row=1, col=col)
-        fig.update_xaxes(title_text=metric.parameter, row=1, col=col)
+        fig.update_xaxes(title_text=f"{metric.parameter} minus the capacity", row=1, col=col)
         fig.update_yaxes(type="log" if o["log_y"] else None, row=1, col=col)
     note = "; zero drawn at a tenth of the criterion" if o["log_y"] else ""
     fig.update_layout(title=fig_spec.title or f"Around the capacity ({o['metric']}){note}")

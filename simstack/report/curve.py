@@ -30,6 +30,7 @@ from simstack.report.common import (
 from simstack.report.context import Context, names, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
+from simstack.report.whatifs import reason
 from simstack.schema import Field, name_ref, read_fields, text
 from simstack.study import RunSelection
 from simstack.units import parse_number
@@ -78,7 +79,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                     mean, low, high = ctx.estimate(name, merge(series, at))
                 except SimstackError as exc:  # the model refuses this point: say so, go on
                     errors.append(exc)
-                    mean, low, high, row["refused"] = math.nan, math.nan, math.nan, str(exc)
+                    mean, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)
                 rows.append(row | {"value": mean * o["scale"], "ci_low": low * o["scale"],
                                    "ci_high": high * o["scale"]})
     if len(errors) == len(rows):  # nothing ran: a mistake in the figure, not a refusal

@@ -105,7 +105,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     groups = pred.groupby(series, sort=False) if series else [((), pred)]
     for i, (key, rows) in enumerate(groups):
         key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join(str(k) for k in key) or o["value"]
+        label = (str(key[0]) if len(key) == 1 else ", ".join(f"{c}={k}" for c, k in zip(series, key, strict=True))) \
+            if key else o["value"]
         rows = rows.sort_values(o["x"], kind="stable")
         values = (rows[o["value"]] * scale).tolist()
         bars = None

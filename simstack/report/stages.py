@@ -62,6 +62,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     factor, unit = FACTOR[o["unit"]], o["unit"]
     rows = []
+    seen: dict[str, None] = {}
     for label, sel in o["runs"].items():
         result = ctx.run(sel, steps=True)
         if o["request"] not in result.model.requests:
@@ -70,10 +71,10 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         per, ok = spans(result, o["request"])
         known = list(per["step"].drop_duplicates())
         chosen = list(o["steps"]) if o["steps"] else leaf_steps(per)
+        seen.update(dict.fromkeys(known))
         for step in chosen:
-            if step not in known:
-                raise ModelError(f"no recorded step named {step!r} in request {o['request']!r}; steps: "
-                                 f"{', '.join(known)}", path=f"{fig_spec.path}.steps")
+            if step not in known:  # bypassed in this configuration (a what-if that skips it)
+                continue
             one = per[per["step"] == step]
             mean, low, high = pooled((one["end"] - one["start"]), one["rep"])
             rows.append({"run": label, "step": step, "mean": mean * factor, "ci_low": low * factor,
@@ -81,6 +82,10 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         mean, low, high = pooled(ok["latency"], ok["rep"])
         rows.append({"run": label, "step": "(request latency)", "mean": mean * factor, "ci_low": low * factor,
                      "ci_high": high * factor})
+    never = [s for s in (o["steps"] or ()) if s not in seen]
+    if never:
+        raise ModelError(f"no recorded step named {never[0]!r} in request {o['request']!r}; steps: "
+                         f"{', '.join(seen)}", path=f"{fig_spec.path}.steps")
     table = pd.DataFrame(rows)
     fig = go.Figure()
     parts = table[table["step"] != "(request latency)"]

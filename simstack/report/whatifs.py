@@ -42,6 +42,13 @@ def _relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) ->
     return value, low, high
 
 
+def reason(exc: SimstackError) -> str:
+    """The model's reason without the file's location on this machine: key path and message."""
+    if isinstance(exc, ModelError):
+        return f"{exc.path}: {exc.reason}" if exc.path else exc.reason
+    return str(exc)
+
+
 def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
     o = fig_spec.options
     ctx.metric(o["metric"], f"{fig_spec.path}.metric")
@@ -60,7 +67,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                     mean, low, high = _relative(ctx, o["metric"], merge(at, o["runs"][o["relative_to"]]), sel)
             except SimstackError as exc:  # the model refuses this configuration: say so, go on
                 errors.append(exc)
-                mean, low, high, row["refused"] = math.nan, math.nan, math.nan, str(exc)
+                mean, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)
             scale = 1.0 if o["relative_to"] else o["scale"]
             rows.append(row | {"value": mean * scale, "ci_low": low * scale, "ci_high": high * scale})
     if len(errors) == len(rows):  # nothing ran: a mistake in the figure, not a refusal
@@ -76,7 +83,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     for i, label in enumerate(o["runs"]):
         one = table[(table["run"] == label) & table["value"].notna()]
         fig.add_bar(x=(one["group"] if grouped else one["run"]).tolist(), y=one["value"].tolist(), name=label,
-                    marker={"color": colour(i)},
+                    marker={"color": colour(i)}, offsetgroup=label,
                     error_y=error_bars(one["value"].tolist(), one["ci_low"].tolist(), one["ci_high"].tolist()),
                     hovertemplate="%{y:.4g}<extra>" + label + "</extra>")
     if o["measured"]:
@@ -85,14 +92,16 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                 for i, p in enumerate(o["measured"])]
         frame = pd.DataFrame(meas)
         scale = 1.0 if o["relative_to"] else o["scale"]
-        fig.add_scatter(x=(frame["group"] if grouped else frame["run"]).tolist(),
-                        y=(frame["measured"] * scale).tolist(), mode="markers", name="measured",
-                        marker={**MEASURED_MARKER, "color": "black"}, text=frame["run"].tolist(),
-                        hovertemplate="measured %{text}: %{y:.4g}")
+        for run, marks in frame.groupby("run", sort=False):  # each mark over its own bar
+            fig.add_scatter(x=(marks["group"] if grouped else marks["run"]).tolist(),
+                            y=(marks["measured"] * scale).tolist(), mode="markers", name="measured",
+                            offsetgroup=str(run), legendgroup="measured", showlegend=run == frame["run"].iloc[0],
+                            marker={**MEASURED_MARKER, "color": "black"}, hovertemplate=f"measured {run}: %{{y:.4g}}")
         table = table.merge(frame.assign(measured=frame["measured"] * scale), on=["group", "run"], how="left")
     y = f"{value_title(o['metric'], o['unit'])}" if o["relative_to"] is None else \
         f"{o['relative_to']} / run ({o['metric']})"
-    fig.update_layout(barmode="group", title=fig_spec.title or f"{o['metric']} across configurations",
+    fig.update_layout(barmode="group", scattermode="group",
+                      title=fig_spec.title or f"{o['metric']} across configurations",
                       yaxis_title=y + ", 95% CI", yaxis_type="log" if o["log_y"] else None)
     if table.get("refused") is not None and table["refused"].notna().any():
         refused = table[table["refused"].notna()]
