@@ -113,15 +113,16 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                       annotation_text=f"criterion {o['threshold']:g}")
     fig.update_layout(title=fig_spec.title or f"{', '.join(o['metrics'])} against {x_name}")
     if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
-        table = wide(table, x_name)
-    style_axes(fig, o, x_name, value_title(", ".join(o["metrics"]), o["unit"]) + ", 95% CI")
+        table = wide(table if len(o["metrics"]) > 1 else table.assign(metric=""), x_name)
+    has_ci = table["ci_low"].notna().any() if "ci_low" in table else False
+    style_axes(fig, o, x_name, value_title(", ".join(o["metrics"]), o["unit"]) + (", 95% CI" if has_ci else ""))
     return [fig, Table(table)]
 
 
 def wide(table: pd.DataFrame, x_name: str) -> pd.DataFrame:
     """Without intervals, one row per axis value and one column per line reads best."""
-    table = table.assign(line=[", ".join(t for t in (m, s) if t) for m, s in zip(table["metric"], table["series"],
-                                                                                strict=True)])
+    table = table.assign(line=[", ".join(t for t in (m, s) if t) or "value"
+                               for m, s in zip(table["metric"], table["series"], strict=True)])
     out = table.pivot(index=x_name, columns="line", values="value")
     out = out.loc[list(dict.fromkeys(table[x_name])), list(dict.fromkeys(table["line"]))]
     return out.reset_index().rename_axis(columns=None)

@@ -12,6 +12,7 @@ with none is drawn dashed and labelled *predicted only*: a held-out configuratio
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pandas as pd
@@ -102,6 +103,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         meas = filtered(meas, {k: v for k, v in o["where"].items() if k in meas.columns}, fig_spec.path)
     scale = o["scale"]
     fig = go.Figure()
+    pred = ordered(pred, series, o["where"])
     groups = pred.groupby(series, sort=False) if series else [((), pred)]
     for i, (key, rows) in enumerate(groups):
         key = key if isinstance(key, tuple) else (key,)
@@ -127,4 +129,18 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     style_axes(fig, o, o["x"], value_title(o["value"], o["unit"]))
     shown = pred if meas.empty else pred.astype({k: str for k in keys}).merge(
         meas.groupby([k for k in keys if k in meas.columns], as_index=False)["measured"].mean(), how="left")
-    return [fig, Table(shown)]
+    fixed = [k for k in keys if pred[k].nunique() == 1]  # said once in the note, not on every row
+    note = ", ".join(f"{k} = {pred[k].iloc[0]}" for k in fixed)
+    if o["measured"] or o["measured_file"] is not None:
+        note += "; measured: the mean of the measured runs at that point"
+    return [fig, f"<p>{html.escape(note)}</p>" if note else "", Table(shown.drop(columns=fixed))]
+
+
+def ordered(pred: pd.DataFrame, series: list[str], where: dict[str, Any]) -> pd.DataFrame:
+    """Rows in the order the section lists a series column's values (``where``), else as read."""
+    for column in reversed(series):
+        wanted = where.get(column)
+        if isinstance(wanted, list):
+            rank = {str(v): i for i, v in enumerate(wanted)}
+            pred = pred.sort_values(column, key=lambda c: c.astype(str).map(rank), kind="stable")
+    return pred
