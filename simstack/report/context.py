@@ -95,12 +95,18 @@ class Context:
         """The metric's value and its 95 % CI across replications (NaN bounds with one, or for
         a capacity, which is one search, not a mean)."""
         mean = self.value(name, sel)
+        per_rep = self.per_replication(name, sel)
+        if per_rep.size < 2:
+            return mean, math.nan, math.nan
+        low, high = t_interval(per_rep)
+        return mean, low, high
+
+    def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
+        """The metric in each replication alone (empty for a capacity or a single replication)."""
         reps = self.replications(sel)
         if reps < 2 or self._capacity_inside(name):
-            return mean, math.nan, math.nan
-        per_rep = [_OneReplication(self.evaluator, r).value(name, self.chosen(sel)) for r in range(reps)]
-        low, high = t_interval(np.asarray(per_rep))
-        return mean, low, high
+            return np.array([])
+        return np.array([_OneReplication(self.evaluator, r).value(name, self.chosen(sel)) for r in range(reps)])
 
     def replications(self, sel: RunSelection | None = None) -> int:
         chosen = self.chosen(sel)

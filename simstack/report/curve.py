@@ -55,6 +55,7 @@ def axis(raw: object) -> tuple[str, dict[str, RunSelection]]:
 
 
 FIELDS = {"metrics": Field(names), "axis": Field(axis), "series": Field(selections, {"": RunSelection()}),
+          "label": Field(text, None),
           "threshold": Field(parse_number, None), "measured": Field(measured_list, []), **AXIS_FIELDS}
 
 
@@ -115,7 +116,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
         table = wide(table if len(o["metrics"]) > 1 else table.assign(metric=""), x_name)
     has_ci = table["ci_low"].notna().any() if "ci_low" in table else False
-    style_axes(fig, o, x_name, value_title(", ".join(o["metrics"]), o["unit"]) + (", 95% CI" if has_ci else ""))
+    y_title = value_title(o["label"] or ", ".join(o["metrics"]), o["unit"]) + (", 95% CI" if has_ci else "")
+    style_axes(fig, o, x_name, y_title)
     return [fig, Table(table)]
 
 

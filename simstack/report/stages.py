@@ -4,7 +4,9 @@ Each bar splits the mean latency of one request class into the mean span of its 
 steps (from the per-step records). Steps that enclose other recorded steps (a thread-pool
 hold around its CPU work) are left out by default, so the stack does not count time twice;
 a black mark shows the request's own mean latency, and the gap between stack and mark is
-time spent outside any named step.
+time spent outside any named step. ``per: occurrence`` averages every run of a step on its
+own instead (the stage time of one of K parallel trims), so the stack may then exceed the
+request's latency: the runs overlap.
 """
 
 from __future__ import annotations
@@ -23,17 +25,22 @@ from simstack.schema import Field, name_ref, one_of
 from simstack.study import RunSelection
 
 FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
-          "steps": Field(names, None), "unit": Field(one_of("ms", "s", "us"), "ms")}
+          "steps": Field(names, None), "unit": Field(one_of("ms", "s", "us"), "ms"),
+          "per": Field(one_of("request", "occurrence"), "request")}
 FACTOR = {"s": 1.0, "ms": 1e3, "us": 1e6}
 
 
-def spans(result: Any, request: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per recorded successful request: each step's span (first start to last end), and the requests."""
+def spans(result: Any, request: str, per: str = "request") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per recorded successful request: each step's span (first start to last end; with
+    ``per="occurrence"`` every run of the step on its own, e.g. each of K parallel trims),
+    and the requests."""
     req = result.requests
     ok = req[~req["warmup"] & req["ok"] & (req["request"] == request)]
     steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
-    per = steps.groupby(["rep", "id", "step"], sort=False).agg(start=("start", "min"), end=("end", "max"))
-    return per.reset_index(), ok
+    if per == "occurrence":
+        return steps[["rep", "id", "step", "start", "end"]], ok
+    spans = steps.groupby(["rep", "id", "step"], sort=False).agg(start=("start", "min"), end=("end", "max"))
+    return spans.reset_index(), ok
 
 
 def leaf_steps(per: pd.DataFrame) -> list[str]:
@@ -68,9 +75,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         if o["request"] not in result.model.requests:
             raise ModelError(f"unknown request class {o['request']!r}; request classes: "
                              f"{', '.join(result.model.requests)}", path=f"{fig_spec.path}.request")
-        per, ok = spans(result, o["request"])
+        per, ok = spans(result, o["request"], o["per"])
         known = list(per["step"].drop_duplicates())
-        chosen = list(o["steps"]) if o["steps"] else leaf_steps(per)
+        chosen = list(o["steps"]) if o["steps"] else leaf_steps(spans(result, o["request"])[0])
         seen.update(dict.fromkeys(known))
         for step in chosen:
             if step not in known:  # bypassed in this configuration (a what-if that skips it)

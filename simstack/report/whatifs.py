@@ -13,14 +13,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
 from simstack.metrics import merge
 from simstack.report.common import AXIS_FIELDS, MEASURED_MARKER, colour, error_bars, measured_list, value_title
-from simstack.report.context import Context, _OneReplication, selections, with_ci
+from simstack.report.context import Context, selections, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.schema import Field, name_ref, text
@@ -33,12 +32,10 @@ FIELDS = {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(
 def _relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
     """base / sel: the ratio of the values, and the CI of the per-replication ratios."""
     value = ctx.value(name, base) / ctx.value(name, sel)
-    reps = ctx.replications(sel)
-    if reps < 2:
+    top, bottom = ctx.per_replication(name, base), ctx.per_replication(name, sel)
+    if top.size < 2 or top.size != bottom.size:
         return value, math.nan, math.nan
-    per = [_OneReplication(ctx.evaluator, r) for r in range(reps)]
-    ratios = np.array([p.value(name, ctx.chosen(base)) / p.value(name, ctx.chosen(sel)) for p in per])
-    _, low, high = with_ci(ratios)
+    _, low, high = with_ci(top / bottom)
     return value, low, high
 
 
