@@ -285,3 +285,21 @@ def test_the_shipped_reports_are_valid_sections() -> None:
             for key in ("file",):
                 if fig.options.get(key):
                     assert (root / name / fig.options[key]).is_file(), (name, fig.path)
+
+
+def test_stages_per_occurrence_average_every_run_of_a_step(model_dir: Path) -> None:
+    settings = {"replications": 2, "horizon": "4s", "warmup": "1s"}
+    _with_report(model_dir, {"settings": settings, "figures": [
+        {"type": "stages", "request": "trim", "steps": ["read device"], "per": "occurrence"},
+        {"type": "stages", "request": "trim", "steps": ["read device"]}]})
+    text, _ = build_report(model_dir)
+    occurrence, span = (next(t for t in f if t["name"] == "read device")["y"][0] for f in plotted(text))
+    result = simulate(load_model(model_dir / "model.yaml"), seed=1, replications=2, horizon=4.0, warmup=1.0)
+    req = result.requests
+    ok = req[~req["warmup"] & req["ok"] & (req["request"] == "trim")]
+    reads = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
+    reads = reads[reads["step"] == "read device"]
+    assert occurrence == pytest.approx((reads["end"] - reads["start"]).mean() * 1e3, rel=1e-9)
+    whole = reads.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+    assert span == pytest.approx((whole["end"] - whole["start"]).mean() * 1e3, rel=1e-9)
+    assert span > occurrence  # four devices checked, two at a time: the fan-out spans several reads
