@@ -73,7 +73,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             rows.append({"series": label, metric.parameter: n, "capacity": cap, **values, "passes": passes})
             ctx.evaluator.runs.clear()  # one curve point is never read again: keep memory flat
     table = pd.DataFrame(rows)
-    fig = make_subplots(rows=1, cols=len(metric.of), subplot_titles=list(metric.of))
+    fig = make_subplots(rows=1, cols=len(metric.of),
+                        subplot_titles=[f"{of} (criterion {below:g}, dashed)"
+                                        for of, below in zip(metric.of, metric.below, strict=True)])
     for col, (of, below) in enumerate(zip(metric.of, metric.below, strict=True), start=1):
         for i, label in enumerate(o["series"]):
             one = table[table["series"] == label]
@@ -86,10 +88,11 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                             col=col, customdata=one[[of, metric.parameter]].values.tolist(),
                             hovertemplate=f"{metric.parameter}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
                                           f"<extra>{label}</extra>")
-        fig.add_hline(y=below, line={"dash": "dash", "color": "grey"}, annotation_text=f"criterion {below:g}",
-                      row=1, col=col)
+        # no annotation text: on a log axis Plotly reads an annotation's y as a power of ten
+        fig.add_hline(y=below, line={"dash": "dash", "color": "grey"}, row=1, col=col)
         fig.update_xaxes(title_text=f"{metric.parameter} minus the capacity", row=1, col=col)
         fig.update_yaxes(type="log" if o["log_y"] else None, row=1, col=col)
-    note = "; zero drawn at a tenth of the criterion" if o["log_y"] else ""
-    fig.update_layout(title=fig_spec.title or f"Around the capacity ({o['metric']}){note}")
-    return [fig, Table(table)]
+    fig.update_layout(title=fig_spec.title or f"Around the capacity ({o['metric']})")
+    note = ("<p>A value of zero is drawn at a tenth of its criterion (a log axis has no zero); the "
+            "table gives the values.</p>") if o["log_y"] else ""
+    return [fig, note, Table(table)]

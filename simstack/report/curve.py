@@ -110,8 +110,13 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                               for r in meas.to_dict("records")], hovertemplate="measured %{y:.4g}<br>%{text}")
         table = pd.concat([table, meas.assign(measured=meas["measured"] * o["scale"])], ignore_index=True)
     if o["threshold"] is not None:
-        fig.add_hline(y=o["threshold"] * o["scale"], line={"dash": "dash", "color": "grey"},
-                      annotation_text=f"criterion {o['threshold']:g}")
+        xs = [_x(v) for v in table[x_name]]
+        numeric = [x for x in xs if isinstance(x, float)]
+        ends = [min(numeric), max(numeric)] if len(numeric) == len(xs) else [xs[0], xs[-1]]
+        # a trace, not an annotated line: on a log axis Plotly reads an annotation's y as a power of ten
+        criterion = f"criterion {o['threshold'] * o['scale']:g} {o['unit']}".rstrip()
+        fig.add_scatter(x=ends, y=[o["threshold"] * o["scale"]] * 2, mode="lines", name=criterion,
+                        line={"dash": "dash", "color": "grey"}, hoverinfo="skip")
     fig.update_layout(title=fig_spec.title or f"{', '.join(o['metrics'])} against {x_name}")
     if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
         table = wide(table if len(o["metrics"]) > 1 else table.assign(metric=""), x_name)
