@@ -186,13 +186,16 @@ def test_a_curve_shows_its_measured_points_and_a_capacity_its_criterion(model_di
     (model_dir / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     _with_report(model_dir, {"settings": {"replications": 2, "horizon": "6s", "warmup": "1s"}, "figures": [
         {"type": "metric", "metrics": ["trim_mean"], "axis": {"parameter": "consoles", "values": [4, 12]},
-         "scale": 1000, "measured": [{"at": {"consoles": 12}, "baseline": {"quantity": "mean trim", "consoles": 12}}]},
+         "scale": 1000, "threshold": 0.01,
+         "measured": [{"at": {"consoles": 12}, "baseline": {"quantity": "mean trim", "consoles": 12}}]},
         {"type": "capacity", "metric": "max_consoles", "width": 1, "file": "capacity.csv", "column": "max_consoles",
          "series": {"base": {"capacity_row": {"design": "base"}}}}]}, baselines="baselines.csv")
     text, cost = build_report(model_dir)
     curve, capacity = plotted(text)
     marker = next(t for t in curve if t["name"] == "measured")
     assert marker["x"] == [12.0] and marker["y"] == pytest.approx([8.1])
+    criterion = next(t for t in curve if t["name"] == "criterion 10")
+    assert criterion["x"] == [4.0, 12.0] and criterion["y"] == [10.0, 10.0]
     line = next(t for t in capacity if t["name"] == "base")
     assert line["x"] == [-1, 0, 1]  # consoles minus the committed capacity, 6
     for (value, n), shown in zip(line["customdata"], line["y"], strict=True):
@@ -303,3 +306,32 @@ def test_stages_per_occurrence_average_every_run_of_a_step(model_dir: Path) -> N
     whole = reads.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
     assert span == pytest.approx((whole["end"] - whole["start"]).mean() * 1e3, rel=1e-9)
     assert span > occurrence  # four devices checked, two at a time: the fan-out spans several reads
+
+
+def test_a_facility_page_from_committed_files_renders(tmp_path: Path) -> None:
+    """The CMS report's figures that read committed files: every line is predictions.csv,
+    every circle a baseline row (ms), and the page renders without a console error."""
+    model = tmp_path / "cms_conditions"
+    shutil.copytree(PIPELINE.parent / "cms_conditions", model)
+    doc = yaml.safe_load((model / "checks.yaml").read_text())
+    doc["report"]["figures"] = [f for f in doc["report"]["figures"] if f["type"] in ("predictions", "distribution")]
+    (model / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    text, cost = build_report(model)
+    assert cost["runs"] == 0
+    pred = pd.read_csv(model / "predictions.csv")
+    lines = plotted(text)[0]
+    for phase in ("load_iovs", "fetch_payloads", "deserialise", "total"):
+        line = next(t for t in lines if t["name"] == f"{phase}: model")
+        rows = pred[pred["phase"] == phase].sort_values("threads")
+        assert line["x"] == rows["threads"].tolist() and line["y"] == rows["predicted_ms"].tolist()
+        marks = next(t for t in lines if t["name"] == f"{phase}: measured")
+        assert marks["x"] == [1, 8]
+    total = next(t for t in lines if t["name"] == "total: measured")
+    baselines = pd.read_csv(model / "baselines.csv")
+    rows = baselines[baselines["quantity"] == "overall time elapsed time"]
+    assert sorted(total["y"]) == pytest.approx(sorted(rows["value"].astype(float)))  # ms, as measured
+    page_file = tmp_path / "cms.html"
+    page_file.write_text(text)
+    png = tmp_path / "cms.png"
+    assert _screenshot(page_file, png, height=1600) == []
+    assert png.stat().st_size > 60_000
