@@ -25,7 +25,7 @@ from simstack.whatif import load_whatif
 FIELDS = {"run": Field(selection, None)}
 COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}
 NODE_COLOURS = {"workload": "#7f7f7f", "request": "#1f77b4", "component": "#2ca02c", "host": "#d62728"}
-EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "handles": "#ff7f0e",
+EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "handles": "#e377c2",
                 "runs_on": "#bbbbbb", "drives": "#7f7f7f"}
 
 
