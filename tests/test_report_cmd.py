@@ -314,7 +314,8 @@ def test_a_facility_page_from_committed_files_renders(tmp_path: Path) -> None:
     model = tmp_path / "cms_conditions"
     shutil.copytree(PIPELINE.parent / "cms_conditions", model)
     doc = yaml.safe_load((model / "checks.yaml").read_text())
-    doc["report"]["figures"] = [f for f in doc["report"]["figures"] if f["type"] in ("predictions", "distribution")]
+    doc["report"]["figures"] = [f for f in doc["report"]["figures"]
+                                if f["type"] in ("predictions", "distribution", "calibration")]
     (model / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     text, cost = build_report(model)
     assert cost["runs"] == 0
@@ -326,6 +327,10 @@ def test_a_facility_page_from_committed_files_renders(tmp_path: Path) -> None:
         assert line["x"] == rows["threads"].tolist() and line["y"] == rows["predicted_ms"].tolist()
         marks = next(t for t in lines if t["name"] == f"{phase}: measured")
         assert marks["x"] == [1, 8]
+    fitted = yaml.safe_load((model / "calibrated.yaml").read_text())["residuals"]
+    residuals = next(t for t in plotted(text)[-1] if t["name"] == "after the fit")
+    assert residuals["x"] == [r["check"] for r in fitted]
+    assert residuals["y"] == pytest.approx([100 * r["rel_error"] for r in fitted], rel=1e-12)
     total = next(t for t in lines if t["name"] == "total: measured")
     baselines = pd.read_csv(model / "baselines.csv")
     rows = baselines[baselines["quantity"] == "overall time elapsed time"]

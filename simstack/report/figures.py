@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from simstack.report import (
+    calibration,
     capacity,
     curve,
     distribution,
@@ -27,4 +28,5 @@ BUILDERS: dict[str, ModuleType] = {
     "predictions": predictions,  # predictions.csv (with intervals) against measurements
     "parity": parity,            # every prediction against its measurement
     "distribution": distribution,  # a column of a data file: histogram, share of the largest
+    "calibration": calibration,  # calibrated.yaml: residuals of the targets, fitted values
 }
