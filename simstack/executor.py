@@ -186,7 +186,7 @@ class Replication:
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
-        self.rec.requests.append((self.rep, req.id, req.parent, req.cls, req.workload, req.item,
+        self.rec.request((req.id, req.parent, req.cls, req.workload, req.item,
                                   req.warmup, req.start, self.env.now, not req.failed, req.reason))
         if on_end is not None:
             on_end()
@@ -204,7 +204,7 @@ class Replication:
         def dropped(ctx: Ctx, since: float) -> None:
             self.next_id += 1
             self.started += 1
-            self.rec.requests.append((self.rep, self.next_id, ctx.req.id, handler, name, ctx.item,
+            self.rec.request((self.next_id, ctx.req.id, handler, name, ctx.item,
                                       False, since, self.env.now, False, f"queue full: {name}"))
         queue.dispatch = dispatch
         queue.dropped = dropped
@@ -384,7 +384,7 @@ class CpuRunner:
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
+            r.rec.step((ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
                                 service, r.env._now))
             k()
         self.cpu.submit(demand, self.priority, done, ctx)
@@ -428,7 +428,7 @@ class HoldRunner:
                 self.release(ctx)
                 if r.rec.record_steps:
                     end = r.env._now
-                    r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start,
+                    r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start,
                                         wait, end - start - wait, end))
                 k()
             self.body.run(ctx, finished)
@@ -458,7 +458,7 @@ class CallRunner:
         start = r.env.now
 
         def done(wait: float, service: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
+            r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
                                 service, r.env.now))
             k()
         self.serve(ctx, done)
@@ -485,7 +485,7 @@ class SpanRunner:
 
         def done() -> None:
             end = r.env.now
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, 0.0,
+            r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start, 0.0,
                                 end - start, end))
             k()
         self.inner.run(ctx, done)

@@ -25,15 +25,16 @@ from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
+from simstack.records import Recorder, parts
 from simstack.results import (
     blocked_table,
     deadlines_table,
     latency_summary,
     mser5,
-    requests_table,
+    requests_frame,
     resources_table,
     step_summary,
-    steps_table,
+    steps_frame,
 )
 from simstack.spec import ModelSpec
 
@@ -84,8 +85,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     _check_settings(spec, seed, replications, horizon, warmup)
     build_graph(spec)
     started = time.perf_counter()
-    req_rows: list[tuple] = []
-    step_rows: list[tuple] = []
+    recorders: list[Recorder] = []
     deadline_rows: list[tuple] = []
     blocked_rows: list[tuple] = []
     resources: list[dict[str, Any]] = []
@@ -103,21 +103,21 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         with _fewer_collections():
             r.env.run(until=horizon)
         end = r.env.now if horizon is None else horizon
-        req_rows.extend(r.rec.requests)
-        step_rows.extend(r.rec.steps)
+        r.rec.close()
+        recorders.append(r.rec)
         deadline_rows.extend(r.rec.deadlines)
         blocked_rows.extend(r.blocked(end, ran_dry=r.env.peek() == math.inf))
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
         accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
                            "in_system": r.in_system, "end_time": end})
-    requests = requests_table(req_rows)
+    requests = requests_frame(parts(recorders, "requests"))
     if warmup == "mser5":
         requests = _truncate_mser5(requests)
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
-                     requests, steps_table(step_rows), resources_table(resources),
+                     requests, steps_frame(parts(recorders, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows))
 
 
