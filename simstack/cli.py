@@ -62,6 +62,7 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
         "horizon": None if horizon is None else parse_time(horizon),
         "warmup": warmup if warmup == "mser5" else parse_time(warmup),
         "record_steps": bool(sim.get("record_steps", False)), "progress": bool(sim.get("progress", False)),
+        "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
     }
 
 

@@ -54,20 +54,25 @@ from simstack.spec import (
     Sequence,
     Step,
 )
+from simstack.streamstats import SummaryRecorder
 
 K = Callable[[], None]
 ZERO_TIME_CYCLES = 10_000  # cycles of one client at one instant before a run is refused
 BLOCK = 256
 
 
-class Request(Ctx):
-    """One request; it is also the context of its top-level steps (``req`` is itself)."""
+class Request:
+    """One request: what its record needs. Its top-level steps run in a ``Ctx(request, item)``;
+    a request does not refer to itself, so it is freed by reference counting the moment
+    nothing needs it any more, never left to the cyclic garbage collector."""
 
-    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason")
+    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason", "item", "r",
+                 "on_end")
 
     def __init__(self, rid: int, cls: str, workload: str, parent: int, start: float, warmup: bool,
-                 item: int):
-        self.req = self
+                 item: int, r: Replication | None = None, on_end: K | None = None):
+        self.r = r
+        self.on_end = on_end
         self.id = rid
         self.cls = cls
         self.workload = workload
@@ -82,6 +87,17 @@ class Request(Ctx):
         if not self.failed:
             self.failed = True
             self.reason = reason
+
+    def finish(self) -> None:
+        """The continuation of the request's body: record it, then tell whoever waits."""
+        r = self.r
+        assert r is not None
+        r.in_system -= 1
+        r.rec.request((self, self.parent, self.cls, self.workload, self.item, self.warmup, self.start,
+                       r.env._now, not self.failed, self.reason))
+        on_end = self.on_end
+        if on_end is not None:
+            on_end()
 
 
 class BlockSampler:
@@ -110,12 +126,13 @@ Scope = tuple[Any, int]  # (cpu runtime or None, priority)
 class Replication:
     """One replication: environment, bound components, compiled requests, workloads."""
 
-    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True):
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True,
+                 recorder: Recorder | SummaryRecorder | None = None):
         self.spec = spec
         self.env = simpy.Environment()
         self.seed = seed
         self.rep = rep
-        self.rec = Recorder(rep, record_steps)
+        self.rec = Recorder(rep, record_steps) if recorder is None else recorder
         self.next_id = 0
         self.in_system = 0
         self.started = 0
@@ -181,15 +198,8 @@ class Replication:
         self.in_system += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
-                      warmup, item)
-        self.root(cls, scope, site).run(req, lambda: self._end(req, on_end))
-
-    def _end(self, req: Request, on_end: K | None) -> None:
-        self.in_system -= 1
-        self.rec.request((req.id, req.parent, req.cls, req.workload, req.item,
-                                  req.warmup, req.start, self.env.now, not req.failed, req.reason))
-        if on_end is not None:
-            on_end()
+                      warmup, item, self, on_end)
+        self.root(cls, scope, site).run(Ctx(req, item), req.finish)
 
     def _bind_queue(self, name: str, queue: QueueRuntime) -> None:
         comp = self.spec.components[name]
@@ -204,8 +214,9 @@ class Replication:
         def dropped(ctx: Ctx, since: float) -> None:
             self.next_id += 1
             self.started += 1
-            self.rec.request((self.next_id, ctx.req.id, handler, name, ctx.item,
-                                      False, since, self.env.now, False, f"queue full: {name}"))
+            req = Request(self.next_id, handler, name, ctx.req.id, since, False, ctx.item)
+            self.rec.request((req, ctx.req.id, handler, name, ctx.item,
+                              False, since, self.env.now, False, f"queue full: {name}"))
         queue.dispatch = dispatch
         queue.dropped = dropped
 
@@ -384,7 +395,7 @@ class CpuRunner:
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, "cpu", start, wait,
                                 service, r.env._now))
             k()
         self.cpu.submit(demand, self.priority, done, ctx)
@@ -414,31 +425,45 @@ class HoldRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        start = r.env._now
-        state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
-
-        def granted(wait: float) -> None:
-            nonlocal state
-            if state == 2:
-                del r.waits[granted]
-            state = 1
-
-            def finished() -> None:
-                self.release(ctx)
-                if r.rec.record_steps:
-                    end = r.env._now
-                    r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start,
-                                        wait, end - start - wait, end))
-                k()
-            self.body.run(ctx, finished)
-
-        if not self.acquire(ctx, granted):
+        hold = _Hold(self, ctx, k, self.r.env._now)
+        if not self.acquire(ctx, hold.granted):
             ctx.req.fail(f"{self.target} full")
             k()
-        elif state == 0:
-            state = 2
-            r.waits[granted] = (ctx.req, self.name, self.target, start)
+        elif hold.state == 0:
+            hold.state = 2
+            self.r.waits[hold] = (ctx.req, self.name, self.target, hold.start)
+
+
+class _Hold:
+    """One pass through a hold: granted, runs the body, releases. An object rather than
+    closures, so that nothing refers back to itself (freed at once, no garbage cycles)."""
+
+    __slots__ = ("runner", "ctx", "k", "start", "wait", "state")
+
+    def __init__(self, runner: HoldRunner, ctx: Ctx, k: K, start: float):
+        self.runner = runner
+        self.ctx = ctx
+        self.k = k
+        self.start = start
+        self.wait = 0.0
+        self.state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        self.wait = wait
+        self.runner.body.run(self.ctx, self.finished)
+
+    def finished(self) -> None:
+        runner, ctx = self.runner, self.ctx
+        runner.release(ctx)
+        r = runner.r
+        if r.rec.record_steps:
+            end = r.env._now
+            r.rec.step((ctx.req, ctx.req.cls, runner.name, runner.target, self.start, self.wait,
+                        end - self.start - self.wait, end))
+        self.k()
 
 
 class CallRunner:
@@ -458,7 +483,7 @@ class CallRunner:
         start = r.env.now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait,
                                 service, r.env.now))
             k()
         self.serve(ctx, done)
@@ -485,7 +510,7 @@ class SpanRunner:
 
         def done() -> None:
             end = r.env.now
-            r.rec.step((ctx.req.id, ctx.req.cls, self.name, self.target, start, 0.0,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, 0.0,
                                 end - start, end))
             k()
         self.inner.run(ctx, done)

@@ -17,12 +17,15 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 CHUNK = 4096  # staged tuples moved into the column buffers at a time
 
 NAME = "name"  # a column of names, stored as integer codes into ``Names``
-# Column kinds: an ``array`` type code, or NAME.
-_ARRAY_KIND = {"q": "q", "d": "d", "?": "b", NAME: "i"}
+REQ = "req"  # the request object itself on the hot path, stored as its id
+# Column kinds: an ``array`` type code, NAME or REQ.
+_ARRAY_KIND = {"q": "q", "d": "d", "?": "b", NAME: "i", REQ: "q"}
+_request_id = attrgetter("id")
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,9 @@ class Schema:
         return ("rep", *(c for c, _ in self.columns))
 
 
-REQUEST = Schema((("id", "q"), ("parent", "q"), ("request", NAME), ("workload", NAME), ("item", "q"),
+REQUEST = Schema((("id", REQ), ("parent", "q"), ("request", NAME), ("workload", NAME), ("item", "q"),
                   ("warmup", "?"), ("start", "d"), ("end", "d"), ("ok", "?"), ("reason", NAME)))
-STEP = Schema((("id", "q"), ("request", NAME), ("step", NAME), ("component", NAME), ("start", "d"),
+STEP = Schema((("id", REQ), ("request", NAME), ("step", NAME), ("component", NAME), ("start", "d"),
                ("wait", "d"), ("service", "d"), ("end", "d")))
 
 REQUEST_COLUMNS = REQUEST.names
@@ -76,7 +79,7 @@ class Columns:
             return
         code = self.names.__getitem__
         for buf, (_, kind), values in zip(self.buffers, self.schema.columns, zip(*rows, strict=True), strict=True):
-            buf.extend(map(code, values) if kind == NAME else values)
+            buf.extend(map(code, values) if kind == NAME else map(_request_id, values) if kind == REQ else values)
         self.flushed += len(rows)
         rows.clear()
 
@@ -94,15 +97,18 @@ class Recorder:
         self.steps = Columns(STEP, self.names)
         self.deadlines: list[tuple] = []
 
+    def __len__(self) -> int:
+        return len(self.requests)
+
     def request(self, row: tuple) -> None:
-        """One finished request, in ``REQUEST`` order."""
+        """One finished request, in ``REQUEST`` order (the request object first, kept as its id)."""
         rows = self.requests.rows
         rows.append(row)
         if len(rows) >= CHUNK:
             self.requests.flush()
 
     def step(self, row: tuple) -> None:
-        """One finished step, in ``STEP`` order."""
+        """One finished step, in ``STEP`` order (its request object first, kept as its id)."""
         rows = self.steps.rows
         rows.append(row)
         if len(rows) >= CHUNK:

@@ -17,6 +17,7 @@ from simstack.components.meter import ResourceSummary
 from simstack.records import (
     DEADLINE_COLUMNS,
     NAME,
+    REQ,
     REQUEST,
     REQUEST_COLUMNS,
     STEP,
@@ -44,7 +45,7 @@ def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
 
 
-_DTYPE = {"q": np.int64, "d": np.float64, "?": np.int8, NAME: np.int32}
+_DTYPE = {"q": np.int64, "d": np.float64, "?": np.int8, NAME: np.int32, REQ: np.int64}
 
 
 def columns_frame(schema: Schema, parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
