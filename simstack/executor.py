@@ -193,13 +193,16 @@ class Replication:
         return self._compiled[key]
 
     def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
-              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "") -> None:
+              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "",
+              body: Any = None) -> None:
+        """Start one request of class ``cls``; ``body``, when given, is its compiled root
+        (workloads look it up once instead of once per request)."""
         self.next_id += 1
         self.in_system += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
                       warmup, item, self, on_end)
-        self.root(cls, scope, site).run(Ctx(req, item), req.finish)
+        (body or self.root(cls, scope, site)).run(Ctx(req, item), req.finish)
 
     def _bind_queue(self, name: str, queue: QueueRuntime) -> None:
         comp = self.spec.components[name]
@@ -272,6 +275,11 @@ class Replication:
                     sub = PhasedRunner(sub)
                 return SpanRunner(self, sub, g.name, step.target)
             kind = self.kinds[step.target]
+            plain = getattr(kind, "bind_call_plain", None)
+            if plain is not None and not self.rec.record_steps:
+                serve_k = plain(self.runtimes[step.target], step.options, self.sampler, stream)
+                if serve_k is not None:
+                    return PlainCallRunner(serve_k)
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
         if isinstance(step, Send):
@@ -374,11 +382,12 @@ class _Cursor:
 
 
 class CpuRunner:
-    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name")
+    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name", "submit_k")
 
     def __init__(self, r: Replication, scope: Scope, draw: Any, per_byte: float, nbytes: Any, name: str):
         self.r = r
         self.cpu, self.priority = scope
+        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
         self.draw = draw
         self.per_byte = per_byte
         self.nbytes = nbytes
@@ -390,7 +399,11 @@ class CpuRunner:
             demand += self.per_byte * self.nbytes(ctx)
         r = self.r
         if not r.rec.record_steps:
-            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+            submit_k = self.submit_k
+            if submit_k is not None:
+                submit_k(demand, self.priority, k, ctx)
+            else:
+                self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
             return
         start = r.env._now
 
@@ -487,6 +500,18 @@ class CallRunner:
                                 service, r.env.now))
             k()
         self.serve(ctx, done)
+
+
+class PlainCallRunner:
+    """A call when steps are not recorded, to a kind that takes a bare continuation."""
+
+    __slots__ = ("serve",)
+
+    def __init__(self, serve: Callable[[Ctx, K], None]):
+        self.serve = serve
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.serve(ctx, k)
 
 
 class SpanRunner:
@@ -669,12 +694,13 @@ def start_workloads(r: Replication) -> None:
 def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
     gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
     state = {"n": 0}
+    body = r.root(wl.request, scope)
 
     def arrive(_e: object = None) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, wl.item, scope, None)
+        r.start(wl.request, wl.name, wl.item, scope, None, body=body)
         Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
     Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
@@ -683,12 +709,13 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
 def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> None:
     think = r.sampler(f"workloads.{wl.name}.think.{client}", wl.think)
     state = {"n": 0, "idle": 0, "since": -1.0}
+    body = r.root(wl.request, scope)
 
     def cycle(_e: object = None) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, client, scope, after)
+        r.start(wl.request, wl.name, client, scope, after, body=body)
 
     def after() -> None:
         pause = think(None)  # type: ignore[arg-type]
@@ -712,6 +739,7 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
     # Tick n is at phase + n * period in exact rational arithmetic, so a 360 Hz and a 120 Hz
     # source coincide to the last bit every third fiducial, as the real timing system does.
     period = Fraction(wl.period).limit_denominator(10**9)
+    body = r.root(wl.request, scope)
 
     def tick(_e: object = None) -> None:
         if state["n"] >= wl.count:
@@ -721,16 +749,16 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
         for copy in range(wl.copies):
             delay = jitter(None)  # type: ignore[arg-type]
             if delay:
-                Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope))
+                Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope, body))
             else:
-                r.start(wl.request, wl.name, copy, scope, None)
+                r.start(wl.request, wl.name, copy, scope, None, body=body)
         Wake(r.env, next_tick - r.env.now, tick)
 
     Wake(r.env, wl.phase, tick)
 
 
-def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, _event: object) -> None:
-    r.start(wl.request, wl.name, copy, scope, None)
+def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, body: Any, _event: object) -> None:
+    r.start(wl.request, wl.name, copy, scope, None, body=body)
 
 
 def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:

@@ -43,10 +43,18 @@ class FifoCpu:
         self.cores = cores
         self.speed = speed
         self.meter = meter
-        self._queue: deque[tuple[float, float, Done]] = deque()
+        self._queue: deque[tuple[float, float, Any, bool]] = deque()
         self._free = cores
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
+        self._submit(demand, done, False)
+
+    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+        """As ``submit``, for a caller that needs no timings: ``k()`` is called as is, so the
+        runner hands its continuation straight over instead of wrapping it per job."""
+        self._submit(demand, k, True)
+
+    def _submit(self, demand: float, done: Any, plain: bool) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
@@ -59,9 +67,9 @@ class FifoCpu:
         if self._free:
             self._free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish).job = (now, service, done)
+            Wake(self.env, service, self._finish).job = (now, service, done, plain)
         else:
-            self._queue.append((now, service, done))
+            self._queue.append((now, service, done, plain))
             meter.queue = len(self._queue)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
@@ -69,8 +77,7 @@ class FifoCpu:
     def _finish(self, event: Wake) -> None:
         arrived: float
         service: float
-        done: Done
-        arrived, service, done = event.job
+        arrived, service, done, plain = event.job
         now = self.env._now
         meter = self.meter
         dt = now - meter._t
@@ -86,7 +93,11 @@ class FifoCpu:
         else:
             self._free += 1
             meter.busy -= 1
-        done(max(0.0, now - arrived - service), service)
+        if plain:
+            done()
+        else:
+            wait = now - arrived - service
+            done(wait if wait > 0.0 else 0.0, service)
 
 
 class _Job:
@@ -244,7 +255,8 @@ class PriorityCpu:
             self._heir = job.owner  # the core waits for this thread's next step, if any
             self._heir_seq = job.seq
         try:
-            job.done(max(0.0, now - job.arrived - job.service), job.service)
+            wait = now - job.arrived - job.service
+            job.done(wait if wait > 0.0 else 0.0, job.service)
         finally:
             if keep:
                 self._heir = None
