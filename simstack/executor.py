@@ -367,18 +367,19 @@ class _Cursor:
             return
         self.busy = True
         steps, ctx = self.steps, self.ctx
+        req, n, i = ctx.req, len(steps), self.i  # only this method moves ``i``
         while True:
-            self.pending = False
-            i = self.i
-            if i == len(steps) or ctx.req.failed:
+            if i == n or req.failed:
                 self.busy = False
                 self.k()
                 return
             self.i = i + 1
+            self.pending = False
             steps[i].run(ctx, self.advance)
             if not self.pending:
                 self.busy = False
                 return
+            i += 1
 
 
 class CpuRunner:
