@@ -34,12 +34,13 @@ def main() -> None:
     parser.add_argument("--n", default="20000,100000")
     parser.add_argument("--workloads", default="mm4,tandem")
     parser.add_argument("--record", default="")
+    parser.add_argument("--steps", default="false,true", help="record_steps values to run")
     args = parser.parse_args()
     small, large = (int(x) for x in args.n.split(","))
     extra = {"record": args.record} if args.record else {}
     for name in args.workloads.split(","):
         build = {"mm4": _mm4, "tandem": _tandem}[name]
-        for steps in (False, True):
+        for steps in (v == "true" for v in args.steps.split(",")):
             p0, r0, s0 = peak(build(small), record_steps=steps, **extra)
             p1, r1, s1 = peak(build(large), record_steps=steps, **extra)
             per_customer = (p1 - p0) / (large - small)
