@@ -132,3 +132,21 @@ def test_summary_grouping_limited_to_recorded_keys() -> None:
     res = simulate(build_spec(_mm4(50), None), record="summary")
     with pytest.raises(ConfigError, match="grouped by request, workload only, got item"):
         res.summary(by=("item",))
+
+
+def test_command_line_runs_summary_mode_in_processes_and_refuses_bad_values(tmp_path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "simstack"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), "model=pipeline", "sim.horizon=8", "sim.progress=false",
+                               f"hydra.run.dir={tmp_path / 'run'}", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300)
+    done = cli("sim.replications=2", "sim.record=summary", "sim.jobs=2")
+    assert done.returncode == 0, done.stderr
+    assert "trim" in done.stdout and "mean_ms" in done.stdout
+    bad = cli("sim.record=rows")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "simstack: error: sim.record must be one of full, summary, got 'rows'" in bad.stderr
