@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -162,7 +162,7 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
     end = r.env.now if horizon is None else horizon
     r.rec.close()
     return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
-                    [{"rep": rep, **meter.summary(end).__dict__} for meter in _meters(r)],
+                    [{"rep": rep, **asdict(meter.summary(end))} for meter in _meters(r)],
                     {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
                      "end_time": end})
 

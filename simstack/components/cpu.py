@@ -152,7 +152,7 @@ class PriorityCpu:
         self._spinner: Meter | None = None
         if idle_spinner is not None:
             self._spinner = self._level(idle_spinner)
-            self._spinner.busy = meter.busy = cores
+            self._spinner.busy = meter.busy = float(cores)
 
     def meters(self) -> list[Meter]:
         return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
@@ -224,14 +224,14 @@ class PriorityCpu:
         # Meter.touch inlined (the same arithmetic): this runs twice per CPU job.
         spinner = self._spinner
         if spinner is None:
-            self.meter.busy = len(self._running)
+            self.meter.busy = float(len(self._running))
         else:
             dt = now - spinner._t
             if dt:
                 spinner._busy_area += spinner.busy * dt
                 spinner._queue_area += spinner.queue * dt
                 spinner._t = now
-            spinner.busy = self.cores - len(self._running)
+            spinner.busy = float(self.cores - len(self._running))
         level = self._levels.get(priority) or self._level(priority)
         dt = now - level._t
         if dt:
