@@ -104,16 +104,17 @@ def test_summary_mode_memory_does_not_grow_with_the_run() -> None:
     assert growth["summary"] < 32_000 * 5  # the statistics do not
 
 
-def test_parallel_replications_give_the_serial_tables() -> None:
-    spec = load_model("pipeline")
-    serial = simulate(spec, seed=9, replications=3, horizon=10.0, warmup=1.0)
-    parallel = simulate(spec, seed=9, replications=3, horizon=10.0, warmup=1.0, jobs=2)
+@pytest.mark.parametrize("model, horizon", [("pipeline", 10.0), ("slac_bsa", 0.3)])
+def test_parallel_replications_give_the_serial_tables(model: str, horizon: float) -> None:
+    spec = load_model(model)
+    serial = simulate(spec, seed=9, replications=3, horizon=horizon, warmup=horizon / 10)
+    parallel = simulate(spec, seed=9, replications=3, horizon=horizon, warmup=horizon / 10, jobs=2)
     for name in ("requests", "steps", "resources", "deadlines", "accounting", "blocked"):
         pd.testing.assert_frame_equal(getattr(serial, name), getattr(parallel, name), check_exact=True)
     pd.testing.assert_frame_equal(serial.summary(), parallel.summary(), check_exact=True)
-    summ = simulate(spec, seed=9, replications=3, horizon=10.0, warmup=1.0, jobs=2, record="summary")
+    summ = simulate(spec, seed=9, replications=3, horizon=horizon, warmup=horizon / 10, jobs=2, record="summary")
     pd.testing.assert_frame_equal(
-        summ.summary(), simulate(spec, seed=9, replications=3, horizon=10.0, warmup=1.0,
+        summ.summary(), simulate(spec, seed=9, replications=3, horizon=horizon, warmup=horizon / 10,
                                  record="summary").summary(), check_exact=True)
 
 
