@@ -325,17 +325,21 @@ class FusedCpuRunner:
     event count drops. Used when steps are not recorded (a fused step has no name).
     """
 
-    __slots__ = ("cpu", "priority", "draws")
+    __slots__ = ("cpu", "priority", "draws", "submit_k")
 
     def __init__(self, scope: Scope, draws: list[Callable[[Ctx], float]]):
         self.cpu, self.priority = scope
         self.draws = draws
+        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
 
     def run(self, ctx: Ctx, k: K) -> None:
         demand = 0.0
         for draw in self.draws:
             demand += draw(ctx)
-        self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+        if self.submit_k is not None:
+            self.submit_k(demand, self.priority, k, ctx)
+        else:
+            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
 
 
 class SeqRunner:

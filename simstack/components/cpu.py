@@ -101,9 +101,12 @@ class FifoCpu:
 
 
 class _Job:
-    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner")
+    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner",
+                 "plain")
 
-    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Done, owner: object):
+    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Any, owner: object,
+                 plain: bool = False):
+        self.plain = plain  # done() takes no timings (a runner's continuation, handed over as is)
         self.priority = priority
         self.seq = seq
         self.remaining = work  # seconds of run time still needed on this host
@@ -164,6 +167,13 @@ class PriorityCpu:
         return level
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
+        self._submit(demand, priority, done, owner, False)
+
+    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+        """As ``submit``, calling ``k()`` without timings (no wrapper per job)."""
+        self._submit(demand, priority, k, owner, True)
+
+    def _submit(self, demand: float, priority: int, done: Any, owner: object, plain: bool) -> None:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
@@ -176,13 +186,13 @@ class PriorityCpu:
             # thread that became ready meanwhile (granted a lock this one released, say) can
             # take the core, as it would preempt the thread at once.
             self._heir = None
-            job = _Job(priority, self._heir_seq, demand / self.speed, now, done, owner)
+            job = _Job(priority, self._heir_seq, demand / self.speed, now, done, owner, plain)
             if not ready or -ready[0][0] <= priority:
                 self._run(job, now)
                 return
         else:
             self._seq += 1
-            job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
+            job = _Job(priority, self._seq, demand / self.speed, now, done, owner, plain)
             if len(self._running) + (heir is not None) < self.cores and (not ready or -ready[0][0] < priority):
                 self._run(job, now)
                 return
@@ -264,8 +274,11 @@ class PriorityCpu:
             self._heir = job.owner  # the core waits for this thread's next step, if any
             self._heir_seq = job.seq
         try:
-            wait = now - job.arrived - job.service
-            job.done(wait if wait > 0.0 else 0.0, job.service)
+            if job.plain:
+                job.done()
+            else:
+                wait = now - job.arrived - job.service
+                job.done(wait if wait > 0.0 else 0.0, job.service)
         finally:
             if keep:
                 self._heir = None
