@@ -60,3 +60,20 @@ $(VENV)/.notebook: $(STAMP)
 
 clean:
 	rm -rf $(VENV) outputs multirun dist
+
+# Optional: the hot path's plain modules compiled to C extensions with mypyc (needs a C
+# compiler); the same tests pass either way. `make pure` goes back to pure Python.
+.PHONY: compiled pure
+# mypyc builds in a copy (its setuptools run would trip over this flat layout) and the
+# extensions are put beside their sources, where imports prefer them.
+HOT := simstack/components/meter.py simstack/components/cpu.py
+compiled: $(STAMP)
+	rm -rf build/mypyc && mkdir -p build/mypyc && cp -r simstack build/mypyc/
+	cd build/mypyc && $(abspath $(BIN))/mypyc $(HOT)
+	cp build/mypyc/simstack/components/*.so simstack/components/ && cp build/mypyc/*__mypyc*.so .
+	$(BIN)/simstack --version
+
+pure:
+	rm -f simstack/components/*.so *__mypyc*.so
+	rm -rf build/mypyc
+	$(BIN)/simstack --version

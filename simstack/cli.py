@@ -62,6 +62,7 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
         "horizon": None if horizon is None else parse_time(horizon),
         "warmup": warmup if warmup == "mser5" else parse_time(warmup),
         "record_steps": bool(sim.get("record_steps", False)), "progress": bool(sim.get("progress", False)),
+        "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
     }
 
 
@@ -204,6 +205,12 @@ def main() -> None:
     checked before Hydra runs, so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
         sys.exit(gather_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["--version"]:  # the version and which build of the hot path runs
+        from importlib.metadata import version
+
+        from simstack.hotpath import describe
+        print(f"simstack {version('simstack')} ({describe()})")
+        return None
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.catalogue import main as kinds
         return kinds()

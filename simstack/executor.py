@@ -54,20 +54,25 @@ from simstack.spec import (
     Sequence,
     Step,
 )
+from simstack.streamstats import SummaryRecorder
 
 K = Callable[[], None]
 ZERO_TIME_CYCLES = 10_000  # cycles of one client at one instant before a run is refused
 BLOCK = 256
 
 
-class Request(Ctx):
-    """One request; it is also the context of its top-level steps (``req`` is itself)."""
+class Request:
+    """One request: what its record needs. Its top-level steps run in a ``Ctx(request, item)``;
+    a request does not refer to itself, so it is freed by reference counting the moment
+    nothing needs it any more, never left to the cyclic garbage collector."""
 
-    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason")
+    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason", "item", "r",
+                 "on_end")
 
     def __init__(self, rid: int, cls: str, workload: str, parent: int, start: float, warmup: bool,
-                 item: int):
-        self.req = self
+                 item: int, r: Replication | None = None, on_end: K | None = None):
+        self.r = r
+        self.on_end = on_end
         self.id = rid
         self.cls = cls
         self.workload = workload
@@ -82,6 +87,19 @@ class Request(Ctx):
         if not self.failed:
             self.failed = True
             self.reason = reason
+
+    def finish(self) -> None:
+        """The continuation of the request's body: record it, then tell whoever waits."""
+        r = self.r
+        assert r is not None
+        r.in_system -= 1
+        if r.memory is not None:  # a process ends: its memory is freed
+            r.memory.end(self.id)
+        r.rec.request((self, self.parent, self.cls, self.workload, self.item, self.warmup, self.start,
+                       r.env._now, not self.failed, self.reason))
+        on_end = self.on_end
+        if on_end is not None:
+            on_end()
 
 
 class BlockSampler:
@@ -110,12 +128,13 @@ Scope = tuple[Any, int]  # (cpu runtime or None, priority)
 class Replication:
     """One replication: environment, bound components, compiled requests, workloads."""
 
-    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True):
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True,
+                 recorder: Recorder | SummaryRecorder | None = None):
         self.spec = spec
         self.env = simpy.Environment()
         self.seed = seed
         self.rep = rep
-        self.rec = Recorder(rep, record_steps)
+        self.rec = Recorder(rep, record_steps) if recorder is None else recorder
         self.next_id = 0
         self.in_system = 0
         self.started = 0
@@ -177,22 +196,16 @@ class Replication:
         return self._compiled[key]
 
     def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
-              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "") -> None:
+              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "",
+              body: Any = None) -> None:
+        """Start one request of class ``cls``; ``body``, when given, is its compiled root
+        (workloads look it up once instead of once per request)."""
         self.next_id += 1
         self.in_system += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
-                      warmup, item)
-        self.root(cls, scope, site).run(req, lambda: self._end(req, on_end))
-
-    def _end(self, req: Request, on_end: K | None) -> None:
-        self.in_system -= 1
-        if self.memory is not None:  # a process ends: its memory is freed
-            self.memory.end(req.id)
-        self.rec.requests.append((self.rep, req.id, req.parent, req.cls, req.workload, req.item,
-                                  req.warmup, req.start, self.env.now, not req.failed, req.reason))
-        if on_end is not None:
-            on_end()
+                      warmup, item, self, on_end)
+        (body or self.root(cls, scope, site)).run(Ctx(req, item), req.finish)
 
     def _bind_queue(self, name: str, queue: QueueRuntime) -> None:
         comp = self.spec.components[name]
@@ -207,8 +220,9 @@ class Replication:
         def dropped(ctx: Ctx, since: float) -> None:
             self.next_id += 1
             self.started += 1
-            self.rec.requests.append((self.rep, self.next_id, ctx.req.id, handler, name, ctx.item,
-                                      False, since, self.env.now, False, f"queue full: {name}"))
+            req = Request(self.next_id, handler, name, ctx.req.id, since, False, ctx.item)
+            self.rec.request((req, ctx.req.id, handler, name, ctx.item,
+                              False, since, self.env.now, False, f"queue full: {name}"))
         queue.dispatch = dispatch
         queue.dropped = dropped
 
@@ -266,6 +280,11 @@ class Replication:
                     sub = PhasedRunner(sub)
                 return SpanRunner(self, sub, g.name, step.target)
             kind = self.kinds[step.target]
+            plain = getattr(kind, "bind_call_plain", None)
+            if plain is not None and not self.rec.record_steps:
+                serve_k = plain(self.runtimes[step.target], step.options, self.sampler, stream)
+                if serve_k is not None:
+                    return PlainCallRunner(serve_k)
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
             return CallRunner(self, serve, g.name, step.target)
         if isinstance(step, Send):
@@ -311,17 +330,21 @@ class FusedCpuRunner:
     event count drops. Used when steps are not recorded (a fused step has no name).
     """
 
-    __slots__ = ("cpu", "priority", "draws")
+    __slots__ = ("cpu", "priority", "draws", "submit_k")
 
     def __init__(self, scope: Scope, draws: list[Callable[[Ctx], float]]):
         self.cpu, self.priority = scope
         self.draws = draws
+        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
 
     def run(self, ctx: Ctx, k: K) -> None:
         demand = 0.0
         for draw in self.draws:
             demand += draw(ctx)
-        self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+        if self.submit_k is not None:
+            self.submit_k(demand, self.priority, k, ctx)
+        else:
+            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
 
 
 class SeqRunner:
@@ -353,26 +376,28 @@ class _Cursor:
             return
         self.busy = True
         steps, ctx = self.steps, self.ctx
+        req, n, i = ctx.req, len(steps), self.i  # only this method moves ``i``
         while True:
-            self.pending = False
-            i = self.i
-            if i == len(steps) or ctx.req.failed:
+            if i == n or req.failed:
                 self.busy = False
                 self.k()
                 return
             self.i = i + 1
+            self.pending = False
             steps[i].run(ctx, self.advance)
             if not self.pending:
                 self.busy = False
                 return
+            i += 1
 
 
 class CpuRunner:
-    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name")
+    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name", "submit_k")
 
     def __init__(self, r: Replication, scope: Scope, draw: Any, per_byte: float, nbytes: Any, name: str):
         self.r = r
         self.cpu, self.priority = scope
+        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
         self.draw = draw
         self.per_byte = per_byte
         self.nbytes = nbytes
@@ -384,12 +409,16 @@ class CpuRunner:
             demand += self.per_byte * self.nbytes(ctx)
         r = self.r
         if not r.rec.record_steps:
-            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+            submit_k = self.submit_k
+            if submit_k is not None:
+                submit_k(demand, self.priority, k, ctx)
+            else:
+                self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
             return
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, "cpu", start, wait,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, "cpu", start, wait,
                                 service, r.env._now))
             k()
         self.cpu.submit(demand, self.priority, done, ctx)
@@ -419,31 +448,45 @@ class HoldRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        start = r.env._now
-        state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
-
-        def granted(wait: float) -> None:
-            nonlocal state
-            if state == 2:
-                del r.waits[granted]
-            state = 1
-
-            def finished() -> None:
-                self.release(ctx)
-                if r.rec.record_steps:
-                    end = r.env._now
-                    r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start,
-                                        wait, end - start - wait, end))
-                k()
-            self.body.run(ctx, finished)
-
-        if not self.acquire(ctx, granted):
+        hold = _Hold(self, ctx, k, self.r.env._now)
+        if not self.acquire(ctx, hold.granted):
             ctx.req.fail(f"{self.target} full")
             k()
-        elif state == 0:
-            state = 2
-            r.waits[granted] = (ctx.req, self.name, self.target, start)
+        elif hold.state == 0:
+            hold.state = 2
+            self.r.waits[hold] = (ctx.req, self.name, self.target, hold.start)
+
+
+class _Hold:
+    """One pass through a hold: granted, runs the body, releases. An object rather than
+    closures, so that nothing refers back to itself (freed at once, no garbage cycles)."""
+
+    __slots__ = ("runner", "ctx", "k", "start", "wait", "state")
+
+    def __init__(self, runner: HoldRunner, ctx: Ctx, k: K, start: float):
+        self.runner = runner
+        self.ctx = ctx
+        self.k = k
+        self.start = start
+        self.wait = 0.0
+        self.state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        self.wait = wait
+        self.runner.body.run(self.ctx, self.finished)
+
+    def finished(self) -> None:
+        runner, ctx = self.runner, self.ctx
+        runner.release(ctx)
+        r = runner.r
+        if r.rec.record_steps:
+            end = r.env._now
+            r.rec.step((ctx.req, ctx.req.cls, runner.name, runner.target, self.start, self.wait,
+                        end - self.start - self.wait, end))
+        self.k()
 
 
 class CallRunner:
@@ -463,10 +506,22 @@ class CallRunner:
         start = r.env.now
 
         def done(wait: float, service: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait,
                                 service, r.env.now))
             k()
         self.serve(ctx, done)
+
+
+class PlainCallRunner:
+    """A call when steps are not recorded, to a kind that takes a bare continuation."""
+
+    __slots__ = ("serve",)
+
+    def __init__(self, serve: Callable[[Ctx, K], None]):
+        self.serve = serve
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.serve(ctx, k)
 
 
 class SpanRunner:
@@ -490,7 +545,7 @@ class SpanRunner:
 
         def done() -> None:
             end = r.env.now
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, 0.0,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, 0.0,
                                 end - start, end))
             k()
         self.inner.run(ctx, done)
@@ -649,12 +704,13 @@ def start_workloads(r: Replication) -> None:
 def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
     gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
     state = {"n": 0}
+    body = r.root(wl.request, scope)
 
     def arrive(_e: object = None) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, wl.item, scope, None)
+        r.start(wl.request, wl.name, wl.item, scope, None, body=body)
         Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
     Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
@@ -663,12 +719,13 @@ def _open(r: Replication, wl: OpenWorkload, scope: Scope) -> None:
 def _closed(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> None:
     think = r.sampler(f"workloads.{wl.name}.think.{client}", wl.think)
     state = {"n": 0, "idle": 0, "since": -1.0}
+    body = r.root(wl.request, scope)
 
     def cycle(_e: object = None) -> None:
         if state["n"] >= wl.count:
             return
         state["n"] += 1
-        r.start(wl.request, wl.name, client, scope, after)
+        r.start(wl.request, wl.name, client, scope, after, body=body)
 
     def after() -> None:
         pause = think(None)  # type: ignore[arg-type]
@@ -692,6 +749,7 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
     # Tick n is at phase + n * period in exact rational arithmetic, so a 360 Hz and a 120 Hz
     # source coincide to the last bit every third fiducial, as the real timing system does.
     period = Fraction(wl.period).limit_denominator(10**9)
+    body = r.root(wl.request, scope)
 
     def tick(_e: object = None) -> None:
         if state["n"] >= wl.count:
@@ -701,16 +759,16 @@ def _periodic(r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
         for copy in range(wl.copies):
             delay = jitter(None)  # type: ignore[arg-type]
             if delay:
-                Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope))
+                Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope, body))
             else:
-                r.start(wl.request, wl.name, copy, scope, None)
+                r.start(wl.request, wl.name, copy, scope, None, body=body)
         Wake(r.env, next_tick - r.env.now, tick)
 
     Wake(r.env, wl.phase, tick)
 
 
-def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, _event: object) -> None:
-    r.start(wl.request, wl.name, copy, scope, None)
+def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, body: Any, _event: object) -> None:
+    r.start(wl.request, wl.name, copy, scope, None, body=body)
 
 
 def _protocol(r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:

@@ -102,7 +102,6 @@ class FileRunner:
         start = r.env.now
 
         def done(wait: float, service: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait,
-                                service, r.env.now))
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, service, r.env.now))
             k()
         store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, done)

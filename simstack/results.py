@@ -14,7 +14,18 @@ import pandas as pd
 
 from simstack.analysis.confidence import student_t_ci
 from simstack.components.meter import ResourceSummary
-from simstack.records import DEADLINE_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+from simstack.records import (
+    DEADLINE_COLUMNS,
+    NAME,
+    REQ,
+    REQUEST,
+    REQUEST_COLUMNS,
+    STEP,
+    STEP_COLUMNS,
+    Columns,
+    Schema,
+    name_list,
+)
 
 STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
 # A request still waiting for a hold at the end with no progress (see Replication.blocked).
@@ -32,6 +43,58 @@ def requests_table(rows: Sequence[tuple]) -> pd.DataFrame:
 
 def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
+
+
+_DTYPE = {"q": np.int64, "d": np.float64, "?": np.int8, NAME: np.int32, REQ: np.int64}
+
+
+def columns_frame(schema: Schema, parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    """A table from the column buffers of several replications, one column at a time.
+
+    Consumes the buffers: each is released once its column is built, so the peak stays near
+    the size of the table itself. Names become categoricals whose categories are the sorted
+    names in use, so sorting and grouping order them as plain strings would.
+    """
+    for _, cols in parts:
+        cols.flush()
+    sizes = [len(cols) for _, cols in parts]
+    data: dict[str, Any] = {"rep": np.repeat(np.array([rep for rep, _ in parts], dtype=np.int64), sizes)}
+    for i, (column, kind) in enumerate(schema.columns):
+        pieces = []
+        for _, cols in parts:
+            pieces.append(np.frombuffer(cols.buffers[i], dtype=_DTYPE[kind]) if len(cols.buffers[i])
+                          else np.empty(0, dtype=_DTYPE[kind]))
+            cols.buffers[i] = cols.buffers[i][:0]
+        if kind == NAME:
+            data[column] = _categorical(pieces, [name_list(cols.names) for _, cols in parts])
+            continue
+        values = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        data[column] = values.view(bool) if kind == "?" else values
+        del pieces
+    return pd.DataFrame(data, columns=list(schema.names), copy=False)
+
+
+def _categorical(pieces: list[np.ndarray], names: list[list[str]]) -> pd.Categorical:
+    """One name column: each replication's codes remapped onto the sorted names in use."""
+    used = [np.flatnonzero(np.bincount(p, minlength=len(n))) if p.size else np.empty(0, dtype=np.int64)
+            for p, n in zip(pieces, names, strict=True)]
+    categories = sorted({n[c] for u, n in zip(used, names, strict=True) for c in u})
+    index = {name: i for i, name in enumerate(categories)}
+    codes = [np.array([index.get(name, -1) for name in n], dtype=np.int32)[p] if p.size else p
+             for p, n in zip(pieces, names, strict=True)]
+    joined = codes[0] if len(codes) == 1 else np.concatenate(codes)
+    return pd.Categorical.from_codes(joined, categories=pd.Index(categories, dtype=object))
+
+
+def requests_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    """The requests table (see ``requests_table``) from column buffers."""
+    frame = columns_frame(REQUEST, parts)
+    frame["latency"] = frame["end"] - frame["start"]
+    return frame
+
+
+def steps_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    return columns_frame(STEP, parts)
 
 
 def deadlines_table(rows: Sequence[tuple]) -> pd.DataFrame:

@@ -100,7 +100,7 @@ class AcquireRunner:
         start = r.env._now
 
         def granted(wait: float) -> None:
-            r.rec.steps.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.target, start, wait, 0.0,
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, 0.0,
                                 r.env._now))
             k()
         self.take(ctx, granted)

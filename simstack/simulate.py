@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import gc
 import math
+import multiprocessing
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +30,21 @@ from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
 from simstack.memory import MEMORY_COLUMNS, PEAK_COLUMNS
+from simstack.records import Recorder, parts
 from simstack.results import (
+    STAT_COLUMNS,
     blocked_table,
     deadlines_table,
     latency_summary,
     mser5,
-    requests_table,
+    requests_frame,
     resources_table,
     step_summary,
-    steps_table,
+    steps_frame,
+    t_interval,
 )
 from simstack.spec import ModelSpec
+from simstack.streamstats import SummaryRecorder, latency_summary_from, stage_summary_from
 
 
 @dataclass
@@ -61,10 +68,18 @@ class RunResult:
     memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
     store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
 
+    stats: list[SummaryRecorder] | None = None  # per replication, with record="summary"
+
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
+        if self.stats is not None:
+            rows = latency_summary_from(self.stats, tuple(by), t_interval)
+            return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
         return latency_summary(self.requests, tuple(by))
 
     def stage_summary(self) -> pd.DataFrame:
+        if self.stats is not None:
+            return pd.DataFrame(stage_summary_from(self.stats), columns=[
+                "request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
         return step_summary(self.steps, self.requests)
 
     def resource_summary(self) -> pd.DataFrame:
@@ -72,68 +87,129 @@ class RunResult:
         return self.resources.groupby(["resource", "kind"], sort=False)[cols].mean().reset_index()
 
 
+RECORD_MODES = ("full", "summary")
+
+
 def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int = 1,
              horizon: float | None = None, warmup: float | str = 0.0, record_steps: bool = True,
              progress: bool = False, parameters: Mapping[str, Any] | None = None,
              flags: Mapping[str, bool] | Iterable[str] | None = None,
-             scenario: str | None = None) -> RunResult:
+             scenario: str | None = None, record: str = "full", jobs: int = 1) -> RunResult:
     """Run ``replications`` independent replications of a model and return tidy tables.
 
     ``horizon`` (seconds) ends each replication; without it every workload must stop by
     itself. ``warmup`` drops requests started before that time and restarts resource
     accounting then; ``"mser5"`` picks the truncation per replication with MSER-5.
     ``progress`` shows a bar over the replications when stderr is a terminal.
+    ``record="summary"`` keeps streaming statistics instead of one row per request and step
+    (constant memory; ``requests`` and ``steps`` come back empty, ``summary()`` and
+    ``stage_summary()`` work from the statistics). ``jobs`` runs replications in that many
+    processes; every replication draws from its own streams, so the tables are the same as
+    in one process.
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
     _check_settings(spec, seed, replications, horizon, warmup)
+    _check_engine_settings(record, jobs, warmup)
     build_graph(spec)
     started = time.perf_counter()
-    req_rows: list[tuple] = []
-    step_rows: list[tuple] = []
-    deadline_rows: list[tuple] = []
-    blocked_rows: list[tuple] = []
-    resources: list[dict[str, Any]] = []
-    accounting: list[dict[str, Any]] = []
-    memory_rows: list[tuple] = []
-    peak_rows: list[tuple] = []
-    load: list[tuple] = []
-    reps = range(replications)
+    run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                  record=record)
     # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
     # cleared when done, so whatever is printed next starts on a clean line of its own.
-    bar = tqdm(reps, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
+    bar = tqdm(total=replications, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
                disable=None if progress else True, leave=False)
-    for rep in bar:
-        r = Replication(spec, seed, rep, record_steps)
-        start_workloads(r)
-        if isinstance(warmup, int | float) and warmup > 0:
-            _reset_meters_at(r, float(warmup))
-        with _fewer_collections():
-            r.env.run(until=horizon)
-        end = r.env.now if horizon is None else horizon
-        req_rows.extend(r.rec.requests)
-        step_rows.extend(r.rec.steps)
-        deadline_rows.extend(r.rec.deadlines)
-        if r.memory is not None:
-            memory_rows.extend(r.memory.rows)
-            peak_rows.extend(r.memory.peaks())
-        load.extend(load_rows(rep, r.runtimes))
-        blocked_rows.extend(r.blocked(end, ran_dry=r.env.peek() == math.inf))
-        for meter in _meters(r):
-            resources.append({"rep": rep, **meter.summary(end).__dict__})
-        accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
-                           "in_system": r.in_system, "end_time": end})
-    requests = requests_table(req_rows)
+    with bar:
+        outcomes = list(_run_all(run, replications, jobs, bar.update))
+    recorders = [o.recorder for o in outcomes]
+    deadline_rows = [row for o in outcomes for row in o.deadlines]
+    blocked_rows = [row for o in outcomes for row in o.blocked]
+    resources = [row for o in outcomes for row in o.resources]
+    accounting = [o.accounting for o in outcomes]
+    if record == "summary":
+        full = [Recorder(o.recorder.rep, record_steps) for o in outcomes]  # empty, typed tables
+    else:
+        full = recorders  # type: ignore[assignment]
+    requests = requests_frame(parts(full, "requests"))
+    memory_rows = [row for o in outcomes for row in o.memory]
+    peak_rows = [row for o in outcomes for row in o.peaks]
+    load = [row for o in outcomes for row in o.load]
     if warmup == "mser5":
         requests = _truncate_mser5(requests)
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
+    stats = recorders if record == "summary" else None
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
-                     requests, steps_table(step_rows), resources_table(resources),
+                     requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
                      memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
                      memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
-                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)))
+                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)),
+                     stats=stats)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Outcome:
+    """What one replication hands back (picklable, so a worker process can return it)."""
+
+    recorder: Recorder | SummaryRecorder
+    deadlines: list[tuple]
+    blocked: list[tuple]
+    resources: list[dict[str, Any]]
+    accounting: dict[str, Any]
+    memory: list[tuple]  # per-process memory rows (simstack.memory)
+    peaks: list[tuple]   # per-host memory peaks
+    load: list[tuple]    # file-store load over time
+
+
+def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
+               record_steps: bool, record: str) -> _Outcome:
+    """One replication, start to tables' raw material."""
+    warm = float(warmup) if isinstance(warmup, int | float) else 0.0
+    recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
+    r = Replication(spec, seed, rep, record_steps, recorder)
+    start_workloads(r)
+    if warm > 0:
+        _reset_meters_at(r, warm)
+    with _fewer_collections():
+        r.env.run(until=horizon)
+    end = r.env.now if horizon is None else horizon
+    r.rec.close()
+    return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
+                    [{"rep": rep, **asdict(meter.summary(end))} for meter in _meters(r)],
+                    {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
+                     "end_time": end},
+                    [] if r.memory is None else list(r.memory.rows),
+                    [] if r.memory is None else list(r.memory.peaks()),
+                    list(load_rows(rep, r.runtimes)))
+
+
+def _run_all(run: Callable[[int], _Outcome], replications: int, jobs: int,
+             tick: Callable[[int], Any]) -> Iterator[_Outcome]:
+    """Outcomes in replication order, from this process or from ``jobs`` worker processes."""
+    if jobs == 1 or replications == 1:
+        for rep in range(replications):
+            yield run(rep)
+            tick(1)
+        return
+    # fork, where there is one, starts workers without re-importing anything.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods and sys.platform == "linux" else None)
+    with ProcessPoolExecutor(max_workers=min(jobs, replications), mp_context=context) as pool:
+        futures = [pool.submit(run, rep) for rep in range(replications)]
+        for future in futures:
+            yield future.result()
+            tick(1)
+
+
+def _check_engine_settings(record: str, jobs: int, warmup: float | str) -> None:
+    if record not in RECORD_MODES:
+        raise ConfigError(f"sim.record must be one of {', '.join(RECORD_MODES)}, got {record!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ConfigError(f"sim.jobs must be a whole number >= 1, got {jobs!r}")
+    if record == "summary" and warmup == "mser5":
+        raise ConfigError("sim.warmup 'mser5' needs every request's record: with sim.record=summary "
+                          "give the warm-up as a time")
 
 
 @contextmanager

@@ -43,10 +43,18 @@ class FifoCpu:
         self.cores = cores
         self.speed = speed
         self.meter = meter
-        self._queue: deque[tuple[float, float, Done]] = deque()
+        self._queue: deque[tuple[float, float, Any, bool]] = deque()
         self._free = cores
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
+        self._submit(demand, done, False)
+
+    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+        """As ``submit``, for a caller that needs no timings: ``k()`` is called as is, so the
+        runner hands its continuation straight over instead of wrapping it per job."""
+        self._submit(demand, k, True)
+
+    def _submit(self, demand: float, done: Any, plain: bool) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
@@ -59,9 +67,9 @@ class FifoCpu:
         if self._free:
             self._free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish).job = (now, service, done)
+            Wake(self.env, service, self._finish).job = (now, service, done, plain)
         else:
-            self._queue.append((now, service, done))
+            self._queue.append((now, service, done, plain))
             meter.queue = len(self._queue)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
@@ -69,8 +77,7 @@ class FifoCpu:
     def _finish(self, event: Wake) -> None:
         arrived: float
         service: float
-        done: Done
-        arrived, service, done = event.job
+        arrived, service, done, plain = event.job
         now = self.env._now
         meter = self.meter
         dt = now - meter._t
@@ -86,13 +93,20 @@ class FifoCpu:
         else:
             self._free += 1
             meter.busy -= 1
-        done(max(0.0, now - arrived - service), service)
+        if plain:
+            done()
+        else:
+            wait = now - arrived - service
+            done(wait if wait > 0.0 else 0.0, service)
 
 
 class _Job:
-    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner")
+    __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner",
+                 "plain")
 
-    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Done, owner: object):
+    def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Any, owner: object,
+                 plain: bool = False):
+        self.plain = plain  # done() takes no timings (a runner's continuation, handed over as is)
         self.priority = priority
         self.seq = seq
         self.remaining = work  # seconds of run time still needed on this host
@@ -141,7 +155,7 @@ class PriorityCpu:
         self._spinner: Meter | None = None
         if idle_spinner is not None:
             self._spinner = self._level(idle_spinner)
-            self._spinner.busy = meter.busy = cores
+            self._spinner.busy = meter.busy = float(cores)
 
     def meters(self) -> list[Meter]:
         return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
@@ -153,6 +167,13 @@ class PriorityCpu:
         return level
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
+        self._submit(demand, priority, done, owner, False)
+
+    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+        """As ``submit``, calling ``k()`` without timings (no wrapper per job)."""
+        self._submit(demand, priority, k, owner, True)
+
+    def _submit(self, demand: float, priority: int, done: Any, owner: object, plain: bool) -> None:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
@@ -165,13 +186,13 @@ class PriorityCpu:
             # thread that became ready meanwhile (granted a lock this one released, say) can
             # take the core, as it would preempt the thread at once.
             self._heir = None
-            job = _Job(priority, self._heir_seq, demand / self.speed, now, done, owner)
+            job = _Job(priority, self._heir_seq, demand / self.speed, now, done, owner, plain)
             if not ready or -ready[0][0] <= priority:
                 self._run(job, now)
                 return
         else:
             self._seq += 1
-            job = _Job(priority, self._seq, demand / self.speed, now, done, owner)
+            job = _Job(priority, self._seq, demand / self.speed, now, done, owner, plain)
             if len(self._running) + (heir is not None) < self.cores and (not ready or -ready[0][0] < priority):
                 self._run(job, now)
                 return
@@ -210,14 +231,23 @@ class PriorityCpu:
     def _count(self, priority: int, now: float, change: int) -> None:
         """A thread of ``priority`` started (+1) or stopped (-1) running: update the busy
         counts of its level and of the host (or of the idle spinner, which takes the rest)."""
+        # Meter.touch inlined (the same arithmetic): this runs twice per CPU job.
         spinner = self._spinner
         if spinner is None:
-            self.meter.busy = len(self._running)
+            self.meter.busy = float(len(self._running))
         else:
-            spinner.touch(now)
-            spinner.busy = self.cores - len(self._running)
+            dt = now - spinner._t
+            if dt:
+                spinner._busy_area += spinner.busy * dt
+                spinner._queue_area += spinner.queue * dt
+                spinner._t = now
+            spinner.busy = float(self.cores - len(self._running))
         level = self._levels.get(priority) or self._level(priority)
-        level.touch(now)
+        dt = now - level._t
+        if dt:
+            level._busy_area += level.busy * dt
+            level._queue_area += level.queue * dt
+            level._t = now
         level.busy += change
 
     def _preempt(self, job: _Job, now: float) -> None:
@@ -244,7 +274,11 @@ class PriorityCpu:
             self._heir = job.owner  # the core waits for this thread's next step, if any
             self._heir_seq = job.seq
         try:
-            job.done(max(0.0, now - job.arrived - job.service), job.service)
+            if job.plain:
+                job.done()
+            else:
+                wait = now - job.arrived - job.service
+                job.done(wait if wait > 0.0 else 0.0, job.service)
         finally:
             if keep:
                 self._heir = None

@@ -80,3 +80,18 @@ class ServerKind(Kind):
         def serve(ctx: Ctx, done: Done) -> None:
             submit(draw(ctx), 0, done)
         return serve
+
+    @classmethod
+    def bind_call_plain(cls, runtime: ServerRuntime, options: Mapping[str, Any], sampler: SamplerFactory,
+                        stream: str) -> Callable[[Ctx, Callable[[], None]], None] | None:
+        """``bind_call`` for a caller that needs no timings: it passes its continuation, called
+        without arguments (no wrapper per call). None for a pure delay (no station)."""
+        station = runtime.station
+        if station is None:
+            return None
+        draw = sampler(stream, options.get("service") or runtime.service)
+        submit_k = station.submit_k
+
+        def serve(ctx: Ctx, k: Callable[[], None]) -> None:
+            submit_k(draw(ctx), 0, k)
+        return serve
