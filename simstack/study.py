@@ -86,6 +86,7 @@ class PredictionSpec:
     metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
     points: str | None = None  # a CSV file of the points to evaluate (one column per axis), not the product
     digits: int | None = None  # round the written values (None: as computed)
+    measured: Any = None  # simstack.rowcompare.MeasuredRows: the file against measured rows, in check
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,12 @@ def _metric(name: str, raw: object, path: str) -> MetricSpec:
     return MetricSpec(name=name, run=run, **values)
 
 
+def _measured_rows(value: object) -> Any:
+    from simstack.rowcompare import read_measured_rows
+
+    return read_measured_rows(value)
+
+
 def _names(value: object) -> tuple[str, ...]:
     items = value if isinstance(value, list) else [value]
     return tuple(name_ref(v) for v in items)
@@ -212,7 +219,8 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
         p = read_fields(top["predictions"], {"file": Field(str, "predictions.csv"), "axes": Field(_mapping),
                                              "metric": Field(name_ref), "value_column": Field(str),
                                              "scale": Field(parse_number, 1.0), "doc": Field(str, ""),
-                                             "points": Field(str, None), "digits": Field(int, None)},
+                                             "points": Field(str, None), "digits": Field(int, None),
+                                             "measured": Field(_measured_rows, None)},
                         "predictions")
         if p["metric"] not in metrics:
             raise ModelError(f"unknown metric {p['metric']!r}; metrics: {', '.join(metrics)}",
@@ -235,7 +243,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
                     chosen[(axis, str(value))] = name
                 axes[axis][str(value)] = _selection(sel, f"{where}.{value}")
         predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen,
-                                     p["points"], p["digits"])
+                                     p["points"], p["digits"], p["measured"])
     baselines = model_dir / top["baselines"] if top["baselines"] else None
     crosscheck = None
     if top["crosscheck"] is not None:  # simstack.crosscheck

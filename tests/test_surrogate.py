@@ -158,3 +158,22 @@ def test_bad_rows_and_points_name_the_row(tiny: Path) -> None:
     _write(tiny, STUDY.replace("  digits: 1\n", "  points: points.csv\n"))
     with pytest.raises(ModelError, match=r"points.csv row 2: clients '4' is not a value of predictions.axes.clients"):
         predict(load_study(tiny))
+
+
+def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path, capsys) -> None:
+    from simstack.rowcompare import print_row_errors
+
+    measured = "  measured: {rows: rows.csv, value: per_s, by: [host], tolerance: 0.1}\n"
+    _write(tiny, STUDY.replace("  digits: 1\n", "  digits: 1\n" + measured))
+    pd.DataFrame({"host": ["one", "one", "two"], "clients": [1, 3, 3], "rate": [100.0, 200.0, 300.0]}).to_csv(
+        tiny / "predictions.csv", index=False)
+    pd.DataFrame({"host": ["one", "two", "two"], "clients": [1, 3, 6], "per_s": [100.0, 250.0, 9.0]}).to_csv(
+        tiny / "rows.csv", index=False)
+    assert print_row_errors(load_study(tiny)) is False  # median of |0| and |0.2| = 0.1
+    out = capsys.readouterr().out
+    assert "2 rows, median |relative error| 10.0% (tolerance 10%)" in out
+    pd.DataFrame({"host": ["two"], "clients": [3], "per_s": [100.0]}).to_csv(tiny / "rows.csv", index=False)
+    assert print_row_errors(load_study(tiny)) is True
+    pd.DataFrame({"host": ["two"], "clients": [6], "per_s": [100.0]}).to_csv(tiny / "rows.csv", index=False)
+    with pytest.raises(ModelError, match=r"checks.yaml: predictions.measured: no row of rows.csv is at a point"):
+        print_row_errors(load_study(tiny))
