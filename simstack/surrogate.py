@@ -229,6 +229,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "solves": curves.solves,
         "seconds": round(took, 1),
         "fit": _summary(table, pred, measured, cal.summary_by),
+        "start": _summary(table, predicted(x0), measured, ()),  # the model file's values (cached)
         "at_bounds": [n for n, v, lo, hi in zip(names, fit.x, low, high, strict=True)
                       if np.isclose(v, lo) or np.isclose(v, hi)],
         "rows": {"file": cal.rows.rows, "count": len(table), "series": len(series),
