@@ -177,3 +177,13 @@ def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path
     pd.DataFrame({"host": ["two"], "clients": [6], "per_s": [100.0]}).to_csv(tiny / "rows.csv", index=False)
     with pytest.raises(ModelError, match=r"checks.yaml: predictions.measured: no row of rows.csv is at a point"):
         print_row_errors(load_study(tiny))
+
+
+def test_crosscheck_task_without_a_section_says_so(tiny: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from simstack.crosscheck import run_crosscheck
+
+    cfg = OmegaConf.create({"model": str(tiny), "models_dir": None, "sim": {"progress": False}})
+    with pytest.raises(ModelError, match=r"checks.yaml: no crosscheck section"):
+        run_crosscheck(cfg)
