@@ -231,7 +231,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "fit": _summary(table, pred, measured, cal.summary_by),
         "start": _summary(table, predicted(x0), measured, ()),  # the model file's values (cached)
         "at_bounds": [n for n, v, lo, hi in zip(names, fit.x, low, high, strict=True)
-                      if np.isclose(v, lo) or np.isclose(v, hi)],
+                      if np.isclose(v, lo, rtol=1e-6, atol=1e-15) or np.isclose(v, hi, rtol=1e-6, atol=1e-15)],
         "rows": {"file": cal.rows.rows, "count": len(table), "series": len(series),
                  "sha256": file_hash(study.path.parent / cal.rows.rows)},
         "residuals": [],
