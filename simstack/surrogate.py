@@ -22,7 +22,7 @@ import dataclasses
 import datetime as dt
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from simstack.analysis.network import build_network
+from simstack.analysis.network import HoldNode, Network, Visit, build_network
 from simstack.analysis.solver import solve
 from simstack.baselines import file_hash
 from simstack.errors import ModelError
@@ -39,7 +39,7 @@ from simstack.loader import build_spec, read_yaml
 from simstack.metrics import resolve
 from simstack.rowtargets import RowTargets, Series, read_row_targets, target_series
 from simstack.schema import Field, one_of, read_fields
-from simstack.spec import ModelSpec
+from simstack.spec import ClosedWorkload, ModelSpec
 from simstack.study import CalibrationSpec, MetricSpec, Study
 from simstack.units import parse_number, parse_time
 from simstack.whatif import load_whatif
@@ -130,13 +130,22 @@ class MvaCurves:
             raise ModelError(f"request {self.request!r} is not reached by any workload in series {series.label}")
         closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
         out: dict[int, float] = {}
+        def keep(n: int, x: Mapping[str, float]) -> None:
+            out[n] = sum(x[k] for k in names)
+
         if len(closed) == 1:  # the recursion passes through every smaller population
-            def keep(n: int, x: Mapping[str, float]) -> None:
-                out[n] = sum(x[k] for k in names)
-            solve(net, each_population=keep)
-            self.solves += 1
-            return {n: out[n] for n in wanted}
-        for n in wanted:  # several closed chains: one Schweitzer-Bard solve per population
+            spec = self.spec(series, values, wanted[-1])
+            small = build_network(self.spec(series, values, wanted[0]))
+            if len(wanted) == 1 or _same_but_population(net, small):
+                solve(net, each_population=keep)
+                self.solves += 1
+                return {n: out[n] for n in wanted}
+            at = _population_networks(spec, closed[0].name)
+            if _same_but_population(at(wanted[0]), small):  # per-client data: moments per step
+                solve(net, each_population=keep, before_population=lambda n: _copy_moments(at(n), net))
+                self.solves += 1
+                return {n: out[n] for n in wanted}
+        for n in wanted:  # one solve per population (several chains, or per-client data)
             sol = solve(build_network(self.spec(series, values, n)))
             self.solves += 1
             out[n] = sum(sol.chains[k].throughput for k in names)
@@ -159,6 +168,42 @@ class MvaCurves:
             if dataclasses.replace(self.spec(series, moved, n), parameters={}) != base:
                 out.append(j)
         return out
+
+
+def _population_networks(spec: ModelSpec, workload: str) -> Callable[[int], Network]:
+    """The network of ``spec`` with ``workload``'s clients set to n (nothing else re-resolved)."""
+    def at(n: int) -> Network:
+        w = spec.workloads[workload]
+        assert isinstance(w, ClosedWorkload)  # the chain solved by the recursion is closed
+        return build_network(dataclasses.replace(spec, workloads={**spec.workloads,
+                                                                  workload: dataclasses.replace(w, clients=n)}))
+    return at
+
+
+def _copy_moments(src: Network, dst: Network) -> None:
+    """Visit means and variances of ``src`` into the same-shaped ``dst``, in place (the
+    solver keys its state by node identity, so the nodes must stay the same objects)."""
+    def walk(a: list[Any], b: list[Any]) -> None:
+        for x, y in zip(a, b, strict=True):
+            if isinstance(x, Visit):
+                y.mean, y.var = x.mean, x.var
+            elif isinstance(x, HoldNode):
+                walk(x.body, y.body)
+            else:
+                for p, q in zip(x.branches, y.branches, strict=True):
+                    walk(p, q)
+    for name, chain in src.chains.items():
+        walk(chain.body, dst.chains[name].body)
+
+
+def _same_but_population(a: Network, b: Network) -> bool:
+    """True when two networks differ at most in their closed populations. Per-client data
+    (``indexed(FILE, column)`` by client, averaged over the clients present) makes the
+    stations themselves depend on the population; then a smaller population is not a step
+    of the larger one's recursion and needs its own solve."""
+    return a.stations == b.stations and all(
+        (c.request, c.body, c.think, c.rate, c.parent) == (d.request, d.body, d.think, d.rate, d.parent)
+        for c, d in zip(a.chains.values(), b.chains.values(), strict=True)) and list(a.chains) == list(b.chains)
 
 
 def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: bool = True) -> dict[str, Any]:

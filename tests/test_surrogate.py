@@ -187,3 +187,26 @@ def test_crosscheck_task_without_a_section_says_so(tiny: Path) -> None:
     cfg = OmegaConf.create({"model": str(tiny), "models_dir": None, "sim": {"progress": False}})
     with pytest.raises(ModelError, match=r"checks.yaml: no crosscheck section"):
         run_crosscheck(cfg)
+
+
+def test_per_client_data_is_averaged_over_the_clients_present_at_each_step(tiny: Path) -> None:
+    """A per-client demand (``indexed`` by client) changes the stations with the population.
+    The one-solve curve updates the averaged demands at each step of the recursion (the
+    treatment of the Tango model's former MVA); while the clients present have the same
+    demand it equals a separate solve at each count, after that both are approximations of
+    the heterogeneous clients and stay close."""
+    from simstack.rowtargets import Series
+    from simstack.study import RunSelection
+    from simstack.surrogate import MvaCurves
+
+    pd.DataFrame({"w": [1.0, 1.0, 1.0, 1.0, 3.0, 3.0]}).to_csv(tiny / "weights.csv", index=False)
+    weighted = '{name: work, cpu: {per_byte: $demand, bytes: "indexed(weights.csv, w)"}}'
+    (tiny / "model.yaml").write_text(MODEL.replace('{name: work, cpu: "exp($demand)"}', weighted))
+    curves = MvaCurves(load_study(tiny), "op", "clients")
+    curve = curves.curve(Series(RunSelection(parameters={"cores": 2}), (1, 2, 3, 4, 5, 6), np.array([])),
+                         {"demand": 0.002})
+    assert curves.solves == 1
+    for n in range(1, 5):
+        assert curve[n] == pytest.approx(_throughput(tiny, 2, n, 0.002), rel=1e-6), n
+    for n in (5, 6):
+        assert curve[n] == pytest.approx(_throughput(tiny, 2, n, 0.002), rel=0.05), n

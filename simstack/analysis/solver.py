@@ -344,12 +344,15 @@ def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, m
 
 def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: float = 0.5,
           exact_limit: int = 1000,
-          each_population: Callable[[int, dict[str, float]], None] | None = None) -> Solution:
+          each_population: Callable[[int, dict[str, float]], None] | None = None,
+          before_population: Callable[[int], None] | None = None) -> Solution:
     """Solve the network. With one closed chain of at most ``exact_limit`` customers, MVA's
     exact population recursion n = 1..N (each step warm-started from the last); with more
     closed chains, or more customers, Schweitzer-Bard at the full population.
     ``each_population(n, x)`` receives every chain's throughput (capped as the result is) at
-    each population of the recursion on the way, so one solve answers a whole curve."""
+    each population of the recursion on the way, so one solve answers a whole curve;
+    ``before_population(n)`` may update the network's visit moments in place before step n
+    (per-client data averaged over the n clients present)."""
     s = _State(net)
     closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
     populations = [s.pop[c.name] for c in closed]
@@ -363,6 +366,8 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
             x_prev = s.x[s.recursive]
             s.prev_load = {k: x_prev * d for k, d in _demands(closed[0].body, s.hold).items()}
             s.pop[s.recursive] = n
+            if before_population is not None:
+                before_population(n)
         reach = _reach(net, s.pop)
         step_tol = tol if n == populations[-1] else max(tol, 1e-7)  # the steps before only feed Q(n - 1)
         sweep, responses, used = _fixed_point(net, s, reach, step_tol, max_iter, damping)
