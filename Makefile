@@ -34,7 +34,7 @@ bench: $(STAMP)
 # Every model's committed predictions.csv, rebuilt (long: see each model's README).
 predictions: $(STAMP)
 	$(BIN)/simstack predict model=cms_conditions
-	$(BIN)/python models/tango/predict.py
+	$(BIN)/simstack predict model=tango jobs=2
 	$(BIN)/python experiments/slac_bsa_capacity.py predict
 
 # Every model's report, reports/<model>.html (about 8 minutes in all: docs/studies.md, Reports).

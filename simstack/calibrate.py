@@ -67,6 +67,9 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     if study.calibration is None:
         raise ModelError("no calibration section", file=str(study.path))
     cal = study.calibration
+    from simstack.surrogate import SurrogateCalibration, calibrate_with_surrogate
+    if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
+        return calibrate_with_surrogate(study, cal, progress)
     spec = load_model(study.path.parent / "model.yaml")
     bounds = {}
     for name in cal.parameters:
@@ -174,7 +177,8 @@ def run_calibration(cfg: Any) -> None:
     started = time.perf_counter()
     result = calibrate(study, progress=bool(cfg.sim.get("progress", True)))
     write_yaml(model_dir / "calibrated.yaml", result)
-    print(f"calibrated {study.model}: {result['evaluations']} simulations, {time.perf_counter() - started:.1f} s")
+    runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
+    print(f"calibrated {study.model}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {model_dir / 'calibrated.yaml'}")
     for name, value in result["parameters"].items():
         print(f"  {name} = {number(value)}")

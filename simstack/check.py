@@ -183,6 +183,9 @@ def run_check(cfg: Any) -> int:
         failed |= bad > 0
         print(f"{label}: {verdict}, {time.perf_counter() - started:.1f} s", flush=True)
         print(format_table(shown, mixed=MIXED_COLUMNS))
+        if not measured:  # predictions.csv against the measured rows it covers (simstack.rowcompare)
+            from simstack.rowcompare import print_row_errors
+            failed |= print_row_errors(study)
         print(flush=True)
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0

@@ -34,7 +34,7 @@ from simstack.units import parse_time
 from simstack.whatif import WhatIf, load_whatif
 
 CONFIG_DIR = str(config_dir())
-TASKS = ("run", "check", "calibrate", "predict", "solve", "report")
+TASKS = ("run", "check", "calibrate", "predict", "solve", "report", "crosscheck")
 
 
 def plain(node: Any, where: str) -> Any:
@@ -179,6 +179,9 @@ def app(cfg: DictConfig) -> None:
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
             run_calibration(cfg)
+        elif cfg.task == "crosscheck":
+            from simstack.crosscheck import run_crosscheck
+            sys.exit(run_crosscheck(cfg))
         elif cfg.task == "predict":
             from simstack.predict import run_predict
             run_predict(cfg)

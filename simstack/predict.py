@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from simstack.errors import ModelError
-from simstack.metrics import Evaluator, merge
 from simstack.paths import model_dir_of
-from simstack.study import RunSelection, Study, load_study
+from simstack.pointjobs import evaluate_points
+from simstack.rowtargets import listed_points
+from simstack.study import Study, load_study
 
 
 def grid(study: Study) -> list[dict[str, str]]:
@@ -31,20 +30,21 @@ def grid(study: Study) -> list[dict[str, str]]:
 
 
 def predict(study: Study, keep: Callable[[Mapping[str, str]], bool] | None = None,
-            progress: bool = False) -> pd.DataFrame:
-    """Evaluate the prediction metric at every grid point that ``keep`` accepts."""
+            progress: bool = False, jobs: int = 1) -> pd.DataFrame:
+    """Evaluate the prediction metric at every grid point (or listed point) that ``keep`` accepts."""
     pred = study.predictions
     if pred is None:
         raise ModelError("no predictions section", file=str(study.path))
-    ev = Evaluator(study)
-    points = [p for p in grid(study) if keep is None or keep(p)]
-    rows = []
-    for point in tqdm(points, desc=f"predicting {study.model}", disable=not progress):
-        selection = reduce(merge, (pred.axes[axis][value] for axis, value in point.items()), RunSelection())
-        metric = next((pred.metric_choices[(a, v)] for a, v in point.items() if (a, v) in pred.metric_choices),
-                      pred.metric)
-        rows.append({**point, pred.value_column: ev.value(metric, selection) * pred.scale})
-    return pd.DataFrame(rows)
+    try:
+        listed = listed_points(study.path.parent, pred.points, pred.axes) if pred.points else None
+    except ModelError as exc:
+        raise exc.at(file=str(study.path)) from None
+    points = [p for p in (listed if listed is not None else grid(study)) if keep is None or keep(p)]
+    values = evaluate_points(study, points, jobs, progress)
+    if pred.digits is not None:
+        values = [round(v, pred.digits) if pred.digits > 0 else int(round(v)) for v in values]
+    return pd.DataFrame([{**p, pred.value_column: v} for p, v in zip(points, values, strict=True)],
+                        columns=[*pred.axes, pred.value_column])
 
 
 def prediction_path(study: Study) -> Path:
@@ -54,7 +54,7 @@ def prediction_path(study: Study) -> Path:
 
 def run_predict(cfg: Any) -> None:
     study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
-    table = predict(study, progress=bool(cfg.sim.get("progress", True)))
+    table = predict(study, progress=bool(cfg.sim.get("progress", True)), jobs=int(cfg.get("jobs") or 1))
     path = prediction_path(study)
     table.to_csv(path, index=False, float_format="%.10g")
     print(table.to_string(index=False))

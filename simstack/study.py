@@ -87,6 +87,9 @@ class PredictionSpec:
     value_column: str
     scale: float = 1.0  # e.g. 1000 to write milliseconds
     metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
+    points: str | None = None  # a CSV file of the points to evaluate (one column per axis), not the product
+    digits: int | None = None  # round the written values (None: as computed)
+    measured: Any = None  # simstack.rowcompare.MeasuredRows: the file against measured rows, in check
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Study:
     checks: tuple[CheckSpec, ...]
     calibration: CalibrationSpec | None
     predictions: PredictionSpec | None
+    crosscheck: Any = None  # simstack.crosscheck.CrosscheckSpec: analytic against simulated
 
 
 def load_study(model_dir: Path) -> Study:
@@ -155,6 +159,12 @@ def _metric(name: str, raw: object, path: str) -> MetricSpec:
     return MetricSpec(name=name, run=run, **values)
 
 
+def _measured_rows(value: object) -> Any:
+    from simstack.rowcompare import read_measured_rows
+
+    return read_measured_rows(value)
+
+
 def _names(value: object) -> tuple[str, ...]:
     items = value if isinstance(value, list) else [value]
     return tuple(name_ref(v) for v in items)
@@ -168,7 +178,7 @@ def _numbers(value: object) -> tuple[float, ...]:
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     fields = {"baselines": Field(str, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
               "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
-              "predictions": Field(_mapping, None), "doc": Field(str, ""),
+              "predictions": Field(_mapping, None), "doc": Field(str, ""), "crosscheck": Field(_mapping, None),
               "report": report_field()}
     top = read_fields(doc, fields, "")
     metrics = {n: _metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
@@ -192,8 +202,14 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     ids = [c.id for c in checks]
     if len(set(ids)) != len(ids):
         raise ModelError(f"check ids must be unique, got {ids}", path="checks")
-    calibration = None
-    if top["calibration"] is not None:
+    calibration: CalibrationSpec | None = None
+    surrogate = isinstance(top["calibration"], Mapping) and "surrogate" in top["calibration"]
+    if surrogate:  # fitted through an analytic solver to CSV rows: simstack.surrogate
+        from simstack.surrogate import read_surrogate_calibration
+        raw_axes = top["predictions"].get("axes") if top["predictions"] else None
+        calibration = read_surrogate_calibration(top["calibration"], metrics,
+                                                 raw_axes if isinstance(raw_axes, Mapping) else {})
+    if top["calibration"] is not None and not surrogate:
         c = read_fields(top["calibration"], {"parameters": Field(list), "targets": Field(list),
                                              "method": Field(one_of("least_squares", "bisect"), "least_squares"),
                                              "seed": Field(int, 1), "max_evaluations": Field(int, 60),
@@ -207,7 +223,9 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     if top["predictions"] is not None:
         p = read_fields(top["predictions"], {"file": Field(str, "predictions.csv"), "axes": Field(_mapping),
                                              "metric": Field(name_ref), "value_column": Field(str),
-                                             "scale": Field(parse_number, 1.0), "doc": Field(str, "")},
+                                             "scale": Field(parse_number, 1.0), "doc": Field(str, ""),
+                                             "points": Field(str, None), "digits": Field(int, None),
+                                             "measured": Field(_measured_rows, None)},
                         "predictions")
         if p["metric"] not in metrics:
             raise ModelError(f"unknown metric {p['metric']!r}; metrics: {', '.join(metrics)}",
@@ -229,6 +247,12 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
                                          path=f"{where}.{value}.metric")
                     chosen[(axis, str(value))] = name
                 axes[axis][str(value)] = _selection(sel, f"{where}.{value}")
-        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen)
+        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen,
+                                     p["points"], p["digits"], p["measured"])
     baselines = model_dir / top["baselines"] if top["baselines"] else None
-    return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions)
+    crosscheck = None
+    if top["crosscheck"] is not None:  # simstack.crosscheck
+        from simstack.crosscheck import read_crosscheck
+        crosscheck = read_crosscheck(top["crosscheck"], metrics)
+    return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions,
+                 crosscheck)

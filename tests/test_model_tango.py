@@ -1,30 +1,35 @@
-"""The Tango device-server benchmark model (models/tango): predictions.csv is current, the
-paper's four findings come out of the model's predictions, the serialisation what-ifs are
-ordered as the mechanism says, and the analytic shortcut used for calibration agrees with
-the simulator.  Heavier evidence (all rows, the full cross-check) is produced by the scripts
-in models/tango and summarised in its README."""
+"""The Tango device-server benchmark model (models/tango), through the library only:
+predictions.csv is what `simstack predict` writes for the listed points, the paper's four
+findings come out of the model's predictions, the serialisation what-ifs are ordered as the
+mechanism says, the analytic solver (the calibration's surrogate) agrees with the simulator,
+and the data files follow their documented rules. Heavier evidence (every row, the full
+crosscheck) comes from `simstack calibrate` / `simstack crosscheck` and is summarised in the
+model's README."""
 
 from __future__ import annotations
 
-import importlib
-import sys
+from functools import reduce
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from simstack.loader import MODELS_DIR
+from simstack.metrics import Evaluator, calibrated_parameters, merge
+from simstack.paths import model_dir_of
 from simstack.predict import predict
-from simstack.study import load_study
+from simstack.rowtargets import Series, point_selection
+from simstack.study import RunSelection, load_study
+from simstack.surrogate import MvaCurves, SurrogateCalibration
 
-MODEL_DIR = MODELS_DIR / "tango"
+MODEL_DIR = model_dir_of("tango", None)
+KEYS = ["client_instance", "client_language", "server_instance", "server_language", "operation"]
+SIZES = ["c5n.large", "c5n.xlarge", "c5n.2xlarge", "c5n.4xlarge", "c5n.9xlarge"]
+VALUE = "predicted_count_15s"
 
 
-def _module(name: str):
-    """A script of models/tango, imported as those scripts import each other."""
-    if str(MODEL_DIR) not in sys.path:
-        sys.path.insert(0, str(MODEL_DIR))
-    return importlib.import_module(name)
+@pytest.fixture(scope="module")
+def study():
+    return load_study(MODEL_DIR)
 
 
 @pytest.fixture(scope="module")
@@ -32,90 +37,107 @@ def table() -> pd.DataFrame:
     return pd.read_csv(MODEL_DIR / "predictions.csv")
 
 
-@pytest.fixture(scope="module")
-def evaluate():
-    return _module("evaluate")
+# ---- the study file ------------------------------------------------------------------------------
+def test_the_calibration_fits_every_free_parameter_to_the_csv_rows_through_mva(study) -> None:
+    cal = study.calibration
+    assert isinstance(cal, SurrogateCalibration) and cal.surrogate == "mva" and cal.parameters == ("free",)
+    assert cal.rows is not None and cal.rows.rows == "data/standard_tests.csv"
+    rows = pd.read_csv(MODEL_DIR / cal.rows.rows)
+    assert len(rows) == 1899
+    # far pairs: the initial series' pairs with exactly one c5n.large instance (build_data.py)
+    far = rows["test_series"].str.startswith("initial") & (
+        (rows["client_instance"] == "c5n.large") != (rows["server_instance"] == "c5n.large"))
+    assert rows["far_pair"].equals(far)
 
 
 # ---- predictions.csv ---------------------------------------------------------------------------
 def test_predictions_cover_every_configuration_of_the_paper(table: pd.DataFrame) -> None:
-    assert list(table.columns) == ["client_instance", "client_language", "server_instance", "server_language",
-                                   "operation", "clients", "predicted_count_15s"]
-    pr = _module("predict")
-    configs = set(map(tuple, table[["client_instance", "client_language", "server_instance",
-                                    "server_language"]].drop_duplicates().to_numpy()))
-    assert configs == pr.paper_configurations() and len(configs) == 33
+    assert list(table.columns) == [*KEYS, "clients", VALUE]
+    points = pd.read_csv(MODEL_DIR / "data" / "prediction_points.csv")
+    assert table[[*KEYS, "clients"]].equals(points)  # the listed points, in their order
+    configs = set(map(tuple, table[KEYS[:4]].drop_duplicates().to_numpy()))
+    server_side = {("c5n.18xlarge", "Python", s, lang) for s in [*SIZES, "c5n.18xlarge"]
+                   for lang in ("Python", "C++", "Java")}
+    client_side = {(c, lang, "c5n.18xlarge", "Python") for c in SIZES for lang in ("Python", "C++", "Java")}
+    assert configs == server_side | client_side and len(configs) == 33
     assert len(table) == 33 * 2 * 14
     assert sorted(table["clients"].unique()) == [1, 2, 4, 8, 16, 26, 36, 46, 58, 72, 84, 96, 112, 128]
-    # held-out servers are predicted too
-    assert {("c5n.9xlarge", lang) for lang in ("Python", "C++", "Java")} | {
-        ("c5n.18xlarge", "C++"), ("c5n.18xlarge", "Java")} <= set(
-        map(tuple, table[["server_instance", "server_language"]].to_numpy()))
 
 
 SPOT = [  # a held-out server, the client side, the 2-socket host
-    {"client_instance": "c5n.18xlarge", "client_language": "Python", "server_instance": "c5n.9xlarge",
-     "server_language": "C++", "operation": "attribute_write", "clients": "8"},
-    {"client_instance": "c5n.xlarge", "client_language": "Java", "server_instance": "c5n.18xlarge",
-     "server_language": "Python", "operation": "attribute_read", "clients": "4"},
-    {"client_instance": "c5n.18xlarge", "client_language": "Python", "server_instance": "c5n.18xlarge",
-     "server_language": "Python", "operation": "attribute_read", "clients": "58"},
+    ("c5n.18xlarge", "Python", "c5n.9xlarge", "C++", "attribute_write", "8"),
+    ("c5n.xlarge", "Java", "c5n.18xlarge", "Python", "attribute_read", "4"),
+    ("c5n.18xlarge", "Python", "c5n.18xlarge", "Python", "attribute_read", "58"),
 ]
 
 
-def test_predictions_csv_is_current(table: pd.DataFrame) -> None:
-    """Recompute a few rows exactly as predict.py does; the file must match."""
-    study = load_study(MODEL_DIR)
-    got = predict(study, keep=lambda p: any(all(p[k] == s[k] for k in s) for s in SPOT))
+def test_simstack_predict_reproduces_committed_rows_exactly(study, table: pd.DataFrame) -> None:
+    got = predict(study, keep=lambda p: tuple(p.values()) in SPOT)
     assert len(got) == len(SPOT)
-    for row in got.itertuples():
-        stored = table[(table["client_instance"] == row.client_instance)
-                       & (table["client_language"] == row.client_language)
-                       & (table["server_instance"] == row.server_instance)
-                       & (table["server_language"] == row.server_language)
-                       & (table["operation"] == row.operation) & (table["clients"] == int(row.clients))]
-        assert len(stored) == 1
-        assert abs(stored["predicted_count_15s"].iloc[0] - row.predicted_count_15s) <= 1, (
-            f"predictions.csv is stale for {row}: run .venv/bin/python models/tango/predict.py")
+    stored = table.astype({"clients": str}).merge(got, on=[*KEYS, "clients"], suffixes=("", "_now"))
+    assert len(stored) == len(SPOT)
+    assert (stored[VALUE] == stored[f"{VALUE}_now"]).all(), (
+        f"predictions.csv is stale: run simstack predict model=tango jobs=2\n{stored}")
 
 
 # ---- the paper's findings, from the model's predictions -----------------------------------------
-def test_throughput_grows_with_server_cores_under_many_clients(table: pd.DataFrame, evaluate) -> None:
-    result = evaluate.finding_cores(table)
-    assert all(v["holds"] for v in result.values()), result
+def _server_side(pred: pd.DataFrame) -> pd.DataFrame:
+    return pred[(pred["client_instance"] == "c5n.18xlarge") & (pred["client_language"] == "Python")]
 
 
-def test_beyond_16_clients_no_gain(table: pd.DataFrame, evaluate) -> None:
-    result = evaluate.finding_16_clients(table)
-    assert result["holds"], result
+def _plateau(g: pd.DataFrame, low: int = 36) -> float:
+    return float(g[g["clients"] >= low][VALUE].mean())
 
 
-def test_the_cpp_server_is_fastest(table: pd.DataFrame, evaluate) -> None:
-    result = evaluate.finding_cpp_fastest(table)
-    assert result["holds"], result
+def test_throughput_grows_with_server_cores_under_many_clients(table: pd.DataFrame) -> None:
+    for (lang, op), g in _server_side(table).groupby(["server_language", "operation"]):
+        values = [_plateau(g[g["server_instance"] == s]) for s in SIZES]
+        assert all(b >= a * 0.98 for a, b in zip(values, values[1:], strict=False)), (lang, op, values)
+        assert values[-1] > 1.1 * values[0], (lang, op, values)
 
 
-def test_client_instance_size_does_not_change_write_throughput(table: pd.DataFrame, evaluate) -> None:
-    result = evaluate.finding_client_size(table)
-    assert result["holds"], result
+def test_beyond_16_clients_no_gain(table: pd.DataFrame) -> None:
+    for key, g in table.groupby(KEYS):
+        at16 = float(g[g["clients"] == 16][VALUE].iloc[0])
+        assert float(g[g["clients"] > 16][VALUE].max()) <= 1.05 * at16, key
+
+
+def test_the_cpp_server_is_fastest(table: pd.DataFrame) -> None:
+    side = _server_side(table)
+    wide = side[side["clients"] >= 4].pivot_table(index=["server_instance", "operation", "clients"],
+                                                  columns="server_language", values=VALUE)
+    assert ((wide["C++"] > wide["Python"]) & (wide["C++"] > wide["Java"])).all()
+
+
+def test_client_instance_size_does_not_change_write_throughput(table: pd.DataFrame) -> None:
+    g = table[(table["server_instance"] == "c5n.18xlarge") & (table["server_language"] == "Python")
+              & (table["client_language"] == "Python") & (table["operation"] == "attribute_write")]
+    values = {ci: _plateau(h, 16) for ci, h in g.groupby("client_instance")}
+    ref = values.pop("c5n.18xlarge")
+    small = values.pop("c5n.large")
+    assert max(abs(v / ref - 1) for v in values.values()) <= 0.02
+    assert abs(small / ref - 1) <= 0.15  # the 2-vCPU client's own CPU starts to bind (README)
 
 
 # ---- serialisation what-ifs ----------------------------------------------------------------------
+def _selection(study, point: dict[str, str]) -> RunSelection:
+    return point_selection(point, study.predictions.axes, "test")
+
+
 @pytest.fixture(scope="module")
-def whatifs() -> dict[tuple[str, str], float]:
-    P = _module("points")
-    cfg = {"client_instance": "c5n.18xlarge", "client_language": "Python", "server_instance": "c5n.4xlarge",
-           "operation": "attribute_read", "clients": 36}
-    runs = {"by_device": {"whatif": "tango/by_device"}, "by_class": {"whatif": "tango/by_class"},
-            "by_process": {"whatif": "tango/by_process"}, "no_sync": {"whatif": "tango/no_sync"},
-            "many_by_device": {"whatif": "tango/devices_per_client"},
-            "many_by_class": {"whatif": "tango/devices_per_client", "flags": {"process_lock": True}}}
+def whatifs(study) -> dict[tuple[str, str], float]:
+    ev = Evaluator(study)
+    short = RunSelection(settings={"replications": 1, "horizon": 0.05, "warmup": 0.01})
+    runs = {"by_device": RunSelection(whatif="tango/by_device"), "by_class": RunSelection(whatif="tango/by_class"),
+            "by_process": RunSelection(whatif="tango/by_process"), "no_sync": RunSelection(whatif="tango/no_sync"),
+            "many_by_device": RunSelection(whatif="tango/devices_per_client"),
+            "many_by_class": RunSelection(whatif="tango/devices_per_client", flags={"process_lock": True})}
     out = {}
     for lang in ("C++", "Python"):
-        for name, kw in runs.items():
-            counts = P.simulate_point(P.selection(cfg | {"server_language": lang}, **kw), replications=1,
-                                      window=0.04, warmup=0.01)
-            out[(lang, name)] = float(counts.mean())
+        point = {"client_instance": "c5n.18xlarge", "client_language": "Python", "server_instance": "c5n.4xlarge",
+                 "server_language": lang, "operation": "attribute_read", "clients": "36"}
+        for name, sel in runs.items():
+            out[(lang, name)] = ev.value("ops_per_s", reduce(merge, [_selection(study, point), sel, short]))
     return out
 
 
@@ -141,30 +163,34 @@ def test_with_a_device_per_client_by_device_beats_the_shared_class_monitor(whati
     assert whatifs[(lang, "many_by_class")] == pytest.approx(whatifs[(lang, "by_device")], rel=0.05)
 
 
-# ---- the calibration shortcut ------------------------------------------------------------------
-def test_analytic_shortcut_agrees_with_the_simulator() -> None:
-    """One point near the knee, where approximations are worst (full sample: crosscheck.py)."""
-    A, P, C = _module("analytic"), _module("points"), _module("calibrate")
-    p = C.fixed_parameters() | {k: v[0] for k, v in C.free_parameters().items()}
-    p |= {k: (C.quantity(v) * 1e6 if isinstance(v, str) else float(v))
-          for k, v in P.calibrated_parameters(MODEL_DIR).items()}
-    key = ("new", "c5n.18xlarge", "Python", "c5n.xlarge", "Java", "attribute_read")
-    keys = pd.DataFrame([key], columns=A.SERIES_KEYS).assign(far=False)
-    analytic = A.mva(p, A.make_series(keys, 8))[0, 3] * 15
-    sim = P.simulate_point(P.selection(dict(zip(P.AXES, (*key[1:], 4), strict=True))), replications=2).mean()
-    assert analytic == pytest.approx(sim, rel=0.04)
+# ---- the calibration's surrogate against the simulator -----------------------------------------
+def test_the_surrogate_agrees_with_the_simulator_at_the_knee(study) -> None:
+    """Java server on c5n.xlarge at 4 clients, where approximations are worst (every sampled
+    point: simstack crosscheck model=tango)."""
+    point = {"client_instance": "c5n.18xlarge", "client_language": "Python", "server_instance": "c5n.xlarge",
+             "server_language": "Java", "operation": "attribute_read", "clients": "4"}
+    sel = _selection(study, point)
+    analytic = MvaCurves(study, "op_done", "clients").value(Series(sel, (), np.array([])),
+                                                             calibrated_parameters(MODEL_DIR))
+    simulated = Evaluator(study).value("ops_per_s", sel)
+    assert analytic == pytest.approx(simulated, rel=0.04)
 
 
-def test_crosscheck_results_show_agreement() -> None:
-    xc = pd.read_csv(MODEL_DIR / "data" / "crosscheck.csv")
-    pf = xc[xc["case"] == "product_form"]
-    assert pf["rel_diff"].abs().max() < 0.03 and pf["within_ci"].mean() >= 0.8
-    cal = xc[xc["case"] == "calibrated"]
-    assert cal["rel_diff"].abs().median() < 0.02 and cal["rel_diff"].abs().max() < 0.08
+def test_crosscheck_results_show_agreement(study) -> None:
+    xc = pd.read_csv(MODEL_DIR / study.crosscheck.write)
+    cases = {c.name: c for c in study.crosscheck.cases}
+    assert set(xc["case"]) == set(cases)
+    assert xc["passed"].all()
+    for name, case in cases.items():
+        diff = xc[xc["case"] == name]["rel_diff"].abs()
+        assert len(diff) == len(pd.read_csv(MODEL_DIR / case.points))
+        assert diff.max() <= case.tolerance and diff.median() < 0.02, name
 
 
+# ---- data files ---------------------------------------------------------------------------------
 def test_placement_file_follows_the_documented_rule() -> None:
-    A = _module("analytic")
+    """Connections 0..7 on the home socket; later ones alternate (2-socket host only)."""
     placement = pd.read_csv(MODEL_DIR / "data" / "placement.csv")
-    assert np.array_equal(placement["one_socket"], A.placement_column(1))
-    assert np.array_equal(placement["two_socket"], A.placement_column(2))
+    i = np.arange(len(placement))
+    assert np.array_equal(placement["one_socket"], np.zeros(len(i)))
+    assert np.array_equal(placement["two_socket"], ((i >= 8) & (i % 2 == 1)).astype(float))

@@ -1,10 +1,10 @@
 """Build the Tango model's calibration data from the shared baselines.
 
-Run from the repository root:
+Run from the repository root, naming the folder that holds the shared baselines:
 
-    .venv/bin/python models/tango/build_data.py
+    .venv/bin/python models/tango/build_data.py BASELINES_DIR
 
-Reads  ../shared/baselines/tango_standard_tests.csv and ../shared/baselines/tango.csv
+Reads  BASELINES_DIR/tango_standard_tests.csv and BASELINES_DIR/tango.csv
 Writes models/tango/data/standard_tests.csv   (calibration rows)
        models/tango/data/excluded_rows.csv    (every attribute row left out, with the reason)
        models/tango/data/instances.csv        (Table 1 of the paper plus two documented facts)
@@ -15,6 +15,7 @@ The script is deterministic; rerunning it must give byte-identical files.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -22,9 +23,6 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
-BASELINES = Path("/work/shared/baselines")
-SOURCE_CSV = BASELINES / "tango_standard_tests.csv"
-TABLE_CSV = BASELINES / "tango.csv"
 
 OPERATIONS = ("attribute_read", "attribute_write")
 
@@ -67,14 +65,15 @@ KEEP_COLUMNS = [
     "time_sd",
     "errors",
     "period_s",
+    "far_pair",  # initial series, exactly one of the two instances a c5n.large (flag far_pair)
     "paper_figure",
     "source",
 ]
 
 
-def build_instances() -> pd.DataFrame:
+def build_instances(table_csv: Path) -> pd.DataFrame:
     """Table 1 of the paper, taken from the rows of tango.csv that quote it."""
-    table = pd.read_csv(TABLE_CSV)
+    table = pd.read_csv(table_csv)
     rows = table[table["scenario"].str.startswith("Table 1 ")].copy()
     rows["instance"] = rows["scenario"].str.removeprefix("Table 1 ")
     wide = rows.pivot(index="instance", columns="quantity", values="value")
@@ -131,12 +130,15 @@ def classify(df: pd.DataFrame) -> pd.Series:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("baselines", type=Path, help="folder with tango_standard_tests.csv and tango.csv")
+    args = ap.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    instances = build_instances()
+    instances = build_instances(args.baselines / "tango.csv")
     instances.to_csv(DATA / "instances.csv", index=False)
     vcpus = dict(zip(instances["instance"], instances["vcpus"], strict=True))
 
-    raw = pd.read_csv(SOURCE_CSV)
+    raw = pd.read_csv(args.baselines / "tango_standard_tests.csv")
     raw.insert(0, "row_id", range(len(raw)))
     attr = raw[raw["operation"].isin(OPERATIONS)].copy()
     attr["client_vcpus"] = attr["client_instance"].map(vcpus)
@@ -147,6 +149,8 @@ def main() -> int:
         return 1
     attr["client_vcpus"] = attr["client_vcpus"].astype(int)
     attr["server_vcpus"] = attr["server_vcpus"].astype(int)
+    attr["far_pair"] = attr["test_series"].str.startswith("initial") & (
+        (attr["client_instance"] == "c5n.large") != (attr["server_instance"] == "c5n.large"))
     attr["reason"] = classify(attr)
 
     kept = attr[attr["reason"] == ""][KEEP_COLUMNS]

@@ -36,6 +36,7 @@ What is exact and what is approximate (see docs/analysis.md):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simstack.analysis.network import Chain, Fanout, HoldNode, Network, Node, Station, Visit
@@ -273,6 +274,26 @@ def _cap_closed(net: Network, s: _State, reach: dict[str, float]) -> None:
     """Scale closed throughputs down to what the busiest station can serve: the residual-time
     correction overshoots the bound 1 / D_max slightly when service is less variable than
     exponential (as the Tango model's own MVA noted and capped)."""
+    factor = _cap_factor(net, s, reach)
+    for c in net.chains.values():
+        if c.closed:
+            s.x[c.name] *= factor
+
+
+def _capped_throughputs(net: Network, s: _State, reach: dict[str, float]) -> dict[str, float]:
+    """The throughputs a solve stopping at this population would report; the recursion
+    itself goes on from the uncapped values."""
+    saved = dict(s.x)
+    _open_rates(net, s)
+    _refresh_loads(net, s)
+    _cap_closed(net, s, reach)
+    _open_rates(net, s)
+    out = dict(s.x)
+    s.x = saved
+    return out
+
+
+def _cap_factor(net: Network, s: _State, reach: dict[str, float]) -> float:
     demands = {c.name: _demands(c.body, s.hold) for c in net.chains.values() if c.closed}
     factor = 1.0
     for k, st in net.stations.items():
@@ -282,8 +303,7 @@ def _cap_closed(net: Network, s: _State, reach: dict[str, float]) -> None:
         room = st.servers - s.open_load[k]
         if closed > room > 0:
             factor = min(factor, room / closed)
-    for c in demands:
-        s.x[c] *= factor
+    return factor
 
 
 def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, max_iter: int,
@@ -323,10 +343,16 @@ def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, m
 
 
 def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: float = 0.5,
-          exact_limit: int = 1000) -> Solution:
+          exact_limit: int = 1000,
+          each_population: Callable[[int, dict[str, float]], None] | None = None,
+          before_population: Callable[[int], None] | None = None) -> Solution:
     """Solve the network. With one closed chain of at most ``exact_limit`` customers, MVA's
     exact population recursion n = 1..N (each step warm-started from the last); with more
-    closed chains, or more customers, Schweitzer-Bard at the full population."""
+    closed chains, or more customers, Schweitzer-Bard at the full population.
+    ``each_population(n, x)`` receives every chain's throughput (capped as the result is) at
+    each population of the recursion on the way, so one solve answers a whole curve;
+    ``before_population(n)`` may update the network's visit moments in place before step n
+    (per-client data averaged over the n clients present)."""
     s = _State(net)
     closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
     populations = [s.pop[c.name] for c in closed]
@@ -340,10 +366,14 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
             x_prev = s.x[s.recursive]
             s.prev_load = {k: x_prev * d for k, d in _demands(closed[0].body, s.hold).items()}
             s.pop[s.recursive] = n
+            if before_population is not None:
+                before_population(n)
         reach = _reach(net, s.pop)
         step_tol = tol if n == populations[-1] else max(tol, 1e-7)  # the steps before only feed Q(n - 1)
         sweep, responses, used = _fixed_point(net, s, reach, step_tol, max_iter, damping)
         iterations += used
+        if each_population is not None and s.recursive is not None:
+            each_population(n, _capped_throughputs(net, s, reach))
     if not populations:  # open chains only
         reach = _reach(net, s.pop)
         sweep, responses, iterations = _fixed_point(net, s, reach, tol, max_iter, damping)

@@ -1,0 +1,329 @@
+"""Calibration through an analytic surrogate: fit hundreds of measured rows in minutes.
+
+Simulating every measured configuration for every candidate parameter set would take
+hours; approximate MVA of the same model file (``simstack.analysis``) answers a whole
+load curve in a fraction of a second. So ``calibration: {surrogate: mva, targets: {rows:
+...}}`` fits the free parameters to CSV rows (``simstack.rowtargets``) with the solver
+standing in for the simulator, then runs the study's checks once in the simulator with
+the fitted values (the confirmation), so the gap between surrogate and simulator is
+stated in ``calibrated.yaml`` beside the fit. How close the two are in general is what
+a study's ``crosscheck`` section measures.
+
+Two things keep it fast without anything model-specific: one solve per *series* (the MVA
+population recursion passes through every smaller client count), and a cache keyed by
+the free parameters each series actually depends on (found once by perturbing each and
+comparing the resolved model), so a finite-difference column re-solves only the series
+its parameter reaches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from simstack.analysis.network import HoldNode, Network, Visit, build_network
+from simstack.analysis.solver import solve
+from simstack.baselines import file_hash
+from simstack.errors import ModelError
+from simstack.loader import build_spec, read_yaml
+from simstack.metrics import resolve
+from simstack.rowtargets import RowTargets, Series, read_row_targets, target_series
+from simstack.schema import Field, one_of, read_fields
+from simstack.spec import ClosedWorkload, ModelSpec
+from simstack.study import CalibrationSpec, MetricSpec, Study
+from simstack.units import parse_number, parse_time
+from simstack.whatif import load_whatif
+
+
+@dataclass(frozen=True)
+class SurrogateCalibration(CalibrationSpec):
+    """A calibration fitted through the analytic solver to the rows of a CSV file."""
+
+    surrogate: str = "mva"
+    rows: RowTargets | None = None
+    residual: str = "log"  # log: log(predicted / measured); relative: predicted / measured - 1
+    loss: str = "soft_l1"  # scipy.optimize.least_squares loss
+    f_scale: float = 0.1
+    confirm: bool = True  # run the study's checks in the simulator with the fitted values
+    summary_by: tuple[str, ...] = ()
+    write_rows: str | None = None  # CSV of the surrogate's value per row
+
+
+def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, MetricSpec],
+                               axes: Mapping[str, Any]) -> SurrogateCalibration:
+    """The ``calibration`` section when it names a surrogate (``study.py`` hands it over)."""
+    where = "calibration"
+    c = read_fields(raw, {
+        "surrogate": Field(one_of("mva")), "parameters": Field(_parameter_names, ("free",)),
+        "targets": Field(lambda v: v), "residual": Field(one_of("log", "relative"), "log"),
+        "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
+        "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
+        "max_evaluations": Field(int, 200), "summary_by": Field(_columns, ()),
+        "write_rows": Field(str, None), "doc": Field(str, "")}, where)
+    if not isinstance(c["targets"], Mapping):
+        raise ModelError("surrogate: mva fits CSV rows: expected targets: {rows: FILE.csv, measured: ..., "
+                         "metric: ..., match: [...], population: ...}", path=f"{where}.targets")
+    rows = read_row_targets(c["targets"], metrics, axes, f"{where}.targets")
+    metric = metrics[rows.metric]
+    if metric.type != "throughput" or metric.request is None or metric.step is not None:
+        raise ModelError(f"surrogate: mva reads a request's throughput; metric {rows.metric!r} is "
+                         f"{metric.type}" + (f" of step {metric.step!r}" if metric.step else ""),
+                         path=f"{where}.targets.metric")
+    return SurrogateCalibration(parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
+                                max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
+                                residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"],
+                                confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
+
+
+def _parameter_names(value: object) -> tuple[str, ...]:
+    if value == "free":
+        return ("free",)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ModelError(f"expected 'free' (every parameter declared free) or a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _columns(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ModelError(f"expected a list of column names, got {value!r}")
+    return tuple(value)
+
+
+class MvaCurves:
+    """Throughput curves of one request from the analytic solver, one solve per series."""
+
+    def __init__(self, study: Study, request: str, population: str):
+        self.model_dir = study.path.parent
+        self.file = self.model_dir / "model.yaml"
+        self.doc = read_yaml(self.file)
+        self.request = request
+        self.population = population
+        self.solves = 0
+
+    def spec(self, series: Series, values: Mapping[str, Any], clients: int | None) -> ModelSpec:
+        sel = series.selection
+        params, flags = resolve(sel, values, self.model_dir)
+        if clients is not None:
+            params[self.population] = clients
+        scenario = sel.scenario or (load_whatif(sel.whatif, self.model_dir).scenario if sel.whatif else None)
+        try:
+            return build_spec(self.doc, self.file, scenario=scenario, parameters=params, flags=flags)
+        except ModelError as exc:
+            raise exc.at(file=str(self.file)) from None
+
+    def curve(self, series: Series, values: Mapping[str, Any]) -> dict[int, float]:
+        """Throughput (per second) at each population of the series."""
+        wanted = sorted(set(series.populations))
+        net = build_network(self.spec(series, values, wanted[-1]))
+        names = [name for name, chain in net.chains.items() if chain.request == self.request]
+        if not names:
+            raise ModelError(f"request {self.request!r} is not reached by any workload in series {series.label}")
+        closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
+        out: dict[int, float] = {}
+        def keep(n: int, x: Mapping[str, float]) -> None:
+            out[n] = sum(x[k] for k in names)
+
+        if len(closed) == 1:  # the recursion passes through every smaller population
+            spec = self.spec(series, values, wanted[-1])
+            small = build_network(self.spec(series, values, wanted[0]))
+            if len(wanted) == 1 or _same_but_population(net, small):
+                solve(net, each_population=keep)
+                self.solves += 1
+                return {n: out[n] for n in wanted}
+            at = _population_networks(spec, closed[0].name)
+            if _same_but_population(at(wanted[0]), small):  # per-client data: moments per step
+                solve(net, each_population=keep, before_population=lambda n: _copy_moments(at(n), net))
+                self.solves += 1
+                return {n: out[n] for n in wanted}
+        for n in wanted:  # one solve per population (several chains, or per-client data)
+            sol = solve(build_network(self.spec(series, values, n)))
+            self.solves += 1
+            out[n] = sum(sol.chains[k].throughput for k in names)
+        return out
+
+    def value(self, series: Series, values: Mapping[str, Any]) -> float:
+        """Throughput (per second) at the series' selection as it stands."""
+        net = build_network(self.spec(series, values, None))
+        sol = solve(net)
+        self.solves += 1
+        return sum(c.throughput for c in sol.chains.values() if c.request == self.request)
+
+    def dependencies(self, series: Series, values: Mapping[str, float], names: list[str]) -> list[int]:
+        """Which free parameters change this series' resolved model (the others cannot move it)."""
+        n = max(series.populations)
+        base = dataclasses.replace(self.spec(series, values, n), parameters={})
+        out = []
+        for j, name in enumerate(names):
+            moved = {**values, name: values[name] * 1.37 if values[name] else 1e-6}
+            if dataclasses.replace(self.spec(series, moved, n), parameters={}) != base:
+                out.append(j)
+        return out
+
+
+def _population_networks(spec: ModelSpec, workload: str) -> Callable[[int], Network]:
+    """The network of ``spec`` with ``workload``'s clients set to n (nothing else re-resolved)."""
+    def at(n: int) -> Network:
+        w = spec.workloads[workload]
+        assert isinstance(w, ClosedWorkload)  # the chain solved by the recursion is closed
+        return build_network(dataclasses.replace(spec, workloads={**spec.workloads,
+                                                                  workload: dataclasses.replace(w, clients=n)}))
+    return at
+
+
+def _copy_moments(src: Network, dst: Network) -> None:
+    """Visit means and variances of ``src`` into the same-shaped ``dst``, in place (the
+    solver keys its state by node identity, so the nodes must stay the same objects)."""
+    def walk(a: list[Any], b: list[Any]) -> None:
+        for x, y in zip(a, b, strict=True):
+            if isinstance(x, Visit):
+                y.mean, y.var = x.mean, x.var
+            elif isinstance(x, HoldNode):
+                walk(x.body, y.body)
+            else:
+                for p, q in zip(x.branches, y.branches, strict=True):
+                    walk(p, q)
+    for name, chain in src.chains.items():
+        walk(chain.body, dst.chains[name].body)
+
+
+def _same_but_population(a: Network, b: Network) -> bool:
+    """True when two networks differ at most in their closed populations. Per-client data
+    (``indexed(FILE, column)`` by client, averaged over the clients present) makes the
+    stations themselves depend on the population; then a smaller population is not a step
+    of the larger one's recursion and needs its own solve."""
+    return a.stations == b.stations and all(
+        (c.request, c.body, c.think, c.rate, c.parent) == (d.request, d.body, d.think, d.rate, d.parent)
+        for c, d in zip(a.chains.values(), b.chains.values(), strict=True)) and list(a.chains) == list(b.chains)
+
+
+def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: bool = True) -> dict[str, Any]:
+    """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator."""
+    from simstack.calibrate import quantity
+
+    assert cal.rows is not None and study.predictions is not None
+    model_file = study.path.parent / "model.yaml"
+    model = build_spec(read_yaml(model_file), model_file)
+    names = [n for n, p in model.parameters.items() if p.free is not None] if cal.parameters == ("free",) \
+        else list(cal.parameters)
+    for name in names:
+        param = model.parameters.get(name)
+        if param is None or param.free is None:
+            raise ModelError(f"calibration parameter {name!r} must be declared in model.yaml with free: [low, high]",
+                             file=str(study.path), path="calibration.parameters")
+    low = np.array([quantity(model.parameters[n].free[0]) for n in names])  # type: ignore[index]
+    high = np.array([quantity(model.parameters[n].free[1]) for n in names])  # type: ignore[index]
+    x0 = np.clip([quantity(model.parameters[n].value) for n in names], low, high)
+    metric = study.metrics[cal.rows.metric]
+    table, measured, series = target_series(study.path.parent, cal.rows, study.predictions.axes, metric,
+                                            "calibration.targets")
+    curves = MvaCurves(study, metric.request or "", cal.rows.population)
+    started = time.perf_counter()
+    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
+    say(f"calibrating {study.model}: {len(names)} parameters on {len(table)} rows ({len(series)} series) "
+        f"through {cal.surrogate}")
+    start_values = dict(zip(names, x0, strict=True))
+    deps = [curves.dependencies(s, start_values, names) for s in series]
+    cache: dict[tuple[int, tuple[float, ...]], dict[int, float]] = {}
+
+    def predicted(x: np.ndarray) -> np.ndarray:
+        values = dict(zip(names, map(float, x), strict=True))
+        out = np.empty(len(table))
+        for i, s in enumerate(series):
+            key = (i, tuple(float(x[j]) for j in deps[i]))
+            if key not in cache:
+                cache[key] = curves.curve(s, values)
+            out[s.rows] = [cache[key][n] for n in s.populations]
+        return out
+
+    calls = 0
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        nonlocal calls
+        calls += 1
+        pred = np.maximum(predicted(x), 1e-300)
+        if calls % 10 == 1:
+            say(f"  evaluation {calls}: {curves.solves} solves, {time.perf_counter() - started:.0f} s")
+        return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
+
+    scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
+    fit = optimize.least_squares(residuals, x0, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
+                                 x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations)
+    values = dict(zip(names, map(float, fit.x), strict=True))
+    pred = predicted(fit.x)
+    took = time.perf_counter() - started
+    say(f"  {fit.message} ({fit.nfev} evaluations, {curves.solves} solves, {took:.0f} s)")
+    if cal.write_rows:
+        _write_rows(study.path.parent / cal.write_rows, table, pred * cal.rows.scale, measured * cal.rows.scale)
+    result: dict[str, Any] = {
+        "parameters": {n: _as_written(model.parameters[n].value, v) for n, v in values.items()},
+        "method": f"least squares ({cal.loss}, f_scale {cal.f_scale:g}) on {cal.residual} errors of "
+                  f"{len(table)} rows, model solved by approximate MVA (simstack.analysis)",
+        "surrogate": cal.surrogate,
+        "seed": cal.seed,
+        "evaluations": int(fit.nfev),
+        "solves": curves.solves,
+        "seconds": round(took, 1),
+        "fit": _summary(table, pred, measured, cal.summary_by),
+        "start": _summary(table, predicted(x0), measured, ()),  # the model file's values (cached)
+        "at_bounds": [n for n, v, lo, hi in zip(names, fit.x, low, high, strict=True)
+                      if np.isclose(v, lo, rtol=1e-6, atol=1e-15) or np.isclose(v, hi, rtol=1e-6, atol=1e-15)],
+        "rows": {"file": cal.rows.rows, "count": len(table), "series": len(series),
+                 "sha256": file_hash(study.path.parent / cal.rows.rows)},
+        "residuals": [],
+        "date": dt.date.today().isoformat(),
+    }
+    if cal.confirm and study.checks:
+        result["residuals"] = _confirm(study, cal.seed, values)
+    return result
+
+
+def _as_written(model_value: Any, value: float) -> Any:
+    """Times in microseconds when the model writes the parameter as a time, else a number."""
+    if isinstance(model_value, str):
+        try:
+            parse_time(model_value)
+        except ModelError:
+            return round(value, 6)
+        return f"{value * 1e6:.6g}us"
+    return round(value, 6)
+
+
+def _summary(table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray, by: tuple[str, ...]) -> dict[str, Any]:
+    err = pred / measured - 1
+    out: dict[str, Any] = {"median_abs_rel_error": round(float(np.median(np.abs(err))), 4),
+                           "p90_abs_rel_error": round(float(np.quantile(np.abs(err), 0.9)), 4),
+                           "median_signed_rel_error": round(float(np.median(err)), 4)}
+    if by:
+        groups = table.assign(_err=np.abs(err)).groupby(list(by))["_err"].median()
+        out["median_abs_rel_error_by"] = {" / ".join(k if isinstance(k, tuple) else (k,)): round(float(v), 4)
+                                          for k, v in groups.items()}
+    return out
+
+
+def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray) -> None:
+    out = table.assign(surrogate=np.round(pred, 1), rel_error=np.round(pred / measured - 1, 5))
+    tmp = path.with_suffix(".tmp")
+    out.to_csv(tmp, index=False)
+    tmp.replace(path)
+
+
+def _confirm(study: Study, seed: int, values: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The study's checks in the simulator with the fitted values."""
+    from simstack.calibrate import _with_seed
+    from simstack.check import check_study
+    from simstack.metrics import Evaluator
+
+    table = check_study(_with_seed(study, seed), Evaluator(_with_seed(study, seed), parameters=values))
+    return [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
+             "rel_error": float(r["rel_error"])} for r in table.to_dict("records")
+            if isinstance(r.get("measured"), int | float) and np.isfinite(float(r["measured"]))]
