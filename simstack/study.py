@@ -16,43 +16,14 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
+from simstack.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
 from simstack.schema import Field, name_ref, one_of, read_fields
 from simstack.units import parse_number
 
-RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog")
-DERIVED_TYPES = ("ratio", "difference", "capacity")
-STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
+__all__ = ["CalibrationSpec", "CheckSpec", "Metric", "MetricSpec", "PredictionSpec", "RunSelection", "Study",
+           "load_study"]
 
-
-@dataclass(frozen=True)
-class RunSelection:
-    """Which simulation a metric reads: scenario, what-if, overrides and run settings."""
-
-    scenario: str | None = None
-    whatif: str | None = None
-    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    flags: Mapping[str, bool] = field(default_factory=dict, hash=False)
-    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    name: str
-    type: str
-    run: RunSelection
-    request: str | None = None
-    step: str | None = None
-    stat: str = "mean"
-    resource: str | None = None
-    a: str | None = None  # ratio: a / b; difference: a - b
-    b: str | None = None
-    of: tuple[str, ...] = ()  # capacity: the metrics that must stay at or below `below`
-    parameter: str | None = None
-    below: tuple[float, ...] = ()
-    lineage: bool = False  # failure_rate: a request also fails when work it sent failed
-    group: str | None = None  # failure_rate: the worst group (e.g. item = per PV) instead of overall
-    low: int = 1
-    high: int = 1024
+MetricSpec = Metric  # the base class of every metric type (simstack.metric_types)
 
 
 @dataclass(frozen=True)
@@ -92,7 +63,7 @@ class Study:
     path: Path
     baselines: Path | None
     defaults: Mapping[str, Any] = field(hash=False)
-    metrics: Mapping[str, MetricSpec] = field(hash=False)
+    metrics: Mapping[str, Metric] = field(hash=False)
     checks: tuple[CheckSpec, ...]
     calibration: CalibrationSpec | None
     predictions: PredictionSpec | None
@@ -109,56 +80,8 @@ def load_study(model_dir: Path) -> Study:
         raise exc.at(file=str(path)) from None
 
 
-def _selection(raw: Mapping[str, Any], path: str) -> RunSelection:
-    values = read_fields({k: raw[k] for k in ("scenario", "whatif", "parameters", "flags", "settings") if k in raw}, {
-        "scenario": Field(name_ref, None), "whatif": Field(name_ref, None),
-        "parameters": Field(_mapping, {}), "flags": Field(_mapping, {}), "settings": Field(_mapping, {}),
-    }, path)
-    return RunSelection(**values)
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping, got {value!r}")
-    return dict(value)
-
-
-def _metric(name: str, raw: object, path: str) -> MetricSpec:
-    if not isinstance(raw, Mapping) or "type" not in raw:
-        raise ModelError(f"a metric needs a type: one of {', '.join(RUN_TYPES + DERIVED_TYPES)}", path=path)
-    kind = raw["type"]
-    run_keys = ("scenario", "whatif", "parameters", "flags", "settings")
-    fields: dict[str, Field] = {"type": Field(one_of(*RUN_TYPES, *DERIVED_TYPES)), "doc": Field(str, "")}
-    if kind in RUN_TYPES:
-        fields |= {k: Field(lambda v: v, None) for k in run_keys}
-        fields |= {"request": Field(name_ref, None), "step": Field(str, None),
-                   "stat": Field(one_of(*STATS), "mean"), "resource": Field(name_ref, None),
-                   "lineage": Field(bool, False), "group": Field(one_of("item"), None)}
-    elif kind in ("ratio", "difference"):
-        fields |= {"a": Field(name_ref), "b": Field(name_ref)}
-    elif kind == "capacity":
-        fields |= {k: Field(lambda v: v, None) for k in run_keys}
-        fields |= {"of": Field(_names), "parameter": Field(name_ref), "below": Field(_numbers),
-                   "low": Field(int, 1), "high": Field(int, 1024)}
-    values = read_fields(raw, fields, path)
-    if kind == "capacity" and len(values["of"]) != len(values["below"]):
-        raise ModelError(f"capacity: of and below must have the same length, got {values['of']} and "
-                         f"{values['below']}", path=path)
-    run = _selection(raw, path)
-    values = {k: v for k, v in values.items() if k not in run_keys and k != "doc"}
-    if kind == "utilisation" and not values.get("resource"):
-        raise ModelError("a utilisation metric needs resource: <name>", path=path)
-    return MetricSpec(name=name, run=run, **values)
-
-
-def _names(value: object) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    return tuple(name_ref(v) for v in items)
-
-
-def _numbers(value: object) -> tuple[float, ...]:
-    items = value if isinstance(value, list) else [value]
-    return tuple(parse_number(v) for v in items)
+_selection = parse_selection
+_mapping = mapping
 
 
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
@@ -166,10 +89,10 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
               "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
               "predictions": Field(_mapping, None), "doc": Field(str, "")}
     top = read_fields(doc, fields, "")
-    metrics = {n: _metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
+    metrics = {n: parse_metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
     for m in metrics.values():
-        for ref in (m.a, m.b, *m.of):
-            if ref is not None and ref not in metrics:
+        for ref in m.refs:
+            if ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=f"metrics.{m.name}")
     checks = []
     for i, raw in enumerate(top["checks"] or []):

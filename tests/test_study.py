@@ -128,3 +128,50 @@ def test_capacity_is_the_largest_load_meeting_the_bound(study_dir: Path) -> None
     above = ev.value("sojourn", RunSelection(parameters={"clients": cap + 1}))
     assert below <= 1.5 < above
     assert np.isfinite(below)
+
+
+def _add_metric(study_dir: Path, line: str) -> None:
+    text = (study_dir / "checks.yaml").read_text().replace("metrics:\n", f"metrics:\n  {line}\n")
+    (study_dir / "checks.yaml").write_text(text)
+
+
+def test_each_metric_type_is_its_own_class(study_dir: Path) -> None:
+    _add_metric(study_dir, "r: {type: ratio, a: sojourn, b: sojourn_light}")
+    _add_metric(study_dir, "d: {type: difference, a: sojourn, b: sojourn_light}")
+    _add_metric(study_dir, "c: {type: capacity, conditions: {sojourn: 1.5}, parameter: rate}")
+    metrics = load_study(study_dir).metrics
+    assert {n: type(m).__name__ for n, m in metrics.items()} == {
+        "c": "CapacityMetric", "d": "DifferenceMetric", "r": "RatioMetric", "sojourn": "RunMetric",
+        "busy": "RunMetric", "sojourn_light": "RunMetric"}
+    assert metrics["c"].refs == ("sojourn",) and metrics["r"].refs == ("sojourn", "sojourn_light")
+
+
+def test_capacity_conditions_and_the_old_of_below_form_agree(study_dir: Path) -> None:
+    _add_metric(study_dir, "old: {type: capacity, of: [sojourn, busy], below: [1.5, 0.9], parameter: rate}")
+    _add_metric(study_dir, "new: {type: capacity, conditions: {sojourn: 1.5, busy: 0.9}, parameter: rate}")
+    metrics = load_study(study_dir).metrics
+    assert metrics["old"].conditions == metrics["new"].conditions == (("sojourn", 1.5), ("busy", 0.9))
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("x: {type: latncy}", r"metrics.x.type: expected one of latency, .*capacity, got 'latncy'"),
+    ("x: {request: job}", r"metrics.x: a metric needs a type: one of latency"),
+    ("x: {type: ratio, a: sojourn}", r"metrics.x: missing required key .b."),
+    ("x: {type: ratio, a: sojourn, b: nope}", r"metrics.x: unknown metric 'nope'; metrics: x, sojourn"),
+    ("x: {type: utilisation}", r"metrics.x: a utilisation metric needs resource: <name>"),
+    ("x: {type: latency, request: job, of: sojourn}", r"metrics.x.of: unknown key 'of'"),
+    ("x: {type: capacity, of: [sojourn, busy], below: 1, parameter: rate}",
+     r"metrics.x: capacity: of and below must have the same length"),
+    ("x: {type: capacity, of: sojourn, parameter: rate}", r"metrics.x: capacity: of and below go together"),
+    ("x: {type: capacity, parameter: rate}", r"metrics.x: capacity needs conditions: \{metric: bound"),
+    ("x: {type: capacity, conditions: {sojourn: 1}, of: sojourn, below: 1, parameter: rate}",
+     r"metrics.x: capacity: give conditions or of/below, not both"),
+    ("x: {type: capacity, conditions: {sojourn: 1}, parameter: rate, low: 5, high: 2}",
+     r"metrics.x: capacity: low \(=5\) must be <= high \(=2\)"),
+    ("x: {type: capacity, conditions: [sojourn], parameter: rate}",
+     r"metrics.x.conditions: expected a mapping of metric: bound"),
+])
+def test_metric_errors_name_the_metric_and_the_rule(study_dir: Path, line: str, message: str) -> None:
+    _add_metric(study_dir, line)
+    with pytest.raises(ModelError, match=message):
+        load_study(study_dir)
