@@ -1,61 +1,154 @@
 """Predictions for held-out data: a grid of configurations, one metric, one CSV.
 
-The ``predictions`` section of a model's ``checks.yaml`` names axes (each value a set of
-parameters, flags, scenario or what-if), the metric to evaluate at every grid point and
-the value column. ``simstack predict model=NAME`` writes ``models/NAME/predictions.csv``;
-the tests recompute a subset of rows and require the committed file to match.
+The ``predictions`` section of a model's ``checks.yaml`` (``simstack.prediction_grid``)
+names the grid (a product of axes, linked axes or a list of points), the metric evaluated
+at every point and the value column, optionally an interval over alternative readings.
+``simstack predict model=NAME [--jobs N]`` writes ``models/NAME/predictions.csv``, its
+provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_runs.csv``
+(the runs that decided each row). A capacity search starts from the committed row's value
+when there is one, else from the previous point's answer: only the cost depends on it,
+since every answer is proven (c holds, c + 1 does not).
 """
 
 from __future__ import annotations
 
-import itertools
+import os
+import tempfile
 from collections.abc import Callable, Mapping
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
 
+from simstack.capacity import CapacityResult
 from simstack.errors import ModelError
-from simstack.metrics import Evaluator, merge
+from simstack.loader import read_yaml
+from simstack.metric_types import CapacityMetric, merge
+from simstack.metrics import Evaluator
 from simstack.paths import model_dir_of
-from simstack.study import RunSelection, Study, load_study
+from simstack.prediction_grid import PredictionSpec
+from simstack.provenance import provenance, write_meta
+from simstack.study import Study, load_study
 
 
-def grid(study: Study) -> list[dict[str, str]]:
+def _spec(study: Study) -> PredictionSpec:
     if study.predictions is None:
         raise ModelError("no predictions section", file=str(study.path))
-    axes = study.predictions.axes
-    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*(list(v) for v in axes.values()))]
+    return study.predictions
 
 
-def predict(study: Study, keep: Callable[[Mapping[str, str]], bool] | None = None,
-            progress: bool = False) -> pd.DataFrame:
-    """Evaluate the prediction metric at every grid point that ``keep`` accepts."""
-    pred = study.predictions
-    if pred is None:
-        raise ModelError("no predictions section", file=str(study.path))
-    ev = Evaluator(study)
-    points = [p for p in grid(study) if keep is None or keep(p)]
-    rows = []
-    for point in tqdm(points, desc=f"predicting {study.model}", disable=not progress):
-        selection = reduce(merge, (pred.axes[axis][value] for axis, value in point.items()), RunSelection())
-        metric = next((pred.metric_choices[(a, v)] for a, v in point.items() if (a, v) in pred.metric_choices),
-                      pred.metric)
-        rows.append({**point, pred.value_column: ev.value(metric, selection) * pred.scale})
-    return pd.DataFrame(rows)
+def grid(study: Study) -> list[dict[str, Any]]:
+    """The column values of every point, in order."""
+    return [dict(p.columns) for p in _spec(study).points]
+
+
+def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
+            progress: bool = False, jobs: int | None = None,
+            runs: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+    """Evaluate the prediction metric at every grid point that ``keep`` accepts. ``runs``, if
+    given, receives one row per capacity search (the runs that decided it)."""
+    pred = _spec(study)
+    ev = Evaluator(study, jobs=jobs or pred.jobs)
+    alternatives = _alternative_evaluators(study, ev)
+    warm = _committed(study)
+    points = [p for p in pred.points if keep is None or keep(p.columns)]
+    rows: list[dict[str, Any]] = []
+    previous: int | None = None
+    bar = tqdm(points, desc=f"predicting {study.model}", unit="point", disable=not progress)
+    for point in bar:
+        ev.on_progress = (lambda text, p=point: bar.set_postfix_str(f"{p.label()}: {text}")) if progress else None
+        name = point.metric or pred.metric
+        metric = study.metrics[name]
+        if isinstance(metric, CapacityMetric):
+            ev.start = warm.get(_key(point.columns, pred.columns), previous)
+        searches = len(ev.searches)
+        value = ev.value(name, point.selection)
+        row = {**point.columns, pred.value_column: value * pred.scale}
+        if pred.interval is not None:
+            values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection))
+                                for alt, alt_ev in alternatives]
+            row[pred.interval.low] = min(values) * pred.scale
+            row[pred.interval.high] = max(values) * pred.scale
+        rows.append(row)
+        if isinstance(metric, CapacityMetric):
+            previous = int(value)
+            if runs is not None and len(ev.searches) > searches:
+                search: CapacityResult = list(ev.searches.values())[searches]
+                runs.append({**point.columns, **search.summary(metric.conditions)})
+    extra = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
+    return pd.DataFrame(rows, columns=[*pred.columns, pred.value_column, *extra])
+
+
+def _alternative_evaluators(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
+    """Each alternative of the interval with the evaluator of its fitted values (the main
+    one, and its run cache, unless it has its own ``calibrated`` file)."""
+    pred = _spec(study)
+    if pred.interval is None:
+        return []
+    out = []
+    for alt in pred.interval.alternatives:
+        if alt.calibrated is None:
+            out.append((alt, main))
+            continue
+        path = study.path.parent / alt.calibrated
+        if not path.is_file():
+            raise ModelError(f"alternative {alt.name!r}: no file {alt.calibrated!r} beside the model",
+                             file=str(study.path), path=f"predictions.interval.alternatives.{alt.name}.calibrated")
+        doc = read_yaml(path) or {}
+        values = doc.get("parameters") if isinstance(doc, Mapping) else None
+        if not isinstance(values, Mapping):
+            raise ModelError("expected a 'parameters' mapping", file=str(path))
+        out.append((alt, Evaluator(study, {**main.base_parameters, **values}, jobs=main.jobs)))
+    return out
+
+
+def _key(columns: Mapping[str, Any], order: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(str(columns.get(c)) for c in order)
+
+
+def _committed(study: Study) -> dict[tuple[str, ...], int]:
+    """The committed value of each row (capacity searches start there), by column values."""
+    pred = _spec(study)
+    path = prediction_path(study)
+    if not path.is_file():
+        return {}
+    try:
+        old = pd.read_csv(path, dtype=str)
+        return {_key({str(k): v for k, v in r.items()}, pred.columns): int(float(r[pred.value_column]))
+                for r in old.to_dict("records")}
+    except (KeyError, ValueError, pd.errors.ParserError):
+        return {}  # a file of another shape: no warm start, the searches still prove their answers
 
 
 def prediction_path(study: Study) -> Path:
-    assert study.predictions is not None
-    return study.path.parent / study.predictions.file
+    return study.path.parent / _spec(study).file
+
+
+def _write_csv(table: pd.DataFrame, path: Path) -> None:
+    """Written whole or not at all: a temporary file beside the target, then renamed."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def run_predict(cfg: Any) -> None:
     study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
-    table = predict(study, progress=bool(cfg.sim.get("progress", True)))
+    jobs = cfg.sim.get("jobs")
+    runs: list[dict[str, Any]] = []
+    table = predict(study, progress=bool(cfg.sim.get("progress", True)),
+                    jobs=None if jobs is None else int(jobs), runs=runs)
     path = prediction_path(study)
-    table.to_csv(path, index=False, float_format="%.10g")
+    _write_csv(table, path)
+    if runs:
+        _write_csv(pd.DataFrame(runs), path.with_name(_spec(study).runs_file or f"{path.stem}_runs.csv"))
+    ev = Evaluator(study)
+    seed = int({**study.defaults}.get("seed", 1))
+    write_meta(path, provenance(study, ev.base_parameters, seed, f"simstack predict model={study.model}",
+                                {"rows": len(table), "jobs": jobs or _spec(study).jobs}))
     print(table.to_string(index=False))
     print(f"wrote {path}")

@@ -17,6 +17,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
+from simstack.prediction_grid import PredictionSpec, parse_predictions
 from simstack.schema import Field, name_ref, one_of, read_fields
 from simstack.units import parse_number
 
@@ -43,18 +44,6 @@ class CalibrationSpec:
     method: str = "least_squares"  # least_squares | bisect
     seed: int = 1
     max_evaluations: int = 60
-
-
-@dataclass(frozen=True)
-class PredictionSpec:
-    """A grid of configurations. An axis value may also pick the metric (e.g. one per phase)."""
-
-    file: str
-    axes: Mapping[str, Mapping[str, RunSelection]] = field(hash=False)
-    metric: str
-    value_column: str
-    scale: float = 1.0  # e.g. 1000 to write milliseconds
-    metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -121,32 +110,6 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
             raise ModelError(f"unknown check {unknown[0]!r}; checks: {', '.join(ids)}", path="calibration.targets")
         calibration = CalibrationSpec(tuple(c["parameters"]), tuple(c["targets"]), c["method"], c["seed"],
                                       c["max_evaluations"])
-    predictions = None
-    if top["predictions"] is not None:
-        p = read_fields(top["predictions"], {"file": Field(str, "predictions.csv"), "axes": Field(_mapping),
-                                             "metric": Field(name_ref), "value_column": Field(str),
-                                             "scale": Field(parse_number, 1.0), "doc": Field(str, "")},
-                        "predictions")
-        if p["metric"] not in metrics:
-            raise ModelError(f"unknown metric {p['metric']!r}; metrics: {', '.join(metrics)}",
-                             path="predictions.metric")
-        axes: dict[str, dict[str, RunSelection]] = {}
-        chosen: dict[tuple[str, str], str] = {}
-        for axis, choices in p["axes"].items():
-            where = f"predictions.axes.{axis}"
-            if not isinstance(choices, Mapping) or not choices:
-                raise ModelError("expected a mapping of value: {parameters/flags/scenario/whatif/metric}",
-                                 path=where)
-            axes[axis] = {}
-            for value, sel in choices.items():
-                sel = dict(sel or {})
-                if "metric" in sel:
-                    name = sel.pop("metric")
-                    if name not in metrics:
-                        raise ModelError(f"unknown metric {name!r}; metrics: {', '.join(metrics)}",
-                                         path=f"{where}.{value}.metric")
-                    chosen[(axis, str(value))] = name
-                axes[axis][str(value)] = _selection(sel, f"{where}.{value}")
-        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen)
+    predictions = None if top["predictions"] is None else parse_predictions(top["predictions"], metrics)
     baselines = model_dir / top["baselines"] if top["baselines"] else None
     return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions)
