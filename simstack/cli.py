@@ -116,6 +116,7 @@ def print_summary(result: RunResult) -> None:
     from simstack.console import print_summary as print_tables
 
     print_tables(result)
+    print_blocked(result)
 
 
 def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]:
@@ -128,6 +129,18 @@ def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]
     scenario = plain(cfg.scenario, "scenario") or (whatif.scenario if whatif else None)
     spec = load_model(model_file, scenario=scenario, parameters=params, flags=flags)
     return spec, model_file, whatif, scenario
+
+
+def print_blocked(result: RunResult, shown: int = 5) -> None:
+    """Warn about requests stuck at the end of the run (what they wait for, since when)."""
+    blocked = result.blocked
+    if blocked.empty:
+        return
+    print(f"warning: {len(blocked)} request(s) still blocked at the end with no progress (waiting for at least "
+          "half the run, or for ever); first ones:", file=sys.stderr)
+    for row in blocked.head(shown).itertuples(index=False):
+        print(f"  replication {row.rep}: {row.request} #{row.id} waits for {row.waits_for} at step "
+              f"{row.step!r} since t = {row.since:.6g} s", file=sys.stderr)
 
 
 def _run(cfg: DictConfig) -> None:

@@ -407,3 +407,74 @@ def _non_negative(value: float, written: object, raw: object, what: str = "") ->
         where = f" in {raw!r}" if raw != written else ""
         raise ModelError(f"{what + ' ' if what else ''}must be >= 0, got {written!r}{where}")
     return value
+
+
+# -- counts: how many times a step runs -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geometric:
+    """A geometric number of repetitions on {start, start + 1, ...} with the given mean.
+
+    With ``start = 0`` (the default) this is the count of a layered queueing network's
+    stochastic calls: after each call another follows with probability q = m / (1 + m), so
+    P(N = k) = (1 - q) q^k, mean m, variance m (1 + m); a mean below one is allowed.
+    With ``start = 1`` at least one repetition happens (mean >= 1).
+    """
+
+    mean_value: float
+    start: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        extra = self.mean_value - self.start
+        return extra * (1 + extra)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        # numpy's geometric counts trials up to the first success: support {1, 2, ...}
+        p = 1.0 / (1.0 + self.mean_value - self.start)
+        return (rng.geometric(p, n) - 1 + self.start).astype(float)
+
+    def __repr__(self) -> str:
+        return f"geometric({_num(self.mean_value)}{', 1' if self.start else ''})"
+
+
+_COUNT = re.compile(r"^\s*geometric\s*\((.*)\)\s*$", re.S)
+
+
+def parse_count_distribution(raw: object) -> Const | Geometric:
+    """A number of repetitions: a whole number (exactly that many), a non-integer mean
+    (a geometric number with that mean, the layered-queueing convention for a mean number
+    of calls), or ``geometric(mean)`` / ``geometric(mean, start)`` with start 0 or 1."""
+    if isinstance(raw, str):
+        match = _COUNT.match(raw)
+        if match:
+            parts = [p.strip() for p in match.group(1).split(",")]
+            if not 1 <= len(parts) <= 2 or not parts[0]:
+                raise ModelError(f"geometric takes geometric(mean) or geometric(mean, start), got {raw!r}")
+            mean = _plain(parts[0], raw, "geometric: mean")
+            start = _plain(parts[1], raw, "geometric: start") if len(parts) == 2 else 0.0
+            if start not in (0.0, 1.0):
+                raise ModelError(f"geometric: start must be 0 or 1, got {parts[1]!r} in {raw!r}")
+            if mean < start:
+                raise ModelError(f"geometric: mean must be >= start ({start:g}), got {parts[0]!r} in {raw!r}")
+            return Geometric(mean, int(start))
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ModelError(f"expected a count: a whole number, a mean such as 2.5 or geometric(mean), got {raw!r}")
+    value = _plain(raw, raw, "count")
+    return Const(value) if value == int(value) else Geometric(value)
+
+
+def _plain(text: object, raw: object, what: str) -> float:
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"
+                         f"{f' in {raw!r}' if raw != text else ''}")
+    return value

@@ -21,6 +21,8 @@ import numpy as np
 import simpy
 
 from simstack import replicas
+from simstack.branching import compile_flow, unrollable
+from simstack.callsites import shared_classes, site_of
 from simstack.components import lookup
 from simstack.components.base import BuildContext, Ctx
 from simstack.components.cpu import make_cpu
@@ -34,9 +36,11 @@ from simstack.runners_sync import PhasedRunner, compile_sync, has_reply
 from simstack.spec import (
     Acquire,
     Call,
+    Choose,
     ClosedWorkload,
     Cpu,
     Delay,
+    Fork,
     Hold,
     ModelSpec,
     OpenWorkload,
@@ -44,6 +48,7 @@ from simstack.spec import (
     PeriodicWorkload,
     ProtocolWorkload,
     Release,
+    Repeat,
     Reply,
     Send,
     Sequence,
@@ -120,10 +125,20 @@ class Replication:
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
         self.runtimes = {c.name: self.kinds[c.name].build(c, build) for c in spec.components.values()}
-        self._compiled: dict[tuple[str, int, int], Any] = {}
+        self._compiled: dict[tuple[str, str, int, int], Any] = {}
+        self._shared = shared_classes(spec)
+        self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
+        self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
+        self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
                 self._bind_queue(name, runtime)
+
+    def blocked(self, end: float, ran_dry: bool) -> list[tuple]:
+        """Requests waiting for a hold at the end with no progress: for at least half the run,
+        or for ever (no event was left, so nothing could ever release what they wait for)."""
+        return [(self.rep, req.id, req.cls, step, target, since) for req, step, target, since in self.waits.values()
+                if ran_dry or end - since >= end / 2]
 
     # -- randomness ---------------------------------------------------------------------
     def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
@@ -133,29 +148,41 @@ class Replication:
             return lambda _ctx: value
         if isinstance(dist, Indexed):
             return lambda ctx: dist.at(ctx.item)
-        key = zlib.crc32(stream.encode())
-        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, key))
-        return BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+        name = self._site + stream
+        known = self._samplers.get((name, dist))
+        if known is not None:  # a step compiled twice (an unrolled repeat) draws on from one stream
+            return known
+        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, zlib.crc32(name.encode())))
+        sampler = self._samplers[(name, dist)] = BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+        return sampler
 
     # -- requests -----------------------------------------------------------------------
-    def root(self, request: str, scope: Scope) -> Any:
-        """The compiled body of a request class for a given (cpu, priority) scope."""
-        key = (request, id(scope[0]), scope[1])
+    def root(self, request: str, scope: Scope, site: str = "") -> Any:
+        """The compiled body of a request class for a given (cpu, priority) scope, reached
+        through the call-site chain ``site`` (see ``callsites``: only a class reached through
+        several chains keeps one copy, and one set of streams, per chain)."""
+        if request not in self._shared:
+            site = ""
+        key = (request, site, id(scope[0]), scope[1])
         if key not in self._compiled:
             req = self.spec.requests[request]
             if req.host:
                 scope = (self.cpus[req.host], req.priority)
-            self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+            outer, self._site = self._site, site
+            try:
+                self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+            finally:
+                self._site = outer
         return self._compiled[key]
 
     def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
-              parent: int = -1, warmup: bool = False, since: float | None = None) -> None:
+              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "") -> None:
         self.next_id += 1
         self.in_system += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
                       warmup, item)
-        self.root(cls, scope).run(req, lambda: self._end(req, on_end))
+        self.root(cls, scope, site).run(req, lambda: self._end(req, on_end))
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
@@ -171,7 +198,8 @@ class Replication:
         scope = (self.cpus[host], priority)
 
         def dispatch(ctx: Ctx, since: float, finished: K) -> None:
-            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since)
+            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since,
+                       site=f"components.{name}>")
 
         def dropped(ctx: Ctx, since: float) -> None:
             self.next_id += 1
@@ -228,7 +256,7 @@ class Replication:
             return HoldRunner(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                sub: Any = SubRequestRunner(self, step.target, scope)
+                sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))
                 if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
                     sub = PhasedRunner(sub)
                 return SpanRunner(self, sub, g.name, step.target)
@@ -237,12 +265,14 @@ class Replication:
             return CallRunner(self, serve, g.name, step.target)
         if isinstance(step, Send):
             if step.target in self.spec.requests:
-                return SpawnRunner(self, step.target, scope)
+                return SpawnRunner(self, step.target, scope, site_of(self._site, g.path))
             return QueueRunner(self.runtimes[step.target])
         if isinstance(step, Parallel):
             return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
         if isinstance(step, Acquire | Release | Reply):
             return compile_sync(self, step, scope[1])
+        if isinstance(step, Choose | Repeat | Fork):
+            return compile_flow(self, step, scope)
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
@@ -259,6 +289,8 @@ def _flatten(body: tuple[Step, ...]) -> list[Step]:
     for step in body:
         if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
             out += _flatten(step.body)
+        elif unrollable(step):
+            out += _flatten(step.body) * int(step.count.value)  # type: ignore[union-attr]
         else:
             out.append(step)
     return out
@@ -384,8 +416,14 @@ class HoldRunner:
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
         start = r.env._now
+        state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
 
         def granted(wait: float) -> None:
+            nonlocal state
+            if state == 2:
+                del r.waits[granted]
+            state = 1
+
             def finished() -> None:
                 self.release(ctx)
                 if r.rec.record_steps:
@@ -398,6 +436,9 @@ class HoldRunner:
         if not self.acquire(ctx, granted):
             ctx.req.fail(f"{self.target} full")
             k()
+        elif state == 0:
+            state = 2
+            r.waits[granted] = (ctx.req, self.name, self.target, start)
 
 
 class CallRunner:
@@ -453,33 +494,35 @@ class SpanRunner:
 class SubRequestRunner:
     """A synchronous call of another request class, inline in the caller's request."""
 
-    __slots__ = ("r", "target", "scope", "body")
+    __slots__ = ("r", "target", "scope", "site", "body")
 
-    def __init__(self, r: Replication, target: str, scope: Scope):
+    def __init__(self, r: Replication, target: str, scope: Scope, site: str = ""):
         self.r = r
         self.target = target
         self.scope = scope
+        self.site = site
         self.body: Any = None
 
     def run(self, ctx: Ctx, k: K) -> None:
         if self.body is None:  # compiled on first use: class bodies may refer to each other
-            self.body = self.r.root(self.target, self.scope)
+            self.body = self.r.root(self.target, self.scope, self.site)
         self.body.run(ctx, k)
 
 
 class SpawnRunner:
     """Asynchronous start of another request class; the caller goes on at once."""
 
-    __slots__ = ("r", "target", "scope")
+    __slots__ = ("r", "target", "scope", "site")
 
-    def __init__(self, r: Replication, target: str, scope: Scope):
+    def __init__(self, r: Replication, target: str, scope: Scope, site: str = ""):
         self.r = r
         self.target = target
         self.scope = scope
+        self.site = site
 
     def run(self, ctx: Ctx, k: K) -> None:
         self.r.start(self.target, ctx.req.workload, ctx.item, self.scope, None, parent=ctx.req.id,
-                     warmup=ctx.req.warmup)
+                     warmup=ctx.req.warmup, site=self.site)
         k()
 
 

@@ -8,7 +8,9 @@ Node ids are ``type:name`` so a host and a component may share a name.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import networkx as nx
 
@@ -16,7 +18,7 @@ from simstack import replicas
 from simstack.components import lookup
 from simstack.components.threads import thread_scope
 from simstack.errors import ModelError
-from simstack.spec import Call, Cpu, Hold, ModelSpec, Parallel, Send, Sequence, Step
+from simstack.spec import Call, Choose, Cpu, Fork, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
 
 
 def node(kind: str, name: str) -> str:
@@ -29,6 +31,8 @@ def walk(steps: tuple[Step, ...]) -> Iterator[Step]:
         yield step
         if isinstance(step, Hold | Parallel | Sequence):
             yield from walk(step.body)
+        for body in _branches(step):
+            yield from walk(body)
 
 
 def build_graph(spec: ModelSpec) -> nx.DiGraph:
@@ -59,6 +63,7 @@ def build_graph(spec: ModelSpec) -> nx.DiGraph:
         graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
     _check_sync_cycles(graph)
     _check_send_cycles(graph)
+    _check_held_again(spec)
     _check_cpu_scopes(spec)
     _check_idle_spinners(spec)
     return graph
@@ -153,3 +158,86 @@ def _scoped(spec: ModelSpec, steps: tuple[Step, ...], has_host: bool, seen: set[
             callee = spec.requests[step.target]
             if not callee.host:
                 _scoped(spec, callee.body, has_host, seen | {step.target})
+        for body in _branches(step):
+            _scoped(spec, body, has_host, seen)
+
+
+Held = tuple[tuple[str, str | None, str, str], ...]  # (component, key, mode, step path) held around a step
+
+
+def _check_held_again(spec: ModelSpec) -> None:
+    """A request that holds every thread of a pool (or a lock) and needs it again further
+    down, in its own steps or through its synchronous calls, waits for itself forever: the
+    run would end with nothing finished. Refused here, naming the chain of calls."""
+    done: set[tuple[str, tuple[tuple[str, str | None, str], ...]]] = set()
+    for req in spec.requests.values():
+        _held_again(spec, req.body, (), (req.name,), done)
+
+
+def _held_again(spec: ModelSpec, steps: tuple[Step, ...], held: Held, chain: tuple[str, ...],
+                done: set[tuple[str, tuple[tuple[str, str | None, str], ...]]]) -> None:
+    for step in steps:
+        if isinstance(step, Hold):
+            comp = spec.components[(replicas.group(step.target, spec.replicas) or [step.target])[0]]
+            same = [h for h in held if h[0] == step.target and _same_unit(comp.settings, h, step)]
+            capacity = _hold_capacity(comp.kind, comp.settings)
+            if same and capacity is not None and len(same) >= capacity:
+                raise ModelError(f"request class {chain[0]!r} holds {_unit(comp.kind, capacity)} {step.target!r} "
+                                 f"(at {', '.join(h[3] for h in same)}) and needs it again "
+                                 f"{'through the calls ' + ' -> '.join(chain) if len(chain) > 1 else 'inside'}: "
+                                 "it would wait for itself forever", path=step.guard.path)
+            _held_again(spec, step.body, held + ((step.target, step.key, step.mode, step.guard.path),), chain, done)
+        elif isinstance(step, Call) and step.target in spec.requests:
+            key = (step.target, tuple(h[:3] for h in held))
+            if held and key not in done:
+                _held_again(spec, spec.requests[step.target].body, held, (*chain, step.target), done)
+                done.add(key)
+        else:
+            for body in _bodies(step):
+                _held_again(spec, body, held, chain, done)
+
+
+def _bodies(step: Step) -> tuple[tuple[Step, ...], ...]:
+    """The nested step lists a step runs as part of its own request."""
+    if isinstance(step, Parallel | Sequence):
+        return (step.body,)
+    return _branches(step)
+
+
+def _branches(step: Step) -> tuple[tuple[Step, ...], ...]:
+    """The nested step lists of the control-flow steps (choose, repeat, all)."""
+    if isinstance(step, Choose):
+        return tuple(b.body for b in step.branches)
+    if isinstance(step, Fork):
+        return step.branches
+    if isinstance(step, Repeat):
+        return (step.body,)
+    return ()
+
+
+def _unit(kind: str, capacity: float) -> str:
+    if kind != "threads":
+        return kind
+    return "the only thread of pool" if capacity == 1 else f"all {capacity:g} threads of pool"
+
+
+def _hold_capacity(kind: str, settings: Mapping[str, Any]) -> float | None:
+    """How many holds of one unit a single request can have at once before it blocks itself
+    for certain; None when that is not certain (an unlimited pool, a pool that drops)."""
+    if kind == "threads":
+        drops = settings.get("when_full") == "drop" and settings.get("queue_capacity") == 0
+        size = settings.get("size", math.inf)
+        return None if drops or not math.isfinite(size) else size
+    if kind == "lock":
+        return 1
+    return None
+
+
+def _same_unit(settings: Mapping[str, Any], held: tuple[str, str | None, str, str], step: Hold) -> bool:
+    """Whether a nested hold needs the very unit held outside: a pool's threads are one unit;
+    a per-key lock only on the same fixed key; two readers of a read-write lock share it."""
+    if held[2] == "read" and step.mode == "read":
+        return False
+    if settings.get("per"):
+        return held[1] == step.key and step.key not in (None, "item", "request")
+    return True

@@ -5,19 +5,27 @@ MSER-5 truncation of the initial transient for steady-state runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simstack.analysis.confidence import student_t_ci
+from simstack.components.meter import ResourceSummary
 from simstack.records import DEADLINE_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 
 STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
+# A request still waiting for a hold at the end with no progress (see Replication.blocked).
+BLOCKED_COLUMNS = ("rep", "id", "request", "step", "waits_for", "since")
 
 
 def requests_table(rows: Sequence[tuple]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows, columns=list(REQUEST_COLUMNS))
+    if frame.empty:  # typed, so that masks such as ~frame["warmup"] select rows, not columns
+        frame = frame.astype({"rep": int, "id": int, "parent": int, "item": int, "warmup": bool,
+                              "start": float, "end": float, "ok": bool})
     frame["latency"] = frame["end"] - frame["start"]
     return frame
 
@@ -28,6 +36,17 @@ def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
 
 def deadlines_table(rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=list(DEADLINE_COLUMNS))
+
+
+def blocked_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(BLOCKED_COLUMNS))
+
+
+def resources_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per resource and replication; the columns are there even with no resource."""
+    if rows:
+        return pd.DataFrame(rows)
+    return pd.DataFrame(columns=["rep", *(f.name for f in fields(ResourceSummary))])
 
 
 def describe(values: pd.Series | np.ndarray) -> dict[str, float]:
@@ -63,7 +82,7 @@ def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) ->
         per_rep = ok.groupby("rep")["latency"].mean()
         row["ci_low"], row["ci_high"] = t_interval(per_rep.to_numpy())
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
 
 
 def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +96,7 @@ def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
                "mean_wait": group["wait"].mean(), "mean_service": group["service"].mean()}
         row.update(describe(group["duration"]))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
 
 
 def mser5(series: Sequence[float] | np.ndarray) -> int:

@@ -26,10 +26,12 @@ from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
 from simstack.results import (
+    blocked_table,
     deadlines_table,
     latency_summary,
     mser5,
     requests_table,
+    resources_table,
     step_summary,
     steps_table,
 )
@@ -52,6 +54,7 @@ class RunResult:
     deadlines: pd.DataFrame
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
+    blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         return latency_summary(self.requests, tuple(by))
@@ -84,6 +87,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     req_rows: list[tuple] = []
     step_rows: list[tuple] = []
     deadline_rows: list[tuple] = []
+    blocked_rows: list[tuple] = []
     resources: list[dict[str, Any]] = []
     accounting: list[dict[str, Any]] = []
     reps = range(replications)
@@ -102,6 +106,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         req_rows.extend(r.rec.requests)
         step_rows.extend(r.rec.steps)
         deadline_rows.extend(r.rec.deadlines)
+        blocked_rows.extend(r.blocked(end, ran_dry=r.env.peek() == math.inf))
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
         accounting.append({"rep": rep, "started": r.started, "finished": len(r.rec.requests),
@@ -112,8 +117,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
-                     requests, steps_table(step_rows), pd.DataFrame(resources),
-                     deadlines_table(deadline_rows), pd.DataFrame(accounting))
+                     requests, steps_table(step_rows), resources_table(resources),
+                     deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows))
 
 
 @contextmanager

@@ -121,7 +121,40 @@ class Reply:
     guard: Guard
 
 
-Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply
+@dataclass(frozen=True)
+class Branch:
+    p: float
+    body: tuple[Step, ...]  # may be empty: the branch does nothing
+
+
+@dataclass(frozen=True)
+class Choose:
+    """Take one branch, each with its probability (an OR-fork)."""
+
+    guard: Guard
+    branches: tuple[Branch, ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Run the steps ``count`` times one after another (a count distribution: Const or Geometric)."""
+
+    guard: Guard
+    count: Distribution
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Fork:
+    """Run different branches at once and go on when ``join`` of them have finished (an
+    AND-fork with an AND- or quorum join); the others finish in the background."""
+
+    guard: Guard
+    branches: tuple[tuple[Step, ...], ...]
+    join: int
+
+
+Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Choose | Repeat | Fork
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Reading request classes: YAML step lists into ``spec`` step trees.
 
 Each step is a mapping with exactly one action (``cpu``, ``delay``, ``hold``, ``call``,
-``send``, ``parallel``, ``steps``) plus optional modifiers (``name``, ``when``/``unless``
+``send``, ``parallel``, ``steps``; ``choose``, ``repeat``, ``all`` are read by ``branchparse``)
+plus optional modifiers (``name``, ``when``/``unless``
 a flag, ``deadline``, ``on_miss``). Flags are resolved here: a step whose condition is
 false is left out of the spec entirely, so it costs nothing at run time.
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from simstack.branchparse import read_all, read_calls, read_choose, read_repeat
 from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
@@ -33,9 +35,11 @@ from simstack.spec import (
 from simstack.syncparse import check_replies, read_acquire, read_reply
 from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
-ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "acquire", "release", "reply")
+ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "repeat", "all",
+           "acquire", "release", "reply")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
-_EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps")}
+_EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps"), "repeat": ("steps",),
+          "all": ("join",)}
 
 
 class StepReader:
@@ -84,7 +88,7 @@ class StepReader:
             raise ModelError(f"a step must be a mapping with one of {', '.join(ACTIONS)}, got {raw!r}",
                              path=path)
         actions = [a for a in ACTIONS if a in raw]
-        if "hold" in actions or "parallel" in actions:
+        if "hold" in actions or "parallel" in actions or "repeat" in actions:
             actions = [a for a in actions if a != "steps"]
         if not actions:
             keys = ", ".join(map(str, raw)) or "nothing"
@@ -96,6 +100,8 @@ class StepReader:
         if not self._active(raw, path):
             return None
         guard = self._guard(raw, action, path)
+        if action == "call" and "calls" in raw:
+            return read_calls(self, raw, guard, path)
         reader = getattr(self, f"_{action}")
         step: Step = reader(raw, guard, path)
         return step
@@ -229,6 +235,10 @@ class StepReader:
 
     def _reply(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Step:
         return read_reply(self, raw, guard, path)
+
+    _choose = read_choose
+    _repeat = read_repeat
+    _all = read_all
 
     def _usable(self, role: str) -> str:
         """What ``role:`` may name: components of kinds that play the role, and for call and
