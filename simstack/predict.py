@@ -64,20 +64,26 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
             ev.start = warm.get(_key(point.columns, pred.columns), previous)
         searches = len(ev.searches)
         value = ev.value(name, point.selection)
-        row = {**point.columns, pred.value_column: value * pred.scale}
+        row = {**point.columns, pred.value_column: _written(value, metric, pred.scale)}
         if pred.interval is not None:
             values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection))
                                 for alt, alt_ev in alternatives]
-            row[pred.interval.low] = min(values) * pred.scale
-            row[pred.interval.high] = max(values) * pred.scale
+            row[pred.interval.low] = _written(min(values), metric, pred.scale)
+            row[pred.interval.high] = _written(max(values), metric, pred.scale)
         rows.append(row)
         if isinstance(metric, CapacityMetric):
             previous = int(value)
             if runs is not None and len(ev.searches) > searches:
                 search: CapacityResult = list(ev.searches.values())[searches]
-                runs.append({**point.columns, **search.summary(metric.conditions)})
+                runs.append({**{c: point.columns.get(c) for c in pred.columns},
+                             **search.summary(metric.conditions)})
     extra = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
     return pd.DataFrame(rows, columns=[*pred.columns, pred.value_column, *extra])
+
+
+def _written(value: float, metric: object, scale: float) -> float | int:
+    """A capacity is a whole number of the load parameter; other values are scaled."""
+    return int(value) if isinstance(metric, CapacityMetric) and scale == 1 else value * scale
 
 
 def _alternative_evaluators(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:

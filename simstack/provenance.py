@@ -2,7 +2,7 @@
 
 ``simstack predict`` writes ``<file>_meta.json`` beside each predictions CSV: SHA-256 hashes
 of the model file, of the parts of the study file that decide a prediction (defaults,
-metrics, predictions; not the prose or the report section), of the fitted parameter values
+metrics, predictions; not their ``doc`` prose, not the report section), of the fitted parameter values
 (not the calibration date), of the what-ifs and of the baselines, plus the seed, the
 simstack commit, the command and the date. ``inputs_sha256`` combines the hashes that decide
 the numbers; the model's tests compare it with the current files.
@@ -42,13 +42,22 @@ def input_hashes(study: Study, parameters: Mapping[str, Any]) -> dict[str, str |
                    if a.calibrated)
     return {
         "model": _sha((model_dir / "model.yaml").read_bytes()),
-        "study": _sha(_canonical({k: doc.get(k) for k in DECIDING_SECTIONS})),
+        "study": _sha(_canonical(_without_doc({k: doc.get(k) for k in DECIDING_SECTIONS}))),
         "calibration": _sha(_canonical(dict(parameters))),
         "alternatives": _sha(b"".join(p.name.encode() + p.read_bytes() for p in extra if p.is_file()))
         if extra else None,
         "whatifs": _sha(b"".join(p.name.encode() + p.read_bytes() for p in whatifs)) if whatifs else None,
         "data": _sha(study.baselines.read_bytes()) if study.baselines and study.baselines.is_file() else None,
     }
+
+
+def _without_doc(value: Any) -> Any:
+    """The prose (``doc`` keys) does not decide a number: editing it leaves the hash alone."""
+    if isinstance(value, Mapping):
+        return {k: _without_doc(v) for k, v in value.items() if k != "doc"}
+    if isinstance(value, list):
+        return [_without_doc(v) for v in value]
+    return value
 
 
 def inputs_fingerprint(study: Study, parameters: Mapping[str, Any]) -> str:
