@@ -50,6 +50,7 @@ class AxisValue:
     selection: RunSelection
     metric: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    written: Any = None  # the value as the axis lists it (what a point names)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
         metric = sel.pop("metric", None)
         overrides = mapping(sel.pop("columns")) if "columns" in sel else {}
         out.append(AxisValue({name: str(value)}, parse_selection(sel, where),
-                             None if metric is None else name_ref(metric), overrides))
+                             None if metric is None else name_ref(metric), overrides, str(value)))
     return out
 
 
@@ -114,7 +115,9 @@ def _list_axis(name: str, raw: Mapping[str, Any], path: str) -> list[AxisValue]:
                 raise ModelError(f"flag {flag!r} needs true or false, got {v!r}", path=f"{path}.values[{i}]")
             flags[flag] = v
         params = dict(zip(a["parameters"], row, strict=False))
-        out.append(AxisValue(dict(zip(cols, row, strict=True)), RunSelection(parameters=params, flags=flags)))
+        written = [str(v) for v in value] if isinstance(value, list) else str(value)
+        out.append(AxisValue(dict(zip(cols, row, strict=True)), RunSelection(parameters=params, flags=flags),
+                             written=written))
     return out
 
 
@@ -133,23 +136,14 @@ def pick(axes: Mapping[str, list[AxisValue]], raw: object, path: str) -> tuple[t
                              path=path)
         want = raw[axis]
         key = [str(w) for w in want] if isinstance(want, list) else str(want)
-        match = [v for v in values if _written(v, axis) == key]
+        match = [v for v in values if v.written == key]
         if not match:
             raise ModelError(f"{want!r} is not a value of axis {axis!r}; values: "
-                             f"{', '.join(str(_written(v, axis)) for v in values)}", path=f"{path}.{axis}")
+                             f"{', '.join(str(v.written) for v in values)}", path=f"{path}.{axis}")
         chosen.append(match[0])
     extra = {k: v for k, v in raw.items() if k not in axes}
     _only_selection(extra, path)
     return tuple(chosen), parse_selection(extra, path)
-
-
-def _written(value: AxisValue, axis: str) -> Any:
-    """An axis value as a point names it: the value for one column, a list for linked columns."""
-    cols = list(value.columns.values())
-    if axis in value.columns:
-        return str(value.columns[axis])
-    first = cols[0]
-    return str(first) if all(c == first for c in cols) else [str(c) for c in cols]
 
 
 def _only_selection(extra: Mapping[str, Any], path: str) -> None:
