@@ -35,7 +35,7 @@ bench: $(STAMP)
 predictions: $(STAMP)
 	$(BIN)/simstack predict model=cms_conditions
 	$(BIN)/python models/tango/predict.py
-	$(BIN)/python experiments/slac_bsa_capacity.py predict
+	$(BIN)/simstack predict model=slac_bsa --jobs 2
 
 # A wheel with the configs and bundled models, for machines without this repository.
 wheel: $(STAMP)
