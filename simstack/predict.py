@@ -7,7 +7,8 @@ at every point and the value column, optionally an interval over alternative rea
 provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_runs.csv``
 (the runs that decided each row). A capacity search starts from the committed row's value
 when there is one, else from the previous point's answer: only the cost depends on it,
-since every answer is proven (c holds, c + 1 does not).
+since every answer is proven (c holds, c + 1 does not). With ``--jobs N`` the capacity
+searches of different points run side by side in N processes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from simstack.loader import read_yaml
 from simstack.metric_types import CapacityMetric, merge
 from simstack.metrics import Evaluator
 from simstack.paths import model_dir_of
-from simstack.prediction_grid import PredictionSpec
+from simstack.prediction_grid import GridPoint, PredictionSpec
 from simstack.provenance import provenance, write_meta
 from simstack.study import Study, load_study
 
@@ -47,38 +49,92 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
             progress: bool = False, jobs: int | None = None,
             runs: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """Evaluate the prediction metric at every grid point that ``keep`` accepts. ``runs``, if
-    given, receives one row per capacity search (the runs that decided it)."""
+    given, receives one row per capacity search (the runs that decided it). With ``jobs`` > 1
+    and a capacity metric, the points are searched side by side in worker processes, the
+    largest expected load first (see ``_in_parallel``)."""
     pred = _spec(study)
-    ev = Evaluator(study, jobs=jobs or pred.jobs)
-    alternatives = _alternative_evaluators(study, ev)
+    jobs = jobs or pred.jobs
     warm = _committed(study)
     points = [p for p in pred.points if keep is None or keep(p.columns)]
-    rows: list[dict[str, Any]] = []
+    capacity = all(isinstance(study.metrics[p.metric or pred.metric], CapacityMetric) for p in points)
+    if jobs > 1 and capacity and len(points) > 1:
+        done = _in_parallel(study, points, warm, jobs, progress)
+    else:
+        done = _in_sequence(study, points, warm, progress)
+    if runs is not None:
+        runs.extend(r for _, r in done if r is not None)
+    extra = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
+    return pd.DataFrame([row for row, _ in done], columns=[*pred.columns, pred.value_column, *extra])
+
+
+Done = tuple[dict[str, Any], dict[str, Any] | None]  # the row, and the search that decided it
+
+
+def _in_sequence(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int],
+                 progress: bool) -> list[Done]:
+    """One evaluator for all points (runs shared between points); a capacity search starts
+    from the committed row, else from the previous point's answer."""
+    pred = _spec(study)
+    ev = Evaluator(study)
+    alternatives = _alternative_evaluators(study, ev)
+    done: list[Done] = []
     previous: int | None = None
     bar = tqdm(points, desc=f"predicting {study.model}", unit="point", disable=not progress)
     for point in bar:
         ev.on_progress = (lambda text, p=point: bar.set_postfix_str(f"{p.label()}: {text}")) if progress else None
-        name = point.metric or pred.metric
-        metric = study.metrics[name]
-        if isinstance(metric, CapacityMetric):
-            ev.start = warm.get(_key(point.columns, pred.columns), previous)
-        searches = len(ev.searches)
-        value = ev.value(name, point.selection)
-        row = {**point.columns, pred.value_column: _written(value, metric, pred.scale)}
-        if pred.interval is not None:
-            values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection))
-                                for alt, alt_ev in alternatives]
-            row[pred.interval.low] = _written(min(values), metric, pred.scale)
-            row[pred.interval.high] = _written(max(values), metric, pred.scale)
-        rows.append(row)
-        if isinstance(metric, CapacityMetric):
-            previous = int(value)
-            if runs is not None and len(ev.searches) > searches:
-                search: CapacityResult = list(ev.searches.values())[searches]
-                runs.append({**{c: point.columns.get(c) for c in pred.columns},
-                             **search.summary(metric.conditions)})
-    extra = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
-    return pd.DataFrame(rows, columns=[*pred.columns, pred.value_column, *extra])
+        ev.start = warm.get(_key(point.columns, pred.columns), previous)
+        done.append(_evaluate(study, ev, alternatives, point))
+        if done[-1][1] is not None:
+            previous = int(done[-1][1]["capacity"])
+    return done
+
+
+def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluator]], point: GridPoint) -> Done:
+    pred = _spec(study)
+    name = point.metric or pred.metric
+    metric = study.metrics[name]
+    searches = len(ev.searches)
+    value = ev.value(name, point.selection)
+    row = {**point.columns, pred.value_column: _written(value, metric, pred.scale)}
+    if pred.interval is not None:
+        values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection)) for alt, alt_ev in alternatives]
+        row[pred.interval.low] = _written(min(values), metric, pred.scale)
+        row[pred.interval.high] = _written(max(values), metric, pred.scale)
+    search = None
+    if isinstance(metric, CapacityMetric) and len(ev.searches) > searches:
+        found: CapacityResult = list(ev.searches.values())[searches]
+        search = {**{c: point.columns.get(c) for c in pred.columns}, **found.summary(metric.conditions)}
+    return row, search
+
+
+def _point_elsewhere(study: Study, parameters: Mapping[str, Any], index: int, start: int | None) -> Done:
+    """One grid point in a worker process, with its own evaluator (one process per search)."""
+    ev = Evaluator(study, parameters)
+    ev.start = start
+    return _evaluate(study, ev, _alternative_evaluators(study, ev), _spec(study).points[index])
+
+
+def _in_parallel(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int], jobs: int,
+                 progress: bool) -> list[Done]:
+    """Capacity searches side by side, ``jobs`` processes (``concurrent.futures``). Each starts
+    from its committed row (no previous point to start from); the points with the largest
+    committed answers, the longest runs, go first so that no long search starts last."""
+    pred = _spec(study)
+    base = Evaluator(study).base_parameters
+    index = {id(p): i for i, p in enumerate(pred.points)}
+    starts = [warm.get(_key(p.columns, pred.columns)) for p in points]
+    order = sorted(range(len(points)), key=lambda i: -(starts[i] or 0))
+    done: dict[int, Done] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool, \
+            tqdm(total=len(points), desc=f"predicting {study.model} ({jobs} jobs)", unit="point",
+                 disable=not progress) as bar:
+        futures = {pool.submit(_point_elsewhere, study, base, index[id(points[i])], starts[i]): i for i in order}
+        for future in as_completed(futures):
+            i = futures[future]
+            done[i] = future.result()
+            bar.set_postfix_str(f"done: {points[i].label()}")
+            bar.update(1)
+    return [done[i] for i in range(len(points))]
 
 
 def _written(value: float, metric: object, scale: float) -> float | int:

@@ -126,3 +126,25 @@ def test_capacity_holds_at_c_and_fails_at_c_plus_one_in_one_or_two_processes(clo
     assert below <= 1.5 < above
     two = Evaluator(study, parameters={"service": 0.5}, jobs=2)
     assert int(two.value("cap")) == cap  # the same runs side by side: the same answer
+
+
+def test_predictions_of_capacity_are_the_same_in_one_or_several_processes(closed_study: Path) -> None:
+    from simstack.metrics import write_yaml
+    from simstack.predict import predict
+
+    text = (closed_study / "checks.yaml").read_text()
+    (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (
+        "predictions:\n  metric: cap\n  value_column: clients\n"
+        "  axes: {think: {values: [2s, 4s, 8s], parameters: think}}\n"))
+    model = (closed_study / "model.yaml").read_text().replace("think: exp(4s)", "think: exp($think)")
+    (closed_study / "model.yaml").write_text(model.replace("  clients: {value: 1}", "  clients: {value: 1}\n"
+                                                                                     "  think: {value: 4s}"))
+    write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
+    study = load_study(closed_study)
+    runs: list[dict[str, Any]] = []
+    one = predict(study, jobs=1, runs=runs)
+    several = predict(study, jobs=3)
+    assert one.equals(several) and list(one.columns) == ["think", "clients"]
+    caps = one["clients"].tolist()
+    assert caps == sorted(caps) and caps[0] < caps[-1]  # longer think times, more clients
+    assert [r["capacity"] for r in runs] == caps and all(r["sojourn_above"] > 1.5 for r in runs)
