@@ -17,6 +17,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from simstack.capacity import CapacityResult
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.loader import read_yaml
-from simstack.metric_types import CapacityMetric, merge
+from simstack.metric_types import CapacityMetric, RunSelection, merge
 from simstack.metrics import Evaluator
 from simstack.paths import model_dir_of
 from simstack.prediction_grid import GridPoint, PredictionSpec
@@ -47,35 +48,39 @@ def grid(study: Study) -> list[dict[str, Any]]:
 
 def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
             progress: bool = False, jobs: int | None = None,
-            runs: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+            runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None) -> pd.DataFrame:
     """Evaluate the prediction metric at every grid point that ``keep`` accepts. ``runs``, if
     given, receives one row per capacity search (the runs that decided it). With ``jobs`` > 1
     and a capacity metric, the points are searched side by side in worker processes, the
-    largest expected load first (see ``_in_parallel``)."""
+    largest expected load first (see ``_in_parallel``). ``extra`` goes on top of every point
+    (a what-if of a few rows)."""
     pred = _spec(study)
     jobs = jobs or pred.jobs
     warm = _committed(study)
     points = [p for p in pred.points if keep is None or keep(p.columns)]
+    if extra is not None:
+        points = [replace(p, selection=merge(p.selection, extra)) for p in points]
     capacity = all(isinstance(study.metrics[p.metric or pred.metric], CapacityMetric) for p in points)
     if jobs > 1 and capacity and len(points) > 1:
         done = _in_parallel(study, points, warm, jobs, progress)
     else:
-        done = _in_sequence(study, points, warm, progress)
+        done = _in_sequence(study, points, warm, progress, jobs)
     if runs is not None:
         runs.extend(r for _, r in done if r is not None)
-    extra = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
-    return pd.DataFrame([row for row, _ in done], columns=[*pred.columns, pred.value_column, *extra])
+    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
+    return pd.DataFrame([row for row, _ in done], columns=[*pred.columns, pred.value_column, *bounds])
 
 
 Done = tuple[dict[str, Any], dict[str, Any] | None]  # the row, and the search that decided it
 
 
 def _in_sequence(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int],
-                 progress: bool) -> list[Done]:
+                 progress: bool, jobs: int = 1) -> list[Done]:
     """One evaluator for all points (runs shared between points); a capacity search starts
-    from the committed row, else from the previous point's answer."""
+    from the committed row, else from the previous point's answer, and proves its answer
+    with ``jobs`` processes."""
     pred = _spec(study)
-    ev = Evaluator(study)
+    ev = Evaluator(study, jobs=jobs)
     alternatives = _alternative_evaluators(study, ev)
     done: list[Done] = []
     previous: int | None = None
@@ -107,11 +112,11 @@ def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluat
     return row, search
 
 
-def _point_elsewhere(study: Study, parameters: Mapping[str, Any], index: int, start: int | None) -> Done:
+def _point_elsewhere(study: Study, parameters: Mapping[str, Any], point: GridPoint, start: int | None) -> Done:
     """One grid point in a worker process, with its own evaluator (one process per search)."""
     ev = Evaluator(study, parameters)
     ev.start = start
-    return _evaluate(study, ev, _alternative_evaluators(study, ev), _spec(study).points[index])
+    return _evaluate(study, ev, _alternative_evaluators(study, ev), point)
 
 
 def _in_parallel(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int], jobs: int,
@@ -121,14 +126,13 @@ def _in_parallel(study: Study, points: list[GridPoint], warm: Mapping[tuple[str,
     committed answers, the longest runs, go first so that no long search starts last."""
     pred = _spec(study)
     base = Evaluator(study).base_parameters
-    index = {id(p): i for i, p in enumerate(pred.points)}
     starts = [warm.get(_key(p.columns, pred.columns)) for p in points]
     order = sorted(range(len(points)), key=lambda i: -(starts[i] or 0))
     done: dict[int, Done] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool, \
             tqdm(total=len(points), desc=f"predicting {study.model} ({jobs} jobs)", unit="point",
                  disable=not progress) as bar:
-        futures = {pool.submit(_point_elsewhere, study, base, index[id(points[i])], starts[i]): i for i in order}
+        futures = {pool.submit(_point_elsewhere, study, base, points[i], starts[i]): i for i in order}
         for future in as_completed(futures):
             i = futures[future]
             done[i] = future.result()
@@ -198,12 +202,39 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """The points whose columns have the given values (``+where.cores=32``): one capacity
+    search or a few rows, printed without touching the committed file."""
+    pred = _spec(study)
+    unknown = [k for k in where if k not in pred.columns]
+    if unknown:
+        raise ConfigError(f"where.{unknown[0]}: not a column of {pred.file}; columns: {', '.join(pred.columns)}")
+    wanted = {k: str(v).lower() for k, v in where.items()}
+
+    def keep(columns: Mapping[str, Any]) -> bool:
+        return all(str(columns.get(k)).lower() == v for k, v in wanted.items())
+    if not any(keep(p.columns) for p in pred.points):
+        raise ConfigError(f"no point of {pred.file} has {', '.join(f'{k}={v}' for k, v in where.items())}")
+    return keep
+
+
 def run_predict(cfg: Any) -> None:
     study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
     jobs = cfg.sim.get("jobs")
+    where = dict(cfg.get("where") or {})
+    overrides = RunSelection(parameters=dict(cfg.get("parameters") or {}), flags=dict(cfg.get("flags") or {}))
+    if (overrides.parameters or overrides.flags) and not where:
+        raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
+                          "predictions hold the model's own values")
     runs: list[dict[str, Any]] = []
-    table = predict(study, progress=bool(cfg.sim.get("progress", True)),
-                    jobs=None if jobs is None else int(jobs), runs=runs)
+    table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
+                    jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)
+    print(table.to_string(index=False))
+    if where:
+        if runs:
+            print(pd.DataFrame(runs).to_string(index=False))
+        print("(a selection: the committed predictions are left as they are)")
+        return
     path = prediction_path(study)
     _write_csv(table, path)
     if runs:
@@ -212,5 +243,4 @@ def run_predict(cfg: Any) -> None:
     seed = int({**study.defaults}.get("seed", 1))
     write_meta(path, provenance(study, ev.base_parameters, seed, f"simstack predict model={study.model}",
                                 {"rows": len(table), "jobs": jobs or _spec(study).jobs}))
-    print(table.to_string(index=False))
     print(f"wrote {path}")

@@ -317,3 +317,23 @@ def test_jobs_option_becomes_a_setting() -> None:
 
     assert jobs_option(["task=predict", "model=x", "--jobs", "3"]) == ["task=predict", "model=x", "sim.jobs=3"]
     assert jobs_option(["--jobs=2", "model=x"]) == ["sim.jobs=2", "model=x"]
+
+
+def test_where_selects_points_and_names_bad_columns_or_values(study_dir: Path) -> None:
+    from simstack.errors import ConfigError
+    from simstack.predict import selected
+
+    study = load_study(study_dir)
+    keep = selected(study, {"load": "heavy"})
+    assert [p.columns["load"] for p in study.predictions.points if keep(p.columns)] == ["heavy"]  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match=r"where.lod: not a column of predictions.csv; columns: load"):
+        selected(study, {"lod": "heavy"})
+    with pytest.raises(ConfigError, match=r"no point of predictions.csv has load=medium"):
+        selected(study, {"load": "medium"})
+
+
+def test_overrides_apply_to_a_selection_only(study_dir: Path) -> None:
+    study = load_study(study_dir)
+    faster = predict(study, extra=RunSelection(parameters={"service": 0.25}))
+    plain = predict(study)
+    assert (faster["predicted_sojourn_s"] < plain["predicted_sojourn_s"]).all()
