@@ -37,6 +37,11 @@ predictions: $(STAMP)
 	$(BIN)/python models/tango/predict.py
 	$(BIN)/simstack predict model=slac_bsa --jobs 2
 
+# Every model's report, reports/<model>.html (about 8 minutes in all: docs/studies.md, Reports).
+.PHONY: reports
+reports: $(STAMP)
+	for m in pipeline cms_conditions gsi_fair slac_bsa tango; do $(BIN)/simstack report model=$$m || exit 1; done
+
 # A wheel with the configs and bundled models, for machines without this repository.
 wheel: $(STAMP)
 	$(BIN)/python -m build --wheel --no-isolation

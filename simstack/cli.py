@@ -34,7 +34,7 @@ from simstack.units import parse_time
 from simstack.whatif import WhatIf, load_whatif
 
 CONFIG_DIR = str(config_dir())
-TASKS = ("run", "check", "calibrate", "predict", "solve")
+TASKS = ("run", "check", "calibrate", "predict", "solve", "report")
 
 
 def plain(node: Any, where: str) -> Any:
@@ -99,10 +99,15 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     result.summary().to_csv(out_dir / "summary.csv", index=False)
     result.resources.to_csv(out_dir / "resources.csv", index=False)
     result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
+    if not result.memory_peaks.empty:  # the model takes memory (simstack.memory)
+        result.memory_peaks.to_csv(out_dir / "memory_peaks.csv", index=False)
     if tables:
         result.requests.to_parquet(out_dir / "requests.parquet", index=False, compression="zstd")
         if not result.steps.empty:
             result.steps.to_parquet(out_dir / "steps.parquet", index=False, compression="zstd")
+        for name, frame in (("memory", result.memory), ("store_load", result.store_load)):
+            if not frame.empty:
+                frame.to_parquet(out_dir / f"{name}.parquet", index=False, compression="zstd")
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
             "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
             "wall_time_s": result.wall_time, "git_commit": git_commit(),
@@ -180,6 +185,9 @@ def app(cfg: DictConfig) -> None:
             from simstack.analysis.solve import print_solution, solve_model
             spec = _chosen_spec(cfg)[0]
             print_solution(spec, solve_model(spec))
+        elif cfg.task == "report":
+            from simstack.report.build import run_report
+            run_report(cfg)
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from simstack import replicas
+from simstack import lifecycle, replicas
 from simstack.branching import compile_flow, unrollable
 from simstack.callsites import shared_classes, site_of
 from simstack.components import lookup
@@ -130,6 +130,7 @@ class Replication:
         self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
+        self.memory: Any = None  # simstack.memory.MemoryState once a step takes memory
         for name, runtime in self.runtimes.items():
             if isinstance(runtime, QueueRuntime):
                 self._bind_queue(name, runtime)
@@ -186,6 +187,8 @@ class Replication:
 
     def _end(self, req: Request, on_end: K | None) -> None:
         self.in_system -= 1
+        if self.memory is not None:  # a process ends: its memory is freed
+            self.memory.end(req.id)
         self.rec.requests.append((self.rep, req.id, req.parent, req.cls, req.workload, req.item,
                                   req.warmup, req.start, self.env.now, not req.failed, req.reason))
         if on_end is not None:
@@ -233,6 +236,8 @@ class Replication:
         return runner
 
     def _compile_action(self, step: Step, scope: Scope) -> Any:
+        if isinstance(step, lifecycle.STEPS):  # memory, processes and files: simstack.lifecycle
+            return lifecycle.compile_step(self, step, scope)
         if isinstance(step, Hold | Call | Send):  # name[item]: one runner per replica, own streams
             members = replicas.group(step.target, self.spec.replicas)
             if members is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from simstack import replicas
+from simstack import lifegraph, replicas
 from simstack.components import lookup
 from simstack.components.threads import thread_scope
 from simstack.errors import ModelError
@@ -61,6 +61,7 @@ def build_graph(spec: ModelSpec) -> nx.DiGraph:
     for wl in spec.workloads.values():
         graph.add_node(node("workload", wl.name), type="workload")
         graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
+    lifegraph.check_backing(graph, spec)
     _check_sync_cycles(graph)
     _check_send_cycles(graph)
     _check_held_again(spec)
@@ -90,6 +91,8 @@ def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) 
     if isinstance(step, Hold | Call | Send):  # a name[item] step reaches every replica
         for target in replicas.group(step.target, spec.replicas) or [step.target]:
             _add_edge(graph, spec, source, step, target)
+    else:
+        lifegraph.add_edges(graph, spec, source, step)  # fork, read, checkpoint, restore
 
 
 def _add_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Hold | Call | Send, name: str) -> None:

@@ -34,7 +34,7 @@ from simstack.spec import (
     Workload,
 )
 from simstack.stepparse import StepReader, _located
-from simstack.units import non_negative, parse_count, parse_number, parse_rate, parse_time, positive
+from simstack.units import non_negative, parse_count, parse_number, parse_rate, parse_size, parse_time, positive
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
@@ -449,6 +449,8 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
         "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
         "discipline": Field(one_of("fifo", "ps", "priority", "hol"), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
+        "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
+        "memory_record": Field(one_of("processes", "host"), "processes", "memory table detail"),
         "doc": Field(text, ""),
     }
     out = {}
@@ -462,7 +464,7 @@ def _hosts(raw: object) -> dict[str, HostSpec]:
             raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
                              "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
-                             values["idle_spinner"])
+                             values["idle_spinner"], values["memory"], values["memory_record"])
     return out
 
 

@@ -16,9 +16,10 @@ from typing import Any, ClassVar, Protocol
 
 from simstack.errors import ModelError
 from simstack.schema import Field, name_ref, one_of, read_fields
-from simstack.units import parse_number
+from simstack.units import SIZE_UNITS, parse_number
 
-RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog")
+RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
+             "memory_peak", "end_time")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
 SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
 
@@ -130,9 +131,11 @@ class RunMetric(Metric):
     resource: str | None = None
     lineage: bool = False  # failure_rate: a request also fails when work it sent failed
     group: str | None = None  # failure_rate: the worst group (e.g. item = per PV) instead of overall
+    unit: str = "B"  # memory_peak: bytes are divided by this size unit (GB: gigabytes)
     keys: ClassVar[dict[str, Field]] = {
         "request": Field(name_ref, None), "step": Field(str, None), "stat": Field(one_of(*STATS), "mean"),
-        "resource": Field(name_ref, None), "lineage": Field(bool, False), "group": Field(one_of("item"), None)}
+        "resource": Field(name_ref, None), "lineage": Field(bool, False), "group": Field(one_of("item"), None),
+        "unit": Field(one_of(*SIZE_UNITS), "B")}
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
         return ev.statistic(self, merge(self.run, extra) if extra else self.run)
@@ -155,6 +158,10 @@ class _Pair(Metric):
     @property
     def refs(self) -> tuple[str, ...]:
         return (self.a, self.b)
+
+    @property
+    def type(self) -> str:
+        return "ratio" if isinstance(self, RatioMetric) else "difference"
 
 
 @metric_type("ratio")
@@ -194,6 +201,18 @@ class CapacityMetric(Metric):
     @property
     def refs(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.conditions)
+
+    type: ClassVar[str] = "capacity"
+
+    @property
+    def of(self) -> tuple[str, ...]:
+        """The conditions' metrics (the study file's older ``of:``)."""
+        return self.refs
+
+    @property
+    def below(self) -> tuple[float, ...]:
+        """The conditions' bounds (the study file's older ``below:``)."""
+        return tuple(bound for _, bound in self.conditions)
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
         return float(ev.capacity(self, merge(self.run, extra) if extra else self.run))

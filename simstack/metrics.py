@@ -26,7 +26,7 @@ from simstack.loader import load_model, read_yaml
 from simstack.metric_types import CapacityMetric, RunMetric, RunSelection, merge
 from simstack.simulate import RunResult, simulate
 from simstack.study import Study
-from simstack.units import parse_time
+from simstack.units import SIZE_UNITS, parse_time
 from simstack.whatif import load_whatif
 
 __all__ = ["Evaluator", "calibrated_parameters", "failure_by_item", "last_ok", "merge", "read_whatif", "resolve",
@@ -133,6 +133,8 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
         return float(failed.mean())
     if metric.type == "backlog":
         return float(result.accounting["in_system"].mean())
+    if metric.type == "memory_peak":
+        return _memory_peak(metric, result)
     ok = recorded[recorded["ok"]]
     window = _window(result)
     if metric.type == "count":
@@ -148,6 +150,8 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
                              f"{', '.join(result.resources['resource'].unique())}")
         return float(rows["utilisation"].mean())
     durations = ok["latency"].to_numpy()
+    if metric.type == "end_time":  # when the last (max) or a typical process got there
+        durations = ok["end"].to_numpy()
     if metric.step is not None:
         steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
         steps = steps[steps["step"] == metric.step]
@@ -158,6 +162,20 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
         span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
         durations = (span["end"] - span["start"]).to_numpy()
     return _stat(durations, metric.stat)
+
+
+def _memory_peak(metric: RunMetric, result: RunResult) -> float:
+    """A statistic over hosts of each host's peak memory use (mean over replications), in
+    ``metric.unit``; ``resource`` picks one host or every replica of a replicated one."""
+    peaks = result.memory_peaks
+    if metric.resource is not None:
+        host = peaks["host"]
+        peaks = peaks[(host == metric.resource) | host.str.startswith(f"{metric.resource}[")]
+        if peaks.empty:
+            raise ModelError(f"metric {metric.name!r}: no memory recorded on host {metric.resource!r}; "
+                             f"hosts with memory: {', '.join(result.memory_peaks['host'].unique()) or '(none)'}")
+    per_host = peaks.groupby("host")["peak_used"].mean().to_numpy(dtype=float)
+    return _stat(per_host, metric.stat) / SIZE_UNITS[metric.unit]
 
 
 def _failed(recorded: pd.DataFrame, requests: pd.DataFrame, lineage: bool) -> pd.Series:

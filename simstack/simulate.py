@@ -20,11 +20,13 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from simstack.components.fileserver import LOAD_COLUMNS, load_rows
 from simstack.components.meter import Meter
 from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
 from simstack.loader import load_model
+from simstack.memory import MEMORY_COLUMNS, PEAK_COLUMNS
 from simstack.results import (
     blocked_table,
     deadlines_table,
@@ -55,6 +57,9 @@ class RunResult:
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
+    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
+    memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
+    store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         return latency_summary(self.requests, tuple(by))
@@ -90,6 +95,9 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     blocked_rows: list[tuple] = []
     resources: list[dict[str, Any]] = []
     accounting: list[dict[str, Any]] = []
+    memory_rows: list[tuple] = []
+    peak_rows: list[tuple] = []
+    load: list[tuple] = []
     reps = range(replications)
     # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
     # cleared when done, so whatever is printed next starts on a clean line of its own.
@@ -106,6 +114,10 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         req_rows.extend(r.rec.requests)
         step_rows.extend(r.rec.steps)
         deadline_rows.extend(r.rec.deadlines)
+        if r.memory is not None:
+            memory_rows.extend(r.memory.rows)
+            peak_rows.extend(r.memory.peaks())
+        load.extend(load_rows(rep, r.runtimes))
         blocked_rows.extend(r.blocked(end, ran_dry=r.env.peek() == math.inf))
         for meter in _meters(r):
             resources.append({"rep": rep, **meter.summary(end).__dict__})
@@ -118,7 +130,10 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
                      requests, steps_table(step_rows), resources_table(resources),
-                     deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows))
+                     deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
+                     memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
+                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
+                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)))
 
 
 @contextmanager

@@ -24,6 +24,8 @@ class HostSpec:
     speed: float
     discipline: str  # fifo | ps | priority | hol
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
+    memory: float = float("inf")  # RAM in bytes (simstack.memory)
+    memory_record: str = "processes"  # processes | host: what the memory table records
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,64 @@ class Fork:
     join: int
 
 
-Step = Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Choose | Repeat | Fork
+@dataclass(frozen=True)
+class Alloc:
+    """New memory for the process: private, or a host-wide read-only segment shared by name."""
+
+    guard: Guard
+    bytes: Distribution
+    shared: str | None = None
+    host: str | None = None  # the process's host if it has none yet (may end in [item])
+
+
+@dataclass(frozen=True)
+class WriteMemory:
+    """The process writes ``fraction`` of its copy-on-write pages (optionally spread ``over``)."""
+
+    guard: Guard
+    fraction: float
+    over: float = 0.0
+    pieces: int = 1
+
+
+@dataclass(frozen=True)
+class ForkProcess:
+    """Child processes (request class ``request``) sharing the parent's pages copy-on-write."""
+
+    guard: Guard
+    request: str
+    count: int = 1
+    wait: bool = False
+    respawn: float = 0  # replacements forked as children end (the watchdog)
+
+
+@dataclass(frozen=True)
+class FileOp:
+    """Read a file through a store (file server, cache, swarm), or write one (checkpoint)."""
+
+    guard: Guard
+    store: str  # a component, or name[item]
+    file: str
+    bytes: Distribution | None = None
+    lookups: tuple[int, int | None] | None = None
+    write: bool = False
+    files: int = 1  # a set of files read as one (bytes in all; lookups for each)
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Read a checkpoint, then map its memory: ``shared`` of it as the host-wide image."""
+
+    guard: Guard
+    read: FileOp
+    memory: Distribution
+    shared: float = 0.0
+    host: str | None = None
+
+
+
+Step = (Cpu | Delay | Hold | Call | Send | Parallel | Sequence | Acquire | Release | Reply | Choose | Repeat | Fork
+        | Alloc | WriteMemory | ForkProcess | FileOp | Restore)
 
 
 @dataclass(frozen=True)

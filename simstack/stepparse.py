@@ -18,6 +18,7 @@ from simstack.branchparse import read_all, read_calls, read_choose, read_repeat
 from simstack.components import lookup
 from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
+from simstack.lifeparse import READERS as LIFECYCLE
 from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.spec import (
     Call,
@@ -36,7 +37,7 @@ from simstack.syncparse import check_replies, read_acquire, read_reply
 from simstack.units import non_negative, parse_count, parse_size, parse_time, positive
 
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "repeat", "all",
-           "acquire", "release", "reply")
+           "acquire", "release", "reply", "alloc", "write_memory", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 _EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps"), "repeat": ("steps",),
           "all": ("join",)}
@@ -102,6 +103,8 @@ class StepReader:
         guard = self._guard(raw, action, path)
         if action == "call" and "calls" in raw:
             return read_calls(self, raw, guard, path)
+        if action in LIFECYCLE:  # process lifecycle and file steps: simstack.lifeparse
+            return LIFECYCLE[action](self, raw, guard, path)
         reader = getattr(self, f"_{action}")
         step: Step = reader(raw, guard, path)
         return step

@@ -18,6 +18,7 @@ from simstack.errors import ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
 from simstack.prediction_grid import PredictionSpec, parse_predictions
+from simstack.report.section import report_field
 from simstack.schema import Field, name_ref, one_of, read_fields
 from simstack.units import parse_number
 
@@ -76,7 +77,8 @@ _mapping = mapping
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     fields = {"baselines": Field(str, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
               "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
-              "predictions": Field(_mapping, None), "doc": Field(str, "")}
+              "predictions": Field(_mapping, None), "doc": Field(str, ""),
+              "report": report_field()}
     top = read_fields(doc, fields, "")
     metrics = {n: parse_metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
     for m in metrics.values():
