@@ -226,6 +226,9 @@ def run_predict(cfg: Any) -> None:
     if (overrides.parameters or overrides.flags) and not where:
         raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
                           "predictions hold the model's own values")
+    seed = int({**study.defaults}.get("seed", 1))
+    # the provenance of the inputs as they were read, before hours of runs
+    meta = provenance(study, Evaluator(study).base_parameters, seed, f"simstack predict model={study.model}")
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
                     jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)
@@ -239,8 +242,5 @@ def run_predict(cfg: Any) -> None:
     _write_csv(table, path)
     if runs:
         _write_csv(pd.DataFrame(runs), path.with_name(_spec(study).runs_file or f"{path.stem}_runs.csv"))
-    ev = Evaluator(study)
-    seed = int({**study.defaults}.get("seed", 1))
-    write_meta(path, provenance(study, ev.base_parameters, seed, f"simstack predict model={study.model}",
-                                {"rows": len(table), "jobs": jobs or _spec(study).jobs}))
+    write_meta(path, {**meta, "rows": len(table), "jobs": jobs or _spec(study).jobs})
     print(f"wrote {path}")
