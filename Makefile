@@ -35,7 +35,7 @@ bench: $(STAMP)
 predictions: $(STAMP)
 	$(BIN)/simstack predict model=cms_conditions
 	$(BIN)/simstack predict model=tango jobs=2
-	$(BIN)/python experiments/slac_bsa_capacity.py predict
+	$(BIN)/simstack predict model=slac_bsa --jobs 2
 
 # Every model's report, reports/<model>.html (about 8 minutes in all: docs/studies.md, Reports).
 .PHONY: reports

@@ -19,7 +19,6 @@ import cProfile
 import io
 import os
 import pstats
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -77,20 +76,23 @@ def hog_cost(design: str, cores: int, n_pvs: int, threads: int, horizon: float) 
           f"same request end times: {same}")
 
 
-def _experiment() -> Any:
-    sys.path.insert(0, str(ROOT / "experiments"))
-    import slac_bsa_capacity
+def search(design: str, cores: int, threads: int, lock: bool) -> None:
+    """One capacity search of the library (``simstack predict``'s), from the low bound."""
+    from simstack.metrics import Evaluator
+    from simstack.study import load_study
 
-    return slac_bsa_capacity
-
-
-def search(exp: Any, point: Any) -> None:
+    study = load_study(MODEL.parent)
+    assert study.predictions is not None
+    (point,) = [p for p in study.predictions.points if (p.columns["design"], p.columns["cores"],
+                p.columns["callback_threads"], p.columns["global_lock"]) == (design, cores, threads, lock)]
+    ev = Evaluator(study, jobs=2)
     started = time.perf_counter()
-    result = exp.search_one(point)
+    capacity = int(ev.value("capacity", point.selection))
     wall = time.perf_counter() - started
-    tens = sum(o.horizon == exp.FULL_HORIZON for o in result.runs)
-    print(f"capacity search, {point.label()}: {wall:6.1f} s wall, capacity {result.capacity}, "
-          f"{len(result.runs)} runs ({tens} of 10 s) [target < 300 s: {'met' if wall < 300 else 'MISSED'}]")
+    (result,) = ev.searches.values()
+    full = sum(stage == "full" for _, stage in result.probes)
+    print(f"capacity search, {point.label()}: {wall:6.1f} s wall, capacity {capacity}, "
+          f"{len(result.probes)} runs ({full} of 10 s) [target < 300 s: {'met' if wall < 300 else 'MISSED'}]")
 
 
 def profile(design: str, horizon: float) -> None:
@@ -117,10 +119,9 @@ def main() -> None:
         run_64(design)
     hog_cost("prototype", 32, 200, 16, 1.0)
     if args.search:
-        exp = _experiment()
-        for point in (exp.Point("original", 1, 1, 0, True), exp.Point("prototype", 1, 1, 1, True),
-                      exp.Point("original", 32, 16, 0, False), exp.Point("prototype", 32, 4, 4, False)):
-            search(exp, point)
+        for design, cores, threads, lock in (("original", 1, 1, True), ("prototype", 1, 1, True),
+                                             ("original", 32, 16, False), ("prototype", 32, 4, False)):
+            search(design, cores, threads, lock)
     if args.profile:
         profile("prototype", 0.5)
 

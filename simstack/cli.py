@@ -203,6 +203,19 @@ def _fail(exc: SimstackError) -> None:
     sys.exit(2)
 
 
+def jobs_option(args: list[str]) -> list[str]:
+    """``--jobs N`` / ``--jobs=N`` as the override ``sim.jobs=N``."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] == "--jobs" and i + 1 < len(args):
+            out.append(f"sim.jobs={args[i + 1]}")
+            i += 2
+            continue
+        out.append(f"sim.jobs={args[i][7:]}" if args[i].startswith("--jobs=") else args[i])
+        i += 1
+    return out
+
+
 def main() -> None:
     """Console entry point: a leading task word becomes ``task=<word>``; overrides are
     checked before Hydra runs, so their errors read like simstack's own."""
@@ -219,6 +232,7 @@ def main() -> None:
         return kinds()
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
+    sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))

@@ -67,7 +67,7 @@ def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> Crosschec
     where = "crosscheck"
     top = read_fields(raw, {"metric": Field(name_ref), "scale": Field(parse_number, 1.0),
                             "write": Field(str, None), "cases": Field(_mapping), "doc": Field(str, "")}, where)
-    metric = metrics.get(top["metric"])
+    metric: Any = metrics.get(top["metric"])
     if metric is None:
         raise ModelError(f"unknown metric {top['metric']!r}; metrics: {', '.join(metrics)}", path=f"{where}.metric")
     if metric.type != "throughput" or metric.request is None or metric.step is not None:
@@ -102,7 +102,7 @@ def crosscheck(study: Study, spec: CrosscheckSpec, progress: bool = False) -> pd
     if study.predictions is None:
         raise ModelError("crosscheck points name the axes of a predictions section", file=str(study.path))
     axes = study.predictions.axes
-    metric = study.metrics[spec.metric]
+    metric: Any = study.metrics[spec.metric]
     base = calibrated_parameters(study.path.parent)
     curves = MvaCurves(study, metric.request or "", "")
     ev = Evaluator(study)

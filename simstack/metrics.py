@@ -1,7 +1,7 @@
 """Evaluating a study's metrics by running the model, with every run cached.
 
 A metric reads one statistic of one run (scenario + what-if + overrides + settings) or
-combines other metrics (ratio, difference, capacity by bisection). Runs are keyed by
+combines other metrics (ratio, difference, capacity: see ``simstack.capacity``). Runs are keyed by
 everything that defines them, so twenty metrics over four configurations cost four
 runs; all runs share the study's seed, so comparisons use common random numbers.
 Parameter precedence: model file < calibrated.yaml (or a calibration candidate) <
@@ -20,12 +20,17 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from simstack.capacity import CapacityResult, find_capacity, last_ok
 from simstack.errors import ModelError
 from simstack.loader import load_model, read_yaml
+from simstack.metric_types import CapacityMetric, RunMetric, RunSelection, merge
 from simstack.simulate import RunResult, simulate
-from simstack.study import MetricSpec, RunSelection, Study
+from simstack.study import Study
 from simstack.units import SIZE_UNITS, parse_time
 from simstack.whatif import load_whatif
+
+__all__ = ["Evaluator", "calibrated_parameters", "failure_by_item", "last_ok", "merge", "read_whatif", "resolve",
+           "write_yaml"]
 
 
 def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
@@ -61,54 +66,36 @@ def resolve(sel: RunSelection, base: Mapping[str, Any],
     return params, flags
 
 
-def last_ok(ok: Callable[[int], bool], good: int, bad: int) -> int:
-    """Bisection: the n in [good, bad) with ok(n) and not ok(n + 1), given ok(good), not ok(bad)."""
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
-
-
-def merge(base: RunSelection, top: RunSelection) -> RunSelection:
-    return RunSelection(top.scenario or base.scenario, top.whatif or base.whatif,
-                        {**base.parameters, **top.parameters}, {**base.flags, **top.flags},
-                        {**base.settings, **top.settings})
-
-
 class Evaluator:
+    """Computes metrics by name; owns the run cache. ``jobs`` > 1 lets a capacity search prove
+    its answer with runs side by side; ``start`` is where the next capacity search starts
+    (a neighbouring grid point's answer); ``on_progress`` hears what a search is running."""
+
     def __init__(self, study: Study, parameters: Mapping[str, Any] | None = None,
-                 on_run: Callable[[str], None] | None = None):
+                 on_run: Callable[[str], None] | None = None, jobs: int = 1):
         self.study = study
         self.model_dir = study.path.parent
         self.base_parameters = dict(calibrated_parameters(self.model_dir) if parameters is None else parameters)
         self.on_run = on_run
+        self.jobs = jobs
+        self.start: int | None = None
+        self.on_progress: Callable[[str], None] | None = None
         self.runs: dict[str, RunResult] = {}
+        self.searches: dict[str, CapacityResult] = {}
 
     def value(self, name: str, extra: RunSelection | None = None) -> float:
-        metric = self.study.metrics[name]
-        run = merge(metric.run, extra) if extra else metric.run
-        if metric.type == "ratio":
-            return self.value(metric.a, extra) / self.value(metric.b, extra)  # type: ignore[arg-type]
-        if metric.type == "difference":
-            return self.value(metric.a, extra) - self.value(metric.b, extra)  # type: ignore[arg-type]
-        if metric.type == "capacity":
-            return float(self._capacity(metric, run))
+        return self.study.metrics[name].value(self, extra)
+
+    def statistic(self, metric: RunMetric, run: RunSelection) -> float:
         return _statistic(metric, self.run(run, needs_steps=metric.step is not None))
 
-    def _capacity(self, metric: MetricSpec, run: RunSelection) -> int:
-        """Largest value of ``metric.parameter`` in [low, high] whose ``of`` stays <= below."""
-        def ok(n: int) -> bool:
-            at_n = merge(run, RunSelection(parameters={metric.parameter: n}))  # type: ignore[dict-item]
-            return all(self.value(of, at_n) <= below for of, below in zip(metric.of, metric.below, strict=True))
-        low, high = metric.low, metric.high
-        if not ok(low):
-            return low - 1
-        if ok(high):
-            return high
-        return last_ok(ok, low, high)
+    def capacity(self, metric: CapacityMetric, run: RunSelection) -> int:
+        """See ``simstack.capacity``; searches are cached by metric and selection."""
+        key = json.dumps([metric.name, run.scenario, run.whatif, sorted(run.parameters.items()),
+                          sorted(run.flags.items()), sorted(run.settings.items())], default=str)
+        if key not in self.searches:
+            self.searches[key] = find_capacity(self, metric, run, self.start, self.jobs, self.on_progress)
+        return self.searches[key].capacity
 
     def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
         params, flags = resolve(sel, self.base_parameters, self.model_dir)
@@ -129,7 +116,7 @@ class Evaluator:
         return self.runs[key]
 
 
-def _statistic(metric: MetricSpec, result: RunResult) -> float:
+def _statistic(metric: RunMetric, result: RunResult) -> float:
     req = result.requests
     recorded = req[~req["warmup"]]
     if metric.request is not None:
@@ -177,7 +164,7 @@ def _statistic(metric: MetricSpec, result: RunResult) -> float:
     return _stat(durations, metric.stat)
 
 
-def _memory_peak(metric: MetricSpec, result: RunResult) -> float:
+def _memory_peak(metric: RunMetric, result: RunResult) -> float:
     """A statistic over hosts of each host's peak memory use (mean over replications), in
     ``metric.unit``; ``resource`` picks one host or every replica of a replicated one."""
     peaks = result.memory_peaks

@@ -146,7 +146,7 @@ def target_series(model_dir: Path, targets: RowTargets, axes: Mapping[str, Mappi
         point = {a: str(v) for a, v in zip(targets.match, key[:len(targets.match)], strict=True)}
         sel = point_selection(point, axes, f"{where}.match")
         flags = {f: str(table.at[group.index[0], c]).lower() == "true" for f, c in targets.flags.items()}
-        sel = merge(merge(metric.run, sel), RunSelection(flags=flags))
+        sel = merge(merge(metric.run, sel), RunSelection(flags=flags))  # type: ignore[attr-defined]
         series.append(Series(sel, tuple(int(v) for v in population[group.index]), group.index.to_numpy(),
                              " | ".join(map(str, key))))
     return table, measured / targets.scale, series

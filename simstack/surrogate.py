@@ -74,7 +74,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         raise ModelError("surrogate: mva fits CSV rows: expected targets: {rows: FILE.csv, measured: ..., "
                          "metric: ..., match: [...], population: ...}", path=f"{where}.targets")
     rows = read_row_targets(c["targets"], metrics, axes, f"{where}.targets")
-    metric = metrics[rows.metric]
+    metric: Any = metrics[rows.metric]  # a run metric (checked below)
     if metric.type != "throughput" or metric.request is None or metric.step is not None:
         raise ModelError(f"surrogate: mva reads a request's throughput; metric {rows.metric!r} is "
                          f"{metric.type}" + (f" of step {metric.step!r}" if metric.step else ""),
@@ -223,7 +223,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     low = np.array([quantity(model.parameters[n].free[0]) for n in names])  # type: ignore[index]
     high = np.array([quantity(model.parameters[n].free[1]) for n in names])  # type: ignore[index]
     x0 = np.clip([quantity(model.parameters[n].value) for n in names], low, high)
-    metric = study.metrics[cal.rows.metric]
+    metric: Any = study.metrics[cal.rows.metric]
     table, measured, series = target_series(study.path.parent, cal.rows, study.predictions.axes, metric,
                                             "calibration.targets")
     curves = MvaCurves(study, metric.request or "", cal.rows.population)

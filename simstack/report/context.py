@@ -21,6 +21,7 @@ import pandas as pd
 
 from simstack.baselines import read_baselines, row_value, select_row
 from simstack.errors import DataError, ModelError
+from simstack.metric_types import CapacityMetric
 from simstack.metrics import Evaluator, merge
 from simstack.plaindata import check_csv_text
 from simstack.report.section import mapping
@@ -114,8 +115,7 @@ class Context:
 
     def _capacity_inside(self, name: str) -> bool:
         metric = self.study.metrics[name]
-        return metric.type == "capacity" or any(
-            self._capacity_inside(n) for n in (metric.a, metric.b) if n is not None)
+        return isinstance(metric, CapacityMetric) or any(self._capacity_inside(n) for n in metric.refs)
 
     def baseline(self, selector: Mapping[str, Any], where: str) -> float:
         if self.study.baselines is None:
