@@ -43,7 +43,8 @@ def predict(study: Study, keep: Callable[[Mapping[str, str]], bool] | None = Non
         selection = reduce(merge, (pred.axes[axis][value] for axis, value in point.items()), RunSelection())
         metric = next((pred.metric_choices[(a, v)] for a, v in point.items() if (a, v) in pred.metric_choices),
                       pred.metric)
-        rows.append({**point, pred.value_column: ev.value(metric, selection) * pred.scale})
+        rows.append({**point, pred.value_column: ev.value(metric, selection) * pred.scale,
+                     **{column: ev.value(m, selection) for column, m in pred.columns.items()}})
     return pd.DataFrame(rows)
 
 

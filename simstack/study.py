@@ -17,6 +17,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
 from simstack.schema import Field, name_ref, one_of, read_fields
+from simstack.studyext import SIDES, read_columns
 from simstack.units import SIZE_UNITS, parse_number
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
@@ -65,6 +66,7 @@ class CheckSpec:
     tolerance: float = 0.1
     less_than: str | None = None
     doc: str = ""
+    side: str = "both"  # both | at_least | at_most (simstack.studyext)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class PredictionSpec:
     value_column: str
     scale: float = 1.0  # e.g. 1000 to write milliseconds
     metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
+    columns: Mapping[str, str] = field(default_factory=dict, hash=False)  # further value columns: metric each
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
         where = f"checks[{i}]"
         values = read_fields(raw, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(_mapping, None),
                                    "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
-                                   "doc": Field(str, "")}, where)
+                                   "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both")}, where)
         for ref in (values["metric"], values["less_than"]):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=where)
@@ -205,7 +208,8 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     if top["predictions"] is not None:
         p = read_fields(top["predictions"], {"file": Field(str, "predictions.csv"), "axes": Field(_mapping),
                                              "metric": Field(name_ref), "value_column": Field(str),
-                                             "scale": Field(parse_number, 1.0), "doc": Field(str, "")},
+                                             "scale": Field(parse_number, 1.0), "doc": Field(str, ""),
+                                             "columns": Field(lambda v: v, None)},
                         "predictions")
         if p["metric"] not in metrics:
             raise ModelError(f"unknown metric {p['metric']!r}; metrics: {', '.join(metrics)}",
@@ -227,6 +231,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
                                          path=f"{where}.{value}.metric")
                     chosen[(axis, str(value))] = name
                 axes[axis][str(value)] = _selection(sel, f"{where}.{value}")
-        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen)
+        predictions = PredictionSpec(p["file"], axes, p["metric"], p["value_column"], p["scale"], chosen,
+                                     read_columns(p["columns"], metrics, p["value_column"]))
     baselines = model_dir / top["baselines"] if top["baselines"] else None
     return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions)
