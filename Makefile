@@ -36,6 +36,7 @@ predictions: $(STAMP)
 	$(BIN)/simstack predict model=cms_conditions
 	$(BIN)/python models/tango/predict.py
 	$(BIN)/python experiments/slac_bsa_capacity.py predict
+	$(BIN)/simstack predict model=lhcb_hlt
 
 # A wheel with the configs and bundled models, for machines without this repository.
 wheel: $(STAMP)
