@@ -38,6 +38,11 @@ predictions: $(STAMP)
 	$(BIN)/python experiments/slac_bsa_capacity.py predict
 	$(BIN)/simstack predict model=lhcb_hlt
 
+# Every model's report, reports/<model>.html (about 8 minutes in all: docs/studies.md, Reports).
+.PHONY: reports
+reports: $(STAMP)
+	for m in pipeline cms_conditions gsi_fair slac_bsa tango; do $(BIN)/simstack report model=$$m || exit 1; done
+
 # A wheel with the configs and bundled models, for machines without this repository.
 wheel: $(STAMP)
 	$(BIN)/python -m build --wheel --no-isolation

@@ -34,7 +34,7 @@ from simstack.units import parse_time
 from simstack.whatif import WhatIf, load_whatif
 
 CONFIG_DIR = str(config_dir())
-TASKS = ("run", "check", "calibrate", "predict", "solve")
+TASKS = ("run", "check", "calibrate", "predict", "solve", "report")
 
 
 def plain(node: Any, where: str) -> Any:
@@ -185,6 +185,9 @@ def app(cfg: DictConfig) -> None:
             from simstack.analysis.solve import print_solution, solve_model
             spec = _chosen_spec(cfg)[0]
             print_solution(spec, solve_model(spec))
+        elif cfg.task == "report":
+            from simstack.report.build import run_report
+            run_report(cfg)
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
+from simstack.report.section import report_field
 from simstack.schema import Field, name_ref, one_of, read_fields
 from simstack.studyext import SIDES, read_columns
 from simstack.units import SIZE_UNITS, parse_number
@@ -170,7 +171,8 @@ def _numbers(value: object) -> tuple[float, ...]:
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     fields = {"baselines": Field(str, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
               "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
-              "predictions": Field(_mapping, None), "doc": Field(str, "")}
+              "predictions": Field(_mapping, None), "doc": Field(str, ""),
+              "report": report_field()}
     top = read_fields(doc, fields, "")
     metrics = {n: _metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
     for m in metrics.values():

@@ -3,7 +3,6 @@ with its row of the table, and the pages render in headless Chromium without a c
 
 from __future__ import annotations
 
-import html
 import json
 import shutil
 import subprocess
@@ -164,40 +163,3 @@ def test_a_facility_style_page_renders_without_console_errors(tmp_path: Path) ->
     png = tmp_path / "facility.png"
     assert _screenshot(facility, png, height=800) == []
     assert png.stat().st_size > 20_000
-
-
-def test_the_gsi_fair_speedup_panel_colours_match_its_legend() -> None:
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "experiments" / "gsi_fair_iterations.py"
-    spec = importlib.util.spec_from_file_location("gsi_fair_iterations", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    trims = pd.DataFrame([{"config": c, "scenario": s, "stage": "total", "mean": 10.0 / (i + 1) + j}
-                          for i, c in enumerate(module.CONFIGS) for j, s in enumerate(("1.1", "1.3"))])
-    fig = module.fig_speedups(trims, {("iteration 1", "1.1"): 2.0})
-    bars = [t for t in fig.data if t.type == "bar"]
-    by_config: dict[str, set[str]] = {}
-    for bar in bars:
-        by_config.setdefault(bar.name, set()).add(bar.marker.color)
-    assert all(len(colours) == 1 for colours in by_config.values()), by_config  # both panels, one colour
-    assert len({next(iter(c)) for c in by_config.values()}) == len(module.CONFIGS)  # configurations told apart
-    assert html.escape("speedup over the baseline") in {a.text for a in fig.layout.annotations}
-
-
-def test_the_tango_report_renders_without_console_errors(tmp_path: Path) -> None:
-    """A real facility report, cheap to build: committed predictions and the stored what-if curves."""
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    out = tmp_path / "tango.html"
-    script = root / "experiments" / "tango_figures.py"
-    done = subprocess.run([sys.executable, str(script), "--reuse", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = out.read_text()
-    assert text.count("* plotly.js v") == 1 and text.count("Plotly.newPlot(") >= 8
-    png = tmp_path / "tango.png"
-    assert _screenshot(out, png, height=2000) == []
-    assert png.stat().st_size > 100_000

@@ -1,0 +1,167 @@
+"""What every figure builder reads from: the study, its cached runs, the report's short run
+settings, the model folder's CSV files, and confidence intervals across replications.
+
+Runs go through the study's ``Evaluator``, so two figures that need the same configuration
+share one simulation, and all use the study's seed (common random numbers between what-ifs).
+A metric's 95 % interval comes from its value in each replication alone (a run's tables cut
+to one replication), with Student-t across them: the same statistic the metric reports, not
+a second definition of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simstack.baselines import read_baselines, row_value, select_row
+from simstack.errors import DataError, ModelError
+from simstack.metrics import Evaluator, merge
+from simstack.plaindata import check_csv_text
+from simstack.report.section import mapping
+from simstack.results import t_interval
+from simstack.schema import Field, read_fields
+from simstack.simulate import RunResult
+from simstack.study import RunSelection, Study
+
+SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
+
+
+def selection(raw: object) -> RunSelection:
+    """A run selection as the study writes it: scenario, what-if, parameters, flags, settings."""
+    values = read_fields(raw or {}, {"scenario": Field(str, None), "whatif": Field(str, None),
+                                     "parameters": Field(mapping, {}), "flags": Field(mapping, {}),
+                                     "settings": Field(mapping, {})}, "")
+    return RunSelection(**values)
+
+
+def selections(raw: object) -> dict[str, RunSelection]:
+    """``{label: selection}``; a list of what-if names is short for ``{name: {whatif: name}}``."""
+    if isinstance(raw, list):
+        raw = {str(name): {"whatif": name} for name in raw}
+    out = {}
+    for label, sel in mapping(raw).items():
+        try:
+            out[str(label)] = selection(sel)
+        except ModelError as exc:
+            raise exc.at(path=str(label)) from None
+    if not out:
+        raise ModelError("expected at least one run")
+    return out
+
+
+def names(value: object) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) and v for v in items):
+        raise ModelError(f"expected a name or a list of names, got {value!r}")
+    return tuple(items)
+
+
+@dataclass
+class Context:
+    study: Study
+    settings: Mapping[str, Any]
+    on_run: Callable[[str], None] | None = None
+    evaluator: Evaluator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.evaluator = Evaluator(self.study, on_run=self.on_run)
+
+    @property
+    def model_dir(self) -> Path:
+        return self.study.path.parent
+
+    def chosen(self, sel: RunSelection | None = None) -> RunSelection:
+        """The report's run settings under a figure's own selection."""
+        return merge(RunSelection(settings=dict(self.settings)), sel or RunSelection())
+
+    def run(self, sel: RunSelection | None = None, steps: bool = False) -> RunResult:
+        return self.evaluator.run(self.chosen(sel), needs_steps=steps)
+
+    def metric(self, name: str, where: str) -> Any:
+        if name not in self.study.metrics:
+            raise ModelError(f"unknown metric {name!r}; metrics: {', '.join(self.study.metrics)}", path=where)
+        return self.study.metrics[name]
+
+    def value(self, name: str, sel: RunSelection | None = None) -> float:
+        return self.evaluator.value(name, self.chosen(sel))
+
+    def estimate(self, name: str, sel: RunSelection | None = None) -> tuple[float, float, float]:
+        """The metric's value and its 95 % CI across replications (NaN bounds with one, or for
+        a capacity, which is one search, not a mean)."""
+        mean = self.value(name, sel)
+        per_rep = self.per_replication(name, sel)
+        if per_rep.size < 2:
+            return mean, math.nan, math.nan
+        low, high = t_interval(per_rep)
+        return mean, low, high
+
+    def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
+        """The metric in each replication alone (empty for a capacity or a single replication)."""
+        reps = self.replications(sel)
+        if reps < 2 or self._capacity_inside(name):
+            return np.array([])
+        return np.array([_OneReplication(self.evaluator, r).value(name, self.chosen(sel)) for r in range(reps)])
+
+    def replications(self, sel: RunSelection | None = None) -> int:
+        chosen = self.chosen(sel)
+        return int({**self.study.defaults, **chosen.settings}.get("replications", 1))
+
+    def _capacity_inside(self, name: str) -> bool:
+        metric = self.study.metrics[name]
+        return metric.type == "capacity" or any(
+            self._capacity_inside(n) for n in (metric.a, metric.b) if n is not None)
+
+    def baseline(self, selector: Mapping[str, Any], where: str) -> float:
+        if self.study.baselines is None:
+            raise ModelError("measured points need a baselines file in the study", path=where)
+        row = select_row(read_baselines(self.study.baselines), {k: str(v) for k, v in selector.items()}, where)
+        return row_value(row, where)
+
+    def table(self, name: str, where: str) -> pd.DataFrame:
+        """A CSV of the model folder (predictions, data files), refused if it leaves the folder."""
+        path = (self.model_dir / name).resolve()
+        if self.model_dir.resolve() not in path.parents:
+            raise ModelError(f"file {name!r} must be inside the model folder", path=where)
+        if not path.is_file():
+            raise DataError(f"{self.study.path}: {where}: file {name!r} not found in {self.model_dir}")
+        check_csv_text(path.read_text(encoding="utf-8"), str(path))
+        return pd.read_csv(path)
+
+
+class _OneReplication(Evaluator):
+    """The parent evaluator's runs, each cut to one replication: a metric's per-replication value."""
+
+    def __init__(self, parent: Evaluator, rep: int):  # shares the parent's state and run cache
+        self.__dict__.update(parent.__dict__)
+        self._parent = parent
+        self._rep = rep
+
+    def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
+        return one_replication(self._parent.run(sel, needs_steps), self._rep)
+
+
+def one_replication(result: RunResult, rep: int) -> RunResult:
+    def cut(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["rep"] == rep] if "rep" in frame.columns else frame
+    return replace(result, replications=1, requests=cut(result.requests), steps=cut(result.steps),
+                   resources=cut(result.resources), deadlines=cut(result.deadlines),
+                   accounting=cut(result.accounting))
+
+
+def with_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95 % Student-t interval of per-replication values."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    low, high = t_interval(v)
+    return float(v.mean()), low, high
+
+
+__all__ = ["Context", "selection", "selections", "names", "with_ci", "one_replication", "SELECTION_KEYS"]

@@ -1,0 +1,55 @@
+"""Parity: every prediction against its measurement, on log-log axes, with the identity line
+and a relative band (``band: 0.15`` draws +-15 %). Points come from committed files:
+``predictions.csv`` joined with a data file of the model on their shared columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from simstack.errors import ModelError
+from simstack.report.context import Context
+from simstack.report.page import Part, Table
+from simstack.report.predictions import filtered, keys_of, measured_file
+from simstack.report.section import FigureSpec, mapping
+from simstack.schema import Field, name_ref, text
+from simstack.units import parse_number
+
+FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
+          "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),
+          "scale": Field(parse_number, 1.0), "unit": Field(text, "")}
+
+
+def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
+    o = fig_spec.options
+    pred = filtered(ctx.table(o["file"], f"{fig_spec.path}.file"), o["where"], f"{fig_spec.path}.where")
+    spec = o["measured_file"]
+    data = filtered(ctx.table(spec["file"], f"{fig_spec.path}.measured_file.file"), spec["where"],
+                    f"{fig_spec.path}.measured_file.where")
+    if o["value"] not in pred.columns or spec["value"] not in data.columns:
+        raise ModelError(f"unknown value column {o['value']!r} or {spec['value']!r}", path=fig_spec.path)
+    keys = [k for k in keys_of(pred, o["value"]) if k in data.columns]
+    both = pred.astype({k: str for k in keys}).merge(
+        data[[*keys, spec["value"]]].astype({k: str for k in keys}), on=keys)
+    if both.empty:
+        raise ModelError(f"no prediction matches a measured row (joined on {', '.join(keys)})", path=fig_spec.path)
+    x, y = both[spec["value"]] * o["scale"], both[o["value"]] * o["scale"]
+    hover = both[keys].agg(" ".join, axis=1)
+    fig = go.Figure(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", name="configurations", text=hover.tolist(),
+                               marker={"size": 5, "opacity": 0.6},
+                               hovertemplate="measured %{x:.4g}<br>model %{y:.4g}<br>%{text}<extra></extra>"))
+    lim = [float(min(x.min(), y.min())) * 0.8, float(max(x.max(), y.max())) * 1.25]
+    for factor, dash, name in ((1.0, "solid", "model = measured"), (1 + o["band"], "dot", f"+-{o['band']:.0%}"),
+                               (1 / (1 + o["band"]), "dot", None)):
+        fig.add_scatter(x=lim, y=[v * factor for v in lim], mode="lines", name=name, showlegend=name is not None,
+                        line={"color": "grey", "dash": dash, "width": 1}, hoverinfo="skip")
+    ratio = y / x
+    unit = f" ({o['unit']})" if o["unit"] else ""
+    fig.update_layout(title=fig_spec.title or f"{o['value']}: model against measured ({len(both)} rows)",
+                      xaxis={"type": "log", "title": {"text": f"measured{unit}"}},
+                      yaxis={"type": "log", "title": {"text": f"model{unit}"}})
+    summary = pd.DataFrame([{"rows": len(both), "median |relative error|": float(np.median(np.abs(ratio - 1))),
+                             f"share within {o['band']:.0%}": float((np.abs(ratio - 1) <= o["band"]).mean())}])
+    return [fig, Table(summary)]

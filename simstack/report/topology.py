@@ -1,0 +1,85 @@
+"""The topology drawn from the model's graph (``simstack.graph``): workloads drive request
+classes, which call, hold or send to components and other requests; components run on hosts.
+
+Columns left to right: workloads, request classes, components, hosts. Edges are coloured by
+relation (calls and holds are synchronous, sends and queue handlers are not); hovering a node
+shows its kind, cores or discipline. The graph is the validated one a run would use, for
+the scenario, what-if and parameters the figure names.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import pandas as pd
+import plotly.graph_objects as go
+
+from simstack.graph import build_graph
+from simstack.loader import load_model
+from simstack.metrics import resolve
+from simstack.report.context import Context, selection
+from simstack.report.page import Part, Table
+from simstack.report.section import FigureSpec
+from simstack.schema import Field
+from simstack.whatif import load_whatif
+
+FIELDS = {"run": Field(selection, None)}
+COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}
+NODE_COLOURS = {"workload": "#7f7f7f", "request": "#1f77b4", "component": "#2ca02c", "host": "#d62728"}
+EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "handles": "#e377c2",
+                "runs_on": "#bbbbbb", "drives": "#7f7f7f"}
+
+
+def graph_of(ctx: Context, fig_spec: FigureSpec) -> nx.DiGraph:
+    sel = ctx.chosen(fig_spec.options["run"])
+    params, flags = resolve(sel, ctx.evaluator.base_parameters, ctx.model_dir)
+    scenario = sel.scenario or (load_whatif(sel.whatif, ctx.model_dir).scenario if sel.whatif else None)
+    spec = load_model(ctx.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
+    return build_graph(spec)
+
+
+def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
+    """Each type in its column, nodes spread evenly, in the model file's order."""
+    pos = {}
+    for kind, col in COLUMNS.items():
+        members = [n for n, d in graph.nodes(data=True) if d.get("type") == kind]
+        for i, n in enumerate(members):
+            pos[n] = (float(col), -(i + 0.5) / max(1, len(members)))
+    return pos
+
+
+def _label(node: str, data: dict) -> str:
+    extra = {k: v for k, v in data.items() if k != "type" and v is not None}
+    return node + "".join(f"<br>{k}: {v}" for k, v in extra.items())
+
+
+def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
+    graph = graph_of(ctx, fig_spec)
+    pos = positions(graph)
+    fig = go.Figure()
+    for relation, colour in EDGE_COLOURS.items():
+        edges = [(u, v) for u, v, d in graph.edges(data=True) if d.get("relation") == relation]
+        if not edges:
+            continue
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for u, v in edges:
+            xs += [pos[u][0], pos[v][0], None]
+            ys += [pos[u][1], pos[v][1], None]
+        fig.add_scatter(x=xs, y=ys, mode="lines", name=relation, line={"color": colour, "width": 1.5},
+                        hoverinfo="skip", legendgroup=relation)
+        for u, v in edges:  # an arrow head at each target
+            fig.add_annotation(x=pos[v][0], y=pos[v][1], ax=pos[u][0], ay=pos[u][1], xref="x", yref="y",
+                               axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=1.2,
+                               arrowwidth=1, arrowcolor=colour, standoff=8, text="")
+    for kind, colour in NODE_COLOURS.items():
+        nodes = [(n, d) for n, d in graph.nodes(data=True) if d.get("type") == kind]
+        fig.add_scatter(x=[pos[n][0] for n, _ in nodes], y=[pos[n][1] for n, _ in nodes], mode="markers+text",
+                        name=f"{kind}s", marker={"size": 14, "color": colour}, textposition="top center",
+                        text=[n.split(":", 1)[1] for n, _ in nodes],
+                        hovertext=[_label(n, d) for n, d in nodes], hoverinfo="text")
+    fig.update_layout(title=fig_spec.title or f"Topology of {graph.graph.get('name')}",
+                      xaxis={"visible": False, "range": [-0.5, 3.5]}, yaxis={"visible": False},
+                      height=max(440, 60 * max(len([n for n in graph if n.startswith(k)]) for k in COLUMNS)))
+    edge_table = pd.DataFrame([{"from": u, "to": v, "relation": d.get("relation")}
+                               for u, v, d in graph.edges(data=True)])
+    return [fig, Table(edge_table)]
