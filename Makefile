@@ -36,6 +36,7 @@ predictions: $(STAMP)
 	$(BIN)/simstack predict model=cms_conditions
 	$(BIN)/simstack predict model=tango jobs=2
 	$(BIN)/simstack predict model=slac_bsa --jobs 2
+	$(BIN)/simstack predict model=lhcb_hlt
 
 # Every model's report, reports/<model>.html (about 8 minutes in all: docs/studies.md, Reports).
 .PHONY: reports

@@ -32,6 +32,7 @@ from simstack.metrics import Evaluator
 from simstack.paths import known_models, model_dir_of
 from simstack.plaindata import check_csv_text
 from simstack.study import RunSelection, Study, load_study
+from simstack.studyext import within
 
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
 ALPHA = 0.01
@@ -56,7 +57,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
             row = select_row(table, check.baseline, f"{study.path}: check {check.id}")
             measured = row_value(row, f"{study.path}: check {check.id}")
             error = (predicted - measured) / measured if measured else math.inf
-            passed = bool(abs(error) <= check.tolerance)
+            passed = within(error, check.tolerance, check.side)
             rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
                          "rel_error": error, "tolerance": check.tolerance, "passed": passed})
         else:

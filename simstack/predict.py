@@ -67,7 +67,8 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
     if runs is not None:
         runs.extend(r for _, r in done if r is not None)
     bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
-    return pd.DataFrame([row for row, _ in done], columns=[*pred.columns, pred.value_column, *bounds])
+    columns = [*pred.columns, pred.value_column, *pred.value_columns, *bounds]
+    return pd.DataFrame([row for row, _ in done], columns=columns)
 
 
 Done = tuple[dict[str, Any], dict[str, Any] | None]  # the row, and the search that decided it
@@ -99,7 +100,8 @@ def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluat
     metric = study.metrics[name]
     searches = len(ev.searches)
     value = ev.value(name, point.selection)
-    row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits)}
+    row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits),
+           **{column: ev.value(m, point.selection) for column, m in pred.value_columns.items()}}
     if pred.interval is not None:
         values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection)) for alt, alt_ev in alternatives]
         row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)

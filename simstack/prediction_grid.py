@@ -29,6 +29,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.metric_types import RunSelection, mapping, merge, parse_selection
 from simstack.schema import Field, name_ref, read_fields
+from simstack.studyext import read_columns
 from simstack.units import parse_number
 
 
@@ -205,6 +206,7 @@ class PredictionSpec:
     jobs: int = 1
     runs_file: str | None = None
     digits: int | None = None  # round the written values (None: as computed)
+    value_columns: Mapping[str, str] = field(default_factory=dict, hash=False)  # further value columns: metric each
     measured: Any = None  # simstack.rowcompare.MeasuredRows: the file against measured rows, in check
 
 
@@ -215,7 +217,7 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
                           "points": Field(list, None), "columns": Field(_names, None),
                           "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
                           "runs_file": Field(str, None), "doc": Field(str, ""),
-                          "digits": Field(int, None)}, "predictions")
+                          "digits": Field(int, None), "value_columns": Field(lambda v: v, None)}, "predictions")
 
     def known(name: str | None, where: str) -> None:
         if name is not None and name not in metrics:
@@ -245,7 +247,9 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
                              f"{', '.join(columns)}", path="predictions.columns")
     interval = None if p["interval"] is None else parse_interval(p["interval"], "predictions.interval")
     return PredictionSpec(p["file"], by_value, p["metric"], p["value_column"], p["scale"], chosen, points,
-                          columns, interval, p["jobs"], p["runs_file"], p["digits"])
+                          columns, interval, p["jobs"], p["runs_file"], p["digits"],
+                          value_columns=read_columns(p["value_columns"], metrics, p["value_column"],
+                                                     "predictions.value_columns"))
 
 
 def _positive(value: object) -> int:

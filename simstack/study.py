@@ -20,6 +20,7 @@ from simstack.metric_types import Metric, RunSelection, mapping, parse_metric, p
 from simstack.prediction_grid import PredictionSpec, parse_predictions
 from simstack.report.section import report_field
 from simstack.schema import Field, name_ref, one_of, read_fields
+from simstack.studyext import SIDES
 from simstack.units import parse_number
 
 __all__ = ["CalibrationSpec", "CheckSpec", "Metric", "MetricSpec", "PredictionSpec", "RunSelection", "Study",
@@ -36,6 +37,7 @@ class CheckSpec:
     tolerance: float = 0.1
     less_than: str | None = None
     doc: str = ""
+    side: str = "both"  # both | at_least | at_most (simstack.studyext)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
         where = f"checks[{i}]"
         values = read_fields(raw, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(_mapping, None),
                                    "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
-                                   "doc": Field(str, "")}, where)
+                                   "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both")}, where)
         for ref in (values["metric"], values["less_than"]):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=where)
