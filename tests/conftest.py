@@ -1,6 +1,5 @@
-"""Test-session setup: importable helpers and Hypothesis profiles.
+"""Test-session setup: Hypothesis profiles (test helpers live in ``simstack.testing``).
 
-``tests/`` is on ``sys.path`` so tests import ``theory`` and ``helpers`` directly.
 Hypothesis runs derandomised by default (the same examples on every run, so CI is
 reproducible); ``HYPOTHESIS_PROFILE=explore`` searches fresh random examples, more of them.
 """
@@ -8,14 +7,8 @@ reproducible); ``HYPOTHESIS_PROFILE=explore`` searches fresh random examples, mo
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-TESTS = Path(__file__).resolve().parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 settings.register_profile("ci", derandomize=True, print_blob=True, **_COMMON)

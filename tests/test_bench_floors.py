@@ -13,20 +13,15 @@ from __future__ import annotations
 import importlib.util
 import math
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import floors  # benchmarks/ (scripts, not shipped): on the test path through pyproject's pythonpath
+import peers
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-
-import floors  # noqa: E402
-import peers  # noqa: E402
-
+BENCH = Path(floors.__file__).resolve().parent
 N = 20_000
 SEEDS = (101, 102, 103, 104, 105)
 Z = 4.0  # half-width of the interval in standard errors (the benchmark's own flag)

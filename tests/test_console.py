@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from terminal import run_in_terminal, run_logged
 
 from simstack import simulate
 from simstack.console import format_table, number, print_summary, resource_table
 from simstack.loader import build_spec
+from simstack.testing.terminal import run_in_terminal, run_logged
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import compare, run
 
 from simstack.cli import print_summary
 from simstack.errors import ModelError
 from simstack.graph import build_graph
 from simstack.loader import build_spec
+from simstack.testing import compare, run
 
 # -- a request class reached from two CPU scopes draws independent numbers at each --------
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from theory import student_t_ci
 
 from simstack import simulate
+from simstack.analysis import student_t_ci
 from simstack.loader import build_spec
 
 MB = 10**6

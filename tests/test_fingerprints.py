@@ -2,14 +2,15 @@
 
 Engine changes (dispatch, record buffers, parallel replications) must not move a single bit
 of the results. A mismatch means either a bug or an intended change of the random streams or
-of a model file; in the latter case regenerate with ``python tests/fingerprints.py --update``
+of a model file; in the latter case regenerate with ``python -m simstack.testing.fingerprints --update``
 and say why in the commit.
 """
 
 from __future__ import annotations
 
 import pytest
-from fingerprints import compute, load
+
+from simstack.testing.fingerprints import compute, load
 
 KNOWN = load()
 
@@ -21,5 +22,5 @@ def test_model_fingerprint_unchanged(name: str) -> None:
 
 
 def test_every_model_has_a_fingerprint() -> None:
-    from fingerprints import _runs
+    from simstack.testing.fingerprints import _runs
     assert set(_runs()) == set(KNOWN)

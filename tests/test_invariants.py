@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import check_invariants, open_wl, run, server_station
 
 import simstack
 from simstack.loader import build_spec, read_yaml, resolve_model_path
+from simstack.testing import check_invariants, open_wl, run, server_station
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -230,8 +230,8 @@ def test_host_by_item_places_each_process_on_its_node() -> None:
 def test_study_metrics_read_memory_peaks_and_end_times() -> None:
     """memory_peak: a statistic over hosts of each host's peak (here 2 GB and 1 GB, in GB);
     end_time: a statistic of when requests ended (the last process ready at 3 s)."""
-    from simstack.metrics import _statistic
     from simstack.metric_types import RunMetric as MetricSpec
+    from simstack.metrics import _statistic
     from simstack.study import RunSelection
 
     doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}, "other": {"cores": 1}},

@@ -11,8 +11,9 @@ from __future__ import annotations
 import ciw
 import numpy as np
 import pytest
-from helpers import SEED_OFFSET, compare, rep_mean_latency, run, tandem_doc, welch
-from theory import jackson_tandem
+
+from simstack.analysis import jackson_tandem
+from simstack.testing import SEED_OFFSET, compare, rep_mean_latency, run, tandem_doc, welch
 
 LAM = 1.0
 MUS = (2.0, 1.5, 2.5)

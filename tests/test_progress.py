@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from terminal import run_in_terminal, run_logged
 
 from simstack.calibrate import calibrate, simulation_budget
 from simstack.study import load_study
+from simstack.testing.terminal import run_in_terminal, run_logged
 
 FIXTURE = Path(__file__).parent / "data" / "mm1_study"
 SUMMARY = re.compile(r"^mm1_study \(1 of 1\): 3 check\(s\), 2 out of tolerance, \d+\.\d s$", re.M)

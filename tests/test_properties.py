@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import check_invariants
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from simstack import ConfigError, ModelError, simulate
 from simstack.loader import build_spec
+from simstack.testing import check_invariants
 
 HORIZON = 0.2  # seconds; generated rates and durations keep a run to a few hundred events
 MAX_LEAVES = 40  # leaf steps per generated top-level request, sub-requests included

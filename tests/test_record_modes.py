@@ -15,7 +15,6 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import check_invariants, open_wl, server_station
 from test_invariants import CONTROL_ROOM, DATA_PATH
 
 from simstack import load_model, simulate
@@ -23,6 +22,7 @@ from simstack.errors import ConfigError
 from simstack.loader import build_spec
 from simstack.simulate import RunResult
 from simstack.streamstats import RESOLUTION, Stream
+from simstack.testing import check_invariants, open_wl, server_station
 
 KEY = ["request", "step", "component"]
 

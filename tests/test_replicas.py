@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check_invariants, compare, per_rep, recorded, rep_resource, run
-from theory import mm1
 
 from simstack import ModelError
+from simstack.analysis import mm1
 from simstack.graph import build_graph
 from simstack.loader import build_spec
+from simstack.testing import check_invariants, compare, per_rep, recorded, rep_resource, run
 
 N = 3
 LAM, MU = 0.6, 1.0

@@ -1,4 +1,4 @@
-"""Checks of the reference formulas in theory.py against independent values.
+"""Checks of the reference formulas in simstack.analysis against independent values.
 
 Independent here means textbook numbers, limiting cases, identities (Little's
 law, flow balance, work conservation) or a brute-force stationary solution of an
@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.integrate import solve_ivp, trapezoid
 from scipy.special import gammaln
-from theory import (
+
+from simstack.analysis import (
     erlang_b,
     erlang_c,
     jackson_tandem,

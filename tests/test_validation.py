@@ -12,19 +12,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import (
-    compare,
-    open_wl,
-    recorded,
-    rep_failed_share,
-    rep_mean_latency,
-    rep_resource,
-    rep_throughput,
-    run,
-    server_station,
-    tandem_doc,
-)
-from theory import (
+
+from simstack.analysis import (
     erlang_b,
     jackson_tandem,
     mg1_pk,
@@ -35,6 +24,18 @@ from theory import (
     mva_closed,
     priority_preemptive_mm1,
     threads_lock_chain,
+)
+from simstack.testing import (
+    compare,
+    open_wl,
+    recorded,
+    rep_failed_share,
+    rep_mean_latency,
+    rep_resource,
+    rep_throughput,
+    run,
+    server_station,
+    tandem_doc,
 )
 
 RATE_TOL = 0.005  # relative floor for throughputs and utilisations (their CIs are narrow)

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import compare, open_wl, rep_mean_latency, rep_resource, run, server_station
-from theory import mg1_pk
 
+from simstack.analysis import mg1_pk
 from simstack.branching import ForkRunner, RepeatRunner
 from simstack.distributions import parse_count_distribution
 from simstack.errors import ModelError
 from simstack.executor import FusedCpuRunner, Replication
 from simstack.loader import build_spec
+from simstack.testing import compare, open_wl, rep_mean_latency, rep_resource, run, server_station
 
 # -- probabilistic routing and feedback: an open Jackson network ------------------------
 

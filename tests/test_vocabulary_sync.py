@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, rep_throughput, run
 from scipy import stats
 
 from simstack.errors import ModelError
 from simstack.loader import build_spec
+from simstack.testing import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, rep_throughput, run
 
 
 def _ends(res: Any, request: str) -> list[float]:

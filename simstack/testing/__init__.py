@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from theory import student_t_ci
 
 from simstack import simulate
+from simstack.analysis import student_t_ci
 from simstack.loader import build_spec
 from simstack.simulate import RunResult
 

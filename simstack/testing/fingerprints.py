@@ -6,7 +6,7 @@ replications) but not what it computes: for the same seed the tables must stay b
 that file only on purpose, when a change is meant to alter the random streams or the model
 files::
 
-    python tests/fingerprints.py --update
+    python -m simstack.testing.fingerprints --update
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 from simstack import load_model, simulate
 from simstack.simulate import RunResult
 
-FILE = Path(__file__).parent / "data" / "fingerprints.json"
+FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "fingerprints.json"  # in a checkout
 
 
 def _runs() -> dict[str, Callable[[], RunResult]]:
