@@ -128,4 +128,5 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     has_ci = table["ci_low"].notna().any()
     fig.update_layout(title=fig_spec.title or f"Speedup against {x_name} (relative to {o['relative_to']})")
     style_axes(fig, o, x_name, f"speedup ({ratio})" + (", 95% CI" if has_ci else ""))
-    return [fig, Table(table)]
+    empty = [c for c in ("series", "ci_low", "ci_high") if c in table and (table[c].isna() | (table[c] == "")).all()]
+    return [fig, Table(table.drop(columns=empty))]
