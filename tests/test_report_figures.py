@@ -42,32 +42,39 @@ def _model(tmp_path: Path, name: str, report: dict, **extra: object) -> Path:
 SPEEDUP = {"type": "speedup", "metrics": ["trim_mean"], "axis": {"parameter": "consoles", "values": [4, 8, 16]},
            "relative_to": 4, "ideal": True, "series": {"model": {}, "cache": {"whatif": "settings_cache"}},
            "measured": [{"at": {"consoles": 16, "series": "cache"}, "baseline": {"quantity": "gain"}}]}
-SHORT = {"replications": 3, "horizon": "6s", "warmup": "1s"}
+SHORT = {"replications": 3, "horizon": "4s", "warmup": "1s"}
+
+
+@pytest.fixture(scope="module")
+def speedup_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    model = _model(tmp_path_factory.mktemp("speedup"), "pipeline", {"settings": SHORT, "figures": [SPEEDUP]},
+                   baselines="baselines.csv")
+    (model / "baselines.csv").write_text("quantity,value,unit\ngain,0.9,factor\n")
+    return model, build_report(model)[0]
 
 
 def _trim_means(model_dir: Path, consoles: int, cache: bool) -> tuple[np.ndarray, float]:
     spec = load_model(model_dir / "model.yaml", parameters={"consoles": consoles}, flags={"cache": cache})
-    req = simulate(spec, seed=1, replications=3, horizon=6.0, warmup=1.0).requests
+    req = simulate(spec, seed=1, replications=3, horizon=4.0, warmup=1.0).requests
     ok = req[~req["warmup"] & req["ok"] & (req["request"] == "trim")]
     return ok.groupby("rep")["latency"].mean().to_numpy(), float(ok["latency"].mean())
 
 
-def test_the_speedup_is_the_ratio_of_the_simulated_means_with_the_ci_of_the_ratios(tmp_path: Path) -> None:
-    model = _model(tmp_path, "pipeline", {"settings": SHORT, "figures": [SPEEDUP]}, baselines="baselines.csv")
-    (model / "baselines.csv").write_text("quantity,value,unit\ngain,0.9,factor\n")
-    text, _cost = build_report(model)
+def test_the_speedup_is_the_ratio_of_the_simulated_means_with_the_ci_of_the_ratios(speedup_page: tuple) -> None:
+    model, text = speedup_page
     traces = {t["name"]: t for t in plotted(text)[0]}
     for label, cache in (("model", False), ("cache", True)):
         line = traces[label]
         assert line["x"] == [4.0, 8.0, 16.0]
-        base_reps, base_mean = _trim_means(model, 4, cache)
-        for i, n in enumerate((4, 8, 16)):
-            reps, mean = _trim_means(model, n, cache)
+        runs = {n: _trim_means(model, n, cache) for n in (4, 8, 16)}
+        base_reps, base_mean = runs[4]
+        for i, (reps, mean) in enumerate(runs.values()):
             assert line["y"][i] == pytest.approx(base_mean / mean, rel=1e-9)
             low, high = t_interval(base_reps / reps)
             assert line["error_y"]["array"][i] == pytest.approx(high - base_mean / mean, rel=1e-6, abs=1e-12)
             assert line["error_y"]["arrayminus"][i] == pytest.approx(base_mean / mean - low, rel=1e-6, abs=1e-12)
         assert line["y"][0] == 1.0
+    assert traces["model"]["error_y"]["array"][2] > 0  # a real interval where the runs differ
     assert traces["ideal (linear)"]["y"] == [1.0, 2.0, 4.0]
     cross = traces["measured cache"]
     assert cross["x"] == [16.0] and cross["y"] == [0.9]
@@ -105,10 +112,15 @@ SCENARIOS = {"Scenario 1.1": "s1_1", "Scenario 1.2": "s1_2", "Scenario 1.3": "s1
 HIERARCHY = {"type": "hierarchy", "runs": {label: {"scenario": s} for label, s in SCENARIOS.items()}}
 
 
-def test_the_hierarchy_is_the_models_and_each_scenario_colours_what_it_recalculates(tmp_path: Path) -> None:
-    model = _model(tmp_path, "gsi_fair", {"figures": [HIERARCHY]})
-    text, cost = build_report(model)
-    assert cost["runs"] == 0
+@pytest.fixture(scope="module")
+def hierarchy_page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    text, cost = build_report(_model(tmp_path_factory.mktemp("hierarchy"), "gsi_fair", {"figures": [HIERARCHY]}))
+    assert cost["runs"] == 0  # drawn from the model, nothing simulated
+    return text
+
+
+def test_the_hierarchy_is_the_models_and_each_scenario_colours_what_it_recalculates(hierarchy_page: str) -> None:
+    text = hierarchy_page
     traces = plotted(text)[0]
     graph = generate_hierarchy(120, 4, 5, 4)  # ctx_devices, h_depth, h_fanout, params_per_device of model.yaml
     groups = {t["name"]: set(t["text"]) for t in traces if t["name"].startswith(("recalculated", "not"))}
@@ -161,7 +173,7 @@ def _bsa(prototype: bool) -> object:
     parameters = {**calibrated_parameters(MODELS / "slac_bsa"), **ORIGINAL, "n_pvs": 40}
     spec = load_model(MODELS / "slac_bsa" / "model.yaml", parameters=parameters,
                       flags={"prototype": prototype, "global_lock": True})
-    return simulate(spec, seed=1, replications=1, horizon=0.5, record_steps=True)
+    return simulate(spec, seed=1, replications=1, horizon=0.3, record_steps=True)
 
 
 def _match_spans(result: object) -> pd.DataFrame:
@@ -176,7 +188,7 @@ def _match_spans(result: object) -> pd.DataFrame:
 
 def test_failures_per_item_and_the_latency_boxes_are_the_simulated_ones(tmp_path: Path) -> None:
     by_item = PER_ITEM | {"boxes": "item", "runs": {"original, 40 PVs": BSA_RUNS["original, 40 PVs"]}}
-    model = _model(tmp_path, "slac_bsa", {"settings": {"replications": 1, "horizon": "0.5s"},
+    model = _model(tmp_path, "slac_bsa", {"settings": {"replications": 1, "horizon": "0.3s"},
                                           "figures": [PER_ITEM, by_item]})
     text, cost = build_report(model)
     assert cost["runs"] == 2  # the second figure reads the first one's runs
@@ -213,13 +225,9 @@ def test_a_per_item_figure_names_its_unknown_step(tmp_path: Path) -> None:
         build_report(model)
 
 
-def test_the_three_figures_render_without_console_errors(tmp_path: Path) -> None:
-    model = _model(tmp_path, "gsi_fair", {"figures": [HIERARCHY]})
-    text, _ = build_report(model)
-    speedup = _model(tmp_path, "pipeline", {"settings": {"replications": 2, "horizon": "3s", "warmup": "1s"},
-                                            "figures": [{k: v for k, v in SPEEDUP.items() if k != "measured"}]})
-    more, _ = build_report(speedup)
-    for name, page_text in (("hierarchy", text), ("speedup", more)):
+def test_the_speedup_and_hierarchy_pages_render_without_console_errors(speedup_page: tuple, hierarchy_page: str,
+                                                                       tmp_path: Path) -> None:
+    for name, page_text in (("speedup", speedup_page[1]), ("hierarchy", hierarchy_page)):
         page_file = tmp_path / f"{name}.html"
         page_file.write_text(page_text)
         png = tmp_path / f"{name}.png"
