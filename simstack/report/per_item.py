@@ -107,7 +107,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     fig.update_yaxes(title_text="failed / requests", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=latency, rangemode="tozero", row=2, col=1)
     fig.update_layout(title=fig_spec.title or f"Failures and latency of {o['request']} per item", height=760,
-                      boxmode="group")
+                      boxmode="group" if o["boxes"] == "item" else "overlay")
     wide = failures.pivot(index="item", columns="run", values="failure_fraction")
     wide = wide[[label for label in o["runs"] if label in wide.columns]].reset_index().rename_axis(columns=None)
     return [fig, Table(wide, "failure fraction per item"), Table(boxes, value_title("latency", o["unit"]))]
