@@ -86,12 +86,15 @@ def test_the_speedup_is_the_ratio_of_the_simulated_means_with_the_ci_of_the_rati
     ({"measure": "speed"}, "report.figures[0].measure: expected one of time, rate, got 'speed'"),
     ({"axis": {"name": "load", "values": {"light": {}, "heavy": {}}}, "relative_to": "light"},
      "report.figures[0].ideal: ideal needs a numeric axis"),
+    ({"measured": [{"at": {"series": "cache"}, "baseline": {"quantity": "gain"}}]},
+     "report.figures[0].measured: each measured point needs at: {consoles: ...}"),
 ])
 def test_a_speedup_that_cannot_be_drawn_is_refused_where_it_is_wrong(tmp_path: Path, change: dict,
                                                                      message: str) -> None:
     figure = {k: v for k, v in SPEEDUP.items() if k != "measured"} | change
     settings = {"replications": 1, "horizon": "2s", "warmup": "0.5s"}
-    model = _model(tmp_path, "pipeline", {"settings": settings, "figures": [figure]})
+    model = _model(tmp_path, "pipeline", {"settings": settings, "figures": [figure]}, baselines="baselines.csv")
+    (model / "baselines.csv").write_text("quantity,value,unit\ngain,0.9,factor\n")
     with pytest.raises(ModelError) as info:
         build_report(model)
     assert message in str(info.value)
@@ -215,6 +218,24 @@ def test_failures_per_item_and_the_latency_boxes_are_the_simulated_ones(tmp_path
     png = tmp_path / "per_item.png"
     assert _screenshot(page_file, png, height=2400) == []
     assert png.stat().st_size > 60_000
+
+
+def test_a_run_that_never_calls_the_hierarchy_is_refused(tmp_path: Path) -> None:
+    model = _model(tmp_path, "gsi_fair", {"figures": [HIERARCHY]})
+    doc = yaml.safe_load((model / "model.yaml").read_text())
+    doc["requests"]["lsa_calc_hierarchy"] = [{"call": "bss", "service": "1s"}]
+    (model / "model.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ModelError, match=r"report.figures\[0\].runs.Scenario 1.1: no step of this run calls "
+                                         r"hierarchy 'lsa_hier'"):
+        build_report(model)
+
+
+def test_a_per_item_figure_names_its_unknown_request(tmp_path: Path) -> None:
+    settings = {"replications": 1, "horizon": "2s", "warmup": "0.5s"}
+    model = _model(tmp_path, "pipeline", {"settings": settings, "figures": [{"type": "per_item", "request": "trimm"}]})
+    with pytest.raises(ModelError, match=r"report.figures\[0\].request: unknown request class 'trimm'; request "
+                                         r"classes: "):
+        build_report(model)
 
 
 def test_a_per_item_figure_names_its_unknown_step(tmp_path: Path) -> None:
