@@ -103,7 +103,7 @@ def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluat
     row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits),
            **{column: ev.value(m, point.selection) for column, m in pred.value_columns.items()}}
     if pred.interval is not None:
-        values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection)) for alt, alt_ev in alternatives]
+        values = [value] + [alt_ev.value(name, alt.over(point.selection)) for alt, alt_ev in alternatives]
         row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
         row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
     search = None

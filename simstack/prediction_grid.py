@@ -62,6 +62,11 @@ class Alternative:
     selection: RunSelection
     calibrated: str | None = None  # a file of fitted parameters beside the model, instead of calibrated.yaml
 
+    def over(self, base: RunSelection | None = None) -> RunSelection:
+        """This reading on top of ``base`` (a grid point's selection, or none for a calibration
+        target): its scenario, what-if, flags and parameters win. Predict and calibrate both use it."""
+        return merge(base or RunSelection(), self.selection)
+
 
 @dataclass(frozen=True)
 class Interval:
