@@ -15,7 +15,8 @@ comes in two forms:
 
 An optional ``interval`` lists *alternatives* (what-ifs, scenarios, parameters, each with
 its own fitted values if it has a ``calibrated`` file): the low and high columns are the
-envelope of the point value and every alternative's value at the same point.
+envelope of the point value and every accepted alternative's value at the same point
+(``simstack.acceptance``).
 """
 
 from __future__ import annotations
