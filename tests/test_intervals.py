@@ -236,3 +236,67 @@ def test_predict_prints_the_verdicts_and_records_them_in_the_meta(lin: Path) -> 
     assert rejected[0]["worst_residual"]["check"] == "lat_two"
     assert rejected[0]["worst_residual"]["rel_error"] == pytest.approx(0.2586, abs=1e-3)
     assert "acceptance" in meta["sha256"]
+
+
+# --- item 2: the parameter uncertainty of a fit ---------------------------------------------
+
+def test_without_uncertainty_the_calibrated_file_keeps_its_keys(lin: Path) -> None:
+    result = calibrate(load_study(lin), progress=False)
+    assert list(result) == ["parameters", "method", "seed", "evaluations", "residuals", "rows", "baselines", "date"]
+
+
+def test_the_profile_is_the_range_where_every_target_stays_within_tolerance(lin: Path) -> None:
+    from simstack.uncertainty import budget
+
+    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
+    study = load_study(lin)
+    result = calibrate(study, progress=False)
+    spread = result["uncertainty"]
+    # b = 3 held: |a - 2| / 2 <= 10 % gives [1.8, 2.2] (|a + 3 - 5| / 5 <= 20 % allows more)
+    assert spread["a"]["low"] == pytest.approx(1.8, abs=0.005) and spread["a"]["high"] == pytest.approx(2.2, abs=0.005)
+    # a = 2 held: |b - 3| / 5 <= 20 % gives [2, 4], cut at the declared bound 3.5
+    assert spread["b"]["low"] == pytest.approx(2.0, abs=0.005) and spread["b"]["high"] == 3.5
+    assert spread["a"]["low"] >= 1.8 - 1e-9 and spread["a"]["high"] <= 2.2 + 1e-9  # the acceptable end of the bracket
+    assert {s["method"] for s in spread.values()} == {"profile"}
+    assert 0 < result["uncertainty_simulations"] <= budget("profile", 2)
+    slower = calibrate(study, progress=False, alternative=chosen_alternatives(study, "slower")[0])
+    for name in ("a", "b"):  # a fit outside its tolerances has no acceptable range
+        assert slower["uncertainty"][name]["low"] == slower["uncertainty"][name]["high"] == slower["parameters"][name]
+
+
+def test_the_bootstrap_resamples_the_measured_repeats(lin: Path) -> None:
+    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: bootstrap\n  repeats: repeats.csv")
+    (lin / "repeats.csv").write_text("check,value,unit\nlat_one,1900,ms\nlat_one,2100,ms\n")
+    done = simstack("calibrate", f"model={lin}", cwd=lin.parent)
+    assert done.returncode == 0, done.stderr
+    assert "uncertainty (bootstrap): 2 more simulations" in done.stdout  # one per parameter: the Jacobian
+    fit = yaml.safe_load((lin / "calibrated.yaml").read_text())
+    # the resampled mean of two repeats is 1.9, 2.0 or 2.1 s (a quarter of the draws at each end):
+    # the linear model refits a = that mean exactly, and b = 5 - a (lat_two has no repeats)
+    assert fit["uncertainty"]["a"] == {"low": pytest.approx(1.9), "high": pytest.approx(2.1), "method": "bootstrap"}
+    assert fit["uncertainty"]["b"] == {"low": pytest.approx(2.9), "high": pytest.approx(3.1), "method": "bootstrap"}
+    assert fit["repeats"]["file"] == "repeats.csv" and len(fit["repeats"]["sha256"]) == 64
+
+
+@pytest.mark.parametrize(("setting", "rows", "message"), [
+    ("uncertainty: bootstrap", None,
+     r"checks.yaml: calibration.uncertainty: uncertainty: bootstrap resamples measured repeats: name them in "
+     r"calibration.repeats \(a CSV beside the model: check, value\[, unit\], several rows per target\)"),
+    ("uncertainty: bootstrap\n  repeats: ../repeats.csv", None,
+     r"calibration.repeats: expected the name of a file beside the model \(no directories\), got '../repeats.csv'"),
+    ("uncertainty: bootstrap\n  repeats: repeats.csv", "check,value\nlat_three,1\nlat_three,2\n",
+     r"repeats.csv: check 'lat_three' is not a calibration target; targets: lat_one, lat_two"),
+    ("uncertainty: bootstrap\n  repeats: repeats.csv", "check,value\nlat_one,1.9\n",
+     r"repeats.csv: check 'lat_one' has one repeat; a bootstrap needs two or more"),
+    ("uncertainty: bootstrap\n  repeats: repeats.csv", "check,amount\nlat_one,1.9\n",
+     r"repeats.csv: expected a column 'value'; columns: check, amount"),
+    ("uncertainty: profiles", None,
+     r"calibration.uncertainty: expected one of none, profile, bootstrap, got 'profiles'"),
+])
+def test_uncertainty_errors_are_located(lin: Path, setting: str, rows: str | None, message: str) -> None:
+    _edit(lin, "  max_evaluations: 30", f"  max_evaluations: 30\n  {setting}")
+    if rows is not None:
+        (lin / "repeats.csv").write_text(rows)
+    with pytest.raises(ModelError, match=message):
+        calibrate(load_study(lin), progress=False)
+
