@@ -300,3 +300,52 @@ def test_uncertainty_errors_are_located(lin: Path, setting: str, rows: str | Non
     with pytest.raises(ModelError, match=message):
         calibrate(load_study(lin), progress=False)
 
+
+# --- item 4: the parameter uncertainty in the envelope ------------------------------------
+
+def test_parameter_uncertainty_widens_the_envelope_by_each_fits_ranges(lin: Path) -> None:
+    from simstack.predict import predict
+
+    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
+    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    _fit_all(lin)
+    table = predict(load_study(lin)).set_index("extra")
+    # none, t = a + b (+ 0.5 under slow and fixed): the point a in [1.8, 2.2] -> 4.8..5.2, b in [2, 3.5] -> 4..5.5;
+    # slow (b = 2.5): b in [1.5, 3.5] -> 4..6; fixed (the point's fit and ranges, slow) -> 4.5..6; slower rejected
+    assert table.loc["none", "low"] == pytest.approx(4.0, abs=0.01)
+    assert table.loc["none", "high"] == pytest.approx(6.0, abs=0.01)
+    assert table.loc["none", "t"] == pytest.approx(5.0, abs=1e-3)  # the point itself does not move
+    # more (b = 4 at the point, so b's range moves nothing): a +- 0.2 around 6 and 6.5
+    assert table.loc["more", "low"] == pytest.approx(5.8, abs=0.01)
+    assert table.loc["more", "high"] == pytest.approx(6.7, abs=0.01)
+
+
+@pytest.mark.parametrize(("without", "message"), [
+    ("calibrated.yaml", r"predictions.interval.parameter_uncertainty: needs each fit's parameter ranges, but "
+                        r"calibrated.yaml records no uncertainty; set calibration.uncertainty: profile \(or "
+                        r"bootstrap\) and run simstack calibrate model=lin$"),
+    ("calibrated_slow.yaml", r"but calibrated_slow.yaml records no uncertainty; .* run simstack calibrate model=lin "
+                             r"alternative=slow$"),
+])
+def test_parameter_uncertainty_needs_the_ranges(lin: Path, without: str, message: str) -> None:
+    from simstack.predict import predict
+
+    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    spread = "uncertainty: {a: {low: 1.8, high: 2.2, method: profile}}\n"
+    residuals = "residuals: [{check: lat_one, rel_error: 0.0}, {check: lat_two, rel_error: 0.0}]\n"
+    for name in ("calibrated.yaml", "calibrated_slow.yaml"):
+        (lin / name).write_text("parameters: {a: 2.0, b: 3.0}\n" + residuals + ("" if name == without else spread))
+    (lin / "calibrated_slower.yaml").write_text("parameters: {a: 2.0, b: 3.0}\n")
+    with pytest.raises(ModelError, match=message):
+        predict(load_study(lin))
+
+
+def test_the_provenance_tracks_the_ranges_when_they_decide_the_numbers(lin: Path) -> None:
+    from simstack.provenance import input_hashes
+
+    (lin / "calibrated.yaml").write_text("parameters: {a: 2.0}\nuncertainty: {a: {low: 1.8, high: 2.2}}\n")
+    assert "uncertainty" not in input_hashes(load_study(lin), {"a": 2.0})
+    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    before = input_hashes(load_study(lin), {"a": 2.0})["uncertainty"]
+    (lin / "calibrated.yaml").write_text("parameters: {a: 2.0}\nuncertainty: {a: {low: 1.7, high: 2.2}}\n")
+    assert input_hashes(load_study(lin), {"a": 2.0})["uncertainty"] not in (None, before)
