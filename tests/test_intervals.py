@@ -349,3 +349,44 @@ def test_the_provenance_tracks_the_ranges_when_they_decide_the_numbers(lin: Path
     before = input_hashes(load_study(lin), {"a": 2.0})["uncertainty"]
     (lin / "calibrated.yaml").write_text("parameters: {a: 2.0}\nuncertainty: {a: {low: 1.7, high: 2.2}}\n")
     assert input_hashes(load_study(lin), {"a": 2.0})["uncertainty"] not in (None, before)
+
+
+# --- item 5: the report draws renamed interval columns as the band --------------------------
+
+def _report(lin: Path, figures: list[dict]) -> list[list[dict]]:
+    from test_report_cmd import plotted
+
+    from simstack.report.build import build_report
+
+    doc = yaml.safe_load((lin / "checks.yaml").read_text())
+    doc["predictions"]["interval"].update(low="t_low", high="t_high")
+    doc["report"] = {"figures": figures}
+    (lin / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (lin / "predictions.csv").write_text("n,design,t,t_low,t_high,u,lo,hi\n1,x,5.0,4.0,6.5,1.0,0.5,2.0\n"
+                                         "2,x,6.0,5.5,7.0,1.0,0.5,2.0\n1,y,3.0,2.0,3.5,1.0,0.5,2.0\n")
+    return plotted(build_report(lin)[0])
+
+
+def test_the_band_uses_the_interval_columns_the_study_names(lin: Path) -> None:
+    figures = _report(lin, [{"type": "predictions", "value": "t", "x": "n"},
+                            {"type": "predictions", "value": "u", "x": "n", "series": ["design"]},
+                            {"type": "predictions", "value": "u", "x": "n", "series": ["design"], "low": "lo",
+                             "high": "hi"}])
+    lines = [t for t in figures[0] if t["name"].endswith("model")]
+    assert [t["name"] for t in lines] == ["x: model", "y: model"]  # t_low and t_high vary, but are not series
+    x = lines[0]
+    assert x["y"] == [5.0, 6.0]
+    assert x["error_y"]["array"] == pytest.approx([1.5, 1.0])  # t_high - t
+    assert x["error_y"]["arrayminus"] == pytest.approx([1.0, 0.5])  # t - t_low
+    assert all("error_y" not in t or t["error_y"] is None for t in figures[1])  # t's interval is not u's
+    y = next(t for t in figures[2] if t["name"] == "y: model")
+    assert y["error_y"]["array"] == pytest.approx([1.0]) and y["error_y"]["arrayminus"] == pytest.approx([0.5])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"low": "lo"}, r"report.figures\[0\]: low and high go together: name both interval columns, or neither"),
+    ({"low": "lo", "high": "top"}, r"report.figures\[0\]: unknown column 'top'; columns: n, design, t, t_low"),
+])
+def test_band_column_errors_are_located(lin: Path, extra: dict, message: str) -> None:
+    with pytest.raises(ModelError, match=message):
+        _report(lin, [{"type": "predictions", "value": "u", "x": "n", **extra}])
