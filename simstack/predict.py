@@ -270,6 +270,10 @@ def run_predict(cfg: Any) -> None:
         print(f"interval: {describe(verdict)}")
     if judged:
         meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
+        readings = _alternative_evaluators(study, Evaluator(study))  # a fit without its ranges fails here, before runs
+        entering = sum(v.enters for v in judged)
+        print(f"interval: {len(readings)} more evaluations per point: {entering} alternative(s) in the envelope, "
+              f"{len(readings) - entering} with a fitted parameter at an end of its range")
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
                     jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)

@@ -229,6 +229,8 @@ def test_predict_prints_the_verdicts_and_records_them_in_the_meta(lin: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "interval: alternative slower: rejected (lat_two error +25.9% outside ±20%)" in done.stdout
     assert "interval: alternative slow: accepted (largest: " in done.stdout
+    assert ("interval: 2 more evaluations per point: 2 alternative(s) in the envelope, 0 with a fitted parameter at "
+            "an end of its range") in done.stdout
     meta = json.loads((lin / "predictions_meta.json").read_text())
     assert meta["interval"]["rule"].startswith("an alternative enters the envelope only if every calibration target")
     rejected = [a for a in meta["interval"]["alternatives"] if a["status"] == "rejected"]
@@ -390,3 +392,15 @@ def test_the_band_uses_the_interval_columns_the_study_names(lin: Path) -> None:
 def test_band_column_errors_are_located(lin: Path, extra: dict, message: str) -> None:
     with pytest.raises(ModelError, match=message):
         _report(lin, [{"type": "predictions", "value": "u", "x": "n", **extra}])
+
+
+def test_an_exact_residual_on_a_zero_tolerance_is_within_and_not_the_worst(lin: Path) -> None:
+    from simstack.acceptance import worst_residual
+
+    _edit(lin, "baseline: {quantity: one}, tolerance: 0.1", "baseline: {quantity: one}, tolerance: 0")
+    ok, worst = worst_residual(load_study(lin), [{"check": "lat_one", "rel_error": 0.0},
+                                                 {"check": "lat_two", "rel_error": 0.05}])
+    assert ok and worst is not None and worst["check"] == "lat_two"
+    ok, worst = worst_residual(load_study(lin), [{"check": "lat_one", "rel_error": 1e-9},
+                                                 {"check": "lat_two", "rel_error": 0.05}])
+    assert not ok and worst is not None and worst["check"] == "lat_one"
