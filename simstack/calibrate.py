@@ -275,7 +275,10 @@ def run_calibration(cfg: Any) -> None:
     if name is None or str(name) == "":
         _calibrate_into(study, model_dir / "calibrated.yaml", progress)
         return
-    for alternative in chosen_alternatives(study, str(name)):
+    chosen = chosen_alternatives(study, str(name))
+    for alternative in chosen:  # every one checked before the first simulation
+        _fits_free(study, alternative, study.calibration.parameters if study.calibration else ())
+    for alternative in chosen:
         _calibrate_into(study, model_dir / str(alternative.calibrated), progress, alternative)
 
 

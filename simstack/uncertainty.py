@@ -9,7 +9,7 @@ computed and ``calibrated.yaml`` is written as before):
   doubling the step (0.02, 0.04, ... of its range in the fit's unit cube), until a target
   leaves its tolerance or the declared ``free: [low, high]`` bound is reached; bisection then
   narrows the bracket to 1 % of its distance from the optimum and keeps its acceptable end.
-  Holding the others fixed is cheap (about 10-14 simulations per side) but gives a range
+  Holding the others fixed is cheap (at most 14 simulations per side) but gives a range
   that may be narrower than one where they could compensate.
 - ``bootstrap``: where the targets were measured several times (``calibration.repeats``: a
   CSV beside the model, ``check, value[, unit]``, one row per measured repeat), each of 200
