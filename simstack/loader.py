@@ -16,7 +16,7 @@ from simstack import replicas
 from simstack import sections as section
 from simstack.distributions import data_dir
 from simstack.errors import ModelError
-from simstack.graph import build_graph
+from simstack.graph import validated_graph
 from simstack.parameters import choose, or_empty, substitute
 from simstack.paths import find_model_dir, home_models_dir
 from simstack.safeyaml import read_yaml
@@ -51,7 +51,7 @@ def load_model(model: str | Path, *, scenario: str | None = None,
     doc = read_yaml(path)
     try:
         spec = build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)
-        build_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
+        validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
     except ModelError as exc:
         raise exc.at(file=str(path)) from None
     return spec

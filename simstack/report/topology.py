@@ -13,7 +13,7 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.graph import build_graph
+from simstack.graph import validated_graph
 from simstack.loader import load_model
 from simstack.metrics import resolve
 from simstack.report.context import Context, selection
@@ -34,7 +34,7 @@ def graph_of(ctx: Context, fig_spec: FigureSpec) -> nx.DiGraph:
     params, flags = resolve(sel, ctx.evaluator.base_parameters, ctx.model_dir)
     scenario = sel.scenario or (load_whatif(sel.whatif, ctx.model_dir).scenario if sel.whatif else None)
     spec = load_model(ctx.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
-    return build_graph(spec)
+    return validated_graph(spec)
 
 
 def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
