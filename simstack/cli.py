@@ -175,7 +175,11 @@ def app(cfg: DictConfig) -> None:
             _run(cfg)
         elif cfg.task == "check":
             from simstack.check import run_check
-            sys.exit(run_check(cfg))
+            chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)  # else every model
+            sys.exit(run_check(str(plain(cfg.model, "model")) if chosen else None,
+                               models_dir=plain(cfg.get("models_dir"), "models_dir"),
+                               measured=plain(cfg.get("measured"), "measured"),
+                               reference=plain(cfg.get("reference"), "reference")))
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
             run_calibration(cfg)
