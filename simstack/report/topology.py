@@ -15,12 +15,11 @@ import plotly.graph_objects as go
 
 from simstack.graph import validated_graph
 from simstack.loader import load_model
-from simstack.metrics import resolve
+from simstack.metrics import chosen
 from simstack.report.context import Context, selection
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.schema import Field
-from simstack.whatif import load_whatif
 
 FIELDS = {"run": Field(selection, None)}
 COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}
@@ -31,9 +30,9 @@ EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "han
 
 def graph_of(ctx: Context, fig_spec: FigureSpec) -> nx.DiGraph:
     sel = ctx.chosen(fig_spec.options["run"])
-    params, flags = resolve(sel, ctx.evaluator.base_parameters, ctx.model_dir)
-    scenario = sel.scenario or (load_whatif(sel.whatif, ctx.model_dir).scenario if sel.whatif else None)
-    spec = load_model(ctx.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
+    choice = chosen(sel, ctx.evaluator.base_parameters, ctx.model_dir)
+    spec = load_model(ctx.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
+                      flags=choice.flags)
     return validated_graph(spec)
 
 
