@@ -4,9 +4,8 @@ Parameters are the knobs a model exposes (``consoles: 12``, ``db_latency: 2ms``)
 switch alternatives on and off, and a scenario is a named set of both. The order of
 precedence is fixed here: the model file's values, then the chosen scenario, then the
 caller's overrides (calibrated values, a what-if, the command line; stacked by
-``simstack.precedence``). References
-(``$name``) and expressions are resolved after every override, so an override of a
-referenced parameter carries through.
+``simstack.precedence``). References (``$name``) and expressions are resolved after
+every override, so an override of a referenced parameter carries through.
 """
 
 from __future__ import annotations
