@@ -4,6 +4,7 @@ graph travels with the spec to ``simulate`` and the reports."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any
 
 import networkx as nx
@@ -55,3 +56,11 @@ def test_a_derived_spec_does_not_inherit_a_graph_it_does_not_describe() -> None:
     assert changed.graph is None
     assert changed == dataclasses.replace(changed)  # the graph takes no part in equality
     assert spec == dataclasses.replace(spec)
+
+
+def test_a_pickled_spec_leaves_its_graph_behind() -> None:
+    """Worker processes get the spec alone; they never need the graph."""
+    spec = load_model(MODELS_DIR / "pipeline" / "model.yaml")
+    copy = pickle.loads(pickle.dumps(spec))
+    assert spec.graph is not None and copy.graph is None
+    assert copy == spec and copy.requests == spec.requests
