@@ -4,8 +4,8 @@ A metric reads one statistic of one run (scenario + what-if + overrides + settin
 combines other metrics (ratio, difference, capacity: see ``simstack.capacity``). Runs are keyed by
 everything that defines them, so twenty metrics over four configurations cost four
 runs; all runs share the study's seed, so comparisons use common random numbers.
-Parameter precedence: model file < calibrated.yaml (or a calibration candidate) <
-what-if < the metric's own parameters.
+Which value wins (calibrated values, what-if, the metric's own; the study's defaults over
+the model's settings) is decided by ``simstack.precedence``.
 """
 
 from __future__ import annotations
@@ -22,27 +22,16 @@ import yaml
 
 from simstack.capacity import CapacityResult, find_capacity, last_ok
 from simstack.errors import ModelError
-from simstack.loader import load_model, read_yaml
+from simstack.loader import load_model
 from simstack.metric_types import CapacityMetric, RunMetric, RunSelection, merge
+from simstack.precedence import ModelChoice, calibrated_parameters, choose, run_settings
 from simstack.simulate import RunResult, simulate
 from simstack.study import Study
-from simstack.units import SIZE_UNITS, parse_time
+from simstack.units import SIZE_UNITS
 from simstack.whatif import load_whatif
 
-__all__ = ["Evaluator", "calibrated_parameters", "failure_by_item", "last_ok", "merge", "read_whatif", "resolve",
-           "write_yaml"]
-
-
-def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
-    """Fitted parameter values stored beside the model (empty when not calibrated)."""
-    path = model_dir / "calibrated.yaml"
-    if not path.is_file():
-        return {}
-    doc = read_yaml(path) or {}
-    values = doc.get("parameters") if isinstance(doc, Mapping) else None
-    if not isinstance(values, Mapping):
-        raise ModelError("expected a 'parameters' mapping", file=str(path))
-    return dict(values)
+__all__ = ["Evaluator", "calibrated_parameters", "chosen", "failure_by_item", "last_ok", "merge", "read_whatif",
+           "resolve", "write_yaml"]
 
 
 def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
@@ -52,18 +41,17 @@ def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any
     return dict(chosen.parameters), dict(chosen.flags)
 
 
+def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None) -> ModelChoice:
+    """Scenario, parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
+    whatif = load_whatif(sel.whatif, model_dir) if sel.whatif else None
+    return choose(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
+
+
 def resolve(sel: RunSelection, base: Mapping[str, Any],
             model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Model parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
-    params: dict[str, Any] = dict(base)
-    flags: dict[str, bool] = {}
-    if sel.whatif:
-        w_params, w_flags = read_whatif(sel.whatif, model_dir)
-        params.update(w_params)
-        flags.update(w_flags)
-    params.update(sel.parameters)
-    flags.update(sel.flags)
-    return params, flags
+    """Model parameters and flags of a selection (``chosen`` without the scenario)."""
+    choice = chosen(sel, base, model_dir)
+    return choice.parameters, choice.flags
 
 
 class Evaluator:
@@ -98,21 +86,16 @@ class Evaluator:
         return self.searches[key].capacity
 
     def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
-        params, flags = resolve(sel, self.base_parameters, self.model_dir)
-        scenario = sel.scenario or (load_whatif(sel.whatif, self.model_dir).scenario if sel.whatif else None)
-        spec = load_model(self.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
-        settings = {**self.study.defaults, **spec.settings, **sel.settings}
-        key = json.dumps([scenario, sorted(params.items()), sorted(flags.items()),
+        choice = chosen(sel, self.base_parameters, self.model_dir)
+        spec = load_model(self.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
+                          flags=choice.flags)
+        settings = run_settings(spec.settings, self.study.defaults, sel.settings)
+        key = json.dumps([choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
                           sorted(settings.items()), needs_steps], default=str)
         if key not in self.runs:
             if self.on_run:
                 self.on_run(key)
-            horizon = settings.get("horizon")
-            warmup = settings.get("warmup", 0)
-            self.runs[key] = simulate(
-                spec, seed=int(settings.get("seed", 1)), replications=int(settings.get("replications", 1)),
-                horizon=None if horizon is None else parse_time(horizon),
-                warmup=warmup if warmup == "mser5" else parse_time(warmup or 0), record_steps=needs_steps)
+            self.runs[key] = simulate(spec, **settings, record_steps=needs_steps)
         return self.runs[key]
 
 

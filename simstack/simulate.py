@@ -27,7 +27,7 @@ from simstack.components.fileserver import LOAD_COLUMNS, load_rows
 from simstack.components.meter import Meter
 from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
-from simstack.graph import build_graph
+from simstack.graph import validated_graph
 from simstack.loader import load_model
 from simstack.memory import MEMORY_COLUMNS, PEAK_COLUMNS
 from simstack.records import Recorder, parts
@@ -111,7 +111,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
         model, scenario=scenario, parameters=parameters, flags=flags)
     _check_settings(spec, seed, replications, horizon, warmup)
     _check_engine_settings(record, jobs, warmup)
-    build_graph(spec)
+    validated_graph(spec)  # built once: a spec from load_model carries its graph
     started = time.perf_counter()
     run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
                   record=record)
