@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
 from simstack.distributions import Const, Uniform
+from simstack.runners import SpanRunner
 from simstack.spec import Choose, Fork, Repeat, Step
 
 if TYPE_CHECKING:
-    from simstack.executor import Replication, Scope
+    from simstack.replication import Replication
+    from simstack.runners import Scope
 
 K = Callable[[], None]
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
@@ -47,8 +49,6 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
         runner = ForkRunner([_body(r, b, scope, g.path) for b in step.branches], step.join)
     if g.name == _DEFAULT_NAMES[type(step)]:
         return runner
-    from simstack.executor import SpanRunner  # the executor imports this module
-
     return SpanRunner(r, runner, g.name, "stage")
 
 

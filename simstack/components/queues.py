@@ -37,7 +37,7 @@ class QueueRuntime:
         self.busy = 0
         self.items: deque[tuple[Ctx, float]] = deque()
         self.blocked: deque[tuple[Ctx, float, Callable[[], None]]] = deque()
-        # Set by the executor once the handler is compiled:
+        # Set by the replication once the handler is compiled:
         self.dispatch: Dispatch | None = None  # run handler for (ctx, enqueued_at, finished)
         self.dropped: Callable[[Ctx, float], None] | None = None
 
