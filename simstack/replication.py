@@ -20,9 +20,8 @@ from simstack import lifecycle, replicas
 from simstack.branching import compile_flow, unrollable
 from simstack.callsites import shared_classes, site_of
 from simstack.components import lookup
-from simstack.components.base import BuildContext, Ctx
+from simstack.components.base import BindContext, BuildContext, Ctx
 from simstack.components.cpu import make_cpu
-from simstack.components.queues import QueueRuntime
 from simstack.components.threads import thread_scope
 from simstack.distributions import Const, Distribution, Indexed
 from simstack.records import Recorder
@@ -154,9 +153,9 @@ class Replication:
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         self.memory: Any = None  # simstack.memory.MemoryState once a step takes memory
-        for name, runtime in self.runtimes.items():
-            if isinstance(runtime, QueueRuntime):
-                self._bind_queue(name, runtime)
+        bind = BindContext(self.cpus, self.start, self.refuse)
+        for c in spec.components.values():
+            self.kinds[c.name].bind(c, self.runtimes[c.name], bind)
 
     def blocked(self, end: float, ran_dry: bool) -> list[tuple]:
         """Requests waiting for a hold at the end with no progress: for at least half the run,
@@ -211,24 +210,12 @@ class Replication:
                       warmup, item, self, on_end)
         (body or self.root(cls, scope, site)).run(Ctx(req, item), req.finish)
 
-    def _bind_queue(self, name: str, queue: QueueRuntime) -> None:
-        comp = self.spec.components[name]
-        handler = comp.settings["handler"]
-        host, priority = thread_scope(self.kinds[name], comp) or ("", 0)
-        scope = (self.cpus[host], priority)
-
-        def dispatch(ctx: Ctx, since: float, finished: K) -> None:
-            self.start(handler, name, ctx.item, scope, finished, parent=ctx.req.id, since=since,
-                       site=f"components.{name}>")
-
-        def dropped(ctx: Ctx, since: float) -> None:
-            self.next_id += 1
-            self.started += 1
-            req = Request(self.next_id, handler, name, ctx.req.id, since, False, ctx.item)
-            self.rec.request((req, ctx.req.id, handler, name, ctx.item,
-                              False, since, self.env.now, False, f"queue full: {name}"))
-        queue.dispatch = dispatch
-        queue.dropped = dropped
+    def refuse(self, cls: str, workload: str, parent: int, item: int, since: float, reason: str) -> None:
+        """Record a request of class ``cls`` that was turned away before it started."""
+        self.next_id += 1
+        self.started += 1
+        req = Request(self.next_id, cls, workload, parent, since, False, item)
+        self.rec.request((req, parent, cls, workload, item, False, since, self.env.now, False, reason))
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
