@@ -17,6 +17,7 @@ from typing import Any
 
 from simstack.components.base import BindContext, BuildContext, Ctx, Kind, register
 from simstack.components.meter import Meter
+from simstack.components.waitline import WaitingLine
 from simstack.schema import Field, integer, name_ref, one_of
 from simstack.spec import ComponentSpec
 from simstack.units import parse_count
@@ -29,11 +30,15 @@ def _unbound(*_args: object) -> None:
     raise RuntimeError("a queue was used before QueueKind.bind connected it to its handler")
 
 
-class QueueRuntime:
+class QueueRuntime(WaitingLine):
+    """Items wait for a free consumer, oldest first; senders blocked by a full queue wait
+    for room, oldest first, and go on when their item moves into the queue."""
+
     __slots__ = ("env", "meter", "capacity", "consumers", "drop", "busy", "items", "blocked",
-                 "dispatch", "dropped")
+                 "dispatch", "dropped", "_done")
 
     def __init__(self, env: Any, meter: Meter, capacity: float, consumers: float, drop: bool):
+        super().__init__()
         self.env = env
         self.meter = meter
         self.capacity = capacity
@@ -44,6 +49,7 @@ class QueueRuntime:
         self.blocked: deque[tuple[Ctx, float, Callable[[], None]]] = deque()
         self.dispatch: Dispatch = _unbound
         self.dropped: Dropped = _unbound
+        self._done = 0  # consumers finished and not yet given the next item
 
     def connect(self, dispatch: Dispatch, dropped: Dropped) -> None:
         """Give the queue its handler (``QueueKind.bind``, before time starts)."""
@@ -72,19 +78,26 @@ class QueueRuntime:
         proceed()
 
     def _finished(self) -> None:
+        self.meter.touch(self.env.now)
+        self._done += 1
+        self.hand_over()
+
+    def _serve(self) -> None:
+        """Each finished consumer takes the next item, or goes idle when there is none."""
         meter = self.meter
-        meter.touch(self.env.now)
-        if self.items:
-            ctx, since = self.items.popleft()
-            if self.blocked:
-                bctx, bsince, proceed = self.blocked.popleft()
-                self.items.append((bctx, bsince))
-                proceed()
-            meter.queue = len(self.items)
-            self.dispatch(ctx, since, self._finished)
-        else:
-            self.busy -= 1
-            meter.busy = self.busy
+        while self._done:
+            self._done -= 1
+            if self.items:
+                ctx, since = self.items.popleft()
+                if self.blocked:
+                    bctx, bsince, proceed = self.blocked.popleft()
+                    self.items.append((bctx, bsince))
+                    proceed()
+                meter.queue = len(self.items)
+                self.dispatch(ctx, since, self._finished)
+            else:
+                self.busy -= 1
+                meter.busy = self.busy
 
 
 @register
