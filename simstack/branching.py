@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
 from simstack.distributions import Const, Uniform
-from simstack.runners import SpanRunner
+from simstack.runners import Cursor, SpanRunner, Times
 from simstack.spec import Choose, Fork, Repeat, Step
 
 if TYPE_CHECKING:
@@ -98,39 +98,7 @@ class RepeatRunner:
         if n <= 0:
             k()
             return
-        _Loop(self.body, n, ctx, k).advance()
-
-
-class _Loop:
-    """Runs a body n times; passes that finish at once are iterated, not recursed into
-    (the same walk as the executor's sequence cursor)."""
-
-    __slots__ = ("body", "left", "ctx", "k", "busy", "pending")
-
-    def __init__(self, body: Any, n: int, ctx: Ctx, k: K):
-        self.body = body
-        self.left = n
-        self.ctx = ctx
-        self.k = k
-        self.busy = False
-        self.pending = False
-
-    def advance(self) -> None:
-        if self.busy:
-            self.pending = True
-            return
-        self.busy = True
-        while True:
-            self.pending = False
-            if self.left == 0 or self.ctx.req.failed:
-                self.busy = False
-                self.k()
-                return
-            self.left -= 1
-            self.body.run(self.ctx, self.advance)
-            if not self.pending:
-                self.busy = False
-                return
+        Cursor(Times(self.body, n), ctx, k).advance()
 
 
 class ForkRunner:

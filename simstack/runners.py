@@ -9,7 +9,7 @@ many kernel events as the model has service completions. ``Replication`` compile
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
@@ -57,15 +57,16 @@ class SeqRunner:
         self.steps = steps
 
     def run(self, ctx: Ctx, k: K) -> None:
-        _Cursor(self.steps, ctx, k).advance()
+        Cursor(self.steps, ctx, k).advance()
 
 
-class _Cursor:
-    """Walks a sequence; steps that finish at once are iterated, not recursed into."""
+class Cursor:
+    """Walks a sequence of runners (a body's steps, or one body N times: ``Times``); steps
+    that finish at once are iterated, not recursed into."""
 
     __slots__ = ("steps", "i", "ctx", "k", "busy", "pending")
 
-    def __init__(self, steps: list[Any], ctx: Ctx, k: K):
+    def __init__(self, steps: Sequence[Any], ctx: Ctx, k: K):
         self.steps = steps
         self.i = 0
         self.ctx = ctx
@@ -92,6 +93,22 @@ class _Cursor:
                 self.busy = False
                 return
             i += 1
+
+
+class Times(Sequence[Any]):
+    """One runner ``n`` times over, as a sequence for ``Cursor`` (a repeat), without a list of n."""
+
+    __slots__ = ("body", "n")
+
+    def __init__(self, body: Any, n: int):
+        self.body = body
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.body
 
 
 class CpuRunner:
