@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
 from simstack.distributions import Const, Uniform
-from simstack.runners import Cursor, SpanRunner, Times
+from simstack.runners import Cursor, SpanRunner
 from simstack.spec import Choose, Fork, Repeat, Step
 
 if TYPE_CHECKING:
@@ -87,18 +87,24 @@ class ChooseRunner:
 
 
 class RepeatRunner:
-    __slots__ = ("count", "body")
+    """The body n times in a row, walked by the sequence's ``Cursor`` over a list of the body
+    repeated, shared by every request and grown to the largest count drawn so far."""
+
+    __slots__ = ("count", "body", "passes")
 
     def __init__(self, count: Callable[[Ctx], float], body: Any):
         self.count = count
         self.body = body
+        self.passes: list[Any] = []
 
     def run(self, ctx: Ctx, k: K) -> None:
         n = int(self.count(ctx))
         if n <= 0:
             k()
             return
-        Cursor(Times(self.body, n), ctx, k).advance()
+        if n > len(self.passes):  # a new list: cursors still walking the old one keep it
+            self.passes = [self.body] * n
+        Cursor(self.passes, n, ctx, k).advance()
 
 
 class ForkRunner:

@@ -127,7 +127,6 @@ class BlockSampler:
         return self.buf[i]
 
 
-
 class Replication:
     """One replication: environment, bound components, compiled requests, workloads."""
 

@@ -9,7 +9,7 @@ many kernel events as the model has service completions. ``Replication`` compile
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
@@ -51,23 +51,25 @@ class FusedCpuRunner:
 
 
 class SeqRunner:
-    __slots__ = ("steps",)
+    __slots__ = ("steps", "n")
 
     def __init__(self, steps: list[Any]):
         self.steps = steps
+        self.n = len(steps)
 
     def run(self, ctx: Ctx, k: K) -> None:
-        Cursor(self.steps, ctx, k).advance()
+        Cursor(self.steps, self.n, ctx, k).advance()
 
 
 class Cursor:
-    """Walks a sequence of runners (a body's steps, or one body N times: ``Times``); steps
-    that finish at once are iterated, not recursed into."""
+    """Walks the first ``n`` runners of ``steps`` (a body's steps, or a repeat's body n times
+    over); steps that finish at once are iterated, not recursed into."""
 
-    __slots__ = ("steps", "i", "ctx", "k", "busy", "pending")
+    __slots__ = ("steps", "n", "i", "ctx", "k", "busy", "pending")
 
-    def __init__(self, steps: Sequence[Any], ctx: Ctx, k: K):
+    def __init__(self, steps: list[Any], n: int, ctx: Ctx, k: K):
         self.steps = steps
+        self.n = n
         self.i = 0
         self.ctx = ctx
         self.k = k
@@ -80,7 +82,7 @@ class Cursor:
             return
         self.busy = True
         steps, ctx = self.steps, self.ctx
-        req, n, i = ctx.req, len(steps), self.i  # only this method moves ``i``
+        req, n, i = ctx.req, self.n, self.i  # only this method moves ``i``
         while True:
             if i == n or req.failed:
                 self.busy = False
@@ -93,22 +95,6 @@ class Cursor:
                 self.busy = False
                 return
             i += 1
-
-
-class Times(Sequence[Any]):
-    """One runner ``n`` times over, as a sequence for ``Cursor`` (a repeat), without a list of n."""
-
-    __slots__ = ("body", "n")
-
-    def __init__(self, body: Any, n: int):
-        self.body = body
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.body
 
 
 class CpuRunner:
