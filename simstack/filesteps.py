@@ -20,7 +20,7 @@ from simstack.lifeparse import ITEM, members
 from simstack.spec import FileOp
 
 if TYPE_CHECKING:
-    from simstack.executor import Replication
+    from simstack.replication import Replication
 
 K = Callable[[], None]
 
