@@ -139,6 +139,7 @@ class _OneReplication(Evaluator):
 
     def __init__(self, parent: Evaluator, rep: int):  # shares the parent's state and run cache
         self.__dict__.update(parent.__dict__)
+        self.statistics = {}  # its own: a statistic of one replication is not the run's
         self._parent = parent
         self._rep = rep
 
