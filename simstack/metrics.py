@@ -127,7 +127,8 @@ class Evaluator:
             self.runs[key] = simulate(
                 spec, seed=int(settings.get("seed", 1)), replications=int(settings.get("replications", 1)),
                 horizon=None if horizon is None else parse_time(horizon),
-                warmup=warmup if warmup == "mser5" else parse_time(warmup or 0), record_steps=needs_steps)
+                warmup=warmup if warmup == "mser5" else parse_time(warmup or 0), record_steps=needs_steps,
+                trace=settings.get("trace"))
             while len(self.runs) > max(1, self.keep_runs):
                 self.runs.popitem(last=False)
         return self.runs[key]
