@@ -10,9 +10,11 @@ from simstack.report import (
     capacity,
     curve,
     distribution,
+    load,
     parity,
     predictions,
     stages,
+    timeline,
     topology,
     utilisation,
     whatifs,
@@ -29,4 +31,6 @@ BUILDERS: dict[str, ModuleType] = {
     "parity": parity,            # every prediction against its measurement
     "distribution": distribution,  # a column of a data file: histogram, share of the largest
     "calibration": calibration,  # calibrated.yaml: residuals of the targets, fitted values
+    "timeline": timeline,        # requests of a class done against time (a start-up's progress)
+    "load": load,                # a resource's busy servers and queue over time (run trace)
 }
