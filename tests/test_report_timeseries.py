@@ -62,7 +62,8 @@ def test_requests_done_against_time_are_the_simulated_counts(page: tuple[Path, s
     for label in RUNS:
         req = _run(folder, label).requests  # type: ignore[attr-defined]
         ends = np.sort(req[(req["request"] == "boot") & req["ok"]]["end"].to_numpy())
-        x, y = np.array(lines[label]["x"]), np.array(lines[label]["y"])
+        assert lines[label]["y"][0] == 0 and lines[label]["x"][0] == lines[label]["x"][1]  # a step up from 0
+        x, y = np.array(lines[label]["x"][1:]), np.array(lines[label]["y"][1:])
         assert 2 <= len(x) <= 25 and x[-1] == pytest.approx(ends[-1]) and x[0] == pytest.approx(ends[0])
         # every point: the mean count per replication of requests ended by then
         assert y == pytest.approx([np.sum(ends <= t + 1e-12) / 2 for t in x])
@@ -81,6 +82,7 @@ def test_the_load_over_time_is_the_traced_mean_per_interval(page: tuple[Path, st
         mean = rows.groupby("time")[["busy", "queue"]].mean()
         busy, queue = lines[f"{label}: busy servers"], lines[f"{label}: waiting callers"]
         assert busy["x"][0] == 0 and busy["y"][0] == 0  # the line starts at 0
+        assert busy.get("yaxis", "y") == "y" and queue["yaxis"] == "y2"  # the queue on its own axis
         times = busy["x"][1:]
         assert busy["y"][1:] == pytest.approx(mean.loc[times, "busy"].tolist())
         assert queue["y"][1:] == pytest.approx(mean.loc[times, "queue"].tolist())

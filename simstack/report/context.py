@@ -71,7 +71,8 @@ class Context:
     evaluator: Evaluator = field(init=False)
 
     def __post_init__(self) -> None:
-        self.evaluator = Evaluator(self.study, on_run=self.on_run)
+        # figures share runs (a what-if's bars, then its time series): keep more than a study does
+        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16)
 
     @property
     def model_dir(self) -> Path:

@@ -12,6 +12,9 @@ when each peak was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -66,6 +69,11 @@ def traced(ctx: Context, fig_spec: FigureSpec, sel: RunSelection) -> pd.DataFram
     return out
 
 
+def _right(options: Mapping[str, Any], measure: str) -> bool:
+    """The queue goes on a second axis when something else is shown on the first."""
+    return measure == "queue" and len(options["show"]) > 1
+
+
 def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The plotted rows (run, time, busy, queue, utilisation) and the summary per run."""
     o = fig_spec.options
@@ -76,7 +84,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataF
     lines, summary = [], []
     for label, frame in frames.items():
         # one interval past the last load, so every line visibly comes back to zero
-        shown = frame[frame["time"] <= last + o["every"]] if last else frame
+        shown = frame[frame["time"] <= last + o["every"] + 1e-9 * o["every"]] if last else frame
         lines.append(shown.assign(run=label, time=shown["time"] / factor))
         peak, peak_q = int(frame["busy"].to_numpy().argmax()), int(frame["queue"].to_numpy().argmax())
         summary.append({"run": label, "capacity": frame["capacity"].iloc[0],
@@ -100,8 +108,14 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             # from 0: each value is drawn over its interval, the first one too
             fig.add_scatter(x=[0.0, *one["time"]], y=[0.0, *one[measure]], name=name, mode="lines",
                             line={"color": colour(i), "dash": DASH[measure], "shape": "vh"},
+                            yaxis="y2" if _right(o, measure) else "y",
                             hovertemplate="%{x:.4g} " + o["time_unit"] + ": %{y:.4g}<extra>" + name + "</extra>")
-    label = " / ".join(MEASURES[m] for m in o["show"])
-    style_axes(fig, o, f"time ({o['time_unit']}; mean over each {o['every']:g} s)", f"{o['resource']}: {label}")
+    left = " / ".join(MEASURES[m] for m in o["show"] if not _right(o, m))
+    style_axes(fig, o, f"time ({o['time_unit']}; mean over each {o['every']:g} s)", f"{o['resource']}: {left}")
+    if any(_right(o, m) for m in o["show"]):  # callers waiting can be thousands: their own axis
+        fig.update_layout(yaxis2={"title": {"text": f"{o['resource']}: {MEASURES['queue']} (dotted)"},
+                                  "overlaying": "y", "side": "right", "rangemode": "tozero",
+                                  "type": "log" if o["log_y"] else None, "showgrid": False},
+                          legend={"x": 1.08})
     fig.update_layout(title=fig_spec.title or f"{o['resource']}: load over time")
     return [fig, Table(summary)]

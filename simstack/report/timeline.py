@@ -5,7 +5,7 @@ each moment of a start-up, and how each what-if moves the curve).
 With several replications the line is the mean count per replication at each time. A line
 keeps at most ``points`` points, each at the end of a request where the count is exact
 (the last of the requests that ended together), so the page stays small for tens of
-thousands of requests; the table under the figure gives per configuration the count and
+thousands of requests; each line starts from 0 at its first end; the table under the figure gives per configuration the count and
 the times at which 10, 50, 90 and 100 % of them were done.
 """
 
@@ -86,7 +86,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     fig = go.Figure()
     for i, label in enumerate(o["runs"]):
         one = points[points["run"] == label]
-        fig.add_scatter(x=one["time"].tolist(), y=one["value"].tolist(), name=label, mode="lines",
+        # from 0 at the first end, so a line whose requests all end at once is a visible step
+        fig.add_scatter(x=one["time"].iloc[:1].tolist() + one["time"].tolist(),
+                        y=[0.0] * min(1, len(one)) + one["value"].tolist(), name=label, mode="lines",
                         line={"color": colour(i), "shape": "hv"},
                         hovertemplate="%{x:.4g} " + o["time_unit"] + ": %{y:.4g}<extra>" + label + "</extra>")
     what = "share" if o["share"] else "count"
