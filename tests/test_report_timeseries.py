@@ -89,6 +89,11 @@ def test_the_load_over_time_is_the_traced_mean_per_interval(page: tuple[Path, st
         assert max(busy["y"]) == pytest.approx(3) and mean["busy"].max() <= 3 + 1e-9  # 3 threads
         assert mean.loc[times[-1]].sum() == 0  # cut one interval after the last load
     # the slow start-up keeps the pool busy longer than the fast one
+    # the table: capacity 3, peak 3 threads busy, first reached in the first interval (4 s)
+    for label in RUNS:
+        assert f"<tr><td class='text'>{label}</td><td class='num'>3</td><td class='num'>3</td><td class='num'>4</td>" \
+            in text
+
     def last_busy(line: dict) -> float:
         return max(x for x, y in zip(line["x"], line["y"], strict=True) if y > 0)
     assert last_busy(lines["slow: busy servers"]) > last_busy(lines["fast: busy servers"])

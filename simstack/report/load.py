@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -69,6 +70,12 @@ def traced(ctx: Context, fig_spec: FigureSpec, sel: RunSelection) -> pd.DataFram
     return out
 
 
+def _first_peak(values: np.ndarray) -> int:
+    """The first interval at the peak (areas differ in the last bits between equal loads)."""
+    top = float(values.max())
+    return int(np.argmax(values >= top - 1e-9 * max(1.0, abs(top))))
+
+
 def _right(options: Mapping[str, Any], measure: str) -> bool:
     """The queue goes on a second axis when something else is shown on the first."""
     return measure == "queue" and len(options["show"]) > 1
@@ -86,7 +93,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataF
         # one interval past the last load, so every line visibly comes back to zero
         shown = frame[frame["time"] <= last + o["every"] + 1e-9 * o["every"]] if last else frame
         lines.append(shown.assign(run=label, time=shown["time"] / factor))
-        peak, peak_q = int(frame["busy"].to_numpy().argmax()), int(frame["queue"].to_numpy().argmax())
+        peak, peak_q = _first_peak(frame["busy"].to_numpy()), _first_peak(frame["queue"].to_numpy())
         summary.append({"run": label, "capacity": frame["capacity"].iloc[0],
                         "peak busy": frame["busy"].iloc[peak],
                         f"at ({o['time_unit']})": frame["time"].iloc[peak] / factor,
