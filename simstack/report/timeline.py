@@ -5,8 +5,9 @@ each moment of a start-up, and how each what-if moves the curve).
 With several replications the line is the mean count per replication at each time. A line
 keeps at most ``points`` points, each at the end of a request where the count is exact
 (the last of the requests that ended together), so the page stays small for tens of
-thousands of requests; each line starts from 0 at its first end; the table under the figure gives per configuration the count and
-the times at which 10, 50, 90 and 100 % of them were done.
+thousands of requests; each line starts from 0 at its first end. The table under the
+figure gives per configuration the count and the times at which 10, 50, 90 and 100 % of
+them were done.
 """
 
 from __future__ import annotations
