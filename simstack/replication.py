@@ -245,7 +245,7 @@ class Replication:
         if isinstance(step, Hold | Call | Send):  # name[item]: one runner per replica, own streams
             members = replicas.group(step.target, self.spec.replicas)
             if members is not None:
-                return ByItemRunner([self._compile_action(replicas.on(step, m), scope) for m in members])
+                return ByItemRunner(self._replica_compiler(step, members, scope), len(members))
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
@@ -290,6 +290,18 @@ class Replication:
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
         return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
+
+    def _replica_compiler(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> Callable[[int], Any]:
+        """Compiles ``step`` for one replica, later if need be, in the call-site chain of now."""
+        site = self._site
+
+        def compile_one(i: int) -> Any:
+            outer, self._site = self._site, site
+            try:
+                return self._compile_action(replicas.on(step, members[i]), scope)
+            finally:
+                self._site = outer
+        return compile_one
 
 
 def _fusible(step: Step) -> bool:

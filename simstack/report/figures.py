@@ -11,11 +11,13 @@ from simstack.report import (
     curve,
     distribution,
     hierarchy,
+    load,
     parity,
     per_item,
     predictions,
     speedup,
     stages,
+    timeline,
     topology,
     utilisation,
     whatifs,
@@ -35,4 +37,6 @@ BUILDERS: dict[str, ModuleType] = {
     "speedup": speedup,          # a metric over its value at a reference axis point, CIs of the ratio
     "hierarchy": hierarchy,      # a settings hierarchy, coloured by the runs that recalculate it
     "per_item": per_item,        # failure fraction per item, latency box plots per run or item
+    "timeline": timeline,        # requests of a class done against time (a start-up's progress)
+    "load": load,                # a resource's busy servers and queue over time (run trace)
 }
