@@ -56,8 +56,9 @@ def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
 
 
 def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """``simulate``'s seed, replications, horizon and warm-up (seconds, or ``"mser5"``) from
-    layers of settings, later over earlier; a null in a layer leaves the earlier value."""
+    """``simulate``'s seed, replications, horizon and warm-up (seconds, or ``"mser5"``) and,
+    when one is asked for, the load ``trace``, from layers of settings, later over earlier; a
+    null in a layer leaves the earlier value."""
     merged: dict[str, Any] = {}
     for layer in layers:
         merged.update({k: v for k, v in layer.items() if v is not None})
@@ -65,7 +66,8 @@ def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
     warmup = merged.get("warmup", 0)
     return {"seed": merged.get("seed", 1), "replications": merged.get("replications", 1),
             "horizon": None if horizon is None else parse_time(horizon),
-            "warmup": warmup if warmup == "mser5" else parse_time(warmup)}
+            "warmup": warmup if warmup == "mser5" else parse_time(warmup),
+            **({"trace": merged["trace"]} if "trace" in merged else {})}
 
 
 __all__ = ["ModelChoice", "calibrated_parameters", "choose", "run_settings"]
