@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -267,19 +267,20 @@ def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def run_calibration(cfg: Any) -> None:
-    model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
+def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,
+                    progress: bool = True) -> None:
+    """CLI task ``calibrate``: fit the model's free parameters into ``calibrated.yaml``, or
+    with ``alternative`` (a name or ``all``) each alternative's into its own file."""
+    model_dir = model_dir_of(model, models_dir)
     study = load_study(model_dir)
-    progress = bool(cfg.sim.get("progress", True))
-    name = cfg.get("alternative")
-    if name is None or str(name) == "":
+    if not alternative:
         _calibrate_into(study, model_dir / "calibrated.yaml", progress)
         return
-    chosen = chosen_alternatives(study, str(name))
-    for alternative in chosen:  # every one checked before the first simulation
-        _fits_free(study, alternative, study.calibration.parameters if study.calibration else ())
-    for alternative in chosen:
-        _calibrate_into(study, model_dir / str(alternative.calibrated), progress, alternative)
+    chosen = chosen_alternatives(study, alternative)
+    for alt in chosen:  # every one checked before the first simulation
+        _fits_free(study, alt, study.calibration.parameters if study.calibration else ())
+    for alt in chosen:
+        _calibrate_into(study, model_dir / str(alt.calibrated), progress, alt)
 
 
 def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alternative | None = None) -> None:

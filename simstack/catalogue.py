@@ -1,10 +1,12 @@
 """``simstack kinds``: the whole vocabulary of a model file on one screen.
 
 Component kinds, their fields, defaults and call options come from the registry itself
-(``Kind.fields``, ``Kind.call_options``, ``Field.help``); step actions and modifiers from
-the step reader's own tuples. The few sections the loader reads inline (hosts, workloads,
-step sub-keys) are described here, and the tests compare those descriptions with what the
-loader accepts, so a new kind, field or step cannot be left out without a test failing.
+(``Kind.fields``, ``Kind.call_options``, ``Field.help``); workload types, their keys and
+defaults from theirs (``WorkloadType.fields``, ``WorkloadType.docs``); step actions and
+modifiers from the step reader's own tuples. The few sections the loader reads inline
+(hosts, a workload's common keys, step sub-keys) are described here, and the tests
+compare those descriptions with what the loader accepts, so a new kind, field or step
+cannot be left out without a test failing.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from typing import Any
 from simstack.components import REGISTRY
 from simstack.distributions import KNOWN
 from simstack.expressions import FUNCTIONS
-from simstack.loader import SETTINGS, WORKLOAD_TYPES
+from simstack.loader import SETTINGS
+from simstack.samplers import Const
 from simstack.schema import REQUIRED, Field
 from simstack.stepparse import _EXTRA, ACTIONS, MODIFIERS
 from simstack.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
+from simstack.workloads import REGISTRY as WORKLOAD_REGISTRY
+from simstack.workloads import WorkloadType
+from simstack.workloads import names as workload_names
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
@@ -66,22 +72,8 @@ MODIFIER_DOCS: dict[str, str] = {
     "deadline": "time after the request's start by which the step must end",
     "on_miss": "record (default) or fail the request when the deadline is missed",
 }
-WORKLOADS: dict[str, dict[str, tuple[str, str]]] = {
-    "open": {"rate": ("-", "Poisson arrivals per second (or interarrival)"),
-             "interarrival": ("-", "time between arrivals, a distribution (or rate)"),
-             "count": ("inf", "arrivals to generate"), "start": ("0", "time of the first arrival's clock start"),
-             "replicas": ("-", "N independent streams; stream i starts requests with item i")},
-    "closed": {"clients": ("required", "clients, each one request at a time; client i is item i"),
-               "think": ("0", "think time between a client's requests"), "count": ("inf", "cycles per client"),
-               "start": ("0", "when the clients start")},
-    "periodic": {"frequency": ("-", "ticks per second (or period)"), "period": ("-", "time between ticks"),
-                 "phase": ("0", "time of the first tick"), "jitter": ("0", "delay of each copy after its tick"),
-                 "copies": ("1", "requests per tick; copy i is item i"), "count": ("inf", "ticks")},
-    "protocol": {"warmup": ("0", "unrecorded runs first"), "repeat": ("required", "recorded runs, one after another"),
-                 "gap": ("0", "pause between runs")},
-}
 WORKLOAD_COMMON: dict[str, tuple[str, str]] = {
-    "type": ("required", "open, closed, periodic or protocol"),
+    "type": ("required", "one of the types below"),
     "request": ("required", "the request class started"),
     "enabled": ("true", "false leaves the workload out"),
     "doc": ("", "free text"),
@@ -96,6 +88,23 @@ def default_text(value: Any) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     return str(value) if not isinstance(value, str) else (value or '""')
+
+
+def workload_keys(wtype: type[WorkloadType]) -> dict[str, tuple[str, str]]:
+    """(default, one line) per key of a workload type, from the type's own fields and docs;
+    a key read before the type (``replicas``) has no default."""
+    fields = wtype.fields(None)
+    return {key: (_workload_default(fields[key].default) if key in fields else "-", doc)
+            for key, doc in wtype.docs.items()}
+
+
+def _workload_default(value: Any) -> str:
+    """A default as it would be written in a model file: ``0``, not ``0.0`` or ``const(0)``."""
+    if isinstance(value, Const):
+        value = value.value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return default_text(value)
 
 
 def _fields(fields: Mapping[str, Field], indent: str, skip: tuple[str, ...] = ("kind",)) -> list[str]:
@@ -132,10 +141,11 @@ def catalogue() -> str:
         out.append(f"  {action}{keys}: {STEPS.get(action, '-')}")
     out.append("  modifiers (any step):")
     out += [f"    {name:<9} {MODIFIER_DOCS.get(name, '-')}" for name in MODIFIERS]
-    out += ["", "WORKLOADS  (workloads.<name>: {type: ..., request: ...})"] + _table(WORKLOAD_COMMON, "  ")
-    for kind_name in WORKLOAD_TYPES:
+    common = {**WORKLOAD_COMMON, "type": ("required", workload_names(" or "))}
+    out += ["", "WORKLOADS  (workloads.<name>: {type: ..., request: ...})"] + _table(common, "  ")
+    for kind_name, wtype in WORKLOAD_REGISTRY.items():
         out.append(f"  {kind_name}:")
-        out += _table(WORKLOADS.get(kind_name, {"-": ("-", "-")}), "    ")
+        out += _table(workload_keys(wtype), "    ")
     out += ["", "SETTINGS  (settings: the model's natural run settings)"] + _fields(SETTINGS, "  ", ())
     out += ["", "VALUES",
             f"  time units: {', '.join(TIME_UNITS)}; size units: {', '.join(SIZE_UNITS)}; "

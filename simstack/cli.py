@@ -174,24 +174,54 @@ def app(cfg: DictConfig) -> None:
                                reference=plain(cfg.get("reference"), "reference")))
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
-            run_calibration(cfg)
+            model, models_dir = _study(cfg)
+            alternative = plain(cfg.get("alternative"), "alternative")
+            run_calibration(model, models_dir=models_dir, progress=_progress(cfg),
+                            alternative=None if alternative in (None, "") else str(alternative))
         elif cfg.task == "crosscheck":
             from simstack.crosscheck import run_crosscheck
-            sys.exit(run_crosscheck(cfg))
+            model, models_dir = _study(cfg)
+            sys.exit(run_crosscheck(model, models_dir=models_dir, progress=_progress(cfg)))
         elif cfg.task == "predict":
             from simstack.predict import run_predict
-            run_predict(cfg)
+            model, models_dir = _study(cfg)
+            run_predict(model, models_dir=models_dir, jobs=_predict_jobs(cfg), progress=_progress(cfg),
+                        where=plain(cfg.get("where"), "where") or {},
+                        parameters=plain(cfg.get("parameters"), "parameters") or {},
+                        flags=plain(cfg.get("flags"), "flags") or {})
         elif cfg.task == "solve":
             from simstack.analysis.solve import print_solution, solve_model
             spec = _chosen_spec(cfg)[0]
             print_solution(spec, solve_model(spec))
         elif cfg.task == "report":
             from simstack.report.build import run_report
-            run_report(cfg)
+            out = plain(cfg.get("out"), "out")
+            model, models_dir = _study(cfg)
+            run_report(model, models_dir=models_dir, out=str(out) if out else None)
         else:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
     except SimstackError as exc:
         _fail(exc)
+
+
+def _study(cfg: DictConfig) -> tuple[str, Any]:
+    """The model a study task works on, and where models are looked for besides."""
+    return str(plain(cfg.model, "model")), plain(cfg.get("models_dir"), "models_dir")
+
+
+def _progress(cfg: DictConfig) -> bool:
+    """A study task's progress bars (shown unless ``sim.progress=false``)."""
+    return bool(cfg.sim.get("progress", True))
+
+
+def _predict_jobs(cfg: DictConfig) -> int | None:
+    """Processes for ``predict``: ``sim.jobs=N`` / ``--jobs N`` or ``jobs=N``; None (both at
+    1, the default) leaves the study's own ``jobs:``."""
+    jobs = cfg.sim.get("jobs")
+    jobs = None if jobs in (None, 1) else jobs
+    if int(cfg.get("jobs") or 1) > 1:
+        jobs = int(cfg.get("jobs"))
+    return None if jobs is None else int(jobs)
 
 
 def _fail(exc: SimstackError) -> None:

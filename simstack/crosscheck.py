@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,17 +149,17 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                                              failed=("passed", lambda p: int((~p).sum()))).reset_index()
 
 
-def run_crosscheck(cfg: Any) -> int:
+def run_crosscheck(model: str, *, models_dir: str | Iterable[str] | None = None, progress: bool = True) -> int:
     """CLI task ``crosscheck``: solve and simulate every point, write the table, exit 1 on a failure."""
     from simstack.paths import model_dir_of
     from simstack.study import load_study
 
-    study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
+    study = load_study(model_dir_of(model, models_dir))
     spec = getattr(study, "crosscheck", None)
     if spec is None:
         raise ModelError("no crosscheck section", file=str(study.path))
     started = time.perf_counter()
-    table = crosscheck(study, spec, progress=bool(cfg.sim.get("progress", True)))
+    table = crosscheck(study, spec, progress=progress)
     if spec.write:
         path = study.path.parent / spec.write
         table.to_csv(path, index=False)

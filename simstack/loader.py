@@ -21,7 +21,7 @@ from simstack.parameters import choose, or_empty, substitute
 from simstack.paths import find_model_dir, home_models_dir
 from simstack.safeyaml import read_yaml
 from simstack.schema import suggest, text
-from simstack.sections import SETTINGS, WORKLOAD_TYPES
+from simstack.sections import SETTINGS
 from simstack.spec import ModelSpec
 from simstack.stepparse import StepReader, _located
 
@@ -110,6 +110,6 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         workloads=workloads, raw=doc, settings=settings, replicas=counts)
 
 
-# SETTINGS, WORKLOAD_TYPES and read_yaml are re-exported: callers import them from here.
-__all__ = ["MODELS_DIR", "SETTINGS", "WORKLOAD_TYPES", "build_spec", "load_model", "read_yaml",
+# SETTINGS and read_yaml are re-exported: callers import them from here.
+__all__ = ["MODELS_DIR", "SETTINGS", "build_spec", "load_model", "read_yaml",
            "resolve_model_path", "_located"]

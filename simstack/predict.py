@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
@@ -251,14 +251,15 @@ def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, A
     return keep
 
 
-def run_predict(cfg: Any) -> None:
-    study = load_study(model_dir_of(str(cfg.model), cfg.get("models_dir")))
-    jobs = cfg.sim.get("jobs")
-    jobs = None if jobs in (None, 1) else jobs  # 1 (the default) leaves the study's own `jobs:`
-    if int(cfg.get("jobs") or 1) > 1:  # `jobs=N` as well as `sim.jobs=N` / `--jobs N`
-        jobs = int(cfg.get("jobs"))
-    where = dict(cfg.get("where") or {})
-    overrides = RunSelection(parameters=dict(cfg.get("parameters") or {}), flags=dict(cfg.get("flags") or {}))
+def run_predict(model: str, *, models_dir: str | Iterable[str] | None = None, jobs: int | None = None,
+                where: Mapping[str, Any] | None = None, parameters: Mapping[str, Any] | None = None,
+                flags: Mapping[str, bool] | None = None, progress: bool = True) -> None:
+    """CLI task ``predict``: evaluate the study's grid into its predictions file (``jobs``
+    processes; None: the study's own ``jobs:``), or print only the points ``where`` selects,
+    under ``parameters`` and ``flags`` if given, and write nothing."""
+    study = load_study(model_dir_of(model, models_dir))
+    where = dict(where or {})
+    overrides = RunSelection(parameters=dict(parameters or {}), flags=dict(flags or {}))
     if (overrides.parameters or overrides.flags) and not where:
         raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
                           "predictions hold the model's own values")
@@ -275,8 +276,8 @@ def run_predict(cfg: Any) -> None:
         print(f"interval: {len(readings)} more evaluations per point: {entering} alternative(s) in the envelope, "
               f"{len(readings) - entering} with a fitted parameter at an end of its range")
     runs: list[dict[str, Any]] = []
-    table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
-                    jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)
+    table = predict(study, keep=selected(study, where) if where else None, progress=progress,
+                    jobs=jobs, runs=runs, extra=overrides)
     print(table.to_string(index=False))
     if where:
         if runs:

@@ -15,19 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from simstack.components import REGISTRY, lookup
-from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
 from simstack.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
-from simstack.spec import (
-    ClosedWorkload,
-    ComponentSpec,
-    HostSpec,
-    OpenWorkload,
-    PeriodicWorkload,
-    ProtocolWorkload,
-    Workload,
-)
-from simstack.units import non_negative, parse_count, parse_number, parse_rate, parse_size, parse_time, positive
+from simstack.spec import ComponentSpec, HostSpec, Workload
+from simstack.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
+from simstack.workloads import REGISTRY as WORKLOAD_REGISTRY
+from simstack.workloads import names as workload_names
 
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
@@ -123,14 +116,13 @@ def workloads(raw: object, requests: set[str], base_dir: Path | None) -> dict[st
     if raw is not None and not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of workload names, got {raw!r}", path="workloads")
     if not raw:
-        raise ModelError("expected at least one workload (what drives the requests: open, closed, periodic "
-                         "or protocol)", path="workloads")
+        raise ModelError(f"expected at least one workload (what drives the requests: {workload_names(' or ')})",
+                         path="workloads")
     out: dict[str, Workload] = {}
     for name, spec in raw.items():
         where = f"workloads.{name}"
         if not isinstance(spec, Mapping) or spec.get("type") is None:
-            raise ModelError(f"a workload needs a 'type' (open, closed, periodic, protocol), got {spec!r}",
-                             path=where)
+            raise ModelError(f"a workload needs a 'type' ({workload_names()}), got {spec!r}", path=where)
         enabled = spec.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ModelError(f"expected true or false, got {enabled!r}", path=f"{where}.enabled")
@@ -147,54 +139,15 @@ def workloads(raw: object, requests: set[str], base_dir: Path | None) -> dict[st
 
 
 def _workload(name: str, spec: Mapping[str, Any], where: str, base_dir: Path | None) -> Workload:
-    def tdist(v: object) -> Any:
-        return parse_distribution(v, parse_time, base_dir)
-
-    count = Field(lambda v: parse_count(v, allow_inf=True), float("inf"))
-    common = {"type": Field(str), "request": Field(name_ref), "doc": Field(text, "")}
+    """One workload, read by its registered type (``simstack.workloads``)."""
     kind = spec["type"]
-    if kind == "open":
-        v = read_fields(spec, {**common, "rate": Field(lambda x: positive(parse_rate(x), x), None),
-                               "interarrival": Field(tdist, None), "count": count,
-                               "start": Field(_start, 0.0)}, where)
-        if (v["rate"] is None) == (v["interarrival"] is None):
-            got = "both" if v["rate"] is not None else "neither"
-            raise ModelError(f"an open workload needs exactly one of rate or interarrival (got {got})", path=where)
-        if v["interarrival"] is not None and not v["interarrival"].mean > 0:
-            raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
-                             f"got {spec['interarrival']!r}", path=f"{where}.interarrival")
-        gaps = v["interarrival"] or parse_distribution(f"exp({1.0 / v['rate']!r})", parse_time)
-        return OpenWorkload(name, v["request"], gaps, v["count"], v["start"])
-    if kind == "closed":
-        v = read_fields(spec, {**common, "clients": Field(lambda x: int(parse_count(x))),
-                               "think": Field(tdist, tdist(0)), "count": count,
-                               "start": Field(_start, 0.0)}, where)
-        return ClosedWorkload(name, v["request"], v["clients"], v["think"], v["count"], v["start"])
-    if kind == "periodic":
-        v = read_fields(spec, {**common, "frequency": Field(lambda x: positive(parse_rate(x), x), None),
-                               "period": Field(lambda x: positive(parse_time(x), x), None),
-                               "phase": Field(_start, 0.0), "jitter": Field(tdist, tdist(0)),
-                               "copies": Field(lambda x: int(parse_count(x)), 1), "count": count}, where)
-        if (v["frequency"] is None) == (v["period"] is None):
-            got = "both" if v["frequency"] is not None else "neither"
-            raise ModelError(f"a periodic workload needs exactly one of frequency or period (got {got})", path=where)
-        period = v["period"] or 1.0 / v["frequency"]
-        return PeriodicWorkload(name, v["request"], period, v["phase"], v["jitter"], v["copies"], v["count"])
-    if kind == "protocol":
-        v = read_fields(spec, {**common, "warmup": Field(_non_negative_int, 0),
-                               "repeat": Field(lambda x: int(parse_count(x))), "gap": Field(tdist, tdist(0))},
-                        where)
-        return ProtocolWorkload(name, v["request"], v["warmup"], v["repeat"], v["gap"])
-    raise ModelError(f"unknown workload type {kind!r}{suggest(kind, WORKLOAD_TYPES)}; types: "
-                     f"{', '.join(WORKLOAD_TYPES)}", path=f"{where}.type")
-
-
-WORKLOAD_TYPES = ("open", "closed", "periodic", "protocol")
-
-
-def _start(value: object) -> float:
-    """A start time or phase: a time >= 0 (time starts at zero)."""
-    return non_negative(parse_time(value), value)
+    wtype = WORKLOAD_REGISTRY.get(kind) if isinstance(kind, str) else None
+    if wtype is None:
+        raise ModelError(f"unknown workload type {kind!r}{suggest(kind, WORKLOAD_REGISTRY)}; types: "
+                         f"{', '.join(WORKLOAD_REGISTRY)}", path=f"{where}.type")
+    common = {"type": Field(str), "request": Field(name_ref), "doc": Field(text, "")}
+    values = read_fields(spec, {**common, **wtype.fields(base_dir)}, where)
+    return wtype.read(name, values, spec, where)
 
 
 def _non_negative_int(value: object) -> int:
@@ -204,4 +157,4 @@ def _non_negative_int(value: object) -> int:
     return count
 
 
-__all__ = ["SETTINGS", "WORKLOAD_TYPES", "components", "hosts", "settings", "workloads"]
+__all__ = ["SETTINGS", "components", "hosts", "settings", "workloads"]

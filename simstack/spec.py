@@ -228,9 +228,16 @@ class RequestSpec:
 
 
 @dataclass(frozen=True)
-class OpenWorkload:
+class Workload:
+    """What drives the requests of class ``request``; each type adds its own fields in a
+    subclass, read and run by its registered type in ``simstack.workloads``."""
+
     name: str
     request: str
+
+
+@dataclass(frozen=True)
+class OpenWorkload(Workload):
     interarrival: Distribution
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
@@ -238,9 +245,7 @@ class OpenWorkload:
 
 
 @dataclass(frozen=True)
-class ClosedWorkload:
-    name: str
-    request: str
+class ClosedWorkload(Workload):
     clients: int
     think: Distribution
     count: float  # cycles per client
@@ -248,9 +253,7 @@ class ClosedWorkload:
 
 
 @dataclass(frozen=True)
-class PeriodicWorkload:
-    name: str
-    request: str
+class PeriodicWorkload(Workload):
     period: float
     phase: float
     jitter: Distribution
@@ -259,18 +262,13 @@ class PeriodicWorkload:
 
 
 @dataclass(frozen=True)
-class ProtocolWorkload:
+class ProtocolWorkload(Workload):
     """The measurement protocol of a benchmark: W warm-up runs, then R recorded runs,
     strictly one after another, as an engineer with a stopwatch would do them."""
 
-    name: str
-    request: str
     warmup: int
     repeat: int
     gap: Distribution
-
-
-Workload = OpenWorkload | ClosedWorkload | PeriodicWorkload | ProtocolWorkload
 
 
 @dataclass(frozen=True)

@@ -5,20 +5,27 @@ An ``open`` workload is a stream of arrivals (operators' clicks, beam-synchronou
 again (consoles polling a server), ``periodic`` a timing system's fiducial with jitter and
 copies, ``protocol`` the stopwatch protocol of a benchmark (warm-up runs, then recorded
 runs, one after another). Each type is a small class registered with ``@register``, like
-the component kinds: it starts its requests in a replication and says whether it stops
-by itself. The loader's ``WORKLOAD_TYPES`` must name exactly the registered types.
+the component kinds, and is the only place that knows it: its keys in a model file and
+their one-line docs (``simstack kinds``), how they become its spec, how it starts its
+requests in a replication and whether it stops by itself. The loader (``sections``) and
+the catalogue find the types here, so a new one is a new class in this module.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.components.wake import Wake
+from simstack.distributions import parse_distribution
 from simstack.errors import ModelError
+from simstack.schema import Field, integer
 from simstack.spec import ClosedWorkload, ModelSpec, OpenWorkload, PeriodicWorkload, ProtocolWorkload, Workload
+from simstack.units import non_negative, parse_count, parse_rate, parse_time, positive
 
 if TYPE_CHECKING:
     from simstack.replication import Replication
@@ -28,10 +35,26 @@ ZERO_TIME_CYCLES = 10_000  # cycles of one client at one instant before a run is
 
 
 class WorkloadType:
-    """What one ``type:`` of workload does at run time."""
+    """One ``type:`` of workload: its keys, how they are read, what it does at run time."""
 
     name: ClassVar[str]
-    spec: ClassVar[type]
+    spec: ClassVar[type[Workload]]
+    # One line per key for ``simstack kinds``: the keys of ``fields`` and any read before the
+    # type's own (an open workload's ``replicas``, expanded by ``simstack.replicas``).
+    docs: ClassVar[dict[str, str]]
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        """The type's own keys besides ``type``, ``request`` and ``doc``, in the order listed.
+
+        ``base_dir`` is where a distribution's data file is looked up (``empirical(file)``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        """The spec from the values ``fields`` parsed (``raw`` as written, to echo it); checks
+        between keys raise errors located at ``where``."""
+        raise NotImplementedError
 
     @classmethod
     def start(cls, r: Replication, wl: Any, scope: Scope) -> None:
@@ -55,6 +78,12 @@ def register(wtype: type[WorkloadType]) -> type[WorkloadType]:
     return wtype
 
 
+def names(last: str = ", ") -> str:
+    """The registered types in order, for messages: ``open, closed, periodic or protocol``."""
+    types = list(REGISTRY)
+    return ", ".join(types[:-1]) + last + types[-1] if len(types) > 1 else "".join(types)
+
+
 def type_of(wl: Workload) -> type[WorkloadType]:
     found = _BY_SPEC.get(type(wl))
     if found is None:
@@ -75,10 +104,58 @@ def is_finite(spec: ModelSpec) -> bool:
     return all(type_of(wl).finite(wl) for wl in spec.workloads.values())
 
 
+# -- the values the types read ----------------------------------------------------------
+def _times(base_dir: Path | None) -> Any:
+    """A time distribution, its data files found beside the model."""
+    return lambda value: parse_distribution(value, parse_time, base_dir)
+
+
+def _start(value: object) -> float:
+    """A start time or phase: a time >= 0 (time starts at zero)."""
+    return non_negative(parse_time(value), value)
+
+
+def _whole(value: object) -> int:
+    return int(parse_count(value))
+
+
+def _non_negative_int(value: object) -> int:
+    return int(non_negative(integer(value), value))
+
+
+def _count() -> Field:
+    return Field(lambda v: parse_count(v, allow_inf=True), float("inf"))
+
+
+def _one_of(values: Mapping[str, Any], a: str, b: str, what: str, where: str) -> None:
+    """Refuse a type that needs exactly one of two keys (a rate or its interarrival)."""
+    if (values[a] is None) == (values[b] is None):
+        got = "both" if values[a] is not None else "neither"
+        raise ModelError(f"{what} needs exactly one of {a} or {b} (got {got})", path=where)
+
+
 @register
 class Open(WorkloadType):
     name = "open"
     spec = OpenWorkload
+    docs = {"rate": "Poisson arrivals per second (or interarrival)",
+            "interarrival": "time between arrivals, a distribution (or rate)",
+            "count": "arrivals to generate", "start": "time of the first arrival's clock start",
+            "replicas": "N independent streams; stream i starts requests with item i"}
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        return {"rate": Field(lambda x: positive(parse_rate(x), x), None),
+                "interarrival": Field(_times(base_dir), None), "count": _count(), "start": Field(_start, 0.0)}
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        _one_of(values, "rate", "interarrival", "an open workload", where)
+        if values["interarrival"] is not None and not values["interarrival"].mean > 0:
+            raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
+                             f"got {raw['interarrival']!r}", path=f"{where}.interarrival")
+        gaps = values["interarrival"] or parse_distribution(f"exp({1.0 / values['rate']!r})", parse_time)
+        return OpenWorkload(name, values["request"], gaps, values["count"], values["start"])
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
@@ -100,6 +177,20 @@ class Open(WorkloadType):
 class Closed(WorkloadType):
     name = "closed"
     spec = ClosedWorkload
+    docs = {"clients": "clients, each one request at a time; client i is item i",
+            "think": "think time between a client's requests", "count": "cycles per client",
+            "start": "when the clients start"}
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        times = _times(base_dir)
+        return {"clients": Field(_whole), "think": Field(times, times(0)), "count": _count(),
+                "start": Field(_start, 0.0)}
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        return ClosedWorkload(name, values["request"], values["clients"], values["think"], values["count"],
+                              values["start"])
 
     @classmethod
     def start(cls, r: Replication, wl: ClosedWorkload, scope: Scope) -> None:
@@ -138,6 +229,23 @@ def _client(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
 class Periodic(WorkloadType):
     name = "periodic"
     spec = PeriodicWorkload
+    docs = {"frequency": "ticks per second (or period)", "period": "time between ticks",
+            "phase": "time of the first tick", "jitter": "delay of each copy after its tick",
+            "copies": "requests per tick; copy i is item i", "count": "ticks"}
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        times = _times(base_dir)
+        return {"frequency": Field(lambda x: positive(parse_rate(x), x), None),
+                "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(_start, 0.0),
+                "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": _count()}
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        _one_of(values, "frequency", "period", "a periodic workload", where)
+        period = values["period"] or 1.0 / values["frequency"]
+        return PeriodicWorkload(name, values["request"], period, values["phase"], values["jitter"],
+                                values["copies"], values["count"])
 
     @classmethod
     def start(cls, r: Replication, wl: PeriodicWorkload, scope: Scope) -> None:
@@ -172,6 +280,17 @@ def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, b
 class Protocol(WorkloadType):
     name = "protocol"
     spec = ProtocolWorkload
+    docs = {"warmup": "unrecorded runs first", "repeat": "recorded runs, one after another",
+            "gap": "pause between runs"}
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        times = _times(base_dir)
+        return {"warmup": Field(_non_negative_int, 0), "repeat": Field(_whole), "gap": Field(times, times(0))}
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        return ProtocolWorkload(name, values["request"], values["warmup"], values["repeat"], values["gap"])
 
     @classmethod
     def start(cls, r: Replication, wl: ProtocolWorkload, scope: Scope) -> None:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+import yaml
 
 from simstack import ModelError
 from simstack.catalogue import (
@@ -19,13 +20,14 @@ from simstack.catalogue import (
     MODIFIER_DOCS,
     STEPS,
     WORKLOAD_COMMON,
-    WORKLOADS,
     catalogue,
     default_text,
+    workload_keys,
 )
 from simstack.components import REGISTRY
-from simstack.loader import SETTINGS, WORKLOAD_TYPES, build_spec
+from simstack.loader import SETTINGS, build_spec
 from simstack.stepparse import ACTIONS, MODIFIERS
+from simstack.workloads import REGISTRY as WORKLOAD_TYPES
 
 TEXT = catalogue()
 
@@ -93,8 +95,22 @@ def test_host_keys_and_defaults_match_the_loader() -> None:
 @pytest.mark.parametrize("kind", WORKLOAD_TYPES)
 def test_workload_keys_match_the_loader(kind: str) -> None:
     accepted = _accepted({"workloads": {"w": {"type": kind, "request": "r", "zzz": 1}}})
-    listed = set(WORKLOADS[kind]) | set(WORKLOAD_COMMON) - {"enabled"}
+    listed = set(workload_keys(WORKLOAD_TYPES[kind])) | set(WORKLOAD_COMMON) - {"enabled"}
     assert accepted | ({"replicas"} if kind == "open" else set()) == listed
+
+
+@pytest.mark.parametrize("kind", WORKLOAD_TYPES)
+def test_workload_defaults_are_listed_as_a_model_file_would_write_them(kind: str) -> None:
+    """Each default shown, read back as a model file's value, is the default the loader uses."""
+    fields = WORKLOAD_TYPES[kind].fields(None)
+    for key, (shown, doc) in workload_keys(WORKLOAD_TYPES[kind]).items():
+        assert doc, (kind, key)
+        if key not in fields or shown in ("required", "-"):
+            continue
+        assert fields[key].parse(yaml.safe_load(shown)) == fields[key].default, (kind, key, shown)
+    block = lines_of("WORKLOADS")
+    assert re.search(rf"\n  type\s+default required\s+.*\b{kind}\b", block)
+    assert f"\n  {kind}:\n" in block
 
 
 def test_simstack_kinds_prints_the_catalogue() -> None:

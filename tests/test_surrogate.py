@@ -180,13 +180,10 @@ def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path
 
 
 def test_crosscheck_task_without_a_section_says_so(tiny: Path) -> None:
-    from omegaconf import OmegaConf
-
     from simstack.crosscheck import run_crosscheck
 
-    cfg = OmegaConf.create({"model": str(tiny), "models_dir": None, "sim": {"progress": False}})
     with pytest.raises(ModelError, match=r"checks.yaml: no crosscheck section"):
-        run_crosscheck(cfg)
+        run_crosscheck(str(tiny), progress=False)
 
 
 def test_per_client_data_is_averaged_over_the_clients_present_at_each_step(tiny: Path) -> None:

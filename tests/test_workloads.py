@@ -1,21 +1,102 @@
-"""The workload registry: every ``type:`` the loader reads has a registered runtime, and a
-workload spec nothing registers is refused with its name, not left silently idle."""
+"""The workload registry: a ``type:`` is one registered class (its keys, their reading and
+docs, its start), found by the loader, ``simstack kinds`` and the run alike; a workload spec
+nothing registers is refused with its name, not left silently idle."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from simstack.analysis.network import build_network
+from simstack.catalogue import catalogue
 from simstack.errors import ModelError
-from simstack.loader import WORKLOAD_TYPES, build_spec
-from simstack.workloads import REGISTRY, is_finite, type_of
+from simstack.loader import build_spec
+from simstack.schema import Field
+from simstack.spec import Workload
+from simstack.testing import run
+from simstack.units import parse_count, parse_time
+from simstack.workloads import _BY_SPEC, REGISTRY, WorkloadType, is_finite, register, type_of
 
 
-def test_every_type_the_loader_reads_is_registered() -> None:
-    assert set(REGISTRY) == set(WORKLOAD_TYPES)
+def test_every_registered_type_names_itself() -> None:
+    assert list(REGISTRY) == ["open", "closed", "periodic", "protocol"]
     for name, wtype in REGISTRY.items():
-        assert wtype.name == name
+        assert wtype.name == name and _BY_SPEC[wtype.spec] is wtype
+
+
+@dataclass(frozen=True)
+class BurstWorkload(Workload):
+    size: int
+    at: float
+
+
+class Burst(WorkloadType):
+    """A new type written as a user would: a burst of ``size`` requests at time ``at``."""
+
+    name = "burst"
+    spec = BurstWorkload
+    docs = {"size": "requests in the burst", "at": "when it comes"}
+
+    @classmethod
+    def fields(cls, base_dir: Path | None) -> dict[str, Field]:
+        return {"size": Field(lambda v: int(parse_count(v))), "at": Field(parse_time, 0.0)}
+
+    @classmethod
+    def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
+        return BurstWorkload(name, values["request"], values["size"], values["at"])
+
+    @classmethod
+    def start(cls, r: Any, wl: BurstWorkload, scope: Any) -> None:
+        def go(_e: object) -> None:
+            for i in range(wl.size):
+                r.start(wl.request, wl.name, i, scope, None)
+        r.env.timeout(wl.at).callbacks.append(go)
+
+    @classmethod
+    def finite(cls, wl: BurstWorkload) -> bool:
+        return True
+
+
+@pytest.fixture
+def burst() -> Iterator[None]:
+    register(Burst)
+    yield
+    del REGISTRY["burst"], _BY_SPEC[BurstWorkload]
+
+
+def _burst_doc(**keys: Any) -> dict[str, Any]:
+    return {"hosts": {"h": {"cores": 2}}, "requests": {"r": {"host": "h", "steps": [{"cpu": "1ms"}]}},
+            "workloads": {"b": {"type": "burst", "request": "r", **keys}}}
+
+
+def test_a_new_type_is_one_registered_class(burst: None) -> None:
+    spec = build_spec(_burst_doc(size=5, at="2s"), None)
+    assert spec.workloads["b"] == BurstWorkload("b", "r", 5, 2.0)
+    assert is_finite(spec)
+    res = run(_burst_doc(size=5, at="2s"), seed=1, replications=1, horizon=None)
+    assert len(res.requests) == 5
+    assert res.requests["start"].min() == pytest.approx(2.0)
+    # 5 jobs of 1 ms shared by 2 cores (processor sharing): all end when the 5 ms of work is done
+    assert res.requests["end"].max() == pytest.approx(2.0025)
+    text = catalogue()
+    assert "open, closed, periodic, protocol or burst" in text
+    assert "\n  burst:\n    size  default required   requests in the burst\n    at    default 0" in text
+
+
+def test_a_new_type_is_read_with_the_located_errors_of_the_others(burst: None) -> None:
+    with pytest.raises(ModelError, match=r"workloads\.b: missing required key 'size'"):
+        build_spec(_burst_doc(), None)
+    with pytest.raises(ModelError, match=r"workloads\.b\.sise: unknown key 'sise' \(did you mean 'size'\?\); "
+                                         r"expected one of: type, request, doc, size, at"):
+        build_spec(_burst_doc(sise=3), None)
+    with pytest.raises(ModelError, match=r"types: open, closed, periodic, protocol, burst"):
+        build_spec({**_burst_doc(), "workloads": {"b": {"type": "bust", "request": "r"}}}, None)
+    with pytest.raises(ModelError, match=r"workloads\.b: a burst workload"):
+        build_network(build_spec(_burst_doc(size=1), None))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from simstack.spec import (
     Sequence,
     Step,
 )
+from simstack.workloads import type_of
 
 CLIENT = "client"  # the item of a closed client: its own index, so its own lock key
 
@@ -133,6 +134,9 @@ class _Builder:
             elif isinstance(wl, PeriodicWorkload):  # Poisson arrivals at the same rate (pessimistic)
                 chain = Chain(wl.name, wl.request, [], rate=wl.copies / wl.period)
                 item = "copy"
+            else:  # a type the surrogate has no chain for
+                self.refuse(f"workloads.{wl.name}", f"a {type_of(wl).name} workload")
+                continue
             self.net.chains[chain.name] = chain
             chain.body = self.request(wl.request, None, item, chain)
 

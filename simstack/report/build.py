@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +89,11 @@ def build_report(model_dir: Path, progress: bool = False) -> tuple[str, dict[str
                                                                      "seconds": wall}
 
 
-def run_report(cfg: Any) -> None:
-    """CLI task ``report``: build, then write ``out=`` (default ``reports/<model>.html``)."""
-    model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
+def run_report(model: str, *, models_dir: str | Iterable[str] | None = None, out: str | Path | None = None) -> None:
+    """CLI task ``report``: build, then write ``out`` (default ``reports/<model>.html``)."""
+    model_dir = model_dir_of(model, models_dir)
     text, cost = build_report(model_dir, progress=True)
-    out = Path(str(cfg.get("out") or Path("reports") / f"{model_dir.name}.html"))
+    out = Path(out or Path("reports") / f"{model_dir.name}.html")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
