@@ -4,10 +4,9 @@ pass, and its data and what-ifs are consistent with the calibration."""
 
 from __future__ import annotations
 
-import importlib.util
-import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -15,6 +14,7 @@ import yaml
 
 from simstack.baselines import file_hash
 from simstack.check import check_study
+from simstack.crosscheck import crosscheck
 from simstack.loader import MODELS_DIR, load_model
 from simstack.metrics import calibrated_parameters, read_whatif
 from simstack.predict import predict
@@ -115,16 +115,15 @@ def test_doubled_db_bandwidth_follows_the_calibration(whatif: str) -> None:
     assert doubled == pytest.approx(2 * _calibrated()["db_bandwidth"], rel=1e-6)
 
 
-def test_engine_equals_the_hand_model() -> None:
-    """Same deterministic fluid system: analysis/hand_model.py's fit fed to the engine."""
-    spec = importlib.util.spec_from_file_location("engine_vs_hand", MODEL / "analysis" / "engine_vs_hand.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    hm = module.hm
-    mb = hm.sizes_mb()
-    p = hm.fit(mb)
-    for n in (8, 100):
-        eng, hand = module.engine_phases(module.hand_parameters(p), n), hm.predict(mb, p, n)
-        for phase in (*PHASES, "total"):
-            assert eng[phase] == pytest.approx(float(hand[phase]), rel=1e-9), (n, phase)
-    assert math.isclose(p["t_iov"], 2640.0)
+def test_analytic_solution_equals_the_simulation(study) -> None:
+    """The crosscheck section: the solver's exact fluid fan-outs against the engine, every
+    thread count of the calibrated model and the 100-thread point of two what-ifs."""
+    spec = study.crosscheck
+    assert spec.metric == "total_ms" and all(c.tolerance <= 1e-6 for c in spec.cases)
+    cases = [c for c in spec.cases if c.name in ("calibrated", "split_payloads", "parallel_iovs")]
+    table = crosscheck(study, replace(spec, cases=tuple(cases)))
+    assert len(table) == 9 + 4 + 4 and table["passed"].all(), table.to_string()
+    written = pd.read_csv(MODEL / "predictions.csv", dtype={"threads": str})
+    totals = written[written["phase"] == "total"].set_index("threads")["predicted_ms"]
+    calibrated = table[table["case"] == "calibrated"].set_index("threads")["analytic"]
+    assert calibrated.to_numpy() == pytest.approx(totals[calibrated.index].to_numpy(), abs=0.06)
