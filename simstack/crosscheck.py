@@ -74,7 +74,9 @@ def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> Crosschec
     mean_latency = metric.type == "latency" and getattr(metric, "stat", "mean") == "mean"
     if metric.type != "throughput" and not mean_latency or metric.request is None or metric.step is not None:
         raise ModelError(f"the analytic solver gives a request's throughput and mean latency; metric "
-                         f"{top['metric']!r} is {metric.type}" + (f" of step {metric.step!r}" if metric.step else ""),
+                         f"{top['metric']!r} is {metric.type}"
+                         + (f" ({metric.stat})" if metric.type == "latency" else "")
+                         + (f" of step {metric.step!r}" if metric.step else ""),
                          path=f"{where}.metric")
     if not top["cases"]:
         raise ModelError("expected at least one case: NAME: {points: FILE.csv, ...}", path=f"{where}.cases")
