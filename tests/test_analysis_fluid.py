@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 import simstack
 from simstack.analysis.fluid import pool_makespan
@@ -102,5 +103,19 @@ def test_the_solver_is_exact_for_a_lone_deterministic_fan_out(tmp_path) -> None:
 def test_a_second_workload_falls_back_to_the_approximate_fan_out(tmp_path) -> None:
     path = tmp_path / "model.yaml"
     path.write_text(MODEL + "  other: {type: open, request: job, rate: 0.1/s}\n")
+    net = build_network(simstack.load_model(path))
+    assert not any(name.startswith("fanout:") for name in net.stations)
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda inner: [{"parallel": {"count": 2, "limit": 2}, "steps": inner}],  # sibling fan-outs share the DB
+    lambda inner: [{"hold": "pool", "steps": inner}],  # the branches' pool is already held
+])
+def test_fan_outs_that_share_their_resources_are_not_solved_exactly(tmp_path, wrap) -> None:
+    doc = yaml.safe_load(MODEL)
+    doc["components"]["pool"]["size"] = 4
+    doc["requests"]["job"]["steps"] = wrap(doc["requests"]["job"]["steps"][:1])
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump(doc))
     net = build_network(simstack.load_model(path))
     assert not any(name.startswith("fanout:") for name in net.stations)

@@ -115,6 +115,7 @@ class _Builder:
         self.exact_fanouts = exact_fanouts  # deterministic fan-outs of a lone request: fluid makespan
         self.exact_used = False
         self.held: list[str] = []  # thread pools held around the step being read
+        self.fanned = 0  # fan-outs around the step being read (their branches run at once)
 
     def station(self, name: str, what: str, servers: float, fifo: bool = False) -> str:
         self.net.stations.setdefault(name, Station(name, what, servers, fifo))
@@ -195,7 +196,9 @@ class _Builder:
             if exact is not None:
                 self.exact_used = True
                 return [Visit(self.station(f"fanout:{step.guard.path}", "delay", math.inf), exact, 0.0)]
+            self.fanned += 1
             branches = [self.steps(step.body, host, i, chain, times) for i in range(count)]
+            self.fanned -= 1
             return [Fanout(branches, min(float(count), step.limit))] if count else []
         assert isinstance(step, Sequence)
         return self.steps(step.body, host, item, chain, times)
@@ -273,10 +276,10 @@ class _Builder:
 
     def fluid_fanout(self, step: Parallel, host: str | None, chain: Chain) -> float | None:
         """The exact elapsed time of a fan-out that has its resources to itself (one request
-        at a time, nothing sent) and whose every branch is one deterministic service (a
+        at a time, nothing sent, not inside another fan-out) and whose every branch is one deterministic service (a
         database call, a cpu step on a ``ps`` host or a delay), optionally inside a hold of a
         free thread pool; None when it is not such a fan-out (``analysis.fluid``)."""
-        if chain.population != 1 or len(self.spec.workloads) != 1:
+        if chain.population != 1 or len(self.spec.workloads) != 1 or self.fanned:
             return None
         threads, body = step.limit, step.body
         if len(body) == 1 and isinstance(body[0], Hold):
