@@ -21,7 +21,8 @@ Run from anywhere:  python make_payload_sizes.py [--check]
 Writes payload_sizes.csv (columns payload, bytes) and payload_sizes_split10MB.csv (what-if:
 every payload above 10 MB cut into pieces of at most 10 MB, kept in place in the order), and
 payload_sizes_max30MB.csv, payload_sizes_max100MB.csv (the same construction with another
-largest size: alternative readings of the synthetic tail, see NOTES.md, "Assumptions").
+largest size: alternative readings of the synthetic tail), payload_sizes_order1.csv and
+payload_sizes_order2.csv (the same list in other orders); see NOTES.md, "Assumptions".
 """
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ TAIL_FRACTION = 0.10
 SEED = 20150413  # CHEP 2015 opening day; fixed once, not tuned
 SPLIT_B = 10_000_000
 ALTERNATIVE_MAX_B = (30_000_000, 100_000_000)  # other largest payloads, still "O(100) MB" or below
+ALTERNATIVE_ORDERS = (1, 2)  # other payload orders: the same list permuted with these seeds (not tuned)
 HERE = Path(__file__).resolve().parent
 
 p = (np.arange(N) + 0.5) / N
@@ -78,6 +80,8 @@ if __name__ == "__main__":
     files = {"payload_sizes.csv": csv_text(b), "payload_sizes_split10MB.csv": csv_text(split(b))}
     for alt in ALTERNATIVE_MAX_B:  # the interval's payload-size alternatives: same shape, order and total
         files[f"payload_sizes_max{alt // 1_000_000}MB.csv"] = csv_text(sizes(alt)[0])
+    for seed in ALTERNATIVE_ORDERS:
+        files[f"payload_sizes_order{seed}.csv"] = csv_text(b[np.random.default_rng(seed).permutation(N)])
     for name, text in files.items():
         path = HERE / name
         if "--check" in sys.argv:
