@@ -1,7 +1,8 @@
 """The analytic solver against the simulator on chosen points: ``simstack crosscheck model=NAME``.
 
 A calibration through a surrogate (``simstack.surrogate``) is only as good as the
-surrogate's agreement with the simulator; this measures it where it matters. The study's
+surrogate's agreement with the simulator; this measures it where it matters. The metric is a
+request's throughput or its mean latency (``latency``, ``stat: mean``, no ``step``). The study's
 ``crosscheck`` section lists cases, each a CSV of points (one column per axis of
 ``predictions``, optional boolean flag columns) and optional parameter and flag overrides,
 e.g. a product-form variant where MVA is exact and must fall inside the simulation's
@@ -70,9 +71,13 @@ def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> Crosschec
     metric: Any = metrics.get(top["metric"])
     if metric is None:
         raise ModelError(f"unknown metric {top['metric']!r}; metrics: {', '.join(metrics)}", path=f"{where}.metric")
-    if metric.type != "throughput" or metric.request is None or metric.step is not None:
-        raise ModelError(f"the analytic solver gives a request's throughput; metric {top['metric']!r} is "
-                         f"{metric.type}", path=f"{where}.metric")
+    mean_latency = metric.type == "latency" and getattr(metric, "stat", "mean") == "mean"
+    if metric.type != "throughput" and not mean_latency or metric.request is None or metric.step is not None:
+        raise ModelError(f"the analytic solver gives a request's throughput and mean latency; metric "
+                         f"{top['metric']!r} is {metric.type}"
+                         + (f" ({metric.stat})" if metric.type == "latency" else "")
+                         + (f" of step {metric.step!r}" if metric.step else ""),
+                         path=f"{where}.metric")
     if not top["cases"]:
         raise ModelError("expected at least one case: NAME: {points: FILE.csv, ...}", path=f"{where}.cases")
     cases = []
@@ -115,9 +120,14 @@ def crosscheck(study: Study, spec: CrosscheckSpec, progress: bool = False) -> pd
             flags = {f: str(row[c]).lower() == "true" for f, c in case.flag_columns.items()}
             sel = merge(merge(metric.run, point_selection(point, axes, where)),
                         RunSelection(parameters=case.parameters, flags={**case.flags, **flags}))
-            analytic = curves.value(Series(sel, (), np.array([])), base) * spec.scale
+            series = Series(sel, (), np.array([]))
             run = ev.run(merge(sel, RunSelection(settings={"replications": case.replications})))
-            per_rep = _throughput_per_replication(run, metric.request or "") * spec.scale
+            if metric.type == "latency":
+                analytic = _mean_response(curves, series, base, metric.request) * spec.scale
+                per_rep = _latency_per_replication(run, metric.request) * spec.scale
+            else:
+                analytic = curves.value(series, base) * spec.scale
+                per_rep = _throughput_per_replication(run, metric.request or "") * spec.scale
             mean, low, high = student_t_ci(per_rep)
             diff = analytic / mean - 1 if mean > 0 else float("inf")
             rows.append({"case": case.name, **point, **flags, "analytic": round(analytic, 1),
@@ -139,6 +149,26 @@ def _throughput_per_replication(result: Any, request: str) -> np.ndarray:
     done = req[~req["warmup"] & (req["request"] == request) & req["ok"]]
     counts = done.groupby("rep").size().reindex(range(result.replications), fill_value=0)
     return counts.to_numpy(dtype=float) / _window(result)
+
+
+def _mean_response(curves: Any, series: Series, values: Any, request: str) -> float:
+    """The solver's mean response time of ``request`` (throughput-weighted over its chains)."""
+    from simstack.analysis.network import build_network
+    from simstack.analysis.solver import solve
+
+    chains = [c for c in solve(build_network(curves.spec(series, values, None))).chains.values()
+              if c.request == request]
+    if not chains:
+        raise ModelError(f"request {request!r} is not reached by any workload")
+    rate = sum(c.throughput for c in chains)
+    return sum(c.throughput * c.response for c in chains) / rate if rate > 0 else chains[0].response
+
+
+def _latency_per_replication(result: Any, request: str) -> np.ndarray:
+    """Mean latency of the recorded, completed ``request``s, one per replication."""
+    req = result.requests
+    done = req[~req["warmup"] & (req["request"] == request) & req["ok"]]
+    return done.groupby("rep")["latency"].mean().reindex(range(result.replications)).to_numpy(dtype=float)
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

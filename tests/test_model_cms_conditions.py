@@ -4,10 +4,10 @@ pass, and its data and what-ifs are consistent with the calibration."""
 
 from __future__ import annotations
 
-import importlib.util
-import math
+import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -15,9 +15,11 @@ import yaml
 
 from simstack.baselines import file_hash
 from simstack.check import check_study
+from simstack.crosscheck import crosscheck
 from simstack.loader import MODELS_DIR, load_model
 from simstack.metrics import calibrated_parameters, read_whatif
 from simstack.predict import predict
+from simstack.provenance import inputs_fingerprint
 from simstack.study import load_study
 from simstack.units import parse_bandwidth
 
@@ -38,7 +40,9 @@ def written() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def recomputed(study) -> pd.DataFrame:
-    return predict(study, keep=lambda point: point["threads"] in RECOMPUTED)
+    """The point predictions only: the interval costs 88 runs per thread count (meta checks it)."""
+    point_only = replace(study, predictions=replace(study.predictions, interval=None))
+    return predict(point_only, keep=lambda point: point["threads"] in RECOMPUTED)
 
 
 def _calibrated() -> dict[str, float]:
@@ -47,7 +51,7 @@ def _calibrated() -> dict[str, float]:
 
 def test_predictions_file_is_current(written: pd.DataFrame, recomputed: pd.DataFrame) -> None:
     """`simstack predict model=cms_conditions` writes 10 significant digits; compare as written."""
-    assert list(written.columns) == ["threads", "phase", "predicted_ms"]
+    assert list(written.columns) == ["threads", "phase", "predicted_ms", "low_ms", "high_ms"]
     assert set(written["threads"]) == {"1", "2", "4", "8", "16", "24", "32", "64", "100"}
     assert set(written["phase"]) == {*PHASES, "total"} and len(written) == 36
     file = written.set_index(["threads", "phase"])["predicted_ms"]
@@ -55,6 +59,41 @@ def test_predictions_file_is_current(written: pd.DataFrame, recomputed: pd.DataF
     for row in recomputed.itertuples(index=False):
         as_written = float(f"{row.predicted_ms:.10g}")
         assert as_written == pytest.approx(file[(row.threads, row.phase)], rel=1e-9), row
+
+
+def test_predictions_come_from_the_committed_inputs(study) -> None:
+    """The interval's inputs (alternatives, their fits and ranges) are in the fingerprint."""
+    meta = json.loads((MODEL / "predictions_meta.json").read_text())
+    assert meta["inputs_sha256"] == inputs_fingerprint(study, calibrated_parameters(MODEL))
+
+
+def test_interval_holds_the_point_and_the_rows(written: pd.DataFrame) -> None:
+    """low <= point <= high everywhere; at 1 and 8 threads every reading in the envelope fits the
+    measured fetch and deserialisation rows within their 2 % tolerance (the acceptance rule)."""
+    assert (written["low_ms"] <= written["predicted_ms"]).all()
+    assert (written["predicted_ms"] <= written["high_ms"]).all()
+    rows = pd.read_csv(MODEL / "baselines.csv")
+    for threads in ("1", "8"):
+        for phase, quantity in (("fetch_payloads", "loading payloads time"),
+                                ("deserialise", "deserialising payloads time")):
+            measured = rows[(rows["quantity"] == quantity) & rows["condition"].str.startswith(
+                f"threads (fetch&deserial)={threads};")]["value"].astype(float).item()
+            row = written[(written["threads"] == threads) & (written["phase"] == phase)].iloc[0]
+            assert measured * 0.98 - 1e-6 <= row["low_ms"], (threads, phase)
+            assert row["high_ms"] <= measured * 1.02 + 1e-6, (threads, phase)
+    # the accepted readings part above 8 threads: fetch and total at 16 and 100, deserialisation at 100
+    held_out = written[written["threads"].isin(["16", "100"]) & written["phase"].isin(["fetch_payloads", "total"])
+                       | (written["threads"] == "100") & (written["phase"] == "deserialise")]
+    assert len(held_out) == 5 and (held_out["high_ms"] > held_out["low_ms"] * 1.2).all()
+
+
+def test_alternatives_were_fitted_on_the_same_rows(study) -> None:
+    point = yaml.safe_load((MODEL / "calibrated.yaml").read_text())
+    for alt in study.predictions.interval.alternatives:
+        doc = yaml.safe_load((MODEL / alt.calibrated).read_text())
+        assert doc["alternative"] == alt.name
+        assert doc["baselines"] == point["baselines"] and doc["rows"] == point["rows"]
+        assert set(doc["parameters"]) == set(point["parameters"])
 
 
 def test_phases_add_up_to_the_total(written: pd.DataFrame, recomputed: pd.DataFrame) -> None:
@@ -115,16 +154,15 @@ def test_doubled_db_bandwidth_follows_the_calibration(whatif: str) -> None:
     assert doubled == pytest.approx(2 * _calibrated()["db_bandwidth"], rel=1e-6)
 
 
-def test_engine_equals_the_hand_model() -> None:
-    """Same deterministic fluid system: analysis/hand_model.py's fit fed to the engine."""
-    spec = importlib.util.spec_from_file_location("engine_vs_hand", MODEL / "analysis" / "engine_vs_hand.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    hm = module.hm
-    mb = hm.sizes_mb()
-    p = hm.fit(mb)
-    for n in (8, 100):
-        eng, hand = module.engine_phases(module.hand_parameters(p), n), hm.predict(mb, p, n)
-        for phase in (*PHASES, "total"):
-            assert eng[phase] == pytest.approx(float(hand[phase]), rel=1e-9), (n, phase)
-    assert math.isclose(p["t_iov"], 2640.0)
+def test_analytic_solution_equals_the_simulation(study) -> None:
+    """The crosscheck section: the solver's exact fluid fan-outs against the engine, every
+    thread count of the calibrated model and the 100-thread point of two what-ifs."""
+    spec = study.crosscheck
+    assert spec.metric == "total_ms" and all(c.tolerance <= 1e-6 for c in spec.cases)
+    cases = [c for c in spec.cases if c.name in ("calibrated", "split_payloads", "parallel_iovs")]
+    table = crosscheck(study, replace(spec, cases=tuple(cases)))
+    assert len(table) == 9 + 4 + 4 and table["passed"].all(), table.to_string()
+    written = pd.read_csv(MODEL / "predictions.csv", dtype={"threads": str})
+    totals = written[written["phase"] == "total"].set_index("threads")["predicted_ms"]
+    calibrated = table[table["case"] == "calibrated"].set_index("threads")["analytic"]
+    assert calibrated.to_numpy() == pytest.approx(totals[calibrated.index].to_numpy(), abs=0.06)

@@ -42,6 +42,7 @@ defaults: {replications: 3, seed: 1}
 metrics:
   rate: {type: throughput, request: op}
   mean_latency: {type: latency, request: op}
+  p95_latency: {type: latency, request: op, stat: p95}
 predictions:
   file: predictions.csv
   metric: rate
@@ -134,8 +135,9 @@ def test_crosscheck_where_mva_is_exact(tiny: Path) -> None:
     (CALIBRATION.replace("metric: rate", "metric: mean_latency"),
      "calibration.targets.metric: surrogate: mva reads a request's throughput; metric 'mean_latency' is latency"),
     (CALIBRATION.replace("targets: {", "targets: [a]\n  x: {"), "calibration.x: unknown key 'x'"),
-    ("crosscheck:\n  metric: mean_latency\n  cases: {a: {points: x.csv}}\n",
-     "crosscheck.metric: the analytic solver gives a request's throughput"),
+    ("crosscheck:\n  metric: p95_latency\n  cases: {a: {points: x.csv}}\n",
+     "crosscheck.metric: the analytic solver gives a request's throughput and mean latency; metric "
+     "'p95_latency' is latency (p95)"),
     ("crosscheck:\n  metric: rate\n  cases: {a: {points: x.csv, replications: 1}}\n",
      "crosscheck.cases.a.replications: replications must be at least 2"),
 ])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from simstack.analysis.fluid import pool_makespan
 from simstack.distributions import Distribution, Indexed
 from simstack.errors import ModelError
 from simstack.spec import (
@@ -108,10 +109,14 @@ def _dist_moments(dist: Distribution, item: int | str | None, population: int | 
 class _Builder:
     """Walks request trees; collects stations, chains and the constructs it cannot solve."""
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, exact_fanouts: bool = True):
         self.spec = spec
         self.net = Network()
         self.unsupported: list[tuple[str, str]] = []  # (construct, key path)
+        self.exact_fanouts = exact_fanouts  # deterministic fan-outs of a lone request: fluid makespan
+        self.exact_used = False
+        self.held: list[str] = []  # thread pools held around the step being read
+        self.fanned = 0  # fan-outs around the step being read (their branches run at once)
 
     def station(self, name: str, what: str, servers: float, fifo: bool = False) -> str:
         self.net.stations.setdefault(name, Station(name, what, servers, fifo))
@@ -191,7 +196,13 @@ class _Builder:
             return []
         if isinstance(step, Parallel):
             count = int(step.count)
+            exact = self.fluid_fanout(step, host, chain) if self.exact_fanouts and count else None
+            if exact is not None:
+                self.exact_used = True
+                return [Visit(self.station(f"fanout:{step.guard.path}", "delay", math.inf), exact, 0.0)]
+            self.fanned += 1
             branches = [self.steps(step.body, host, i, chain, times) for i in range(count)]
+            self.fanned -= 1
             return [Fanout(branches, min(float(count), step.limit))] if count else []
         assert isinstance(step, Sequence)
         return self.steps(step.body, host, item, chain, times)
@@ -219,7 +230,9 @@ class _Builder:
         if comp.kind == "threads":
             if s.get("when_full") == "drop":
                 self.refuse(step.guard.path, f"thread pool {comp.name!r} with when_full: drop")
+            self.held.append(comp.name)
             inner = self.steps(step.body, comp.host or host, item, chain, times)
+            self.held.pop()
             return [HoldNode(self.station(comp.name, "threads", s["size"], fifo=True), inner)]
         if comp.kind != "lock":
             self.refuse(step.guard.path, f"hold of a {comp.kind!r}")
@@ -265,6 +278,45 @@ class _Builder:
         self.refuse(path, f"call of a {comp.kind!r} component ({comp.name!r})")
         return []
 
+    def fluid_fanout(self, step: Parallel, host: str | None, chain: Chain) -> float | None:
+        """The exact elapsed time of a fan-out that has its resources to itself (one request
+        at a time, nothing sent, not inside another fan-out) and whose every branch is one deterministic service (a
+        database call, a cpu step on a ``ps`` host or a delay), optionally inside a hold of a
+        free thread pool; None when it is not such a fan-out (``analysis.fluid``)."""
+        if chain.population != 1 or len(self.spec.workloads) != 1 or self.fanned:
+            return None
+        threads, body = step.limit, step.body
+        if len(body) == 1 and isinstance(body[0], Hold):
+            comp = self.spec.components[body[0].target]
+            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop":
+                return None
+            threads, body, host = min(threads, comp.settings["size"]), body[0].body, comp.host or host
+        if len(body) != 1 or body[0].guard.deadline is not None:
+            return None
+        service, n = body[0], int(step.count)
+        cap, capacity, connections = 1.0, math.inf, math.inf
+        if isinstance(service, Delay):
+            latency, work = [_exact(service.duration, i) for i in range(n)], [0.0] * n
+        elif isinstance(service, Cpu) and host and self.spec.hosts[host].discipline == "ps":
+            h = self.spec.hosts[host]
+            work = [_exact(service.demand, i) + (service.per_byte * _exact(service.bytes, i) if service.bytes
+                                                 else 0.0) for i in range(n)]
+            latency, cap, capacity = [0.0] * n, h.speed, h.cores * h.speed
+        elif isinstance(service, Call) and service.target in self.spec.components:
+            comp = self.spec.components[service.target]
+            s, opts = comp.settings, service.options
+            if comp.kind != "database" or s.get("growth") is not None:
+                return None
+            latency = [_exact(opts.get("latency") or s["latency"], i) for i in range(n)]
+            size = opts.get("bytes")
+            work = [_exact(size, i) if size is not None else 0.0 for i in range(n)]
+            cap, capacity, connections = s.get("stream_bandwidth", math.inf), s["bandwidth"], s["connections"]
+        else:
+            return None
+        if any(math.isnan(v) for v in (*latency, *work)):
+            return None
+        return pool_makespan(latency, work, threads, cap=cap, capacity=capacity, connections=connections)
+
     def capped_transfer(self, name: str, size: Distribution, rate: float, stream: float,
                         item: int | str | None, chain: Chain) -> list[Node]:
         """A shared bandwidth whose single transfer gets at most ``stream``: the PS share,
@@ -290,6 +342,12 @@ class _Builder:
         return Visit(self.station(name, what, 1), mean / rate, var / rate**2)
 
 
+def _exact(dist: Distribution, item: int) -> float:
+    """The value of a deterministic quantity at ``item`` (nan when it varies)."""
+    mean, var = _dist_moments(dist, item, None)
+    return mean if var == 0.0 else math.nan
+
+
 def _grouped(found: list[tuple[str, str]]) -> list[str]:
     """One line per construct: its first key path and how many more places have it."""
     paths: dict[str, list[str]] = {}
@@ -304,6 +362,9 @@ def build_network(spec: ModelSpec) -> Network:
     """The queueing network of ``spec``; a ModelError lists every unsupported construct."""
     builder = _Builder(spec)
     builder.workloads()
+    if builder.exact_used and len(builder.net.chains) > 1:  # a send shares the stations after all
+        builder = _Builder(spec, exact_fanouts=False)
+        builder.workloads()
     if builder.unsupported:
         listed = "\n  ".join(_grouped(builder.unsupported))
         raise ModelError("the analytic solver covers closed/open workloads over FIFO and PS hosts, thread "

@@ -19,7 +19,10 @@ permutation: the tags of a global tag are listed by record name, which is unrela
 
 Run from anywhere:  python make_payload_sizes.py [--check]
 Writes payload_sizes.csv (columns payload, bytes) and payload_sizes_split10MB.csv (what-if:
-every payload above 10 MB cut into pieces of at most 10 MB, kept in place in the order).
+every payload above 10 MB cut into pieces of at most 10 MB, kept in place in the order), and
+payload_sizes_max30MB.csv, payload_sizes_max100MB.csv (the same construction with another
+largest size: alternative readings of the synthetic tail), payload_sizes_order1.csv and
+payload_sizes_order2.csv (the same list in other orders); see NOTES.md, "Assumptions".
 """
 import sys
 from pathlib import Path
@@ -31,12 +34,14 @@ N, TOTAL, MIN_B, MAX_B = 312, 296_500_000, 100.0, 80_000_000.0
 TAIL_FRACTION = 0.10
 SEED = 20150413  # CHEP 2015 opening day; fixed once, not tuned
 SPLIT_B = 10_000_000
+ALTERNATIVE_MAX_B = (30_000_000, 100_000_000)  # other largest payloads, still "O(100) MB" or below
+ALTERNATIVE_ORDERS = (1, 2)  # other payload orders: the same list permuted with these seeds (not tuned)
 HERE = Path(__file__).resolve().parent
 
 p = (np.arange(N) + 0.5) / N
 
 
-def quantiles(sigma: float, alpha: float) -> np.ndarray:
+def quantiles(sigma: float, alpha: float, max_b: float = MAX_B) -> np.ndarray:
     median = MIN_B * np.exp(-sigma * stats.norm.ppf(p[0]))
     p_splice = 1.0 - TAIL_FRACTION
     x_splice = median * np.exp(sigma * stats.norm.ppf(p_splice))
@@ -45,15 +50,15 @@ def quantiles(sigma: float, alpha: float) -> np.ndarray:
     return np.where(p <= p_splice, body, tail)
 
 
-def sizes() -> tuple[np.ndarray, float, float]:
+def sizes(max_b: float = MAX_B) -> tuple[np.ndarray, float, float]:
     def gap(x):
-        q = quantiles(*x)
-        return [np.log(q.sum() / TOTAL), np.log(q[-1] / MAX_B)]
+        q = quantiles(*x, max_b)
+        return [np.log(q.sum() / TOTAL), np.log(q[-1] / max_b)]
 
     sigma, alpha = optimize.fsolve(gap, [2.2, 1.0], xtol=1e-13)
-    b = np.rint(quantiles(sigma, alpha)).astype(np.int64)
+    b = np.rint(quantiles(sigma, alpha, max_b)).astype(np.int64)
     b[-2] += TOTAL - b.sum()  # integer rounding residual (a few bytes) onto the 2nd largest
-    assert b.sum() == TOTAL and b[0] == MIN_B and b[-1] == MAX_B
+    assert b.sum() == TOTAL and b[0] == MIN_B and b[-1] == max_b
     order = np.random.default_rng(SEED).permutation(N)
     return b[order], sigma, alpha
 
@@ -73,6 +78,10 @@ def csv_text(b: np.ndarray) -> str:
 if __name__ == "__main__":
     b, sigma, alpha = sizes()
     files = {"payload_sizes.csv": csv_text(b), "payload_sizes_split10MB.csv": csv_text(split(b))}
+    for alt in ALTERNATIVE_MAX_B:  # the interval's payload-size alternatives: same shape, order and total
+        files[f"payload_sizes_max{alt // 1_000_000}MB.csv"] = csv_text(sizes(alt)[0])
+    for seed in ALTERNATIVE_ORDERS:
+        files[f"payload_sizes_order{seed}.csv"] = csv_text(b[np.random.default_rng(seed).permutation(N)])
     for name, text in files.items():
         path = HERE / name
         if "--check" in sys.argv:
