@@ -65,13 +65,24 @@ def _capacity(predictions: pd.DataFrame, point: GridPoint) -> int:
 
 # ---- the committed predictions ----------------------------------------------------------
 def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -> None:
-    assert list(predictions.columns) == KEYS + ["capacity_pvs"]
+    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high"]
     threads = (1, 2, 4, 8, 16, 32)
     expected = {(d, c, n, m, lock) for c in (1, 32) for lock in (True, False) for n in threads
                 for d, m in (("original", 0), ("prototype", n))}
     assert set(map(tuple, predictions[KEYS].itertuples(index=False))) == expected
     assert len(predictions) == len(expected) == 48
     assert (predictions["capacity_pvs"] >= 0).all()
+
+
+def test_each_interval_holds_its_point_and_the_lockset_bound(predictions: pd.DataFrame) -> None:
+    """The envelope contains the point value; on a global-lock row it reaches at least the
+    per-lockset row's value, since scan_lock_only (NOTES A5) is that row's configuration."""
+    assert (predictions["capacity_low"] <= predictions["capacity_pvs"]).all()
+    assert (predictions["capacity_pvs"] <= predictions["capacity_high"]).all()
+    by_lock = predictions.set_index(KEYS)
+    for row in predictions[predictions["global_lock"]].itertuples(index=False):
+        lockset = by_lock.loc[(row.design, row.cores, row.callback_threads, row.worker_threads, False)]
+        assert row.capacity_high >= lockset["capacity_pvs"], row
 
 
 def test_predictions_were_made_from_the_current_model_files() -> None:
