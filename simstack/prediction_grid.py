@@ -15,7 +15,8 @@ comes in two forms:
 
 An optional ``interval`` lists *alternatives* (what-ifs, scenarios, parameters, each with
 its own fitted values if it has a ``calibrated`` file): the low and high columns are the
-envelope of the point value and every alternative's value at the same point.
+envelope of the point value and every accepted alternative's value at the same point
+(``simstack.acceptance``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ class Alternative:
     name: str
     selection: RunSelection
     calibrated: str | None = None  # a file of fitted parameters beside the model, instead of calibrated.yaml
+
+    def over(self, base: RunSelection | None = None) -> RunSelection:
+        """This reading on top of ``base`` (a grid point's selection, or none for a calibration
+        target): its scenario, what-if, flags and parameters win. Predict and calibrate both use it."""
+        return merge(base or RunSelection(), self.selection)
 
 
 @dataclass(frozen=True)
