@@ -212,7 +212,8 @@ def bounds(v: dict[str, float], design: str, cores: int, k: int, m: int, global_
             out["deadline, global BSA mutex"] = (window - 2 * r) / (v["t_match"] + v["t_deferred"]) + 1
         return out
     blocking = 2 * r if global_lock else 0.0  # one agent section ahead of the callbacks
-    out["deadline, callbacks"] = (1 if cores == 1 else min(k, cores)) * (window - blocking) / c_crit
+    # the callbacks' records and match run one at a time on one core or under the global lock
+    out["deadline, callbacks"] = (1 if cores == 1 or global_lock else min(k, cores)) * (window - blocking) / c_crit
     agents = min(m, cores) * beam / (v["t_deferred"] + c_bsa)
     if cores == 1:
         out["CPU throughput"] = (beam - 3 * (v["t_evr_task"] + other)) / c_full
