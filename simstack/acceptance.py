@@ -70,7 +70,8 @@ def worst_residual(study: Study, residuals: Sequence[Mapping[str, Any]]) -> tupl
         error = float(row["rel_error"]) if row is not None and row.get("rel_error") is not None else math.nan
         inside = within(error, check.tolerance, check.side)
         ok &= inside
-        excess = abs(error) / check.tolerance if check.tolerance and math.isfinite(error) else math.inf
+        excess = 0.0 if error == 0 else abs(error) / check.tolerance if check.tolerance and math.isfinite(error) \
+            else math.inf
         if excess > score or worst is None:
             score = excess
             worst = {"check": name, "rel_error": error, "tolerance": check.tolerance, "side": check.side}

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.components.base import Ctx
 from simstack.distributions import Const, Uniform
+from simstack.runners import Cursor, SpanRunner
 from simstack.spec import Choose, Fork, Repeat, Step
 
 if TYPE_CHECKING:
-    from simstack.executor import Replication, Scope
+    from simstack.replication import Replication
+    from simstack.runners import Scope
 
 K = Callable[[], None]
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
@@ -47,8 +49,6 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
         runner = ForkRunner([_body(r, b, scope, g.path) for b in step.branches], step.join)
     if g.name == _DEFAULT_NAMES[type(step)]:
         return runner
-    from simstack.executor import SpanRunner  # the executor imports this module
-
     return SpanRunner(r, runner, g.name, "stage")
 
 
@@ -87,50 +87,24 @@ class ChooseRunner:
 
 
 class RepeatRunner:
-    __slots__ = ("count", "body")
+    """The body n times in a row, walked by the sequence's ``Cursor`` over a list of the body
+    repeated, shared by every request and grown to the largest count drawn so far."""
+
+    __slots__ = ("count", "body", "passes")
 
     def __init__(self, count: Callable[[Ctx], float], body: Any):
         self.count = count
         self.body = body
+        self.passes: list[Any] = []
 
     def run(self, ctx: Ctx, k: K) -> None:
         n = int(self.count(ctx))
         if n <= 0:
             k()
             return
-        _Loop(self.body, n, ctx, k).advance()
-
-
-class _Loop:
-    """Runs a body n times; passes that finish at once are iterated, not recursed into
-    (the same walk as the executor's sequence cursor)."""
-
-    __slots__ = ("body", "left", "ctx", "k", "busy", "pending")
-
-    def __init__(self, body: Any, n: int, ctx: Ctx, k: K):
-        self.body = body
-        self.left = n
-        self.ctx = ctx
-        self.k = k
-        self.busy = False
-        self.pending = False
-
-    def advance(self) -> None:
-        if self.busy:
-            self.pending = True
-            return
-        self.busy = True
-        while True:
-            self.pending = False
-            if self.left == 0 or self.ctx.req.failed:
-                self.busy = False
-                self.k()
-                return
-            self.left -= 1
-            self.body.run(self.ctx, self.advance)
-            if not self.pending:
-                self.busy = False
-                return
+        if n > len(self.passes):  # a new list: cursors still walking the old one keep it
+            self.passes = [self.body] * n
+        Cursor(self.passes, n, ctx, k).advance()
 
 
 class ForkRunner:

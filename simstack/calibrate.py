@@ -42,6 +42,7 @@ from simstack.metrics import Evaluator, resolve, write_yaml
 from simstack.paths import model_dir_of
 from simstack.prediction_grid import Alternative
 from simstack.study import Study, load_study
+from simstack.uncertainty import budget, read_repeats, uncertainty
 from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
 
@@ -117,18 +118,23 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     table_path = study.baselines
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
+    repeats: dict[str, np.ndarray] = {}
+    repeats_file: dict[str, Any] = {}
+    if cal.uncertainty == "bootstrap":  # read before any simulation: a bad file fails at once
+        repeats, repeats_file = read_repeats(study.path.parent, cal.repeats, cal.targets, str(study.path))
     fit = Fit(cal.parameters, bounds)
     label = study.model if alternative is None else f"{study.model} ({alternative.name})"
     bar = _budget_bar(label, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
                       progress)
     seen: dict[tuple[float, ...], np.ndarray] = {}
+    bars = [bar]
 
     def residuals(x: np.ndarray) -> np.ndarray:
         key = tuple(np.round(x, 12))
         if key not in seen:
             ev = evaluator(_with_seed(study, cal.seed), fit.values(x), alternative)
             seen[key] = np.array([(ev.value(c.metric) - measured[c.id]) / measured[c.id] for c in targets])
-            bar.update(1)
+            bars[-1].update(1)
         return seen[key]
 
     if cal.method == "bisect":
@@ -139,13 +145,19 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
                                         max_nfev=cal.max_evaluations, x_scale=1.0)
         x = result.x
     bar.close()
+    evaluations = len(seen)
+    spread = None
+    if cal.uncertainty != "none":
+        bars.append(_budget_bar(f"{label}: {cal.uncertainty}", budget(cal.uncertainty, len(cal.parameters)), progress))
+        spread = uncertainty(cal.uncertainty, residuals, fit.values, x, targets, measured, repeats, cal.seed)
+        bars[-1].close()
     values = fit.values(x)
     final = check_study(study, evaluator(_with_seed(study, cal.seed), values, alternative))
     result = {
         "parameters": values,
         "method": cal.method,
         "seed": cal.seed,
-        "evaluations": len(seen),
+        "evaluations": evaluations,
         "residuals": [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
                        "rel_error": float(r["rel_error"])} for r in final.to_dict("records")
                       if r["check"] in cal.targets],
@@ -155,6 +167,11 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     }
     if alternative is not None:
         result["alternative"] = alternative.name
+    if spread is not None:
+        result["uncertainty"] = spread
+        result["uncertainty_simulations"] = len(seen) - evaluations
+        if cal.uncertainty == "bootstrap":
+            result["repeats"] = repeats_file
     return result
 
 
@@ -258,7 +275,10 @@ def run_calibration(cfg: Any) -> None:
     if name is None or str(name) == "":
         _calibrate_into(study, model_dir / "calibrated.yaml", progress)
         return
-    for alternative in chosen_alternatives(study, str(name)):
+    chosen = chosen_alternatives(study, str(name))
+    for alternative in chosen:  # every one checked before the first simulation
+        _fits_free(study, alternative, study.calibration.parameters if study.calibration else ())
+    for alternative in chosen:
         _calibrate_into(study, model_dir / str(alternative.calibrated), progress, alternative)
 
 
@@ -270,8 +290,13 @@ def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alter
     under = "" if alternative is None else f" under alternative {alternative.name}"
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {path}")
+    spread = result.get("uncertainty") or {}
+    if spread:
+        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
+              f"{result['uncertainty_simulations']} more simulations")
     for name, value in result["parameters"].items():
-        print(f"  {name} = {number(value)}")
+        span = spread.get(name)
+        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
     for row in result["residuals"]:
         err = row["rel_error"]
         print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "

@@ -154,14 +154,11 @@ def _bar(items: Any, label: str | None, unit: str, total: int | None = None) -> 
     return tqdm(items, desc=label, unit=unit, total=total, file=sys.stderr, disable=None, leave=False)
 
 
-def run_check(cfg: Any) -> int:
-    """CLI task ``check``: returns the process exit code."""
-    from hydra.core.hydra_config import HydraConfig
-
-    chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)
-    models_dir = cfg.get("models_dir")
-    names = [cfg.model] if chosen else models_with_checks(models_dir)
-    measured = cfg.get("measured")
+def run_check(model: str | None, *, models_dir: Any = None, measured: str | None = None,
+              reference: str | None = None) -> int:
+    """CLI task ``check`` on one model, or on every model with a ``checks.yaml`` when
+    ``model`` is None; returns the process exit code."""
+    names = [model] if model is not None else models_with_checks(models_dir)
     failed = False
     if len(names) > 1:
         print(f"checking {len(names)} models: {', '.join(names)}", flush=True)
@@ -170,8 +167,8 @@ def run_check(cfg: Any) -> int:
         study = load_study(model_dir_of(name, models_dir))
         label = f"{study.model} ({index} of {len(names)})"
         if measured:
-            reference = read_measured(Path(cfg.reference)) if cfg.get("reference") else None
-            table = compare_measurements(study, read_measured(Path(measured)), reference, measured, progress=label)
+            earlier = read_measured(Path(reference)) if reference else None
+            table = compare_measurements(study, read_measured(Path(measured)), earlier, measured, progress=label)
             flags = [c for c in table.columns if c.startswith("slower_than")]
             bad = int(table[flags].any(axis=1).sum())
             verdict = f"{len(table)} stage(s), {bad} slower"

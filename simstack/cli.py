@@ -23,14 +23,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from simstack import precedence
 from simstack.errors import ConfigError, SimstackError
 from simstack.loader import load_model, read_yaml, resolve_model_path
-from simstack.metrics import calibrated_parameters
 from simstack.overrides import check_overrides
 from simstack.paths import config_dir
+from simstack.precedence import calibrated_parameters, choose
 from simstack.simulate import RunResult, simulate
 from simstack.sweep import gather_main, sweep_job
-from simstack.units import parse_time
 from simstack.whatif import WhatIf, load_whatif
 
 CONFIG_DIR = str(config_dir())
@@ -55,12 +55,8 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
     null falls back to the model file's own ``settings`` (e.g. its natural horizon)."""
     sim = plain(cfg.sim, "sim")
     assert isinstance(sim, dict)
-    horizon = sim.get("horizon") if sim.get("horizon") is not None else model_settings.get("horizon")
-    warmup = sim.get("warmup") if sim.get("warmup") is not None else model_settings.get("warmup", 0)
     return {
-        "seed": sim["seed"], "replications": sim["replications"],
-        "horizon": None if horizon is None else parse_time(horizon),
-        "warmup": warmup if warmup == "mser5" else parse_time(warmup),
+        **precedence.run_settings(model_settings, sim),
         "record_steps": bool(sim.get("record_steps", False)), "progress": bool(sim.get("progress", False)),
         "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
     }
@@ -76,11 +72,8 @@ def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
 
 def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
     """Parameters and flags: the what-if first, then explicit overrides on top."""
-    params = dict(whatif.parameters) if whatif else {}
-    flags = dict(whatif.flags) if whatif else {}
-    params.update(plain(cfg.parameters, "parameters") or {})
-    flags.update(plain(cfg.flags, "flags") or {})
-    return params, flags
+    choice = choose({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
+    return choice.parameters, choice.flags
 
 
 def git_commit() -> str | None:
@@ -130,11 +123,10 @@ def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]
     models_dir = plain(cfg.get("models_dir"), "models_dir")
     model_file = resolve_model_path(str(plain(cfg.model, "model")), models_dir)
     whatif = chosen_whatif(cfg, model_file)
-    params, flags = model_overrides(cfg, whatif)
-    params = {**calibrated_parameters(model_file.parent), **params}
-    scenario = plain(cfg.scenario, "scenario") or (whatif.scenario if whatif else None)
-    spec = load_model(model_file, scenario=scenario, parameters=params, flags=flags)
-    return spec, model_file, whatif, scenario
+    choice = choose(calibrated_parameters(model_file.parent), whatif, scenario=plain(cfg.scenario, "scenario"),
+                    parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
+    spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
+    return spec, model_file, whatif, choice.scenario
 
 
 def print_blocked(result: RunResult, shown: int = 5) -> None:
@@ -175,7 +167,11 @@ def app(cfg: DictConfig) -> None:
             _run(cfg)
         elif cfg.task == "check":
             from simstack.check import run_check
-            sys.exit(run_check(cfg))
+            chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)  # else every model
+            sys.exit(run_check(str(plain(cfg.model, "model")) if chosen else None,
+                               models_dir=plain(cfg.get("models_dir"), "models_dir"),
+                               measured=plain(cfg.get("measured"), "measured"),
+                               reference=plain(cfg.get("reference"), "reference")))
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
             run_calibration(cfg)

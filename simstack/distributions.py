@@ -1,11 +1,12 @@
-"""Distributions as small value objects, parsed from text without ``eval``.
+"""Distributions as a model writes them, parsed from text without ``eval``.
 
 A model writes ``exp(2ms)``, ``lognormal(5ms, 0.5)`` (mean and coefficient of variation,
 the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``uniform(1us, 9us)``,
 ``normal(10ms, 1ms)`` (truncated at zero), ``empirical(file.csv, column)`` (resampled) or
 ``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
-Each object knows its analytic mean and variance where they exist, so tests can compare
-samples with theory.
+A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
+objects they become, which sample and know their mean and variance, live in
+``simstack.samplers`` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -16,222 +17,23 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
 
 from simstack.errors import ModelError
+from simstack.samplers import (
+    Const,
+    Distribution,
+    Empirical,
+    Exp,
+    Gamma,
+    Geometric,
+    Indexed,
+    Lognormal,
+    TruncatedNormal,
+    Uniform,
+)
 
 ValueParser = Callable[[object], float]
-
-
-def _num(x: float) -> str:
-    """Shortest text that reads back as exactly ``x`` (``0.002``, not ``0.0020000000000000005``)."""
-    short = f"{x:g}"
-    return short if float(short) == x else repr(x)
-
-
-class Distribution(Protocol):
-    @property
-    def mean(self) -> float: ...
-
-    @property
-    def variance(self) -> float: ...
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class Const:
-    value: float
-
-    @property
-    def mean(self) -> float:
-        return self.value
-
-    @property
-    def variance(self) -> float:
-        return 0.0
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.full(n, self.value)
-
-    def __repr__(self) -> str:
-        return f"const({_num(self.value)})"
-
-
-@dataclass(frozen=True)
-class Exp:
-    mean_value: float
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return self.mean_value**2
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.exponential(self.mean_value, n)
-
-    def __repr__(self) -> str:
-        return f"exp({_num(self.mean_value)})"
-
-
-@dataclass(frozen=True)
-class Lognormal:
-    """Lognormal given by its mean and coefficient of variation (sd / mean)."""
-
-    mean_value: float
-    cv: float
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return (self.cv * self.mean_value) ** 2
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        sigma2 = math.log1p(self.cv**2)
-        mu = math.log(self.mean_value) - sigma2 / 2
-        return rng.lognormal(mu, math.sqrt(sigma2), n)
-
-    def __repr__(self) -> str:
-        return f"lognormal({_num(self.mean_value)}, {_num(self.cv)})"
-
-
-@dataclass(frozen=True)
-class Gamma:
-    mean_value: float
-    cv: float
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return (self.cv * self.mean_value) ** 2
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        shape = 1.0 / self.cv**2
-        return rng.gamma(shape, self.mean_value / shape, n)
-
-    def __repr__(self) -> str:
-        return f"gamma({_num(self.mean_value)}, {_num(self.cv)})"
-
-
-@dataclass(frozen=True)
-class Uniform:
-    low: float
-    high: float
-
-    @property
-    def mean(self) -> float:
-        return (self.low + self.high) / 2
-
-    @property
-    def variance(self) -> float:
-        return (self.high - self.low) ** 2 / 12
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.uniform(self.low, self.high, n)
-
-    def __repr__(self) -> str:
-        return f"uniform({_num(self.low)}, {_num(self.high)})"
-
-
-@dataclass(frozen=True)
-class TruncatedNormal:
-    """Normal(mean, sd) conditioned on being >= 0 (a duration cannot be negative)."""
-
-    mu: float
-    sd: float
-
-    @property
-    def mean(self) -> float:
-        if self.sd == 0:
-            return self.mu
-        alpha = -self.mu / self.sd
-        return self.mu + self.sd * _phi(alpha) / (1 - _Phi(alpha))
-
-    @property
-    def variance(self) -> float:
-        if self.sd == 0:
-            return 0.0
-        alpha = -self.mu / self.sd
-        lam = _phi(alpha) / (1 - _Phi(alpha))
-        return self.sd**2 * (1 + alpha * lam - lam**2)
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        out = rng.normal(self.mu, self.sd, n)
-        bad = out < 0
-        while bad.any():  # rejection keeps the exact truncated law
-            out[bad] = rng.normal(self.mu, self.sd, int(bad.sum()))
-            bad = out < 0
-        return out
-
-    def __repr__(self) -> str:
-        return f"normal({_num(self.mu)}, {_num(self.sd)})"
-
-
-def _phi(x: float) -> float:
-    return math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
-
-
-def _Phi(x: float) -> float:
-    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
-
-
-@dataclass(frozen=True)
-class _Column:
-    """A column of measured or listed values from a CSV file beside the model."""
-
-    file: str
-    column: str
-    values: tuple[float, ...] = field(repr=False)
-
-    @property
-    def source(self) -> str:
-        return f"{self.file}:{self.column}"
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.values))
-
-    @property
-    def variance(self) -> float:
-        return float(np.var(self.values))
-
-
-@dataclass(frozen=True)
-class Empirical(_Column):
-    """Resample with replacement from a column of measured values."""
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.choice(np.asarray(self.values), n)
-
-    def __repr__(self) -> str:
-        return f"empirical({self.file}, {self.column})"
-
-
-@dataclass(frozen=True)
-class Indexed(_Column):
-    """Item *i* of a fan-out takes row *i* (modulo the length): a fixed, shared list."""
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return np.resize(np.asarray(self.values), n)
-
-    def at(self, item: int) -> float:
-        return self.values[item % len(self.values)]
-
-    def __repr__(self) -> str:
-        return f"indexed({self.file}, {self.column})"
 
 
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.S)
@@ -409,40 +211,6 @@ def _non_negative(value: float, written: object, raw: object, what: str = "") ->
     return value
 
 
-# -- counts: how many times a step runs -----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Geometric:
-    """A geometric number of repetitions on {start, start + 1, ...} with the given mean.
-
-    With ``start = 0`` (the default) this is the count of a layered queueing network's
-    stochastic calls: after each call another follows with probability q = m / (1 + m), so
-    P(N = k) = (1 - q) q^k, mean m, variance m (1 + m); a mean below one is allowed.
-    With ``start = 1`` at least one repetition happens (mean >= 1).
-    """
-
-    mean_value: float
-    start: int = 0
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        extra = self.mean_value - self.start
-        return extra * (1 + extra)
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        # numpy's geometric counts trials up to the first success: support {1, 2, ...}
-        p = 1.0 / (1.0 + self.mean_value - self.start)
-        return (rng.geometric(p, n) - 1 + self.start).astype(float)
-
-    def __repr__(self) -> str:
-        return f"geometric({_num(self.mean_value)}{', 1' if self.start else ''})"
-
-
 _COUNT = re.compile(r"^\s*geometric\s*\((.*)\)\s*$", re.S)
 
 
@@ -478,3 +246,7 @@ def _plain(text: object, raw: object, what: str) -> float:
         raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"
                          f"{f' in {raw!r}' if raw != text else ''}")
     return value
+
+
+__all__ = ["KNOWN", "Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
+           "TruncatedNormal", "Uniform", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]

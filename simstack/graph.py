@@ -35,6 +35,15 @@ def walk(steps: tuple[Step, ...]) -> Iterator[Step]:
             yield from walk(body)
 
 
+def validated_graph(spec: ModelSpec) -> nx.DiGraph:
+    """The spec's graph, built and validated on first use and kept on the spec, so loading a
+    model checks it once and ``simulate`` and the reports use that same graph."""
+    if spec.graph is None:
+        object.__setattr__(spec, "graph", build_graph(spec))  # a cache on a frozen dataclass
+    assert spec.graph is not None
+    return spec.graph
+
+
 def build_graph(spec: ModelSpec) -> nx.DiGraph:
     """Build the topology and validate it; raises ModelError naming the offending step."""
     graph = nx.DiGraph(name=spec.name)

@@ -27,7 +27,8 @@ from simstack.memory import MemoryState, OutOfMemory, Process
 from simstack.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
 
 if TYPE_CHECKING:
-    from simstack.executor import Replication, Scope
+    from simstack.replication import Replication
+    from simstack.runners import Scope
 
 K = Callable[[], None]
 STEPS = (Alloc, WriteMemory, ForkProcess, FileOp, Restore)

@@ -29,12 +29,14 @@ from tqdm.auto import tqdm
 from simstack.acceptance import RULE, describe, fitted, judge, verdicts
 from simstack.capacity import CapacityResult
 from simstack.errors import ConfigError, ModelError
+from simstack.loader import read_yaml
 from simstack.metric_types import CapacityMetric, RunSelection, merge
 from simstack.metrics import Evaluator
 from simstack.paths import model_dir_of
 from simstack.prediction_grid import GridPoint, PredictionSpec
 from simstack.provenance import provenance, write_meta
 from simstack.study import Study, load_study
+from simstack.uncertainty import ranges
 
 
 def _spec(study: Study) -> PredictionSpec:
@@ -104,8 +106,9 @@ def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluat
     value = ev.value(name, point.selection)
     row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits),
            **{column: ev.value(m, point.selection) for column, m in pred.value_columns.items()}}
-    if pred.interval is not None:
-        values = [value] + [alt_ev.value(name, alt.over(point.selection)) for alt, alt_ev in alternatives]
+    if pred.interval is not None:  # a reading of None is the point's own, with other parameter values
+        values = [value] + [alt_ev.value(name, point.selection if alt is None else alt.over(point.selection))
+                            for alt, alt_ev in alternatives]
         row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
         row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
     search = None
@@ -157,11 +160,37 @@ def _written(value: float, metric: object, scale: float, digits: int | None = No
 def _alternative_evaluators(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
     """Each alternative of the interval that the acceptance rule lets in
     (``simstack.acceptance``), with the evaluator of its fitted values (the main one, and its
-    run cache, unless it has its own ``calibrated`` file)."""
+    run cache, unless it has its own ``calibrated`` file); with ``parameter_uncertainty``,
+    then the point's fit and each of those with one parameter at an end of its range."""
     pred = _spec(study)
     if pred.interval is None:
         return []
+    out = _accepted(study, main)
+    if pred.interval.parameter_uncertainty:
+        own = read_yaml(study.path.parent / "calibrated.yaml") if (study.path.parent / "calibrated.yaml").is_file() \
+            else None
+        hint = f"simstack calibrate model={study.model}"
+        varied = _at_ends(study, None, main, ranges(own, "calibrated.yaml", hint, str(study.path)))
+        for alt, ev in out:
+            doc = fitted(study, alt)
+            spread = ranges(own, "calibrated.yaml", hint, str(study.path)) if doc is None else \
+                ranges(doc, str(alt.calibrated), f"{hint} alternative={alt.name}", str(study.path))
+            varied += _at_ends(study, alt, ev, spread)
+        out += varied
+    return out
+
+
+def _at_ends(study: Study, alt: Any, ev: Evaluator,
+             spread: Mapping[str, tuple[float, float]]) -> list[tuple[Any, Evaluator]]:
+    """A reading with each parameter in turn at the low, then the high end of its range."""
+    return [(alt, Evaluator(study, {**ev.base_parameters, name: end}, jobs=ev.jobs))
+            for name, ends in spread.items() for end in ends]
+
+
+def _accepted(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
     out = []
+    pred = _spec(study)
+    assert pred.interval is not None
     for alt in pred.interval.alternatives:
         if not judge(study, alt).enters:
             continue
@@ -241,6 +270,10 @@ def run_predict(cfg: Any) -> None:
         print(f"interval: {describe(verdict)}")
     if judged:
         meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
+        readings = _alternative_evaluators(study, Evaluator(study))  # a fit without its ranges fails here, before runs
+        entering = sum(v.enters for v in judged)
+        print(f"interval: {len(readings)} more evaluations per point: {entering} alternative(s) in the envelope, "
+              f"{len(readings) - entering} with a fitted parameter at an end of its range")
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
                     jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)

@@ -25,7 +25,7 @@ from simstack.spec import Call, Hold, OpenWorkload, Send, Workload
 from simstack.units import parse_count
 
 ITEM = "[item]"
-MAX_REPLICAS = 1_000_000  # a model holds at most this many values (loader.MAX_VALUES) anyway
+MAX_REPLICAS = 1_000_000  # a model holds at most this many values (safeyaml.MAX_VALUES) anyway
 _INDEXED = re.compile(r"\[[^\]]*\]$")
 
 

@@ -29,7 +29,7 @@ from simstack.spec import Acquire, Release, Reply
 from simstack.syncparse import has_reply
 
 if TYPE_CHECKING:
-    from simstack.executor import Replication
+    from simstack.replication import Replication
 
 K = Callable[[], None]
 __all__ = ["PhasedRunner", "compile_sync", "has_reply"]

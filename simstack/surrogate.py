@@ -36,13 +36,12 @@ from simstack.analysis.solver import solve
 from simstack.baselines import file_hash
 from simstack.errors import ModelError
 from simstack.loader import build_spec, read_yaml
-from simstack.metrics import resolve
+from simstack.metrics import chosen
 from simstack.rowtargets import RowTargets, Series, read_row_targets, target_series
 from simstack.schema import Field, one_of, read_fields
 from simstack.spec import ClosedWorkload, ModelSpec
 from simstack.study import CalibrationSpec, MetricSpec, Study
 from simstack.units import parse_number, parse_time
-from simstack.whatif import load_whatif
 
 
 @dataclass(frozen=True)
@@ -112,12 +111,12 @@ class MvaCurves:
 
     def spec(self, series: Series, values: Mapping[str, Any], clients: int | None) -> ModelSpec:
         sel = series.selection
-        params, flags = resolve(sel, values, self.model_dir)
+        choice = chosen(sel, values, self.model_dir)
+        params = choice.parameters
         if clients is not None:
             params[self.population] = clients
-        scenario = sel.scenario or (load_whatif(sel.whatif, self.model_dir).scenario if sel.whatif else None)
         try:
-            return build_spec(self.doc, self.file, scenario=scenario, parameters=params, flags=flags)
+            return build_spec(self.doc, self.file, scenario=choice.scenario, parameters=params, flags=choice.flags)
         except ModelError as exc:
             raise exc.at(file=str(self.file)) from None
 

@@ -87,3 +87,11 @@ def test_checks_pass(study) -> None:
     assert table["passed"].all(), table
     assert table.loc["memory_minus_60pct", "predicted"] == pytest.approx(0.6, abs=0.1)
     assert table.loc["config_minus_90pct", "predicted"] >= 0.9
+
+
+def test_the_benchmark_runs_the_options_of_the_predictions(written: pd.DataFrame) -> None:
+    from lhcb_farm import options
+
+    assert set(options()) == set(written["option"])
+    assert options()["cache+fork+checkpoint+distribution"] == dict.fromkeys(
+        ("local_cache", "fork", "checkpoint", "distribution"), True)

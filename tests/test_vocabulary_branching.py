@@ -154,6 +154,18 @@ def test_repeat_takes_a_parameter_and_zero() -> None:
     assert res.requests["latency"].mean() == pytest.approx(1e-3, rel=0.2)
 
 
+def test_a_long_repeat_of_instant_steps_is_walked_in_a_loop() -> None:
+    """A repeat walks its passes with the sequence's cursor: passes that finish at once are
+    iterated, so 20,000 of them at one instant neither recurse nor take time."""
+    doc = {"requests": {"burst": [{"name": "many", "repeat": 20_000, "steps": [{"send": "tick"}]}],
+                        "tick": [{"delay": "1s"}]},
+           "workloads": {"w": {"type": "protocol", "request": "burst", "repeat": 1}}}
+    res = run(doc, seed=1, replications=1, horizon=None)
+    burst = res.requests[res.requests["request"] == "burst"]
+    assert len(burst) == 1 and burst["ok"].all() and burst["latency"].iloc[0] == 0.0
+    assert (res.requests["request"] == "tick").sum() == 20_000
+
+
 def test_each_choose_step_draws_from_its_own_stream() -> None:
     branch = [{"p": 0.5, "steps": [{"delay": "1s"}]}, {"p": 0.5, "steps": []}]
     doc = {"requests": {"two": [{"name": "first", "choose": branch}, {"choose": branch}]},

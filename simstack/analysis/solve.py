@@ -17,7 +17,7 @@ import pandas as pd
 from simstack.analysis.network import build_network
 from simstack.analysis.solver import Solution, solve
 from simstack.loader import load_model, resolve_model_path
-from simstack.metrics import calibrated_parameters
+from simstack.precedence import calibrated_parameters, choose
 from simstack.spec import ModelSpec
 
 
@@ -65,6 +65,6 @@ def run_solve(model: str, scenario: str | None, parameters: Mapping[str, Any],
               flags: Mapping[str, bool]) -> None:
     """CLI task ``solve``: load the model as ``run`` would, solve it, print the tables."""
     model_file = resolve_model_path(model)
-    params = {**calibrated_parameters(model_file.parent), **parameters}
-    spec = load_model(model_file, scenario=scenario, parameters=params, flags=flags)
+    choice = choose(calibrated_parameters(model_file.parent), scenario=scenario, parameters=parameters, flags=flags)
+    spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
     print_solution(spec, solve_model(spec))

@@ -4,7 +4,8 @@ A kind is a small class: the fields its section of a model file accepts, whether
 live on a host, and how to build its runtime. A kind plays one or more *roles*:
 ``hold`` (a step holds it around nested steps: thread pools, locks), ``call`` (a step calls
 it and waits: servers, databases, links) and ``send`` (a step hands work to it and goes on:
-queues). Binding happens once per call site before time starts, so the hot path only runs
+queues). ``bind`` connects a built runtime to the rest of the model, and ``bind_call`` /
+``bind_hold`` happen once per call site, all before time starts, so the hot path only runs
 small prepared callables. A model file can name only registered kinds, never Python.
 """
 
@@ -53,6 +54,20 @@ class BuildContext:
     sampler: SamplerFactory
 
 
+StartRequest = Callable[..., None]  # Replication.start(cls, workload, item, scope, on_end, parent=, since=, site=)
+RefuseRequest = Callable[[str, str, int, int, float, str], None]  # (cls, workload, parent, item, since, reason)
+
+
+@dataclass
+class BindContext:
+    """What a kind may use once every component is built: the hosts' CPUs, and the
+    replication's requests (start one of a class, or record one turned away)."""
+
+    cpus: Mapping[str, Cpu]
+    start: StartRequest
+    refuse: RefuseRequest
+
+
 class Kind:
     kind: ClassVar[str]
     doc: ClassVar[str]
@@ -68,6 +83,12 @@ class Kind:
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Any:
         raise NotImplementedError
+
+    @classmethod
+    def bind(cls, spec: ComponentSpec, runtime: Any, ctx: BindContext) -> None:
+        """Connect the runtime to the rest of the model before time starts, once every
+        component is built (a queue's consumers start its handler class). Most kinds need
+        nothing here."""
 
     @classmethod
     def bind_call(cls, runtime: Any, options: Mapping[str, Any], sampler: SamplerFactory,

@@ -20,19 +20,42 @@ from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.components.meter import KeyedMeter, Meter
+from simstack.components.waitline import WaitingLine
 from simstack.schema import Field, boolean, name_ref, one_of
 from simstack.spec import ComponentSpec
 
 
-class _KeyState:
-    __slots__ = ("readers", "writer", "waiting", "granting", "dirty")
+class _KeyState(WaitingLine):
+    """One key's lock: its holders and its line of waiters, most urgent (then oldest) first."""
 
-    def __init__(self) -> None:
+    __slots__ = ("env", "meter", "readers", "writer", "waiting")
+
+    def __init__(self, env: Any, meter: Meter) -> None:
+        super().__init__()
+        self.env = env
+        self.meter = meter  # the lock's, shared by its keys
         self.readers = 0
         self.writer = False
         self.waiting: list[tuple[int, int, float, bool, Granted]] = []  # (rank, seq, since, write, granted)
-        self.granting = False
-        self.dirty = False
+
+    def _serve(self) -> None:
+        """Grant the head of the line while it fits: a writer alone, a run of readers together."""
+        meter = self.meter
+        now = self.env.now
+        while self.waiting and not self.writer:
+            _rank, _seq, since, write, granted = self.waiting[0]
+            if write and self.readers:
+                return
+            heapq.heappop(self.waiting)
+            meter.touch(now)
+            meter.queue -= 1
+            if self.readers == 0:
+                meter.busy += 1
+            if write:
+                self.writer = True
+            else:
+                self.readers += 1
+            granted(now - since)
 
 
 class LockRuntime:
@@ -48,7 +71,7 @@ class LockRuntime:
     def acquire(self, key: object, write: bool, granted: Granted, priority: int = 0) -> bool:
         state = self.keys.get(key)
         if state is None:
-            state = self.keys[key] = _KeyState()
+            state = self.keys[key] = _KeyState(self.env, self.meter)
         meter = self.meter
         meter.arrivals += 1
         now = self.env._now
@@ -81,37 +104,8 @@ class LockRuntime:
             state.readers -= 1
         if state.readers == 0 and not state.writer:
             meter.busy -= 1
-        if not state.waiting and not state.granting:
-            return
-        if state.granting:
-            state.dirty = True
-            return
-        state.granting = True
-        try:
-            state.dirty = True
-            while state.dirty:
-                state.dirty = False
-                self._grant(state)
-        finally:
-            state.granting = False
-
-    def _grant(self, state: _KeyState) -> None:
-        meter = self.meter
-        now = self.env.now
-        while state.waiting and not state.writer:
-            _rank, _seq, since, write, granted = state.waiting[0]
-            if write and state.readers:
-                return
-            heapq.heappop(state.waiting)
-            meter.touch(now)
-            meter.queue -= 1
-            if state.readers == 0:
-                meter.busy += 1
-            if write:
-                state.writer = True
-            else:
-                state.readers += 1
-            granted(now - since)
+        if state.waiting or state.handing:
+            state.hand_over()
 
 
 @register

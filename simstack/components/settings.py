@@ -228,6 +228,26 @@ def _graph(settings: Mapping[str, Any], where: str) -> nx.DiGraph:
                               settings["params_per_device"], settings["extra_parents"], settings["seed"])
 
 
+def hierarchy_graph(settings: Mapping[str, Any], where: str = "") -> nx.DiGraph:
+    """The graph of a ``kind: hierarchy`` component's settings (generated or read)."""
+    return _graph(settings, where)
+
+
+def changed_parameter(graph: nx.DiGraph, options: Mapping[str, Any], name: str, where: str) -> str:
+    """The parameter a call of hierarchy ``name`` changes: ``changed:``, or ``level:`` and ``index:``."""
+    changed = options.get("changed")
+    if changed is None:
+        if options.get("level") is None:
+            raise ModelError(f"a call of hierarchy {name!r} names the changed parameter: "
+                             "changed: <node> or level: <l> [index: <i>]", path=where)
+        changed = f"L{options['level']}.{options.get('index') or 0}"
+    if changed not in graph:
+        sample = ", ".join(sorted(map(str, graph))[:6])
+        raise ModelError(f"unknown parameter {changed!r} in hierarchy {name!r} "
+                         f"({graph.number_of_nodes()} parameters, e.g. {sample})", path=where)
+    return str(changed)
+
+
 def _whole(value: object) -> int:
     return int(parse_count(value))
 
@@ -277,17 +297,7 @@ class HierarchyKind(Kind):
     @classmethod
     def bind_call(cls, runtime: HierarchyRuntime, options: Mapping[str, Any], sampler: SamplerFactory,
                   stream: str) -> Callable[[Ctx, Done], None]:
-        changed = options.get("changed")
-        if changed is None:
-            if options.get("level") is None:
-                raise ModelError(f"a call of hierarchy {runtime.meter.name!r} names the changed parameter: "
-                                 "changed: <node> or level: <l> [index: <i>]", path=stream)
-            changed = f"L{options['level']}.{options.get('index') or 0}"
-        if changed not in runtime.graph:
-            sample = ", ".join(sorted(map(str, runtime.graph))[:6])
-            raise ModelError(f"unknown parameter {changed!r} in hierarchy {runtime.meter.name!r} "
-                             f"({runtime.graph.number_of_nodes()} parameters, e.g. {sample})", path=stream)
-        plan = runtime.plan(changed)
+        plan = runtime.plan(changed_parameter(runtime.graph, options, runtime.meter.name, stream))
         draw = sampler(f"{stream}.node_cost", runtime.node_cost)
 
         def calculate(ctx: Ctx, done: Done) -> None:

@@ -4,7 +4,7 @@ server stations and database connection pools.
 Think of *size* identical slots (threads, connections, servers). A caller that finds
 one free takes it at once; otherwise it waits in line, unless the line is bounded and
 full, in which case it is turned away (``when_full: drop``). Callbacks instead of SimPy
-processes keep the hot path short; a re-entrancy guard keeps hand-overs iterative.
+processes keep the hot path short; hand-overs run through ``WaitingLine``'s one loop.
 """
 
 from __future__ import annotations
@@ -16,23 +16,24 @@ from collections.abc import Callable
 import simpy
 
 from simstack.components.meter import Meter
+from simstack.components.waitline import WaitingLine
 
 Granted = Callable[[float], None]
 
 
-class Slots:
-    __slots__ = ("env", "size", "capacity", "meter", "busy", "_waiting", "_granting", "_pending")
+class Slots(WaitingLine):
+    __slots__ = ("env", "size", "capacity", "meter", "busy", "_waiting", "_pending")
 
     def __init__(self, env: simpy.Environment, size: float, meter: Meter,
                  queue_capacity: float = math.inf):
+        super().__init__()
         self.env = env
         self.size = size
         self.capacity = queue_capacity
         self.meter = meter
         self.busy = 0
         self._waiting: deque[tuple[float, Granted]] = deque()
-        self._granting = False
-        self._pending = 0
+        self._pending = 0  # slots given back and not yet handed to a waiter
 
     def acquire(self, granted: Granted) -> bool:
         """Take a slot now or queue for one; ``False`` means the full line turned us away."""
@@ -65,20 +66,18 @@ class Slots:
             meter.busy = self.busy
             return
         self._pending += 1
-        if self._granting:
-            return
-        self._granting = True
-        try:
-            while self._pending and self._waiting:
-                self._pending -= 1
-                since, granted = self._waiting.popleft()
-                meter.touch(self.env.now)
-                meter.queue = len(self._waiting)
-                granted(self.env.now - since)
-            if self._pending:
-                meter.touch(self.env.now)
-                self.busy -= self._pending
-                meter.busy = self.busy
-                self._pending = 0
-        finally:
-            self._granting = False
+        self.hand_over()
+
+    def _serve(self) -> None:
+        meter = self.meter
+        while self._pending and self._waiting:
+            self._pending -= 1
+            since, granted = self._waiting.popleft()
+            meter.touch(self.env.now)
+            meter.queue = len(self._waiting)
+            granted(self.env.now - since)
+        if self._pending:  # no one left waiting: the slots are free
+            meter.touch(self.env.now)
+            self.busy -= self._pending
+            meter.busy = self.busy
+            self._pending = 0

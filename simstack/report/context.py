@@ -71,7 +71,8 @@ class Context:
     evaluator: Evaluator = field(init=False)
 
     def __post_init__(self) -> None:
-        self.evaluator = Evaluator(self.study, on_run=self.on_run)
+        # figures share runs (a what-if's bars, then its time series): keep more than a study does
+        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16)
 
     @property
     def model_dir(self) -> Path:
@@ -139,6 +140,7 @@ class _OneReplication(Evaluator):
 
     def __init__(self, parent: Evaluator, rep: int):  # shares the parent's state and run cache
         self.__dict__.update(parent.__dict__)
+        self.statistics = {}  # its own: a statistic of one replication is not the run's
         self._parent = parent
         self._rep = rep
 

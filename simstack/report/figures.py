@@ -10,9 +10,14 @@ from simstack.report import (
     capacity,
     curve,
     distribution,
+    hierarchy,
+    load,
     parity,
+    per_item,
     predictions,
+    speedup,
     stages,
+    timeline,
     topology,
     utilisation,
     whatifs,
@@ -29,4 +34,9 @@ BUILDERS: dict[str, ModuleType] = {
     "parity": parity,            # every prediction against its measurement
     "distribution": distribution,  # a column of a data file: histogram, share of the largest
     "calibration": calibration,  # calibrated.yaml: residuals of the targets, fitted values
+    "speedup": speedup,          # a metric over its value at a reference axis point, CIs of the ratio
+    "hierarchy": hierarchy,      # a settings hierarchy, coloured by the runs that recalculate it
+    "per_item": per_item,        # failure fraction per item, latency box plots per run or item
+    "timeline": timeline,        # requests of a class done against time (a start-up's progress)
+    "load": load,                # a resource's busy servers and queue over time (run trace)
 }

@@ -13,14 +13,15 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.graph import build_graph
+from simstack.graph import validated_graph
 from simstack.loader import load_model
-from simstack.metrics import resolve
+from simstack.metrics import chosen
 from simstack.report.context import Context, selection
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.schema import Field
-from simstack.whatif import load_whatif
+from simstack.spec import ModelSpec
+from simstack.study import RunSelection
 
 FIELDS = {"run": Field(selection, None)}
 COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}
@@ -30,11 +31,15 @@ EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "han
 
 
 def graph_of(ctx: Context, fig_spec: FigureSpec) -> nx.DiGraph:
-    sel = ctx.chosen(fig_spec.options["run"])
-    params, flags = resolve(sel, ctx.evaluator.base_parameters, ctx.model_dir)
-    scenario = sel.scenario or (load_whatif(sel.whatif, ctx.model_dir).scenario if sel.whatif else None)
-    spec = load_model(ctx.model_dir / "model.yaml", scenario=scenario, parameters=params, flags=flags)
-    return build_graph(spec)
+    return validated_graph(spec_of(ctx, fig_spec.options["run"]))
+
+
+def spec_of(ctx: Context, run: RunSelection | None) -> ModelSpec:
+    """The validated model a run would use: its scenario, what-if, parameters and flags."""
+    sel = ctx.chosen(run)
+    choice = chosen(sel, ctx.evaluator.base_parameters, ctx.model_dir)
+    return load_model(ctx.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
+                      flags=choice.flags)
 
 
 def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
