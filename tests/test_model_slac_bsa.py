@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from simstack.capacity import FULL, SCREEN, probe
 from simstack.check import check_study
 from simstack.distributions import parse_distribution
 from simstack.loader import load_model
-from simstack.metric_types import CapacityMetric
+from simstack.metric_types import CapacityMetric, merge
 from simstack.metrics import Evaluator, calibrated_parameters
 from simstack.paths import model_dir_of
 from simstack.prediction_grid import GridPoint
@@ -65,13 +66,24 @@ def _capacity(predictions: pd.DataFrame, point: GridPoint) -> int:
 
 # ---- the committed predictions ----------------------------------------------------------
 def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -> None:
-    assert list(predictions.columns) == KEYS + ["capacity_pvs"]
+    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high"]
     threads = (1, 2, 4, 8, 16, 32)
     expected = {(d, c, n, m, lock) for c in (1, 32) for lock in (True, False) for n in threads
                 for d, m in (("original", 0), ("prototype", n))}
     assert set(map(tuple, predictions[KEYS].itertuples(index=False))) == expected
     assert len(predictions) == len(expected) == 48
     assert (predictions["capacity_pvs"] >= 0).all()
+
+
+def test_each_interval_holds_its_point_and_the_lockset_bound(predictions: pd.DataFrame) -> None:
+    """The envelope contains the point value; on a global-lock row it reaches at least the
+    per-lockset row's value, since scan_lock_only (NOTES A5) is that row's configuration."""
+    assert (predictions["capacity_low"] <= predictions["capacity_pvs"]).all()
+    assert (predictions["capacity_pvs"] <= predictions["capacity_high"]).all()
+    by_lock = predictions.set_index(KEYS)
+    for row in predictions[predictions["global_lock"]].itertuples(index=False):
+        lockset = by_lock.loc[(row.design, row.cores, row.callback_threads, row.worker_threads, False)]
+        assert row.capacity_high >= lockset["capacity_pvs"], row
 
 
 def test_predictions_were_made_from_the_current_model_files() -> None:
@@ -180,13 +192,15 @@ def _model_values() -> dict[str, float]:
             "beam_period": 1 / parse_rate(p["beam_rate"])}
 
 
-def bounds(v: dict[str, float], design: str, cores: int, k: int, m: int, global_lock: bool) -> dict[str, float]:
+def bounds(v: dict[str, float], design: str, cores: int, k: int, m: int, global_lock: bool,
+           agent_records: bool = True) -> dict[str, float]:
     """Candidate limits (PVs) of one configuration, deterministic demands; the smallest is the
-    hand estimate. Derivations: NOTES sections 3-5."""
+    hand estimate. Derivations: NOTES sections 3-5; ``agent_records`` off is the reading
+    agent_direct (NOTES A2), whose agents process no records."""
     r = v["t_record"]
     start = max(v["lateness"], v["t_evr_task"] + v["other_record_count"] * r)  # first BSA callback
     c_crit = 2 * r + v["t_match"]  # source + receptor records + match
-    c_bsa = 2 * v["edefs"] * r  # BSA + compress record per EDEF
+    c_bsa = 2 * v["edefs"] * r if agent_records or design == "original" else 0.0  # BSA + compress per EDEF
     c_full = c_crit + v["t_deferred"] + c_bsa
     window, beam, other = v["match_deadline"] - start, v["beam_period"], v["other_record_count"] * r
     out = {"callback ring": v["callback_queue_capacity"] + k}
@@ -198,7 +212,8 @@ def bounds(v: dict[str, float], design: str, cores: int, k: int, m: int, global_
             out["deadline, global BSA mutex"] = (window - 2 * r) / (v["t_match"] + v["t_deferred"]) + 1
         return out
     blocking = 2 * r if global_lock else 0.0  # one agent section ahead of the callbacks
-    out["deadline, callbacks"] = (1 if cores == 1 else min(k, cores)) * (window - blocking) / c_crit
+    # the callbacks' records and match run one at a time on one core or under the global lock
+    out["deadline, callbacks"] = (1 if cores == 1 or global_lock else min(k, cores)) * (window - blocking) / c_crit
     agents = min(m, cores) * beam / (v["t_deferred"] + c_bsa)
     if cores == 1:
         out["CPU throughput"] = (beam - 3 * (v["t_evr_task"] + other)) / c_full
@@ -226,3 +241,26 @@ def test_every_prediction_is_at_its_closed_form_bound(predictions: pd.DataFrame)
         assert row.capacity_pvs <= hand + 2, f"{key}: {row.capacity_pvs} above the bound {hand} ({min(b, key=b.get)})"  # type: ignore[arg-type]
         if key not in BELOW_BOUND:
             assert abs(row.capacity_pvs - hand) <= 2, f"{key}: {row.capacity_pvs} vs the bound {hand}"
+
+
+# ---- the alternative readings of the interval (NOTES section 0) at their bounds ------------------
+ALTERNATIVE_VALUES = {"agent_direct": ({}, False), "late_1ms": ({"lateness": 1e-3}, True)}
+
+
+@pytest.mark.parametrize("name", sorted(ALTERNATIVE_VALUES))
+def test_an_alternative_reading_of_the_one_core_prototype_is_at_its_bound(study: Study, name: str) -> None:
+    """Under each alternative, with its own fitted overhead, the one-core prototype holds 2 PVs
+    below the hand bound of NOTES section 4 and fails 2 PVs above it: agent_direct is limited by
+    the callbacks' deadline, late_1ms by CPU throughput."""
+    assert study.predictions is not None and study.predictions.interval is not None
+    (alt,) = [a for a in study.predictions.interval.alternatives if a.name == name]
+    fitted = yaml.safe_load((MODEL_DIR / str(alt.calibrated)).read_text())["parameters"]
+    changed, agent_records = ALTERNATIVE_VALUES[name]
+    values = {**_model_values(), **changed, "t_record": float(fitted["t_record"])}
+    hand = math.floor(min(bounds(values, "prototype", 1, 1, 1, True, agent_records).values()))
+    metric = study.metrics["capacity"]
+    assert isinstance(metric, CapacityMetric)
+    ev = Evaluator(study, {**calibrated_parameters(MODEL_DIR), **fitted})
+    selection = merge(_point("prototype", 1, 1, True).selection, alt.selection)
+    assert probe(ev, metric, selection, hand - 2, FULL).ok, f"{name}: {hand - 2} PVs fail (bound {hand})"
+    assert not probe(ev, metric, selection, hand + 2, FULL).ok, f"{name}: {hand + 2} PVs hold (bound {hand})"
