@@ -90,8 +90,8 @@ class ServerKind(Kind):
         if station is None:
             return None
         draw = sampler(stream, options.get("service") or runtime.service)
-        submit_k = station.submit_k
+        enter = station.enter
 
         def serve(ctx: Ctx, k: Callable[[], None]) -> None:
-            submit_k(draw(ctx), 0, k)
+            enter(draw(ctx), k, True)
         return serve
