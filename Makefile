@@ -67,14 +67,15 @@ clean:
 .PHONY: compiled pure
 # mypyc builds in a copy (its setuptools run would trip over this flat layout) and the
 # extensions are put beside their sources, where imports prefer them.
-HOT := simstack/components/meter.py simstack/components/cpu.py
+HOT := simstack/components/meter.py simstack/components/cpu.py simstack/runners.py simstack/replication.py
 compiled: $(STAMP)
 	rm -rf build/mypyc && mkdir -p build/mypyc && cp -r simstack build/mypyc/
 	cd build/mypyc && $(abspath $(BIN))/mypyc $(HOT)
-	cp build/mypyc/simstack/components/*.so simstack/components/ && cp build/mypyc/*__mypyc*.so .
+	cp build/mypyc/simstack/components/*.so simstack/components/ && cp build/mypyc/simstack/*.so simstack/
+	cp build/mypyc/*__mypyc*.so .
 	$(BIN)/simstack --version
 
 pure:
-	rm -f simstack/components/*.so *__mypyc*.so
+	rm -f simstack/*.so simstack/components/*.so *__mypyc*.so
 	rm -rf build/mypyc
 	$(BIN)/simstack --version

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bsa.py               # the 10 s runs at 64 PVs, both designs
     .venv/bin/python benchmarks/bsa.py --search      # + full capacity searches (1 and 32 cores)
     .venv/bin/python benchmarks/bsa.py --profile     # + where the engine spends its time
+    .venv/bin/python benchmarks/bsa.py --point prototype 32 16 lockset   # one capacity search only
 
 Targets: a 10 s simulated run at 64 PVs x 8 EDEFs at 120 Hz (76,800 PV updates, 614,400 BSA
 (PV, EDEF) updates) in under 60 s; a full capacity search in under 5 minutes. Beside each run
@@ -112,7 +113,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--search", action="store_true", help="also time full capacity searches")
     parser.add_argument("--profile", action="store_true", help="also profile 0.5 s of the prototype at 94 PVs")
+    parser.add_argument("--point", nargs=4, metavar=("DESIGN", "CORES", "THREADS", "LOCK"),
+                        help="only one capacity search, e.g. prototype 32 16 lockset (LOCK: global or lockset)")
     args = parser.parse_args()
+    if args.point:
+        design, cores, threads, lock = args.point
+        if lock not in ("global", "lockset"):
+            parser.error(f"LOCK must be global or lockset (got {lock!r})")
+        search(design, int(cores), int(threads), lock == "global")
+        return
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f} at start (figures are wall times)")
     for design in ("original", "prototype"):

@@ -11,8 +11,11 @@ from __future__ import annotations
 import importlib
 
 # Modules that ``make compiled`` compiles: plain classes with typed slots and no subclass of
-# an uncompiled class (``components/wake.py`` extends SimPy's Event, so it stays Python).
-COMPILABLE = ("simstack.components.meter", "simstack.components.cpu")
+# an uncompiled class. ``components/wake.py`` extends SimPy's Event, so it stays Python (a
+# dozen lines the compiled modules call); the kinds derive from ``Kind`` and stay Python, so
+# a kind's per-call work lives in compiled helpers (``cpu.FifoCall``).
+COMPILABLE = ("simstack.components.meter", "simstack.components.cpu", "simstack.runners",
+              "simstack.replication")
 
 
 def compiled_modules() -> list[str]:

@@ -219,15 +219,14 @@ class CallRunner:
 
 
 class PlainCallRunner:
-    """A call when steps are not recorded, to a kind that takes a bare continuation."""
+    """A call when steps are not recorded, to a kind that takes a bare continuation. Its
+    ``run`` is the kind's prepared callable itself, not a method that calls it: one Python
+    call fewer per station visit."""
 
-    __slots__ = ("serve",)
+    __slots__ = ("run",)
 
     def __init__(self, serve: Callable[[Ctx, K], None]):
-        self.serve = serve
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        self.serve(ctx, k)
+        self.run = serve
 
 
 class SpanRunner:

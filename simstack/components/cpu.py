@@ -47,14 +47,16 @@ class FifoCpu:
         self._free = cores
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
-        self._submit(demand, done, False)
+        self.enter(demand, done, False)
 
     def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
         """As ``submit``, for a caller that needs no timings: ``k()`` is called as is, so the
         runner hands its continuation straight over instead of wrapping it per job."""
-        self._submit(demand, k, True)
+        self.enter(demand, k, True)
 
-    def _submit(self, demand: float, done: Any, plain: bool) -> None:
+    def enter(self, demand: float, done: Any, plain: bool) -> None:
+        """A job arrives: ``done()`` if ``plain``, else ``done(wait, service)`` when it ends.
+        The one body of ``submit`` and ``submit_k``; a station's call site calls it directly."""
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
@@ -98,6 +100,21 @@ class FifoCpu:
         else:
             wait = now - arrived - service
             done(wait if wait > 0.0 else 0.0, service)
+
+
+class FifoCall:
+    """One call site of a FIFO station when steps are not recorded: draw the service time,
+    enter the station with the caller's continuation. A class beside ``FifoCpu`` rather than
+    a closure in the kind, so that it is compiled with it (``make compiled``)."""
+
+    __slots__ = ("draw", "station")
+
+    def __init__(self, draw: Callable[[Any], float], station: FifoCpu):
+        self.draw = draw
+        self.station = station
+
+    def run(self, ctx: Any, k: Callable[[], None]) -> None:
+        self.station.enter(self.draw(ctx), k, True)
 
 
 class _Job:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
-from simstack.components.cpu import FifoCpu
+from simstack.components.cpu import FifoCall, FifoCpu
 from simstack.components.meter import Meter
 from simstack.components.wake import Wake
 from simstack.distributions import Distribution, parse_distribution
@@ -90,8 +90,4 @@ class ServerKind(Kind):
         if station is None:
             return None
         draw = sampler(stream, options.get("service") or runtime.service)
-        submit_k = station.submit_k
-
-        def serve(ctx: Ctx, k: Callable[[], None]) -> None:
-            submit_k(draw(ctx), 0, k)
-        return serve
+        return FifoCall(draw, station).run
