@@ -174,6 +174,9 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
 def run_calibration(cfg: Any) -> None:
     model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
     study = load_study(model_dir)
+    if cfg.get("holdout"):  # leave one value out (simstack.holdout); calibrated.yaml untouched
+        from simstack.holdout import run_leave_out
+        return run_leave_out(study, str(cfg.holdout), progress=bool(cfg.sim.get("progress", True)))
     started = time.perf_counter()
     result = calibrate(study, progress=bool(cfg.sim.get("progress", True)))
     write_yaml(model_dir / "calibrated.yaml", result)
