@@ -8,13 +8,21 @@ least squares on relative errors; ``method: bisect`` solves one parameter agains
 monotone target instead. The result, its residuals and its provenance (the baseline rows,
 the file's SHA-256, the seed) go to ``calibrated.yaml`` beside the model, which every later
 run picks up.
+
+``simstack calibrate model=NAME alternative=ALT`` fits the same parameters to the same targets
+under one alternative reading of the model (``predictions.interval.alternatives.ALT``: its
+flags, what-if, parameters or scenario on top of every target metric) and writes the
+alternative's own ``calibrated:`` file; ``alternative=all`` does every alternative that names
+one. ``calibrated.yaml`` is left as it is.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,11 +35,14 @@ from tqdm import tqdm
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study
 from simstack.console import number
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.loader import load_model
-from simstack.metrics import Evaluator, write_yaml
+from simstack.metric_types import RunSelection
+from simstack.metrics import Evaluator, resolve, write_yaml
 from simstack.paths import model_dir_of
+from simstack.prediction_grid import Alternative
 from simstack.study import Study, load_study
+from simstack.uncertainty import budget, read_repeats, uncertainty
 from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
 
@@ -63,13 +74,34 @@ class Fit:
         return out
 
 
-def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
+class Under(Evaluator):
+    """An evaluator that reads every metric under an alternative reading of the model
+    (``Alternative.over``: the alternative's selection on top of the metric's own), so the
+    targets and checks are those of the alternative."""
+
+    def __init__(self, study: Study, parameters: Mapping[str, Any], alternative: Alternative):
+        super().__init__(study, parameters)
+        self.alternative = alternative
+
+    def value(self, name: str, extra: RunSelection | None = None) -> float:
+        return super().value(name, self.alternative.over(extra))
+
+
+def evaluator(study: Study, parameters: Mapping[str, Any], alternative: Alternative | None = None) -> Evaluator:
+    """The evaluator of a candidate: plain, or under an alternative reading."""
+    return Evaluator(study, parameters) if alternative is None else Under(study, parameters, alternative)
+
+
+def calibrate(study: Study, progress: bool = True, alternative: Alternative | None = None) -> dict[str, Any]:
+    """Fit the calibration parameters to the targets; with ``alternative``, under that reading."""
     if study.calibration is None:
         raise ModelError("no calibration section", file=str(study.path))
     cal = study.calibration
+    if alternative is not None:
+        _fits_free(study, alternative, cal.parameters)
     from simstack.surrogate import SurrogateCalibration, calibrate_with_surrogate
     if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
-        return calibrate_with_surrogate(study, cal, progress)
+        return calibrate_with_surrogate(study, cal, progress, alternative)
     spec = load_model(study.path.parent / "model.yaml")
     bounds = {}
     for name in cal.parameters:
@@ -86,17 +118,23 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
     table_path = study.baselines
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
+    repeats: dict[str, np.ndarray] = {}
+    repeats_file: dict[str, Any] = {}
+    if cal.uncertainty == "bootstrap":  # read before any simulation: a bad file fails at once
+        repeats, repeats_file = read_repeats(study.path.parent, cal.repeats, cal.targets, str(study.path))
     fit = Fit(cal.parameters, bounds)
-    bar = _budget_bar(study.model, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
+    label = study.model if alternative is None else f"{study.model} ({alternative.name})"
+    bar = _budget_bar(label, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
                       progress)
     seen: dict[tuple[float, ...], np.ndarray] = {}
+    bars = [bar]
 
     def residuals(x: np.ndarray) -> np.ndarray:
         key = tuple(np.round(x, 12))
         if key not in seen:
-            ev = Evaluator(_with_seed(study, cal.seed), parameters=fit.values(x))
+            ev = evaluator(_with_seed(study, cal.seed), fit.values(x), alternative)
             seen[key] = np.array([(ev.value(c.metric) - measured[c.id]) / measured[c.id] for c in targets])
-            bar.update(1)
+            bars[-1].update(1)
         return seen[key]
 
     if cal.method == "bisect":
@@ -107,13 +145,19 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
                                         max_nfev=cal.max_evaluations, x_scale=1.0)
         x = result.x
     bar.close()
+    evaluations = len(seen)
+    spread = None
+    if cal.uncertainty != "none":
+        bars.append(_budget_bar(f"{label}: {cal.uncertainty}", budget(cal.uncertainty, len(cal.parameters)), progress))
+        spread = uncertainty(cal.uncertainty, residuals, fit.values, x, targets, measured, repeats, cal.seed)
+        bars[-1].close()
     values = fit.values(x)
-    final = check_study(study, Evaluator(_with_seed(study, cal.seed), parameters=values))
-    return {
+    final = check_study(study, evaluator(_with_seed(study, cal.seed), values, alternative))
+    result = {
         "parameters": values,
         "method": cal.method,
         "seed": cal.seed,
-        "evaluations": len(seen),
+        "evaluations": evaluations,
         "residuals": [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
                        "rel_error": float(r["rel_error"])} for r in final.to_dict("records")
                       if r["check"] in cal.targets],
@@ -121,6 +165,47 @@ def calibrate(study: Study, progress: bool = True) -> dict[str, Any]:
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),
     }
+    if alternative is not None:
+        result["alternative"] = alternative.name
+    if spread is not None:
+        result["uncertainty"] = spread
+        result["uncertainty_simulations"] = len(seen) - evaluations
+        if cal.uncertainty == "bootstrap":
+            result["repeats"] = repeats_file
+    return result
+
+
+def _fits_free(study: Study, alternative: Alternative, parameters: tuple[str, ...]) -> None:
+    """An alternative that sets a calibration parameter (itself or through its what-if) would
+    override every candidate value: nothing could be fitted."""
+    fixed, _ = resolve(alternative.selection, {}, study.path.parent)
+    clash = [p for p in parameters if p in fixed]
+    if clash:
+        raise ModelError(f"alternative {alternative.name!r} sets calibration parameter {clash[0]!r}, so it cannot "
+                         "be fitted under it; leave it out of the alternative or of calibration.parameters",
+                         file=str(study.path), path=f"predictions.interval.alternatives.{alternative.name}")
+
+
+def chosen_alternatives(study: Study, name: str) -> list[Alternative]:
+    """The alternatives ``alternative=NAME`` (or ``all``: every one with a ``calibrated:`` file) names."""
+    interval = study.predictions.interval if study.predictions else None
+    if interval is None:
+        raise ConfigError(f"alternative={name}: {study.path} has no predictions.interval.alternatives")
+    known = {a.name: a for a in interval.alternatives}
+    if name == "all":
+        chosen = [a for a in interval.alternatives if a.calibrated is not None]
+        if not chosen:
+            raise ConfigError(f"alternative=all: no alternative of {study.path} names a calibrated: file; "
+                              f"alternatives: {', '.join(known)}")
+        return chosen
+    if name not in known:
+        raise ConfigError(f"alternative={name}: not an alternative of {study.path}; alternatives: "
+                          f"{', '.join(known)} (or all)")
+    if known[name].calibrated is None:
+        raise ModelError(f"alternative {name!r} names no calibrated: file to write its fit to; add "
+                         "calibrated: FILE.yaml (a file beside the model)", file=str(study.path),
+                         path=f"predictions.interval.alternatives.{name}")
+    return [known[name]]
 
 
 def simulation_budget(method: str, n_parameters: int, max_evaluations: int) -> int:
@@ -171,24 +256,51 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
     return low if abs(r_low) <= abs(r_high) else high
 
 
+def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
+    """Written whole or not at all: a temporary file beside the target, then renamed."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write_yaml(Path(tmp), doc)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def run_calibration(cfg: Any) -> None:
     model_dir = model_dir_of(str(cfg.model), cfg.get("models_dir"))
     study = load_study(model_dir)
+    progress = bool(cfg.sim.get("progress", True))
     if cfg.get("holdout"):  # leave one value out (simstack.holdout); calibrated.yaml untouched
         from simstack.holdout import run_leave_out
-        return run_leave_out(study, str(cfg.holdout), progress=bool(cfg.sim.get("progress", True)))
+        return run_leave_out(study, str(cfg.holdout), progress=progress)
+    name = cfg.get("alternative")
+    if name is None or str(name) == "":
+        _calibrate_into(study, model_dir / "calibrated.yaml", progress)
+        return
+    for alternative in chosen_alternatives(study, str(name)):
+        _calibrate_into(study, model_dir / str(alternative.calibrated), progress, alternative)
+
+
+def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alternative | None = None) -> None:
     started = time.perf_counter()
-    result = calibrate(study, progress=bool(cfg.sim.get("progress", True)))
-    write_yaml(model_dir / "calibrated.yaml", result)
+    result = calibrate(study, progress=progress, alternative=alternative)
+    write_atomic(path, result)
     runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
-    print(f"calibrated {study.model}: {runs}, {time.perf_counter() - started:.1f} s")
-    print(f"wrote {model_dir / 'calibrated.yaml'}")
+    under = "" if alternative is None else f" under alternative {alternative.name}"
+    print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
+    print(f"wrote {path}")
+    spread = result.get("uncertainty") or {}
+    if spread:
+        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
+              f"{result['uncertainty_simulations']} more simulations")
     for name, value in result["parameters"].items():
-        print(f"  {name} = {number(value)}")
+        span = spread.get(name)
+        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
     for row in result["residuals"]:
         err = row["rel_error"]
         print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
               f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
 
 
-__all__ = ["calibrate", "run_calibration", "quantity", "Path"]
+__all__ = ["calibrate", "chosen_alternatives", "evaluator", "run_calibration", "quantity", "Path"]

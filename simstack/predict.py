@@ -8,7 +8,9 @@ provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_r
 (the runs that decided each row). A capacity search starts from the committed row's value
 when there is one, else from the previous point's answer: only the cost depends on it,
 since every answer is proven (c holds, c + 1 does not). With ``--jobs N`` the capacity
-searches of different points run side by side in N processes.
+searches of different points run side by side in N processes. With an interval, only the
+alternatives whose fits are acceptable (``simstack.acceptance``) widen it; the verdicts are
+printed and recorded in the provenance.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
+from simstack.acceptance import RULE, describe, fitted, judge, verdicts
 from simstack.capacity import CapacityResult
 from simstack.errors import ConfigError, ModelError
 from simstack.loader import read_yaml
@@ -33,6 +36,7 @@ from simstack.paths import model_dir_of
 from simstack.prediction_grid import GridPoint, PredictionSpec
 from simstack.provenance import provenance, write_meta
 from simstack.study import Study, load_study
+from simstack.uncertainty import ranges
 
 
 def _spec(study: Study) -> PredictionSpec:
@@ -102,8 +106,9 @@ def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluat
     value = ev.value(name, point.selection)
     row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits),
            **{column: ev.value(m, point.selection) for column, m in pred.value_columns.items()}}
-    if pred.interval is not None:
-        values = [value] + [alt_ev.value(name, merge(point.selection, alt.selection)) for alt, alt_ev in alternatives]
+    if pred.interval is not None:  # a reading of None is the point's own, with other parameter values
+        values = [value] + [alt_ev.value(name, point.selection if alt is None else alt.over(point.selection))
+                            for alt, alt_ev in alternatives]
         row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
         row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
     search = None
@@ -153,25 +158,47 @@ def _written(value: float, metric: object, scale: float, digits: int | None = No
 
 
 def _alternative_evaluators(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
-    """Each alternative of the interval with the evaluator of its fitted values (the main
-    one, and its run cache, unless it has its own ``calibrated`` file)."""
+    """Each alternative of the interval that the acceptance rule lets in
+    (``simstack.acceptance``), with the evaluator of its fitted values (the main one, and its
+    run cache, unless it has its own ``calibrated`` file); with ``parameter_uncertainty``,
+    then the point's fit and each of those with one parameter at an end of its range."""
     pred = _spec(study)
     if pred.interval is None:
         return []
+    out = _accepted(study, main)
+    if pred.interval.parameter_uncertainty:
+        own = read_yaml(study.path.parent / "calibrated.yaml") if (study.path.parent / "calibrated.yaml").is_file() \
+            else None
+        hint = f"simstack calibrate model={study.model}"
+        varied = _at_ends(study, None, main, ranges(own, "calibrated.yaml", hint, str(study.path)))
+        for alt, ev in out:
+            doc = fitted(study, alt)
+            spread = ranges(own, "calibrated.yaml", hint, str(study.path)) if doc is None else \
+                ranges(doc, str(alt.calibrated), f"{hint} alternative={alt.name}", str(study.path))
+            varied += _at_ends(study, alt, ev, spread)
+        out += varied
+    return out
+
+
+def _at_ends(study: Study, alt: Any, ev: Evaluator,
+             spread: Mapping[str, tuple[float, float]]) -> list[tuple[Any, Evaluator]]:
+    """A reading with each parameter in turn at the low, then the high end of its range."""
+    return [(alt, Evaluator(study, {**ev.base_parameters, name: end}, jobs=ev.jobs))
+            for name, ends in spread.items() for end in ends]
+
+
+def _accepted(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
     out = []
+    pred = _spec(study)
+    assert pred.interval is not None
     for alt in pred.interval.alternatives:
-        if alt.calibrated is None:
+        if not judge(study, alt).enters:
+            continue
+        doc = fitted(study, alt)
+        if doc is None:
             out.append((alt, main))
             continue
-        path = study.path.parent / alt.calibrated
-        if not path.is_file():
-            raise ModelError(f"alternative {alt.name!r}: no file {alt.calibrated!r} beside the model",
-                             file=str(study.path), path=f"predictions.interval.alternatives.{alt.name}.calibrated")
-        doc = read_yaml(path) or {}
-        values = doc.get("parameters") if isinstance(doc, Mapping) else None
-        if not isinstance(values, Mapping):
-            raise ModelError("expected a 'parameters' mapping", file=str(path))
-        out.append((alt, Evaluator(study, {**main.base_parameters, **values}, jobs=main.jobs)))
+        out.append((alt, Evaluator(study, {**main.base_parameters, **doc["parameters"]}, jobs=main.jobs)))
     return out
 
 
@@ -238,6 +265,11 @@ def run_predict(cfg: Any) -> None:
     seed = int({**study.defaults}.get("seed", 1))
     # the provenance of the inputs as they were read, before hours of runs
     meta = provenance(study, Evaluator(study).base_parameters, seed, f"simstack predict model={study.model}")
+    judged = verdicts(study)
+    for verdict in judged:
+        print(f"interval: {describe(verdict)}")
+    if judged:
+        meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=bool(cfg.sim.get("progress", True)),
                     jobs=None if jobs is None else int(jobs), runs=runs, extra=overrides)

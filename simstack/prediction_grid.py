@@ -15,7 +15,9 @@ comes in two forms:
 
 An optional ``interval`` lists *alternatives* (what-ifs, scenarios, parameters, each with
 its own fitted values if it has a ``calibrated`` file): the low and high columns are the
-envelope of the point value and every alternative's value at the same point.
+envelope of the point value and every accepted alternative's value at the same point
+(``simstack.acceptance``); with ``parameter_uncertainty: true``, also each of those fits with
+one fitted parameter at a time at the low or high end of its recorded uncertainty.
 """
 
 from __future__ import annotations
@@ -62,12 +64,18 @@ class Alternative:
     selection: RunSelection
     calibrated: str | None = None  # a file of fitted parameters beside the model, instead of calibrated.yaml
 
+    def over(self, base: RunSelection | None = None) -> RunSelection:
+        """This reading on top of ``base`` (a grid point's selection, or none for a calibration
+        target): its scenario, what-if, flags and parameters win. Predict and calibrate both use it."""
+        return merge(base or RunSelection(), self.selection)
+
 
 @dataclass(frozen=True)
 class Interval:
     alternatives: tuple[Alternative, ...]
     low: str = "low"
     high: str = "high"
+    parameter_uncertainty: bool = False  # also each fit's values at its parameters' uncertainty low and high
 
 
 def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
@@ -168,7 +176,7 @@ def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None)
 
 def parse_interval(raw: object, path: str) -> Interval:
     i = read_fields(raw, {"alternatives": Field(mapping), "low": Field(str, "low"), "high": Field(str, "high"),
-                          "doc": Field(str, "")}, path)
+                          "parameter_uncertainty": Field(bool, False), "doc": Field(str, "")}, path)
     alts = []
     for name, sel in i["alternatives"].items():
         where = f"{path}.alternatives.{name}"
@@ -181,7 +189,7 @@ def parse_interval(raw: object, path: str) -> Interval:
         alts.append(Alternative(name_ref(name), parse_selection(sel, where), calibrated))
     if not alts:
         raise ModelError("expected at least one alternative", path=f"{path}.alternatives")
-    return Interval(tuple(alts), i["low"], i["high"])
+    return Interval(tuple(alts), i["low"], i["high"], i["parameter_uncertainty"])
 
 
 def scale(value: object) -> float:

@@ -5,7 +5,10 @@ of the model file, of the parts of the study file that decide a prediction (defa
 metrics, predictions; not their ``doc`` prose, not the report section), of the fitted parameter values
 (not the calibration date), of the what-ifs and of the baselines, plus the seed, the
 simstack commit, the command and the date. ``inputs_sha256`` combines the hashes that decide
-the numbers; the model's tests compare it with the current files.
+the numbers; the model's tests compare it with the current files. A study with an interval
+adds the hash of what its acceptance rule reads (the checks and the calibration section:
+tolerances and targets), and with ``parameter_uncertainty`` that of the point fit's ranges
+(an alternative's are in its file's hash).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def input_hashes(study: Study, parameters: Mapping[str, Any]) -> dict[str, str |
     extra = sorted(model_dir / a.calibrated for a in (study.predictions.interval.alternatives
                                                       if study.predictions and study.predictions.interval else ())
                    if a.calibrated)
-    return {
+    hashes: dict[str, str | None] = {
         "model": _sha((model_dir / "model.yaml").read_bytes()),
         "study": _sha(_canonical(_without_doc({k: doc.get(k) for k in DECIDING_SECTIONS}))),
         "calibration": _sha(_canonical(dict(parameters))),
@@ -49,6 +52,13 @@ def input_hashes(study: Study, parameters: Mapping[str, Any]) -> dict[str, str |
         "whatifs": _sha(b"".join(p.name.encode() + p.read_bytes() for p in whatifs)) if whatifs else None,
         "data": _sha(study.baselines.read_bytes()) if study.baselines and study.baselines.is_file() else None,
     }
+    interval = study.predictions.interval if study.predictions else None
+    if interval is not None:  # which alternatives are accepted depends on tolerances and targets
+        hashes["acceptance"] = _sha(_canonical(_without_doc({k: doc.get(k) for k in ("checks", "calibration")})))
+    if interval is not None and interval.parameter_uncertainty:  # the ranges of the point's fit
+        fit = read_yaml(model_dir / "calibrated.yaml") if (model_dir / "calibrated.yaml").is_file() else None
+        hashes["uncertainty"] = _sha(_canonical(fit.get("uncertainty") if isinstance(fit, Mapping) else None))
+    return hashes
 
 
 def _without_doc(value: Any) -> Any:

@@ -47,6 +47,8 @@ class CalibrationSpec:
     method: str = "least_squares"  # least_squares | bisect
     seed: int = 1
     max_evaluations: int = 60
+    uncertainty: str = "none"  # none | profile | bootstrap (simstack.uncertainty)
+    repeats: str | None = None  # a CSV beside the model: check, value[, unit], one row per measured repeat
 
 
 @dataclass(frozen=True)
@@ -131,12 +133,13 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
         c = read_fields(top["calibration"], {"parameters": Field(list), "targets": Field(list),
                                              "method": Field(one_of("least_squares", "bisect"), "least_squares"),
                                              "seed": Field(int, 1), "max_evaluations": Field(int, 60),
-                                             "doc": Field(str, "")}, "calibration")
+                                             "uncertainty": Field(one_of("none", "profile", "bootstrap"), "none"),
+                                             "repeats": Field(str, None), "doc": Field(str, "")}, "calibration")
         unknown = [t for t in c["targets"] if t not in ids]
         if unknown:
             raise ModelError(f"unknown check {unknown[0]!r}; checks: {', '.join(ids)}", path="calibration.targets")
         calibration = CalibrationSpec(tuple(c["parameters"]), tuple(c["targets"]), c["method"], c["seed"],
-                                      c["max_evaluations"])
+                                      c["max_evaluations"], c["uncertainty"], c["repeats"])
     predictions = None
     if top["predictions"] is not None:
         raw_pred = dict(top["predictions"])

@@ -221,8 +221,10 @@ def _same_but_population(a: Network, b: Network) -> bool:
         for c, d in zip(a.chains.values(), b.chains.values(), strict=True)) and list(a.chains) == list(b.chains)
 
 
-def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: bool = True) -> dict[str, Any]:
-    """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator."""
+def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: bool = True,
+                             alternative: Any = None) -> dict[str, Any]:
+    """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator.
+    ``alternative`` (``simstack.prediction_grid.Alternative``) goes on top of every series."""
     from simstack.calibrate import quantity
 
     assert cal.rows is not None and study.predictions is not None
@@ -241,6 +243,8 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     metric: Any = study.metrics[cal.rows.metric]
     table, measured, series = target_series(study.path.parent, cal.rows, study.predictions.axes, metric,
                                             "calibration.targets")
+    if alternative is not None:
+        series = [dataclasses.replace(s, selection=alternative.over(s.selection)) for s in series]
     curves = MvaCurves(study, metric.request or "", cal.rows.population)
     started = time.perf_counter()
     say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
@@ -301,7 +305,9 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "date": dt.date.today().isoformat(),
     }
     if cal.confirm and study.checks:
-        result["residuals"] = _confirm(study, cal.seed, values)
+        result["residuals"] = _confirm(study, cal.seed, values, alternative)
+    if alternative is not None:
+        result["alternative"] = alternative.name
     return result
 
 
@@ -335,13 +341,12 @@ def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.
     tmp.replace(path)
 
 
-def _confirm(study: Study, seed: int, values: Mapping[str, float]) -> list[dict[str, Any]]:
-    """The study's checks in the simulator with the fitted values."""
-    from simstack.calibrate import _with_seed
+def _confirm(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> list[dict[str, Any]]:
+    """The study's checks in the simulator with the fitted values (under ``alternative``)."""
+    from simstack.calibrate import _with_seed, evaluator
     from simstack.check import check_study
-    from simstack.metrics import Evaluator
 
-    table = check_study(_with_seed(study, seed), Evaluator(_with_seed(study, seed), parameters=values))
+    table = check_study(_with_seed(study, seed), evaluator(_with_seed(study, seed), values, alternative))
     return [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
              "rel_error": float(r["rel_error"])} for r in table.to_dict("records")
             if isinstance(r.get("measured"), int | float) and np.isfinite(float(r["measured"]))]

@@ -1,7 +1,9 @@
 """Predictions against measurements, from committed files (no simulation): a column of
-``predictions.csv`` against one of its axes, one line per series, the prediction interval
-(columns ``low`` and ``high``) as error bars when the file has them, and the measured values
-as markers.
+``predictions.csv`` against one of its axes, one line per series, the prediction interval as
+error bars when the file has it, and the measured values as markers. The interval's columns
+are the figure's ``low`` and ``high`` when given; else, for the study's own predictions file
+and value column, those its ``predictions.interval`` writes (``capacity_low``, ``low_ms``);
+else ``low`` and ``high``. They are never series.
 
 Measured values come from the study's baselines (``measured: [{at: ..., baseline: ...}]``)
 or from a data file of the model joined on the columns it shares with the predictions
@@ -43,7 +45,8 @@ def measured_file(raw: object) -> dict[str, Any]:
 
 FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
           "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
-          "measured_file": Field(measured_file, None), "measured_scale": Field(parse_number, 1.0), **AXIS_FIELDS}
+          "measured_file": Field(measured_file, None), "measured_scale": Field(parse_number, 1.0),
+          "low": Field(name_ref, None), "high": Field(name_ref, None), **AXIS_FIELDS}
 
 
 def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFrame:
@@ -56,8 +59,28 @@ def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFr
     return frame
 
 
-def keys_of(frame: pd.DataFrame, value: str) -> list[str]:
-    return [c for c in frame.columns if c not in (value, *INTERVAL)]
+def keys_of(frame: pd.DataFrame, value: str, interval: tuple[str, ...] = ()) -> list[str]:
+    return [c for c in frame.columns if c not in (value, *INTERVAL, *interval)]
+
+
+def interval_columns(ctx: Context, fig_spec: FigureSpec, columns: pd.Index) -> tuple[str, str] | None:
+    """The low and high columns of the band (see the module text); None when there is none."""
+    o = fig_spec.options
+    if (o["low"] is None) != (o["high"] is None):
+        raise ModelError("low and high go together: name both interval columns, or neither", path=fig_spec.path)
+    if o["low"] is not None:
+        for column in (o["low"], o["high"]):
+            if column not in columns:
+                raise ModelError(f"unknown column {column!r}; columns: {', '.join(columns)}", path=fig_spec.path)
+        return o["low"], o["high"]
+    pred = ctx.study.predictions
+    if pred is not None and pred.interval is not None and o["file"] == pred.file:
+        if o["value"] != pred.value_column:  # the interval is that of the value column only
+            return None
+        chosen = (pred.interval.low, pred.interval.high)
+    else:
+        chosen = INTERVAL
+    return chosen if all(c in columns for c in chosen) else None
 
 
 def measurements(ctx: Context, fig_spec: FigureSpec, keys: list[str]) -> pd.DataFrame:
@@ -95,7 +118,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     pred = filtered(pred, o["where"], f"{fig_spec.path}.where")
     if pred.empty:
         raise ModelError(f"no row of {o['file']} matches {o['where']}", path=f"{fig_spec.path}.where")
-    keys = keys_of(pred, o["value"])
+    band = interval_columns(ctx, fig_spec, pred.columns)
+    keys = keys_of(pred, o["value"], band or ())
     series = list(o["series"]) if o["series"] is not None else \
         [k for k in keys if k != o["x"] and pred[k].nunique() > 1]
     meas = measurements(ctx, fig_spec, keys)
@@ -112,8 +136,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         rows = rows.sort_values(o["x"], kind="stable")
         values = (rows[o["value"]] * scale).tolist()
         bars = None
-        if all(c in rows.columns for c in INTERVAL):
-            bars = error_bars(values, (rows["low"] * scale).tolist(), (rows["high"] * scale).tolist())
+        if band is not None:
+            bars = error_bars(values, (rows[band[0]] * scale).tolist(), (rows[band[1]] * scale).tolist())
         mine = meas
         for column, k in zip(series, key, strict=True):
             mine = mine[mine[column] == str(k)] if column in mine.columns else mine
