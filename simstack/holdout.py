@@ -104,6 +104,11 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
     metric: Any = study.metrics[cal.rows.metric]
     table, measured, series = target_series(model_dir, cal.rows, study.predictions.axes, metric,
                                             "calibration.targets")
+    for key, columns in (("by", lo.by), ("where", tuple(lo.where))):
+        missing = [c for c in columns if c not in table.columns]
+        if missing:
+            raise ModelError(f"{cal.rows.rows} has no column {missing[0]!r}; columns: {', '.join(table.columns)}",
+                             file=str(study.path), path=f"{WHERE}.{key}")
     values = list(dict.fromkeys(table[lo.column]))
     folds = values if which == "all" else [which]
     if which != "all" and which not in values:
@@ -121,15 +126,16 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
     fits_path = out_path.with_suffix(".yaml")
     rows = pd.read_csv(out_path, dtype={lo.column: str}) if out_path.exists() else pd.DataFrame()
     fits: dict[str, Any] = dict(read_yaml(fits_path)) if fits_path.exists() else {}
-    for value in folds:
-        kept = [i for i, s in enumerate(series) if table.at[s.rows[0], lo.column] != value]
-        used = set().union(*(deps[i] for i in kept))
-        fitted = [n for j, n in enumerate(names) if j in used]
-        lacking = [n for n in names if n not in fitted and n not in lo.fallback]
+    plan = {}
+    for value in folds:  # every fold's parameters checked before anything is fitted
+        used = set().union(*(deps[i] for i, s in enumerate(series) if table.at[s.rows[0], lo.column] != value))
+        plan[value] = [n for j, n in enumerate(names) if j in used]
+        lacking = [n for n in names if n not in plan[value] and n not in lo.fallback]
         if lacking:
             raise ModelError(f"leaving out {lo.column} {value}: no remaining row depends on {', '.join(lacking)}; "
                              "give each a fallback (a value, or $PARAMETER)", file=str(study.path),
                              path=f"{WHERE}.fallback")
+    for value, fitted in plan.items():
         say(f"leave-out {lo.column} = {value}: fitting {len(fitted)} parameters on the other rows")
         fold_cal = dataclasses.replace(
             cal, parameters=tuple(fitted), confirm=False, write_rows=None,

@@ -99,3 +99,10 @@ def test_an_unknown_value_is_a_clear_error_on_the_command_line(tmp_path: Path) -
            "c5n.2xlarge, c5n.4xlarge" in run.stderr
     assert "Traceback" not in run.stderr
     assert not (model / "data" / "leave_out.csv").exists()
+
+
+def test_an_unknown_by_column_is_refused(tmp_path: Path) -> None:
+    model = _small_model(tmp_path, by=["server_langauge"])
+    with pytest.raises(ModelError, match="data/small.csv has no column 'server_langauge'") as err:
+        leave_out(load_study(model), "all", progress=False)
+    assert err.value.path == "calibration.leave_out.by"
