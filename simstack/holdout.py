@@ -41,7 +41,7 @@ from simstack.errors import ModelError
 from simstack.loader import build_spec, read_yaml
 from simstack.metrics import Evaluator, merge, write_yaml
 from simstack.rowtargets import target_series
-from simstack.schema import Field, read_fields
+from simstack.schema import Field, one_of, read_fields
 from simstack.study import RunSelection, Study
 
 WHERE = "calibration.leave_out"
@@ -58,13 +58,15 @@ class LeaveOut:
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     where: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     max_evaluations: int | None = None
+    jacobian: str | None = None  # the folds' (default: the calibration's)
 
 
 def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
     c = read_fields(raw, {"column": Field(str), "write": Field(str), "fallback": Field(_mapping, {}),
                           "by": Field(_names, ()), "settings": Field(_mapping, {}), "where": Field(_where, {}),
-                          "max_evaluations": Field(int, None), "doc": Field(str, "")}, WHERE)
+                          "max_evaluations": Field(int, None), "jacobian": Field(one_of("differences", "broyden"), None),
+                          "doc": Field(str, "")}, WHERE)
     c.pop("doc")
     if c["column"] not in match:
         raise ModelError(f"column {c['column']!r} is not a match column of the targets; match: {', '.join(match)}",
@@ -139,7 +141,7 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
         say(f"leave-out {lo.column} = {value}: fitting {len(fitted)} parameters on the other rows")
         fold_cal = dataclasses.replace(
             cal, parameters=tuple(fitted), confirm=False, write_rows=None,
-            max_evaluations=lo.max_evaluations or cal.max_evaluations,
+            max_evaluations=lo.max_evaluations or cal.max_evaluations, jacobian=lo.jacobian or cal.jacobian,
             rows=dataclasses.replace(cal.rows, exclude=((lo.column, value),)))
         result = calibrate_with_surrogate(study, fold_cal, progress)
         params = _with_fallbacks(result["parameters"], names, lo.fallback, model)
@@ -147,7 +149,8 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
         held = _held_out_rows(study, table, measured, series, value, lo, curves, params, progress)
         rows = pd.concat([rows[rows[lo.column] != value] if not rows.empty else rows, held], ignore_index=True)
         fits[value] = {"parameters": params, "fallback": {n: lo.fallback[n] for n in names if n not in fitted},
-                       "evaluations": result["evaluations"], "converged": result.get("converged"),
+                       "evaluations": result["evaluations"], "jacobian": result.get("jacobian"),
+                       "converged": result.get("converged"),
                        "fit": result["fit"], "fit_seconds": result["seconds"],
                        "simulated_rows": int(held["simulated"].notna().sum()),
                        "simulation_seconds": round(time.perf_counter() - started, 1), "date": result["date"]}

@@ -55,6 +55,7 @@ class SurrogateCalibration(CalibrationSpec):
     loss: str = "soft_l1"  # scipy.optimize.least_squares loss
     f_scale: float = 0.1
     tolerance: float = 1e-8  # relative change of the cost and of the parameters that ends the fit
+    jacobian: str = "differences"  # or broyden: one finite-difference pass, then rank-one updates
     confirm: bool = True  # run the study's checks in the simulator with the fitted values
     summary_by: tuple[str, ...] = ()
     write_rows: str | None = None  # CSV of the surrogate's value per row
@@ -71,6 +72,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
         "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
         "max_evaluations": Field(int, 200), "tolerance": Field(parse_number, 1e-8),
+        "jacobian": Field(one_of("differences", "broyden"), "differences"),
         "summary_by": Field(_columns, ()),
         "write_rows": Field(str, None), "leave_out": Field(lambda v: v, None), "doc": Field(str, "")}, where)
     if not isinstance(c["targets"], Mapping):
@@ -89,6 +91,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
                                 parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
                                 max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
                                 residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"], tolerance=c["tolerance"],
+                                jacobian=c["jacobian"],
                                 confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
 
 
@@ -275,7 +278,13 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
 
     scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
-    fit = optimize.least_squares(residuals, x0, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
+    fun: Any = residuals
+    jac: Any = "2-point"
+    if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (simstack.jacobians)
+        from simstack.jacobians import BroydenJacobian
+        jac = BroydenJacobian(residuals, low, high, scale)
+        fun = jac.fun
+    fit = optimize.least_squares(fun, x0, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
                                  x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
                                  ftol=cal.tolerance, xtol=cal.tolerance)
     values = dict(zip(names, map(float, fit.x), strict=True))
@@ -291,6 +300,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "surrogate": cal.surrogate,
         "seed": cal.seed,
         "evaluations": int(fit.nfev),
+        "jacobian": cal.jacobian,
         "converged": bool(fit.status > 0),  # a tolerance was met (0: the evaluation budget ran out)
         "stopped": str(fit.message),
         "solves": curves.solves,
