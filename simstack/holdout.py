@@ -65,7 +65,8 @@ def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
     c = read_fields(raw, {"column": Field(str), "write": Field(str), "fallback": Field(_mapping, {}),
                           "by": Field(_names, ()), "settings": Field(_mapping, {}), "where": Field(_where, {}),
-                          "max_evaluations": Field(int, None), "jacobian": Field(one_of("differences", "broyden"), None),
+                          "max_evaluations": Field(int, None),
+                          "jacobian": Field(one_of("differences", "broyden"), None),
                           "doc": Field(str, "")}, WHERE)
     c.pop("doc")
     if c["column"] not in match:
