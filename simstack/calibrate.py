@@ -268,11 +268,15 @@ def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
 
 
 def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,
-                    progress: bool = True) -> None:
+                    holdout: str | None = None, progress: bool = True) -> None:
     """CLI task ``calibrate``: fit the model's free parameters into ``calibrated.yaml``, or
-    with ``alternative`` (a name or ``all``) each alternative's into its own file."""
+    with ``alternative`` (a name or ``all``) each alternative's into its own file, or with
+    ``holdout`` (a value or ``all``) the leave-one-out folds of ``calibration.leave_out``."""
     model_dir = model_dir_of(model, models_dir)
     study = load_study(model_dir)
+    if holdout:  # leave one value out (simstack.holdout); calibrated.yaml untouched
+        from simstack.holdout import run_leave_out
+        return run_leave_out(study, holdout, progress=progress)
     if not alternative:
         _calibrate_into(study, model_dir / "calibrated.yaml", progress)
         return

@@ -176,8 +176,10 @@ def app(cfg: DictConfig) -> None:
             from simstack.calibrate import run_calibration
             model, models_dir = _study(cfg)
             alternative = plain(cfg.get("alternative"), "alternative")
+            holdout = plain(cfg.get("holdout"), "holdout")
             run_calibration(model, models_dir=models_dir, progress=_progress(cfg),
-                            alternative=None if alternative in (None, "") else str(alternative))
+                            alternative=None if alternative in (None, "") else str(alternative),
+                            holdout=None if holdout in (None, "") else str(holdout))
         elif cfg.task == "crosscheck":
             from simstack.crosscheck import run_crosscheck
             model, models_dir = _study(cfg)

@@ -50,6 +50,7 @@ class RowTargets:
     population: str
     scale: float = 1.0
     flags: Mapping[str, str] = field(default_factory=dict, hash=False)  # flag -> boolean column
+    exclude: tuple[tuple[str, str], ...] = ()  # (column, value): rows left out (simstack.holdout)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ def target_series(model_dir: Path, targets: RowTargets, axes: Mapping[str, Mappi
     series they form."""
     columns = (*targets.match, targets.population, targets.measured, *targets.flags.values())
     table = read_rows(model_dir, targets.rows, columns, f"{where}.rows")
+    for column, value in targets.exclude:
+        table = table[table[column] != value].reset_index(drop=True)
     measured = pd.to_numeric(table[targets.measured], errors="coerce").to_numpy(dtype=float)
     population = pd.to_numeric(table[targets.population], errors="coerce")
     bad = np.flatnonzero(~np.isfinite(measured) | (measured <= 0) | population.isna()

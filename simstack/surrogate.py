@@ -53,9 +53,12 @@ class SurrogateCalibration(CalibrationSpec):
     residual: str = "log"  # log: log(predicted / measured); relative: predicted / measured - 1
     loss: str = "soft_l1"  # scipy.optimize.least_squares loss
     f_scale: float = 0.1
+    tolerance: float = 1e-8  # relative change of the cost and of the parameters that ends the fit
+    jacobian: str = "differences"  # or broyden: one finite-difference pass, then rank-one updates
     confirm: bool = True  # run the study's checks in the simulator with the fitted values
     summary_by: tuple[str, ...] = ()
     write_rows: str | None = None  # CSV of the surrogate's value per row
+    leave_out: Any = None  # simstack.holdout.LeaveOut: refit without each value of a column
 
 
 def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, MetricSpec],
@@ -67,8 +70,10 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         "targets": Field(lambda v: v), "residual": Field(one_of("log", "relative"), "log"),
         "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
         "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
-        "max_evaluations": Field(int, 200), "summary_by": Field(_columns, ()),
-        "write_rows": Field(str, None), "doc": Field(str, "")}, where)
+        "max_evaluations": Field(int, 200), "tolerance": Field(parse_number, 1e-8),
+        "jacobian": Field(one_of("differences", "broyden"), "differences"),
+        "summary_by": Field(_columns, ()),
+        "write_rows": Field(str, None), "leave_out": Field(lambda v: v, None), "doc": Field(str, "")}, where)
     if not isinstance(c["targets"], Mapping):
         raise ModelError("surrogate: mva fits CSV rows: expected targets: {rows: FILE.csv, measured: ..., "
                          "metric: ..., match: [...], population: ...}", path=f"{where}.targets")
@@ -78,9 +83,14 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         raise ModelError(f"surrogate: mva reads a request's throughput; metric {rows.metric!r} is "
                          f"{metric.type}" + (f" of step {metric.step!r}" if metric.step else ""),
                          path=f"{where}.targets.metric")
-    return SurrogateCalibration(parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
+    if c["leave_out"] is not None:
+        from simstack.holdout import read_leave_out
+        c["leave_out"] = read_leave_out(c["leave_out"], rows.match)
+    return SurrogateCalibration(leave_out=c["leave_out"],
+                                parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
                                 max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
-                                residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"],
+                                residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"], tolerance=c["tolerance"],
+                                jacobian=c["jacobian"],
                                 confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
 
 
@@ -158,13 +168,21 @@ class MvaCurves:
         return sum(c.throughput for c in sol.chains.values() if c.request == self.request)
 
     def dependencies(self, series: Series, values: Mapping[str, float], names: list[str]) -> list[int]:
-        """Which free parameters change this series' resolved model (the others cannot move it)."""
-        n = max(series.populations)
-        base = dataclasses.replace(self.spec(series, values, n), parameters={})
+        """Which free parameters change this series' network (the others cannot move its
+        solution): compared as the solver sees it, so a parameter the series resolves but
+        never uses (a write cost in a read series, a disabled workload's) is not counted."""
+        ends = sorted({min(series.populations), max(series.populations)})
+        specs = [self.spec(series, values, n) for n in ends]
+        base = [dataclasses.replace(s, parameters={}) for s in specs]
+        nets: list[Network] = []
         out = []
         for j, name in enumerate(names):
             moved = {**values, name: values[name] * 1.37 if values[name] else 1e-6}
-            if dataclasses.replace(self.spec(series, moved, n), parameters={}) != base:
+            changed = [self.spec(series, moved, n) for n in ends]
+            if all(dataclasses.replace(c, parameters={}) == b for c, b in zip(changed, base, strict=True)):
+                continue  # not even resolved differently
+            nets = nets or [build_network(s) for s in specs]
+            if any(build_network(c) != net for c, net in zip(changed, nets, strict=True)):
                 out.append(j)
         return out
 
@@ -259,8 +277,15 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
 
     scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
-    fit = optimize.least_squares(residuals, x0, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
-                                 x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations)
+    fun: Any = residuals
+    jac: Any = "2-point"
+    if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (simstack.jacobians)
+        from simstack.jacobians import BroydenJacobian
+        jac = BroydenJacobian(residuals, low, high, scale)
+        fun = jac.fun
+    fit = optimize.least_squares(fun, x0, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
+                                 x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
+                                 ftol=cal.tolerance, xtol=cal.tolerance)
     values = dict(zip(names, map(float, fit.x), strict=True))
     pred = predicted(fit.x)
     took = time.perf_counter() - started
@@ -274,6 +299,9 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "surrogate": cal.surrogate,
         "seed": cal.seed,
         "evaluations": int(fit.nfev),
+        "jacobian": cal.jacobian,
+        "converged": bool(fit.status > 0),  # a tolerance was met (0: the evaluation budget ran out)
+        "stopped": str(fit.message),
         "solves": curves.solves,
         "seconds": round(took, 1),
         "fit": _summary(table, pred, measured, cal.summary_by),
