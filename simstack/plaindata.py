@@ -11,6 +11,7 @@ such a file is refused, with its line, before anything runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import yaml
 
@@ -29,26 +30,39 @@ def refuse_directives(source: str) -> None:
         raise ModelError(f"'# @package' directive at line {line} is not allowed: {_WHY}")
 
 
-def refuse_config_nodes(root: yaml.Node | None) -> None:
-    """Walk a composed YAML document: no reserved key, no ``${...}`` interpolation anywhere."""
+def walk_nodes(root: yaml.Node | None, path: str = "") -> Iterator[tuple[yaml.Node, str]]:
+    """Every node of a composed (not constructed) document with its key path, depth first. A
+    node reached again through an alias is walked once, so anchors cannot blow the walk up."""
     visited: set[int] = set()
-    todo: list[tuple[yaml.Node | None, str]] = [(root, "")]
+    todo: list[tuple[yaml.Node | None, str]] = [(root, path)]
     while todo:
         node, where = todo.pop()
         if node is None or id(node) in visited:
             continue
         visited.add(id(node))
+        yield node, where
         if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
-                inner = f"{where}.{key}" if where else str(key)
-                line = key_node.start_mark.line + 1
-                if key in RESERVED_KEYS:
-                    raise ModelError(f"key {key!r} at line {line} is not allowed: {_WHY}", path=inner)
-                _refuse_interpolation(key_node, inner)
-                todo.append((value_node, inner))
+            todo.extend((value_node, key_path(where, key_node)) for key_node, value_node in node.value)
         elif isinstance(node, yaml.SequenceNode):
             todo.extend((item, f"{where}[{index}]") for index, item in enumerate(node.value))
+
+
+def key_path(where: str, key_node: yaml.Node) -> str:
+    """The path of a mapping's value under ``where``: ``a.b``, ``?`` for a key that is no scalar."""
+    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+    return f"{where}.{key}" if where else str(key)
+
+
+def refuse_config_nodes(root: yaml.Node | None) -> None:
+    """Walk a composed YAML document: no reserved key, no ``${...}`` interpolation anywhere."""
+    for node, where in walk_nodes(root):
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                inner = key_path(where, key_node)
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value in RESERVED_KEYS:
+                    raise ModelError(f"key {key_node.value!r} at line {key_node.start_mark.line + 1} is not "
+                                     f"allowed: {_WHY}", path=inner)
+                _refuse_interpolation(key_node, inner)
         elif isinstance(node, yaml.ScalarNode):
             _refuse_interpolation(node, where)
 
@@ -70,4 +84,4 @@ def check_csv_text(source: str, file: str) -> None:
             raise DataError(f"{file} line {number}: '# @package' directive is not allowed: {_WHY}")
 
 
-__all__ = ["refuse_directives", "refuse_config_nodes", "check_csv_text", "RESERVED_KEYS"]
+__all__ = ["refuse_directives", "refuse_config_nodes", "walk_nodes", "key_path", "check_csv_text", "RESERVED_KEYS"]

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from simstack.errors import ModelError
-from simstack.plaindata import refuse_config_nodes, refuse_directives
+from simstack.plaindata import key_path, refuse_config_nodes, refuse_directives, walk_nodes
 
 
 def read_yaml(path: Path) -> Any:
@@ -89,30 +89,19 @@ def _check_size(root: yaml.Node | None) -> None:
 
 
 def _check_duplicate_keys(root: yaml.Node | None, path: str) -> None:
-    """Walk the composed (not constructed) document; report a key given twice. A node
-    reached again through an alias is walked once, so anchors cannot blow the walk up."""
-    visited: set[int] = set()
-    todo: list[tuple[yaml.Node | None, str]] = [(root, path)]
-    while todo:
-        node, where = todo.pop()
-        if node is None or id(node) in visited:
+    """Walk the composed (not constructed) document; report a key given twice."""
+    for node, where in walk_nodes(root, path):
+        if not isinstance(node, yaml.MappingNode):
             continue
-        visited.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[tuple[str, str], int] = {}
-            for key_node, value_node in node.value:
-                scalar = isinstance(key_node, yaml.ScalarNode)
-                key = key_node.value if scalar else "?"
-                inner = f"{where}.{key}" if where else str(key)
-                line = key_node.start_mark.line + 1
-                if scalar and key_node.tag != "tag:yaml.org,2002:merge":
-                    if (key_node.tag, key) in seen:
-                        raise ModelError(f"key {key!r} is given twice in one mapping (lines "
-                                         f"{seen[(key_node.tag, key)]} and {line}); keep one", path=inner)
-                    seen[(key_node.tag, key)] = line
-                todo.append((value_node, inner))
-        elif isinstance(node, yaml.SequenceNode):
-            todo.extend((item, f"{where}[{index}]") for index, item in enumerate(node.value))
+        seen: dict[tuple[str, str], int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key, line = key_node.value, key_node.start_mark.line + 1
+                if (key_node.tag, key) in seen:
+                    raise ModelError(f"key {key!r} is given twice in one mapping (lines "
+                                     f"{seen[(key_node.tag, key)]} and {line}); keep one",
+                                     path=key_path(where, key_node))
+                seen[(key_node.tag, key)] = line
 
 
 __all__ = ["MAX_VALUES", "read_yaml"]
