@@ -219,8 +219,9 @@ def error_table(rows: pd.DataFrame, column: str, by: tuple[str, ...], value: str
         if by else []
     table = err.groupby([column, *by])["_e"].median().unstack(list(by)) if by else \
         err.groupby(column)["_e"].median().to_frame("all")
-    if by:
-        table.columns = keys
+    if by:  # label the unstacked columns by their own keys (their order need not be the groups')
+        table.columns = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in table.columns]
+        table = table.reindex(columns=keys)
     table["all"] = err.groupby(column)["_e"].median()
     table["rows"] = err.groupby(column)["_e"].size()
     overall = pd.DataFrame([{**({k: float(v) for k, v in zip(keys, err.groupby(list(by))["_e"].median(),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -106,3 +107,17 @@ def test_an_unknown_by_column_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="data/small.csv has no column 'server_langauge'") as err:
         leave_out(load_study(model), "all", progress=False)
     assert err.value.path == "calibration.leave_out.by"
+
+
+def test_the_error_table_labels_each_column_by_its_own_group() -> None:
+    # the first left-out value has one group only, so the unstacked columns come in another
+    # order than the groups: each median must still sit under its own label
+    rows = pd.DataFrame({"left_out": ["big", "big", "small", "small"],
+                         "server_language": ["Python", "Python", "C++", "Python"],
+                         "operation": ["read", "read", "read", "read"],
+                         "simulated_rel_error": [0.4, -0.5, 0.01, 0.02]})
+    table = error_table(rows, "left_out", ("server_language", "operation"))
+    assert table.loc["big", "Python / read"] == pytest.approx(0.45)
+    assert np.isnan(table.loc["big", "C++ / read"])
+    assert table.loc["small", "C++ / read"] == pytest.approx(0.01)
+    assert table.loc["all left out", "Python / read"] == pytest.approx(0.4)
