@@ -5,10 +5,9 @@ names the grid (a product of axes, linked axes or a list of points), the metric 
 at every point and the value column, optionally an interval over alternative readings.
 ``simstack predict model=NAME [--jobs N]`` writes ``models/NAME/predictions.csv``, its
 provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_runs.csv``
-(the runs that decided each row). A capacity search starts from the committed row's value
-when there is one, else from the previous point's answer: only the cost depends on it,
-since every answer is proven (c holds, c + 1 does not). With ``--jobs N`` the capacity
-searches of different points run side by side in N processes. With an interval, only the
+(the runs that decided each row). The evaluations (every point under its own fit and under
+each reading of the interval) are planned in ``simstack.readings``: each distinct run once,
+capacity searches warm-started, ``--jobs N`` of them side by side. With an interval, only the
 alternatives whose fits are acceptable (``simstack.acceptance``) widen it; the verdicts are
 printed and recorded in the provenance.
 """
@@ -18,23 +17,21 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from simstack.acceptance import RULE, describe, fitted, judge, verdicts
-from simstack.capacity import CapacityResult
 from simstack.errors import ConfigError, ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import CapacityMetric, RunSelection, merge
 from simstack.metrics import Evaluator
 from simstack.paths import model_dir_of
-from simstack.prediction_grid import GridPoint, PredictionSpec
+from simstack.prediction_grid import PredictionSpec
 from simstack.provenance import provenance, write_meta
+from simstack.readings import POINT, Reading, plan, run_in_parallel, run_in_sequence
 from simstack.study import Study, load_study
 from simstack.uncertainty import ranges
 
@@ -53,98 +50,47 @@ def grid(study: Study) -> list[dict[str, Any]]:
 def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
             progress: bool = False, jobs: int | None = None,
             runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None) -> pd.DataFrame:
-    """Evaluate the prediction metric at every grid point that ``keep`` accepts. ``runs``, if
-    given, receives one row per capacity search (the runs that decided it). With ``jobs`` > 1
-    and a capacity metric, the points are searched side by side in worker processes, the
-    largest expected load first (see ``_in_parallel``). ``extra`` goes on top of every point
-    (a what-if of a few rows)."""
+    """Evaluate the prediction metric at every grid point that ``keep`` accepts, under the
+    point's own fit and each reading of the interval (``simstack.readings``: each distinct run
+    once). ``runs``, if given, receives one row per capacity search (the runs that decided
+    it). With ``jobs`` > 1 and several runs to make, they run side by side in worker
+    processes, else one after another with ``jobs`` processes proving each capacity.
+    ``extra`` goes on top of every point (a what-if of a few rows)."""
     pred = _spec(study)
     jobs = jobs or pred.jobs
     warm = _committed(study)
     points = [p for p in pred.points if keep is None or keep(p.columns)]
     if extra is not None:
         points = [replace(p, selection=merge(p.selection, extra)) for p in points]
-    if jobs > 1 and len(points) > 1:
-        done = _in_parallel(study, points, warm, jobs, progress)
-    else:
-        done = _in_sequence(study, points, warm, progress, jobs)
+    readings = interval_readings(study, Evaluator(study).base_parameters)
+    tasks = plan(study, points, readings, pred.metric, pred.value_columns,
+                 [warm.get(_key(p.columns, pred.columns)) for p in points])
+    if progress and len(tasks) < len(points) * len(readings):
+        print(f"predicting {study.model}: {len(points)} points x {len(readings)} readings, "
+              f"{len(tasks)} distinct runs")
+    run = run_in_parallel if jobs > 1 and len(tasks) > 1 else run_in_sequence
+    done = run(study, tasks, jobs, progress, lambda t: t.point.label())
+    by_use = {use: task for task in tasks for use in task.users}
+    rows = []
+    for i, point in enumerate(points):
+        metric = study.metrics[point.metric or pred.metric]
+        own = done[by_use[(i, POINT)].key]
+        row = {**point.columns, pred.value_column: _written(own.value, metric, pred.scale, pred.digits), **own.extra}
+        if pred.interval is not None:
+            values = [done[by_use[(i, r.name)].key].value for r in readings]
+            row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
+            row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
+        rows.append(row)
     if runs is not None:
-        runs.extend(r for _, r in done if r is not None)
+        named = pred.interval is not None
+        for t in tasks:
+            search = done[t.key].search
+            if search is not None:
+                runs.append({**{c: t.point.columns.get(c) for c in pred.columns},
+                             **({"reading": t.reading.name} if named else {}), **search})
     bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
     columns = [*pred.columns, pred.value_column, *pred.value_columns, *bounds]
-    return pd.DataFrame([row for row, _ in done], columns=columns)
-
-
-Done = tuple[dict[str, Any], dict[str, Any] | None]  # the row, and the search that decided it
-
-
-def _in_sequence(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int],
-                 progress: bool, jobs: int = 1) -> list[Done]:
-    """One evaluator for all points (runs shared between points); a capacity search starts
-    from the committed row, else from the previous point's answer, and proves its answer
-    with ``jobs`` processes."""
-    pred = _spec(study)
-    ev = Evaluator(study, jobs=jobs)
-    alternatives = _alternative_evaluators(study, ev)
-    done: list[Done] = []
-    previous: int | None = None
-    bar = tqdm(points, desc=f"predicting {study.model}", unit="point", disable=not progress)
-    for point in bar:
-        ev.on_progress = (lambda text, p=point: bar.set_postfix_str(f"{p.label()}: {text}")) if progress else None
-        ev.start = warm.get(_key(point.columns, pred.columns), previous)
-        done.append(_evaluate(study, ev, alternatives, point))
-        if done[-1][1] is not None:
-            previous = int(done[-1][1]["capacity"])
-    return done
-
-
-def _evaluate(study: Study, ev: Evaluator, alternatives: list[tuple[Any, Evaluator]], point: GridPoint) -> Done:
-    pred = _spec(study)
-    name = point.metric or pred.metric
-    metric = study.metrics[name]
-    searches = len(ev.searches)
-    value = ev.value(name, point.selection)
-    row = {**point.columns, pred.value_column: _written(value, metric, pred.scale, pred.digits),
-           **{column: ev.value(m, point.selection) for column, m in pred.value_columns.items()}}
-    if pred.interval is not None:  # a reading of None is the point's own, with other parameter values
-        values = [value] + [alt_ev.value(name, point.selection if alt is None else alt.over(point.selection))
-                            for alt, alt_ev in alternatives]
-        row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
-        row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
-    search = None
-    if isinstance(metric, CapacityMetric) and len(ev.searches) > searches:
-        found: CapacityResult = list(ev.searches.values())[searches]
-        search = {**{c: point.columns.get(c) for c in pred.columns}, **found.summary(metric.conditions)}
-    return row, search
-
-
-def _point_elsewhere(study: Study, parameters: Mapping[str, Any], point: GridPoint, start: int | None) -> Done:
-    """One grid point in a worker process, with its own evaluator (one process per search)."""
-    ev = Evaluator(study, parameters)
-    ev.start = start
-    return _evaluate(study, ev, _alternative_evaluators(study, ev), point)
-
-
-def _in_parallel(study: Study, points: list[GridPoint], warm: Mapping[tuple[str, ...], int], jobs: int,
-                 progress: bool) -> list[Done]:
-    """Capacity searches side by side, ``jobs`` processes (``concurrent.futures``). Each starts
-    from its committed row (no previous point to start from); the points with the largest
-    committed answers, the longest runs, go first so that no long search starts last."""
-    pred = _spec(study)
-    base = Evaluator(study).base_parameters
-    starts = [warm.get(_key(p.columns, pred.columns)) for p in points]
-    order = sorted(range(len(points)), key=lambda i: -(starts[i] or 0))
-    done: dict[int, Done] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool, \
-            tqdm(total=len(points), desc=f"predicting {study.model} ({jobs} jobs)", unit="point",
-                 disable=not progress) as bar:
-        futures = {pool.submit(_point_elsewhere, study, base, points[i], starts[i]): i for i in order}
-        for future in as_completed(futures):
-            i = futures[future]
-            done[i] = future.result()
-            bar.set_postfix_str(f"done: {points[i].label()}")
-            bar.update(1)
-    return [done[i] for i in range(len(points))]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _written(value: float, metric: object, scale: float, digits: int | None = None) -> float | int:
@@ -157,49 +103,30 @@ def _written(value: float, metric: object, scale: float, digits: int | None = No
     return round(value * scale, digits) if digits > 0 else int(round(value * scale))
 
 
-def _alternative_evaluators(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
-    """Each alternative of the interval that the acceptance rule lets in
-    (``simstack.acceptance``), with the evaluator of its fitted values (the main one, and its
-    run cache, unless it has its own ``calibrated`` file); with ``parameter_uncertainty``,
-    then the point's fit and each of those with one parameter at an end of its range."""
+def interval_readings(study: Study, base: Mapping[str, Any]) -> list[Reading]:
+    """The point's own reading, then each alternative of the interval that the acceptance
+    rule lets in (``simstack.acceptance``) with its fitted values (the point's, unless it has
+    its own ``calibrated`` file); with ``parameter_uncertainty``, then the point's fit and each
+    of those with one parameter at an end of its range."""
     pred = _spec(study)
+    readings = [Reading(POINT, dict(base))]
     if pred.interval is None:
-        return []
-    out = _accepted(study, main)
+        return readings
+    accepted = [Reading(alt.name, {**base, **doc["parameters"]} if (doc := fitted(study, alt)) else dict(base), alt)
+                for alt in pred.interval.alternatives if judge(study, alt).enters]
+    readings += accepted
     if pred.interval.parameter_uncertainty:
         own = read_yaml(study.path.parent / "calibrated.yaml") if (study.path.parent / "calibrated.yaml").is_file() \
             else None
         hint = f"simstack calibrate model={study.model}"
-        varied = _at_ends(study, None, main, ranges(own, "calibrated.yaml", hint, str(study.path)))
-        for alt, ev in out:
-            doc = fitted(study, alt)
+        for reading in [readings[0], *accepted]:
+            alt = reading.alternative
+            doc = None if alt is None else fitted(study, alt)
             spread = ranges(own, "calibrated.yaml", hint, str(study.path)) if doc is None else \
-                ranges(doc, str(alt.calibrated), f"{hint} alternative={alt.name}", str(study.path))
-            varied += _at_ends(study, alt, ev, spread)
-        out += varied
-    return out
-
-
-def _at_ends(study: Study, alt: Any, ev: Evaluator,
-             spread: Mapping[str, tuple[float, float]]) -> list[tuple[Any, Evaluator]]:
-    """A reading with each parameter in turn at the low, then the high end of its range."""
-    return [(alt, Evaluator(study, {**ev.base_parameters, name: end}, jobs=ev.jobs))
-            for name, ends in spread.items() for end in ends]
-
-
-def _accepted(study: Study, main: Evaluator) -> list[tuple[Any, Evaluator]]:
-    out = []
-    pred = _spec(study)
-    assert pred.interval is not None
-    for alt in pred.interval.alternatives:
-        if not judge(study, alt).enters:
-            continue
-        doc = fitted(study, alt)
-        if doc is None:
-            out.append((alt, main))
-            continue
-        out.append((alt, Evaluator(study, {**main.base_parameters, **doc["parameters"]}, jobs=main.jobs)))
-    return out
+                ranges(doc, str(alt.calibrated), f"{hint} alternative={alt.name}", str(study.path))  # type: ignore[union-attr]
+            readings += [Reading(f"{reading.name}:{name}={end:g}", {**reading.parameters, name: end}, alt)
+                         for name, ends in spread.items() for end in ends]
+    return readings
 
 
 def _key(columns: Mapping[str, Any], order: tuple[str, ...]) -> tuple[str, ...]:
@@ -271,10 +198,11 @@ def run_predict(model: str, *, models_dir: str | Iterable[str] | None = None, jo
         print(f"interval: {describe(verdict)}")
     if judged:
         meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
-        readings = _alternative_evaluators(study, Evaluator(study))  # a fit without its ranges fails here, before runs
+        readings = interval_readings(study, Evaluator(study).base_parameters)[1:]  # a fit without ranges fails here
         entering = sum(v.enters for v in judged)
-        print(f"interval: {len(readings)} more evaluations per point: {entering} alternative(s) in the envelope, "
-              f"{len(readings) - entering} with a fitted parameter at an end of its range")
+        print(f"interval: up to {len(readings)} more evaluations per point: {entering} alternative(s) in the "
+              f"envelope, {len(readings) - entering} with a fitted parameter at an end of its range; a run "
+              "that another reading already makes is made once")
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=progress,
                     jobs=jobs, runs=runs, extra=overrides)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from simstack.capacity import FULL, SCREEN, Probe, boundary, find_capacity, proof_candidates
-from simstack.metric_types import CapacityMetric, RunSelection
+from simstack.metric_types import CapacityMetric, RunSelection, merge
 from simstack.metrics import Evaluator
 from simstack.study import load_study
 
@@ -148,3 +148,47 @@ def test_predictions_of_capacity_are_the_same_in_one_or_several_processes(closed
     caps = one["clients"].tolist()
     assert caps == sorted(caps) and caps[0] < caps[-1]  # longer think times, more clients
     assert [r["capacity"] for r in runs] == caps and all(r["sojourn_above"] > 1.5 for r in runs)
+
+
+def _interval_study(closed_study: Path) -> Path:
+    """Capacity against think time, with an interval over two alternative readings: ``longer``
+    (think 8 s: the 8 s point's own run, at every point) and ``faster`` (a faster server)."""
+    from simstack.metrics import write_yaml
+
+    text = (closed_study / "checks.yaml").read_text()
+    (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (
+        "predictions:\n  metric: cap\n  value_column: clients\n"
+        "  axes: {think: {values: [2s, 4s, 8s], parameters: think}}\n"
+        "  interval:\n    alternatives:\n"
+        "      longer: {parameters: {think: 8s}}\n      faster: {parameters: {service: 0.4}}\n"))
+    model = (closed_study / "model.yaml").read_text().replace("think: exp(4s)", "think: exp($think)")
+    (closed_study / "model.yaml").write_text(model.replace("  clients: {value: 1}", "  clients: {value: 1}\n"
+                                                                                     "  think: {value: 4s}"))
+    write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
+    return closed_study
+
+
+def test_an_interval_makes_each_distinct_run_once_with_the_answers_of_separate_searches(closed_study: Path) -> None:
+    from simstack.predict import interval_readings, predict
+    from simstack.readings import plan
+
+    study = load_study(_interval_study(closed_study))
+    pred = study.predictions
+    assert pred is not None
+    readings = interval_readings(study, {"service": 0.5})
+    assert [r.name for r in readings] == ["point", "longer", "faster"]
+    tasks = plan(study, list(pred.points), readings, pred.metric, {}, [None] * 3)
+    assert len(tasks) == 6  # 9 pairs; "longer" is the 8 s point's own run at all three points
+    shared = next(t for t in tasks if len(t.users) == 4)  # the 8 s point: its own, and "longer" at each point
+    assert shared.reading.name == "point" and shared.point.columns["think"] == "8s"  # labelled as its point's own
+    runs: list[dict[str, Any]] = []
+    table = predict(study, jobs=1, runs=runs)
+    assert table.equals(predict(study, jobs=2))
+    assert len(runs) == 6 and {r["reading"] for r in runs} == {"point", "faster"}
+    # each value is what a separate search from scratch finds for that pair
+    assert pred.interval is not None
+    for point, row in zip(pred.points, table.to_dict("records"), strict=True):
+        selections = [point.selection, *[merge(point.selection, a.selection) for a in pred.interval.alternatives]]
+        alone = [int(Evaluator(study, {"service": 0.5}).value("cap", sel)) for sel in selections]
+        assert row["clients"] == alone[0]
+        assert (row["low"], row["high"]) == (min(alone), max(alone))
