@@ -139,6 +139,50 @@ def _seq_of(job: _Job) -> int:
     return job.seq
 
 
+class _LevelMeter(Meter):
+    """Busy time of one priority level, credited one run at a time: the scheduler adds a
+    run's interval when the run stops (finishes or is preempted), the only update a level
+    needs. Reading the meter (``touch``) credits the runs still going, up to ``now``; a run
+    is credited from its start or from the last reading, whichever is later."""
+
+    __slots__ = ("_running", "_priority")
+
+    def __init__(self, name: str, capacity: float, running: list[_Job], priority: int):
+        super().__init__(name, "cpu-level", capacity)
+        self._running = running
+        self._priority = priority
+
+    def touch(self, now: float) -> None:
+        since = self._t
+        count = 0
+        for job in self._running:
+            if job.priority == self._priority:
+                count += 1
+                self._busy_area += now - (job.started if job.started > since else since)
+        self.busy = float(count)
+        self._t = now
+
+
+class _IdleMeter(Meter):
+    """The idle spinner's share: it runs on every core no thread holds, so each core's idle
+    spell is one of its runs, credited when a thread takes the core. ``_idle`` holds when
+    each idle core last became idle (or was last read)."""
+
+    __slots__ = ("_idle",)
+
+    def __init__(self, name: str, cores: int):
+        super().__init__(name, "cpu-level", cores)
+        self._idle = [0.0] * cores
+        self.busy = float(cores)
+
+    def touch(self, now: float) -> None:
+        since = self._t
+        for idle in self._idle:
+            self._busy_area += now - (idle if idle > since else since)
+        self.busy = float(len(self._idle))
+        self._t = now
+
+
 class PriorityCpu:
     """Preemptive-resume priority scheduling on ``cores`` identical cores (SCHED_FIFO).
 
@@ -150,10 +194,16 @@ class PriorityCpu:
     ``idle_spinner`` is a CPU hog on every core at a priority below every thread: it runs
     exactly when a core would be idle and delays nobody, so it needs no events; its level
     shows the idle time it eats, and the host counts as fully busy.
+
+    Accounting costs one update per change: the host's busy and queue areas once per
+    arrival or completion (inline, as ``Meter.touch``), a level's busy time once per run
+    (when it stops), the spinner's once per idle spell (when a thread takes the core).
+    ``_counts`` keeps how many threads of each priority run, so the least urgent running
+    priority is the smallest key rather than a scan of the levels.
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq", "_heir", "_levels",
-                 "_name", "_spinner", "_heir_seq")
+                 "_name", "_spinner", "_heir_seq", "_counts")
     exact_fusion = True  # consecutive CPU steps of one thread may be submitted as one
 
     def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter,
@@ -168,20 +218,16 @@ class PriorityCpu:
         self._heir: object = None  # owner whose finished step reserved its core, if any
         self._heir_seq = 0  # ... and its place in line, which its next step keeps
         self._levels: dict[int, Meter] = {}
+        self._counts: dict[int, int] = {}  # priority -> threads of it running (no zeros)
         self._name = meter.name
-        self._spinner: Meter | None = None
+        self._spinner: _IdleMeter | None = None
         if idle_spinner is not None:
-            self._spinner = self._level(idle_spinner)
-            self._spinner.busy = meter.busy = float(cores)
+            self._spinner = self._levels[idle_spinner] = _IdleMeter(
+                f"{self._name}[priority {idle_spinner}]", cores)
+            meter.busy = float(cores)
 
     def meters(self) -> list[Meter]:
         return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
-
-    def _level(self, priority: int) -> Meter:
-        level = self._levels.get(priority)
-        if level is None:
-            level = self._levels[priority] = Meter(f"{self._name}[priority {priority}]", "cpu-level", self.cores)
-        return level
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         self._submit(demand, priority, done, owner, False)
@@ -194,7 +240,11 @@ class PriorityCpu:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
-        meter.touch(now)
+        dt = now - meter._t  # Meter.touch inlined (the same arithmetic)
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
         heir = self._heir
         ready = self._ready
         if heir is not None and owner is heir:
@@ -224,10 +274,11 @@ class PriorityCpu:
             if len(running) + (self._heir is not None) < self.cores:
                 self._run(heapq.heappop(ready)[2], now)
                 continue
-            # the least urgent running priority, from the per-level counts of running threads
-            lowest = min((p for p, level in self._levels.items() if level.busy and level is not self._spinner),
-                         default=None)
-            if lowest is None or lowest >= -ready[0][0]:
+            counts = self._counts
+            if not counts:
+                break
+            lowest = min(counts)  # the least urgent running priority
+            if lowest >= -ready[0][0]:
                 break
             # of the least urgent, the one that got its place in line last gives up its core
             self._preempt(max((j for j in running if j.priority == lowest), key=_seq_of), now)
@@ -237,35 +288,46 @@ class PriorityCpu:
     def _run(self, job: _Job, now: float) -> None:
         job.started = now
         job.token += 1
-        self._running.append(job)
-        self._count(job.priority, now, 1)
+        running = self._running
+        running.append(job)
+        priority = job.priority
+        counts = self._counts
+        count = counts.get(priority)
+        if count is None:
+            counts[priority] = 1
+            if priority not in self._levels:
+                self._levels[priority] = _LevelMeter(f"{self._name}[priority {priority}]", self.cores,
+                                                     running, priority)
+        else:
+            counts[priority] = count + 1
+        spinner = self._spinner
+        if spinner is None:
+            self.meter.busy = float(len(running))
+        else:  # the spinner's idle spell on this core ends: its one update
+            idle = spinner._idle.pop()
+            since = spinner._t
+            spinner._busy_area += now - (idle if idle > since else since)
         Wake(self.env, job.remaining, self._finish).job = (job, job.token)
 
     def _stop(self, job: _Job, now: float) -> None:
-        self._running.remove(job)
-        self._count(job.priority, now, -1)
-
-    def _count(self, priority: int, now: float, change: int) -> None:
-        """A thread of ``priority`` started (+1) or stopped (-1) running: update the busy
-        counts of its level and of the host (or of the idle spinner, which takes the rest)."""
-        # Meter.touch inlined (the same arithmetic): this runs twice per CPU job.
+        """``job`` leaves its core: its level is credited with the run (its one update)."""
+        running = self._running
+        running.remove(job)
+        priority = job.priority
+        level = self._levels[priority]
+        since = level._t
+        level._busy_area += now - (job.started if job.started > since else since)
+        counts = self._counts
+        count = counts[priority] - 1
+        if count:
+            counts[priority] = count
+        else:
+            del counts[priority]
         spinner = self._spinner
         if spinner is None:
-            self.meter.busy = float(len(self._running))
+            self.meter.busy = float(len(running))
         else:
-            dt = now - spinner._t
-            if dt:
-                spinner._busy_area += spinner.busy * dt
-                spinner._queue_area += spinner.queue * dt
-                spinner._t = now
-            spinner.busy = float(self.cores - len(self._running))
-        level = self._levels.get(priority) or self._level(priority)
-        dt = now - level._t
-        if dt:
-            level._busy_area += level.busy * dt
-            level._queue_area += level.queue * dt
-            level._t = now
-        level.busy += change
+            spinner._idle.append(now)
 
     def _preempt(self, job: _Job, now: float) -> None:
         job.remaining -= now - job.started
@@ -283,7 +345,11 @@ class PriorityCpu:
             return
         now = self.env._now
         meter = self.meter
-        meter.touch(now)
+        dt = now - meter._t  # Meter.touch inlined
+        if dt:
+            meter._busy_area += meter.busy * dt
+            meter._queue_area += meter.queue * dt
+            meter._t = now
         self._stop(job, now)
         ready = self._ready
         keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)
