@@ -119,7 +119,7 @@ class FifoCall:
 
 class _Job:
     __slots__ = ("priority", "seq", "remaining", "arrived", "service", "done", "started", "token", "owner",
-                 "plain")
+                 "plain", "level")
 
     def __init__(self, priority: int, seq: int, work: float, arrived: float, done: Any, owner: object,
                  plain: bool = False):
@@ -133,6 +133,7 @@ class _Job:
         self.started = 0.0
         self.token = 0
         self.owner = owner
+        self.level: Meter | None = None  # its priority's meter, once it runs
 
 
 def _seq_of(job: _Job) -> int:
@@ -154,12 +155,9 @@ class _LevelMeter(Meter):
 
     def touch(self, now: float) -> None:
         since = self._t
-        count = 0
         for job in self._running:
             if job.priority == self._priority:
-                count += 1
                 self._busy_area += now - (job.started if job.started > since else since)
-        self.busy = float(count)
         self._t = now
 
 
@@ -198,12 +196,13 @@ class PriorityCpu:
     Accounting costs one update per change: the host's busy and queue areas once per
     arrival or completion (inline, as ``Meter.touch``), a level's busy time once per run
     (when it stops), the spinner's once per idle spell (when a thread takes the core).
-    ``_counts`` keeps how many threads of each priority run, so the least urgent running
-    priority is the smallest key rather than a scan of the levels.
+    A level's ``busy`` counts its running threads, and ``_active`` holds the priorities
+    with any running (changed only when a count leaves or reaches zero), so the least
+    urgent running priority is its smallest key rather than a scan of the levels.
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq", "_heir", "_levels",
-                 "_name", "_spinner", "_heir_seq", "_counts")
+                 "_name", "_spinner", "_heir_seq", "_active")
     exact_fusion = True  # consecutive CPU steps of one thread may be submitted as one
 
     def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter,
@@ -218,7 +217,7 @@ class PriorityCpu:
         self._heir: object = None  # owner whose finished step reserved its core, if any
         self._heir_seq = 0  # ... and its place in line, which its next step keeps
         self._levels: dict[int, Meter] = {}
-        self._counts: dict[int, int] = {}  # priority -> threads of it running (no zeros)
+        self._active: dict[int, None] = {}  # the priorities with a thread running
         self._name = meter.name
         self._spinner: _IdleMeter | None = None
         if idle_spinner is not None:
@@ -274,10 +273,10 @@ class PriorityCpu:
             if len(running) + (self._heir is not None) < self.cores:
                 self._run(heapq.heappop(ready)[2], now)
                 continue
-            counts = self._counts
-            if not counts:
+            active = self._active
+            if not active:
                 break
-            lowest = min(counts)  # the least urgent running priority
+            lowest = min(active)  # the least urgent running priority
             if lowest >= -ready[0][0]:
                 break
             # of the least urgent, the one that got its place in line last gives up its core
@@ -291,15 +290,16 @@ class PriorityCpu:
         running = self._running
         running.append(job)
         priority = job.priority
-        counts = self._counts
-        count = counts.get(priority)
-        if count is None:
-            counts[priority] = 1
-            if priority not in self._levels:
-                self._levels[priority] = _LevelMeter(f"{self._name}[priority {priority}]", self.cores,
-                                                     running, priority)
-        else:
-            counts[priority] = count + 1
+        level = job.level
+        if level is None:
+            level = self._levels.get(priority)
+            if level is None:
+                level = self._levels[priority] = _LevelMeter(f"{self._name}[priority {priority}]", self.cores,
+                                                             running, priority)
+            job.level = level
+        if not level.busy:
+            self._active[priority] = None
+        level.busy += 1
         spinner = self._spinner
         if spinner is None:
             self.meter.busy = float(len(running))
@@ -313,16 +313,13 @@ class PriorityCpu:
         """``job`` leaves its core: its level is credited with the run (its one update)."""
         running = self._running
         running.remove(job)
-        priority = job.priority
-        level = self._levels[priority]
+        level = job.level
+        assert level is not None  # set when it started
         since = level._t
         level._busy_area += now - (job.started if job.started > since else since)
-        counts = self._counts
-        count = counts[priority] - 1
-        if count:
-            counts[priority] = count
-        else:
-            del counts[priority]
+        level.busy -= 1
+        if not level.busy:
+            del self._active[job.priority]
         spinner = self._spinner
         if spinner is None:
             self.meter.busy = float(len(running))
