@@ -22,7 +22,7 @@ from typing import Any
 
 import simpy
 
-from simstack.components.meter import Meter
+from simstack.components.meter import IdleMeter, LevelMeter, Meter
 from simstack.components.wake import Wake
 
 Done = Callable[[float, float], None]
@@ -140,47 +140,6 @@ def _seq_of(job: _Job) -> int:
     return job.seq
 
 
-class _LevelMeter(Meter):
-    """Busy time of one priority level, credited one run at a time: the scheduler adds a
-    run's interval when the run stops (finishes or is preempted), the only update a level
-    needs. Reading the meter (``touch``) credits the runs still going, up to ``now``; a run
-    is credited from its start or from the last reading, whichever is later."""
-
-    __slots__ = ("_running", "_priority")
-
-    def __init__(self, name: str, capacity: float, running: list[_Job], priority: int):
-        super().__init__(name, "cpu-level", capacity)
-        self._running = running
-        self._priority = priority
-
-    def touch(self, now: float) -> None:
-        since = self._t
-        for job in self._running:
-            if job.priority == self._priority:
-                self._busy_area += now - (job.started if job.started > since else since)
-        self._t = now
-
-
-class _IdleMeter(Meter):
-    """The idle spinner's share: it runs on every core no thread holds, so each core's idle
-    spell is one of its runs, credited when a thread takes the core. ``_idle`` holds when
-    each idle core last became idle (or was last read)."""
-
-    __slots__ = ("_idle",)
-
-    def __init__(self, name: str, cores: int):
-        super().__init__(name, "cpu-level", cores)
-        self._idle = [0.0] * cores
-        self.busy = float(cores)
-
-    def touch(self, now: float) -> None:
-        since = self._t
-        for idle in self._idle:
-            self._busy_area += now - (idle if idle > since else since)
-        self.busy = float(len(self._idle))
-        self._t = now
-
-
 class PriorityCpu:
     """Preemptive-resume priority scheduling on ``cores`` identical cores (SCHED_FIFO).
 
@@ -219,9 +178,9 @@ class PriorityCpu:
         self._levels: dict[int, Meter] = {}
         self._active: dict[int, None] = {}  # the priorities with a thread running
         self._name = meter.name
-        self._spinner: _IdleMeter | None = None
+        self._spinner: IdleMeter | None = None
         if idle_spinner is not None:
-            self._spinner = self._levels[idle_spinner] = _IdleMeter(
+            self._spinner = self._levels[idle_spinner] = IdleMeter(
                 f"{self._name}[priority {idle_spinner}]", cores)
             meter.busy = float(cores)
 
@@ -294,7 +253,7 @@ class PriorityCpu:
         if level is None:
             level = self._levels.get(priority)
             if level is None:
-                level = self._levels[priority] = _LevelMeter(f"{self._name}[priority {priority}]", self.cores,
+                level = self._levels[priority] = LevelMeter(f"{self._name}[priority {priority}]", self.cores,
                                                              running, priority)
             job.level = level
         if not level.busy:

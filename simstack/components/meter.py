@@ -2,13 +2,17 @@
 
 Every runtime resource owns a ``Meter`` and tells it about each change *before* the
 change happens (``touch``), so the areas under the busy and queue-length curves are
-exact. Nothing here patches SimPy; the resources call it through this one hook.
+exact. Nothing here patches SimPy; the resources call it through this one hook. A
+priority CPU's levels are credited once per run instead, when the run stops (``LevelMeter``,
+``IdleMeter``): their ``touch`` only closes the runs still going when they are read.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 
 class Meter:
@@ -86,6 +90,55 @@ class KeyedMeter(Meter):
         base = super().summary(now)
         span = now - self._start
         return replace(base, utilisation=self._held_area / span if span > 0 else 0.0)
+
+
+class _Run(Protocol):
+    """What a level meter reads of a running job: its priority and when it last started."""
+
+    priority: int
+    started: float
+
+
+class LevelMeter(Meter):
+    """Busy time of one priority level of a priority CPU, credited one run at a time: the
+    scheduler adds a run's interval when the run stops (finishes or is preempted), the only
+    update a level needs, and keeps ``busy`` as the count of its running threads. Reading
+    the meter (``touch``) credits the runs still going, up to ``now``; a run is credited
+    from its start or from the last reading, whichever is later."""
+
+    __slots__ = ("_running", "_priority")
+
+    def __init__(self, name: str, capacity: float, running: Sequence[_Run], priority: int):
+        super().__init__(name, "cpu-level", capacity)
+        self._running = running  # the CPU's running jobs, all levels
+        self._priority = priority
+
+    def touch(self, now: float) -> None:
+        since = self._t
+        for job in self._running:
+            if job.priority == self._priority:
+                self._busy_area += now - (job.started if job.started > since else since)
+        self._t = now
+
+
+class IdleMeter(Meter):
+    """The share of a priority CPU's idle spinner: it runs on every core no thread holds, so
+    each core's idle spell is one of its runs, credited by the scheduler when a thread takes
+    the core. ``_idle`` holds when each idle core last became idle (or was last read)."""
+
+    __slots__ = ("_idle",)
+
+    def __init__(self, name: str, cores: int):
+        super().__init__(name, "cpu-level", cores)
+        self._idle = [0.0] * cores
+        self.busy = float(cores)
+
+    def touch(self, now: float) -> None:
+        since = self._t
+        for idle in self._idle:
+            self._busy_area += now - (idle if idle > since else since)
+        self.busy = float(len(self._idle))
+        self._t = now
 
 
 @dataclass(frozen=True)
