@@ -4,6 +4,7 @@ shared machine where wall time is noisy.
 
     python benchmarks/cpu_time.py mm4|tandem N [--steps] [--summary]
     python benchmarks/cpu_time.py bsa SECONDS
+    python benchmarks/cpu_time.py bsa32 SECONDS
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ def main(argv: list[str]) -> None:
     what, size = argv[0], float(argv[1])
     if what == "bsa":
         spec = load_model(Path(__file__).resolve().parents[1] / "models" / "slac_bsa" / "model.yaml")
+        started = time.process_time()
+        result = simulate(spec, seed=1, horizon=size, record_steps=False)
+    elif what == "bsa32":  # the 32-core prototype, per-lockset locking, near capacity (1500 PVs)
+        from bsa import _spec
+        spec = _spec("prototype", 1500, cores=32, lock=False, threads=16)
         started = time.process_time()
         result = simulate(spec, seed=1, horizon=size, record_steps=False)
     else:
