@@ -39,7 +39,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from simstack.analysis.network import Chain, HoldNode, Network, Node, Station, Visit
+from simstack.analysis.network import Chain, Fanout, HoldNode, Network, Node, Station, Visit
 from simstack.analysis.plan import Plan
 from simstack.analysis.queues import erlang_c
 from simstack.errors import SimstackError
@@ -81,6 +81,8 @@ class _State:
         self.prev_load: dict[str, float] = {}  # and its busy servers one customer fewer
         self.plan = Plan(net)  # remade when the visit moments change (before_population)
         self.demand: dict[str, dict[str, float]] = {}  # per chain, at the holding times of the last refresh
+        self.others = {c: [q for d, q in self.q.items() if d != c] for c in net.chains}  # other chains' queues
+        self.servers = {k: st.servers for k, st in net.stations.items()}
 
 
 def _reach(net: Network, pop: dict[str, int]) -> dict[str, float]:
@@ -123,9 +125,9 @@ class _Sweep:
         fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
         if name in self.no_wait or service == 0.0:
             # no waiting; on one server the customer still counts in the queue others see
-            r, queue_part = service, (service if self.net.stations[name].servers == 1 else 0.0)
+            r, queue_part = service, (service if self.s.servers[name] == 1 else 0.0)
         elif chain.population is not None:
-            r, queue_part = self._closed(chain, name, service, width)
+            r, queue_part = self._closed(chain.name, name, service, width)
         else:
             r, queue_part = self._open(name, service)
         resid, qpart = self.resid[chain.name], self.qpart[chain.name]
@@ -133,34 +135,36 @@ class _Sweep:
         qpart[name] = qpart.get(name, 0.0) + queue_part
         return r
 
-    def _closed(self, chain: Chain, name: str, service: float, width: float) -> tuple[float, float]:
+    def _closed(self, chain: str, name: str, service: float, width: float) -> tuple[float, float]:
         """(residence, queue part) of a closed customer (a fan-out branch if ``width`` > 1)."""
-        st, s = self.net.stations[name], self.s
-        m = st.servers
-        n = max(1.0, s.pop[chain.name] * width)
-        others = sum(q[name] for c, q in s.q.items() if c != chain.name)
-        own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0)
-        if chain.name == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
+        s = self.s
+        m = s.servers[name]
+        n = max(1.0, s.pop[chain] * width)
+        others = sum(q[name] for q in s.others[chain])
+        own = s.x[chain] * self.demand[chain].get(name, 0.0)
+        load = s.load[name]
+        if chain == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
             seen = others + s.prev.get(name, 0.0)
-            load_seen = s.load[name] - own + s.prev_load.get(name, 0.0)
+            load_seen = load - own + s.prev_load.get(name, 0.0)
         else:  # Schweitzer: Q(N - 1) ~ Q(N) (N - 1) / N
-            seen = others + s.q[chain.name][name] * (1.0 - 1.0 / n)
-            load_seen = s.load[name] - own / n
-        seen = max(0.0, min(seen, self.reach[name] - 1.0))
+            seen = others + s.q[chain][name] * (1.0 - 1.0 / n)
+            load_seen = load - own / n
+        reach = self.reach[name]
+        seen = max(0.0, min(seen, reach - 1.0))
         free = max(1e-12, 1.0 - s.open_load[name] / m)  # open load takes its share first
-        if m == 1 and st.fifo and s.rate[name] > 0:
-            # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
-            busy = max(0.0, min(load_seen, 1.0))
-            resid = s.second[name] / (2.0 * s.load[name]) if s.load[name] > 0 else service
-            r = (service * (1.0 + seen - busy) + busy * resid) / free
-            return r, r
         if m == 1:
+            if self.net.stations[name].fifo and s.rate[name] > 0:
+                # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
+                busy = max(0.0, min(load_seen, 1.0))
+                resid = s.second[name] / (2.0 * load) if load > 0 else service
+                r = (service * (1.0 + seen - busy) + busy * resid) / free
+                return r, r
             r = service * (1.0 + seen) / free
             return r, r
         # m servers: the arrival waits only if all m are busy (Erlang C at the load it sees),
         # then for one departure plus one per customer waiting ahead, each S/m
         busy = min(max(0.0, load_seen), m * (1.0 - 1e-9))
-        waiting = min(seen, max(0.0, self.reach[name] - m))
+        waiting = min(seen, max(0.0, reach - m))
         queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
         return service + queue_part, queue_part
 
@@ -182,22 +186,22 @@ class _Sweep:
     def elapsed(self, chain: Chain, nodes: list[Node], width: float = 1.0) -> float:
         total = 0.0
         for node in nodes:
-            if isinstance(node, Visit):
+            if type(node) is Visit:
                 total += self.visit(chain, node.station, node.mean, width)
-            elif isinstance(node, HoldNode):
+            elif type(node) is HoldNode:
                 inner = self.elapsed(chain, node.body, width)
                 self.holds[id(node)] = inner
                 held = self.s.hold.get(id(node), inner)
                 total += inner + self.visit(chain, node.station, held, width) - held
             else:
+                assert isinstance(node, Fanout)
                 times = [self.elapsed(chain, b, width * node.width) for b in node.branches]
                 total += max(sum(times) / node.width, max(times))  # never shorter than its longest branch
         return total
 
 
 def _refresh_loads(net: Network, s: _State) -> None:
-    for k in net.stations:
-        s.load[k] = s.open_load[k] = s.second[k] = s.rate[k] = 0.0
+    s.load, s.open_load, s.second, s.rate = (dict.fromkeys(net.stations, 0.0) for _ in range(4))
     load, open_load, second, rate = s.load, s.open_load, s.second, s.rate
     for chain in net.chains.values():
         x = s.x[chain.name]
@@ -262,10 +266,12 @@ def _cap_factor(net: Network, s: _State, reach: dict[str, float]) -> float:
 
 
 def _settle_queues(s: _State, sweep: _Sweep, damping: float, change: float) -> float:
-    """Damped step of every chain's queue lengths; the largest relative change so far."""
+    """Damped step of every chain's queue lengths; the largest relative change so far.
+    A station the chain never visits keeps its queue at 0 and changes nothing."""
     for name, q in s.q.items():
         x, qpart = s.x[name], sweep.qpart[name]
-        for k, old_q in q.items():
+        for k in s.plan.chains[name].stations:
+            old_q = q[k]
             new_q = x * qpart.get(k, 0.0)
             step = abs(new_q - old_q) / (new_q if new_q > 1.0 else 1.0)
             if step > change:  # max(), as NaN-blind
