@@ -140,7 +140,8 @@ class _Sweep:
         s = self.s
         m = s.servers[name]
         n = max(1.0, s.pop[chain] * width)
-        others = sum(q[name] for q in s.others[chain])
+        ahead = s.others[chain]
+        others = ahead[0][name] if len(ahead) == 1 else sum(q[name] for q in ahead)  # sum([v]) is v
         own = s.x[chain] * self.demand[chain].get(name, 0.0)
         load = s.load[name]
         if chain == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
@@ -203,15 +204,18 @@ class _Sweep:
 def _refresh_loads(net: Network, s: _State) -> None:
     s.load, s.open_load, s.second, s.rate = (dict.fromkeys(net.stations, 0.0) for _ in range(4))
     load, open_load, second, rate = s.load, s.open_load, s.second, s.rate
-    for chain in net.chains.values():
-        x = s.x[chain.name]
-        s.demand[chain.name] = demand = s.plan.demands(chain.name, s.hold)
-        for k, d in demand.items():
-            load[k] += x * d
-            if not chain.closed:
+    for name, chain in net.chains.items():
+        x = s.x[name]
+        s.demand[name] = demand = s.plan.demands(name, s.hold)
+        if chain.population is not None:
+            for k, d in demand.items():
+                load[k] += x * d
+        else:
+            for k, d in demand.items():
+                load[k] += x * d
                 open_load[k] += x * d
-        visits = s.plan.visits(chain.name)
-        for k, v in s.plan.second(chain.name, s.hold).items():
+        visits = s.plan.visits(name)
+        for k, v in s.plan.second(name, s.hold).items():
             second[k] += x * v
             rate[k] += x * visits[k]
 
@@ -284,11 +288,12 @@ def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, m
                  damping: float) -> tuple[_Sweep, dict[str, float], int]:
     """Iterate sweeps until throughputs, holding times and queues settle (relative ``tol``)."""
     no_wait = _no_wait(net, reach)
+    finite = [(k, st) for k, st in net.stations.items() if math.isfinite(st.servers)]
     for iteration in range(1, max_iter + 1):
         _open_rates(net, s)
         _refresh_loads(net, s)
-        for k, st in net.stations.items():
-            if math.isfinite(st.servers) and s.open_load[k] >= st.servers:
+        for k, st in finite:
+            if s.open_load[k] >= st.servers:
                 raise SimstackError(f"station {k!r} is saturated by open load: {s.open_load[k]:.4g} busy "
                                     f"of {st.servers:g} servers; no steady state")
         sweep = _Sweep(net, s, reach, no_wait)
