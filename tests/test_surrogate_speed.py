@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 from simstack.analysis.network import Fanout, HoldNode, Network, Node, Visit
 from simstack.paths import model_dir_of
@@ -26,7 +27,8 @@ from simstack.study import load_study
 from simstack.surrogate import MvaCurves
 
 REFERENCE = Path(__file__).parent / "data" / "tango_surrogate_reference.json"
-FILES = ("model.yaml", "checks.yaml", "data/placement.csv", "data/standard_tests.csv")
+FILES = ("model.yaml", "data/placement.csv", "data/standard_tests.csv")
+SECTIONS = (("predictions", "axes"), ("calibration", "targets"))  # what the surrogate reads of checks.yaml
 LABELS = ("c5n.2xlarge | C++ | c5n.2xlarge | C++ | attribute_read | False",
           "c5n.xlarge | Java | c5n.xlarge | Java | attribute_read | False",
           "c5n.18xlarge | Python | c5n.18xlarge | Python | attribute_write | False",
@@ -35,7 +37,12 @@ LABELS = ("c5n.2xlarge | C++ | c5n.2xlarge | C++ | attribute_read | False",
 
 
 def _hashes(model_dir: Path) -> dict[str, str]:
-    return {f: hashlib.sha256((model_dir / f).read_bytes()).hexdigest() for f in FILES}
+    out = {f: hashlib.sha256((model_dir / f).read_bytes()).hexdigest() for f in FILES}
+    study = yaml.safe_load((model_dir / "checks.yaml").read_text())
+    for section, key in SECTIONS:
+        text = json.dumps(study[section][key], sort_keys=True, default=str)
+        out[f"checks.yaml {section}.{key}"] = hashlib.sha256(text.encode()).hexdigest()
+    return out
 
 
 def _curves(model_dir: Path, parameter_sets: dict[str, dict[str, float]]) -> dict[str, dict[str, list[float]]]:
@@ -105,8 +112,6 @@ def test_the_plan_sums_demands_in_the_walks_order() -> None:
 
 
 if __name__ == "__main__":  # write the reference from the solver on the path
-    import yaml
-
     from simstack.calibrate import quantity
     from simstack.loader import build_spec, read_yaml
 
