@@ -213,7 +213,7 @@ def _scaled_populations(big: Network, small: Network, low: int, high: int) -> Ca
     """The network at n clients from the one at ``high``, when the ends differ only in the
     closed populations and each of those is the client count (several closed chains: a
     Java client's JVM background beside its requests); None otherwise. Rebuilding the model
-    for every n gave the same networks and cost nine tenths of such a series' solve."""
+    for every n gave the same networks and cost a third of such a series' solve."""
     if not _same_but_population(big, small):
         return None
     scaled = [name for name, c in big.chains.items() if c.population != small.chains[name].population]
