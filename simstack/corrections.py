@@ -17,8 +17,8 @@ simulator's answer back, as in output space mapping (Bandler et al., IEEE Trans.
 Rounds end when every check passes or after N of them. The corrected surrogate equals the
 simulator at x_k on the corrected configurations, so near a fixed point the fit answers
 what the simulator would. Every round's factors and confirmation are recorded in the
-calibrated file. A check whose baseline names no calibration row gets its factor recorded
-but steers nothing: the fit's targets are the rows.
+calibrated file. A check whose baseline names no calibration row steers nothing (the fit's
+targets are the rows); when none names one, the plain fit stays.
 """
 
 from __future__ import annotations
@@ -121,7 +121,11 @@ def correct(rounds: int, count: int, points: list[CheckPoint], start: np.ndarray
         if passed or k == rounds:
             break
         applied = factors(table, at)
-        multipliers = row_factors(count, points, applied)
+        new = row_factors(count, points, applied)
+        if np.all(new == 1.0):  # no check names a calibration row: a refit would change nothing
+            say("  no check names a calibration row the surrogate answers; nothing to correct")
+            break
+        multipliers = new
         x, fit_info = refit(x, multipliers)
     return x, multipliers, record
 

@@ -129,3 +129,14 @@ def test_bad_corrections_are_refused_with_their_key_path(biased: Path, text: str
     with pytest.raises(ModelError) as err:
         load_study(biased)
     assert message in str(err.value)
+
+
+def test_checks_naming_no_calibration_row_correct_nothing(biased: Path) -> None:
+    """Rows without the baselines' key column: the factors are recorded nowhere to go, so
+    the plain fit stays (a refit would change nothing) and the record says it failed."""
+    rows = pd.read_csv(biased / "rows.csv").drop(columns="row_id")
+    rows.to_csv(biased / "rows_plain.csv", index=False)
+    (biased / "checks.yaml").write_text(STUDY + CHECKS.replace("ROUNDS", "3").replace("rows.csv", "rows_plain.csv"))
+    result = calibrate(load_study(biased), progress=False)
+    assert [r["round"] for r in result["corrections"]] == [0] and not result["corrections"][0]["passed"]
+    assert result["parameters"] == result["corrections"][0]["parameters"]
