@@ -12,6 +12,7 @@ objects they become, which sample and know their mean and variance, live in
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -174,8 +175,15 @@ def _read_column(file: str, column: str, parse_value: ValueParser,
         start = "the model file's folder" if base_dir is not None else "the working directory"
         raise ModelError(f"data file {file!r} not found (looked for {path.resolve()}; relative paths start at "
                          f"{start})")
+    stat = path.stat()  # the same file unchanged reads the same (a calibration builds the model thousands of times)
+    return _column_of(str(path), stat.st_mtime_ns, stat.st_size, file, column, parse_value)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_of(path: str, mtime_ns: int, size: int, file: str, column: str,
+               parse_value: ValueParser) -> tuple[float, ...]:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             columns = [c for c in (reader.fieldnames or []) if c is not None]
             if column not in columns:

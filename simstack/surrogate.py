@@ -56,6 +56,7 @@ class SurrogateCalibration(CalibrationSpec):
     tolerance: float = 1e-8  # relative change of the cost and of the parameters that ends the fit
     jacobian: str = "differences"  # or broyden: one finite-difference pass, then rank-one updates
     confirm: bool = True  # run the study's checks in the simulator with the fitted values
+    corrections: int = 0  # rounds of output space mapping after the fit (simstack.corrections)
     summary_by: tuple[str, ...] = ()
     write_rows: str | None = None  # CSV of the surrogate's value per row
     leave_out: Any = None  # simstack.holdout.LeaveOut: refit without each value of a column
@@ -70,6 +71,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         "targets": Field(lambda v: v), "residual": Field(one_of("log", "relative"), "log"),
         "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
         "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
+        "corrections": Field(_rounds, 0),
         "max_evaluations": Field(int, 200), "tolerance": Field(parse_number, 1e-8),
         "jacobian": Field(one_of("differences", "broyden"), "differences"),
         "summary_by": Field(_columns, ()),
@@ -83,6 +85,9 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         raise ModelError(f"surrogate: mva reads a request's throughput; metric {rows.metric!r} is "
                          f"{metric.type}" + (f" of step {metric.step!r}" if metric.step else ""),
                          path=f"{where}.targets.metric")
+    if c["corrections"] and not c["confirm"]:
+        raise ModelError(f"corrections: {c['corrections']} corrects the surrogate by the confirmation's simulated "
+                         "checks; it needs confirm: true", path=f"{where}.corrections")
     if c["leave_out"] is not None:
         from simstack.holdout import read_leave_out
         c["leave_out"] = read_leave_out(c["leave_out"], rows.match)
@@ -90,7 +95,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
                                 parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
                                 max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
                                 residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"], tolerance=c["tolerance"],
-                                jacobian=c["jacobian"],
+                                jacobian=c["jacobian"], corrections=c["corrections"],
                                 confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
 
 
@@ -100,6 +105,12 @@ def _parameter_names(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ModelError(f"expected 'free' (every parameter declared free) or a list of names, got {value!r}")
     return tuple(value)
+
+
+def _rounds(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ModelError(f"expected a whole number of correction rounds >= 0, got {value!r}")
+    return value
 
 
 def _columns(value: object) -> tuple[str, ...]:
@@ -133,7 +144,8 @@ class MvaCurves:
     def curve(self, series: Series, values: Mapping[str, Any]) -> dict[int, float]:
         """Throughput (per second) at each population of the series."""
         wanted = sorted(set(series.populations))
-        net = build_network(self.spec(series, values, wanted[-1]))
+        spec = self.spec(series, values, wanted[-1])
+        net = build_network(spec)
         names = [name for name, chain in net.chains.items() if chain.request == self.request]
         if not names:
             raise ModelError(f"request {self.request!r} is not reached by any workload in series {series.label}")
@@ -142,9 +154,8 @@ class MvaCurves:
         def keep(n: int, x: Mapping[str, float]) -> None:
             out[n] = sum(x[k] for k in names)
 
+        small = build_network(self.spec(series, values, wanted[0])) if len(wanted) > 1 else net
         if len(closed) == 1:  # the recursion passes through every smaller population
-            spec = self.spec(series, values, wanted[-1])
-            small = build_network(self.spec(series, values, wanted[0]))
             if len(wanted) == 1 or _same_but_population(net, small):
                 solve(net, each_population=keep)
                 self.solves += 1
@@ -154,8 +165,9 @@ class MvaCurves:
                 solve(net, each_population=keep, before_population=lambda n: _copy_moments(at(n), net))
                 self.solves += 1
                 return {n: out[n] for n in wanted}
+        scaled = _scaled_populations(net, small, wanted[0], wanted[-1])
         for n in wanted:  # one solve per population (several chains, or per-client data)
-            sol = solve(build_network(self.spec(series, values, n)))
+            sol = solve(scaled(n) if scaled is not None else build_network(self.spec(series, values, n)))
             self.solves += 1
             out[n] = sum(sol.chains[k].throughput for k in names)
         return out
@@ -195,6 +207,20 @@ def _population_networks(spec: ModelSpec, workload: str) -> Callable[[int], Netw
         return build_network(dataclasses.replace(spec, workloads={**spec.workloads,
                                                                   workload: dataclasses.replace(w, clients=n)}))
     return at
+
+
+def _scaled_populations(big: Network, small: Network, low: int, high: int) -> Callable[[int], Network] | None:
+    """The network at n clients from the one at ``high``, when the ends differ only in the
+    closed populations and each of those is the client count (several closed chains: a
+    Java client's JVM background beside its requests); None otherwise. Rebuilding the model
+    for every n gave the same networks and cost a third of such a series' solve."""
+    if not _same_but_population(big, small):
+        return None
+    scaled = [name for name, c in big.chains.items() if c.population != small.chains[name].population]
+    if any((big.chains[k].population, small.chains[k].population) != (high, low) for k in scaled):
+        return None
+    return lambda n: Network(big.stations, {name: dataclasses.replace(c, population=n) if name in scaled else c
+                                            for name, c in big.chains.items()})
 
 
 def _copy_moments(src: Network, dst: Network) -> None:
@@ -267,29 +293,40 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         return out
 
     calls = 0
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        nonlocal calls
-        calls += 1
-        pred = np.maximum(predicted(x), 1e-300)
-        if calls % 10 == 1:
-            say(f"  evaluation {calls}: {curves.solves} solves, {time.perf_counter() - started:.0f} s")
-        return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
-
     scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
-    fun: Any = residuals
-    jac: Any = "2-point"
-    if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (simstack.jacobians)
-        from simstack.jacobians import BroydenJacobian
-        jac = BroydenJacobian(residuals, low, high, scale)
-        fun = jac.fun
-    fit = optimize.least_squares(fun, x0, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
-                                 x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
-                                 ftol=cal.tolerance, xtol=cal.tolerance)
-    values = dict(zip(names, map(float, fit.x), strict=True))
-    pred = predicted(fit.x)
+
+    def fitted(start: np.ndarray, multipliers: np.ndarray) -> Any:
+        """The least-squares fit from ``start`` of the surrogate times ``multipliers`` (per row)."""
+        def residuals(x: np.ndarray) -> np.ndarray:
+            nonlocal calls
+            calls += 1
+            pred = np.maximum(predicted(x) * multipliers, 1e-300)
+            if calls % 10 == 1:
+                say(f"  evaluation {calls}: {curves.solves} solves, {time.perf_counter() - started:.0f} s")
+            return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
+
+        fun: Any = residuals
+        jac: Any = "2-point"
+        if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (simstack.jacobians)
+            from simstack.jacobians import BroydenJacobian
+            jac = BroydenJacobian(residuals, low, high, scale)
+            fun = jac.fun
+        return optimize.least_squares(fun, start, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
+                                      x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
+                                      ftol=cal.tolerance, xtol=cal.tolerance)
+
+    fit = fitted(x0, np.ones(len(table)))
+    x_fit, multipliers, rounds = fit.x, np.ones(len(table)), None
+    if cal.corrections and cal.confirm and study.checks:
+        from simstack.corrections import corrected_fit
+        written = {n: model.parameters[n].value for n in names}
+        x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say)
+    values = dict(zip(names, map(float, x_fit), strict=True))
+    pred = predicted(x_fit) * multipliers
     took = time.perf_counter() - started
-    say(f"  {fit.message} ({fit.nfev} evaluations, {curves.solves} solves, {took:.0f} s)")
+    evaluations = int(fit.nfev) + sum(int(r["evaluations"]) for r in rounds or [] if r["round"])
+    say(f"  {fit.message if rounds is None else rounds[-1]['stopped']} ({evaluations} evaluations, "
+        f"{curves.solves} solves, {took:.0f} s)")
     if cal.write_rows:
         _write_rows(study.path.parent / cal.write_rows, table, pred * cal.rows.scale, measured * cal.rows.scale)
     result: dict[str, Any] = {
@@ -298,7 +335,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
                   f"{len(table)} rows, model solved by approximate MVA (simstack.analysis)",
         "surrogate": cal.surrogate,
         "seed": cal.seed,
-        "evaluations": int(fit.nfev),
+        "evaluations": evaluations,
         "jacobian": cal.jacobian,
         "converged": bool(fit.status > 0),  # a tolerance was met (0: the evaluation budget ran out)
         "stopped": str(fit.message),
@@ -306,14 +343,20 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         "seconds": round(took, 1),
         "fit": _summary(table, pred, measured, cal.summary_by),
         "start": _summary(table, predicted(x0), measured, ()),  # the model file's values (cached)
-        "at_bounds": [n for n, v, lo, hi in zip(names, fit.x, low, high, strict=True)
+        "at_bounds": [n for n, v, lo, hi in zip(names, x_fit, low, high, strict=True)
                       if np.isclose(v, lo, rtol=1e-6, atol=1e-15) or np.isclose(v, hi, rtol=1e-6, atol=1e-15)],
         "rows": {"file": cal.rows.rows, "count": len(table), "series": len(series),
                  "sha256": file_hash(study.path.parent / cal.rows.rows)},
         "residuals": [],
         "date": dt.date.today().isoformat(),
     }
-    if cal.confirm and study.checks:
+    if rounds is not None:  # the adopted round's confirmation, and every round's
+        result["residuals"] = [{k: r[k] for k in ("check", "predicted", "measured", "rel_error")}
+                               for r in rounds[-1]["confirmation"]]
+        result["corrections"] = rounds
+        if len(rounds) > 1:  # the adopted parameters are the last round's fit
+            result.update(converged=rounds[-1]["converged"], stopped=rounds[-1]["stopped"])
+    elif cal.confirm and study.checks:
         result["residuals"] = _confirm(study, cal.seed, values, alternative)
     if alternative is not None:
         result["alternative"] = alternative.name
@@ -350,12 +393,17 @@ def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.
     tmp.replace(path)
 
 
-def _confirm(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> list[dict[str, Any]]:
+def _confirmation(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> pd.DataFrame:
     """The study's checks in the simulator with the fitted values (under ``alternative``)."""
     from simstack.calibrate import _with_seed, evaluator
     from simstack.check import check_study
 
-    table = check_study(_with_seed(study, seed), evaluator(_with_seed(study, seed), values, alternative))
+    return check_study(_with_seed(study, seed), evaluator(_with_seed(study, seed), values, alternative))
+
+
+def _confirm(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> list[dict[str, Any]]:
+    """The confirmation as the calibrated file records it: each check with a measured value."""
+    table = _confirmation(study, seed, values, alternative)
     return [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
              "rel_error": float(r["rel_error"])} for r in table.to_dict("records")
             if isinstance(r.get("measured"), int | float) and np.isfinite(float(r["measured"]))]

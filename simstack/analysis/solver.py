@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simstack.analysis.network import Chain, Fanout, HoldNode, Network, Node, Station, Visit
+from simstack.analysis.plan import Plan
 from simstack.analysis.queues import erlang_c
 from simstack.errors import SimstackError
 
@@ -78,6 +79,10 @@ class _State:
         self.recursive: str | None = None  # the closed chain solved by the exact population recursion
         self.prev: dict[str, float] = {}  # its queue lengths one customer fewer (arrival theorem)
         self.prev_load: dict[str, float] = {}  # and its busy servers one customer fewer
+        self.plan = Plan(net)  # remade when the visit moments change (before_population)
+        self.demand: dict[str, dict[str, float]] = {}  # per chain, at the holding times of the last refresh
+        self.others = {c: [q for d, q in self.q.items() if d != c] for c in net.chains}  # other chains' queues
+        self.servers = {k: st.servers for k, st in net.stations.items()}
 
 
 def _reach(net: Network, pop: dict[str, int]) -> dict[str, float]:
@@ -102,57 +107,65 @@ def _reach(net: Network, pop: dict[str, int]) -> dict[str, float]:
     return {k: sum(v.values()) for k, v in best.items()}
 
 
+def _no_wait(net: Network, reach: dict[str, float]) -> frozenset[str]:
+    """Stations where nobody waits: delays, and those with a server for everyone who can come."""
+    return frozenset(k for k, st in net.stations.items() if math.isinf(st.servers) or reach[k] <= st.servers)
+
+
 class _Sweep:
-    def __init__(self, net: Network, state: _State, reach: dict[str, float]):
-        self.net, self.s, self.reach = net, state, reach
+    def __init__(self, net: Network, state: _State, reach: dict[str, float], no_wait: frozenset[str]):
+        self.net, self.s, self.reach, self.no_wait = net, state, reach, no_wait
         self.resid: dict[str, dict[str, float]] = {c: {} for c in net.chains}
         self.qpart: dict[str, dict[str, float]] = {c: {} for c in net.chains}
         self.holds: dict[int, float] = {}
-        self.demand = {c.name: _demands(c.body, state.hold) for c in net.chains.values()}
+        self.demand = dict(state.demand)  # the last refresh's, at the same holding times
 
     def visit(self, chain: Chain, name: str, service: float, width: float = 1.0) -> float:
         """Residence of one visit of mean ``service``; records it per station. Inside a
         fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
-        m = self.net.stations[name].servers
-        if math.isinf(m) or self.reach[name] <= m or service == 0.0:
+        if name in self.no_wait or service == 0.0:
             # no waiting; on one server the customer still counts in the queue others see
-            r, queue_part = service, (service if m == 1 else 0.0)
-        elif chain.closed:
-            r, queue_part = self._closed(chain, name, service, width)
+            r, queue_part = service, (service if self.s.servers[name] == 1 else 0.0)
+        elif chain.population is not None:
+            r, queue_part = self._closed(chain.name, name, service, width)
         else:
             r, queue_part = self._open(name, service)
-        self.resid[chain.name][name] = self.resid[chain.name].get(name, 0.0) + r
-        self.qpart[chain.name][name] = self.qpart[chain.name].get(name, 0.0) + queue_part
+        resid, qpart = self.resid[chain.name], self.qpart[chain.name]
+        resid[name] = resid.get(name, 0.0) + r
+        qpart[name] = qpart.get(name, 0.0) + queue_part
         return r
 
-    def _closed(self, chain: Chain, name: str, service: float, width: float) -> tuple[float, float]:
+    def _closed(self, chain: str, name: str, service: float, width: float) -> tuple[float, float]:
         """(residence, queue part) of a closed customer (a fan-out branch if ``width`` > 1)."""
-        st, s = self.net.stations[name], self.s
-        m = st.servers
-        n = max(1.0, s.pop[chain.name] * width)
-        others = sum(q[name] for c, q in s.q.items() if c != chain.name)
-        own = s.x[chain.name] * self.demand[chain.name].get(name, 0.0)
-        if chain.name == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
+        s = self.s
+        m = s.servers[name]
+        n = max(1.0, s.pop[chain] * width)
+        ahead = s.others[chain]
+        others = ahead[0][name] if len(ahead) == 1 else sum(q[name] for q in ahead)  # sum([v]) is v
+        own = s.x[chain] * self.demand[chain].get(name, 0.0)
+        load = s.load[name]
+        if chain == s.recursive and width == 1.0:  # exact: its own queue one customer fewer
             seen = others + s.prev.get(name, 0.0)
-            load_seen = s.load[name] - own + s.prev_load.get(name, 0.0)
+            load_seen = load - own + s.prev_load.get(name, 0.0)
         else:  # Schweitzer: Q(N - 1) ~ Q(N) (N - 1) / N
-            seen = others + s.q[chain.name][name] * (1.0 - 1.0 / n)
-            load_seen = s.load[name] - own / n
-        seen = max(0.0, min(seen, self.reach[name] - 1.0))
+            seen = others + s.q[chain][name] * (1.0 - 1.0 / n)
+            load_seen = load - own / n
+        reach = self.reach[name]
+        seen = max(0.0, min(seen, reach - 1.0))
         free = max(1e-12, 1.0 - s.open_load[name] / m)  # open load takes its share first
-        if m == 1 and st.fifo and s.rate[name] > 0:
-            # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
-            busy = max(0.0, min(load_seen, 1.0))
-            resid = s.second[name] / (2.0 * s.load[name]) if s.load[name] > 0 else service
-            r = (service * (1.0 + seen - busy) + busy * resid) / free
-            return r, r
         if m == 1:
+            if self.net.stations[name].fifo and s.rate[name] > 0:
+                # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
+                busy = max(0.0, min(load_seen, 1.0))
+                resid = s.second[name] / (2.0 * load) if load > 0 else service
+                r = (service * (1.0 + seen - busy) + busy * resid) / free
+                return r, r
             r = service * (1.0 + seen) / free
             return r, r
         # m servers: the arrival waits only if all m are busy (Erlang C at the load it sees),
         # then for one departure plus one per customer waiting ahead, each S/m
         busy = min(max(0.0, load_seen), m * (1.0 - 1e-9))
-        waiting = min(seen, max(0.0, self.reach[name] - m))
+        waiting = min(seen, max(0.0, reach - m))
         queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
         return service + queue_part, queue_part
 
@@ -174,87 +187,37 @@ class _Sweep:
     def elapsed(self, chain: Chain, nodes: list[Node], width: float = 1.0) -> float:
         total = 0.0
         for node in nodes:
-            if isinstance(node, Visit):
+            if type(node) is Visit:
                 total += self.visit(chain, node.station, node.mean, width)
-            elif isinstance(node, HoldNode):
+            elif type(node) is HoldNode:
                 inner = self.elapsed(chain, node.body, width)
                 self.holds[id(node)] = inner
                 held = self.s.hold.get(id(node), inner)
                 total += inner + self.visit(chain, node.station, held, width) - held
             else:
+                assert isinstance(node, Fanout)
                 times = [self.elapsed(chain, b, width * node.width) for b in node.branches]
                 total += max(sum(times) / node.width, max(times))  # never shorter than its longest branch
         return total
 
 
-def _demands(nodes: list[Node], holds: dict[int, float], out: dict[str, float] | None = None) -> dict[str, float]:
-    out = {} if out is None else out
-    for node in nodes:
-        if isinstance(node, Visit):
-            out[node.station] = out.get(node.station, 0.0) + node.mean
-        elif isinstance(node, HoldNode):
-            out[node.station] = out.get(node.station, 0.0) + holds.get(id(node), 0.0)
-            _demands(node.body, holds, out)
-        else:
-            for branch in node.branches:
-                _demands(branch, holds, out)
-    return out
-
-
-def _second_moments(nodes: list[Node], holds: dict[int, float], out: dict[str, float]) -> None:
-    """E[S^2] summed over visits; a hold's time counts as exponential-free: its inner variance."""
-    for node in nodes:
-        if isinstance(node, Visit):
-            out[node.station] = out.get(node.station, 0.0) + node.var + node.mean**2
-        elif isinstance(node, HoldNode):
-            h = holds.get(id(node), 0.0)
-            out[node.station] = out.get(node.station, 0.0) + _variance(node.body) + h**2
-            _second_moments(node.body, holds, out)
-        else:
-            for branch in node.branches:
-                _second_moments(branch, holds, out)
-
-
-def _variance(nodes: list[Node]) -> float:
-    """Variance of a held section from its steps' own variability (queueing inside ignored)."""
-    total = 0.0
-    for node in nodes:
-        if isinstance(node, Visit):
-            total += node.var
-        elif isinstance(node, HoldNode):
-            total += _variance(node.body)
-        else:
-            total += sum(_variance(b) for b in node.branches) / node.width**2
-    return total
-
-
-def _visits(nodes: list[Node], out: dict[str, float]) -> None:
-    for node in nodes:
-        if isinstance(node, Visit | HoldNode):
-            out[node.station] = out.get(node.station, 0.0) + 1.0
-        if isinstance(node, HoldNode):
-            _visits(node.body, out)
-        elif isinstance(node, Fanout):
-            for branch in node.branches:
-                _visits(branch, out)
-
-
 def _refresh_loads(net: Network, s: _State) -> None:
-    for k in net.stations:
-        s.load[k] = s.open_load[k] = s.second[k] = s.rate[k] = 0.0
-    for chain in net.chains.values():
-        x = s.x[chain.name]
-        for k, d in _demands(chain.body, s.hold).items():
-            s.load[k] += x * d
-            if not chain.closed:
-                s.open_load[k] += x * d
-        second: dict[str, float] = {}
-        _second_moments(chain.body, s.hold, second)
-        visits: dict[str, float] = {}
-        _visits(chain.body, visits)
-        for k, v in second.items():
-            s.second[k] += x * v
-            s.rate[k] += x * visits.get(k, 0.0)
+    s.load, s.open_load, s.second, s.rate = (dict.fromkeys(net.stations, 0.0) for _ in range(4))
+    load, open_load, second, rate = s.load, s.open_load, s.second, s.rate
+    for name, chain in net.chains.items():
+        x = s.x[name]
+        s.demand[name] = demand = s.plan.demands(name, s.hold)
+        if chain.population is not None:
+            for k, d in demand.items():
+                load[k] += x * d
+        else:
+            for k, d in demand.items():
+                load[k] += x * d
+                open_load[k] += x * d
+        visits = s.plan.visits(name)
+        for k, v in s.plan.second(name, s.hold).items():
+            second[k] += x * v
+            rate[k] += x * visits[k]
 
 
 def _open_rates(net: Network, s: _State) -> None:
@@ -294,7 +257,7 @@ def _capped_throughputs(net: Network, s: _State, reach: dict[str, float]) -> dic
 
 
 def _cap_factor(net: Network, s: _State, reach: dict[str, float]) -> float:
-    demands = {c.name: _demands(c.body, s.hold) for c in net.chains.values() if c.closed}
+    demands = {c.name: s.plan.demands(c.name, s.hold) for c in net.chains.values() if c.closed}
     factor = 1.0
     for k, st in net.stations.items():
         if math.isinf(st.servers) or reach[k] <= st.servers:
@@ -306,17 +269,34 @@ def _cap_factor(net: Network, s: _State, reach: dict[str, float]) -> float:
     return factor
 
 
+def _settle_queues(s: _State, sweep: _Sweep, damping: float, change: float) -> float:
+    """Damped step of every chain's queue lengths; the largest relative change so far.
+    A station the chain never visits keeps its queue at 0 and changes nothing."""
+    for name, q in s.q.items():
+        x, qpart = s.x[name], sweep.qpart[name]
+        for k in s.plan.chains[name].stations:
+            old_q = q[k]
+            new_q = x * qpart.get(k, 0.0)
+            step = abs(new_q - old_q) / (new_q if new_q > 1.0 else 1.0)
+            if step > change:  # max(), as NaN-blind
+                change = step
+            q[k] = old_q + damping * (new_q - old_q)
+    return change
+
+
 def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, max_iter: int,
                  damping: float) -> tuple[_Sweep, dict[str, float], int]:
     """Iterate sweeps until throughputs, holding times and queues settle (relative ``tol``)."""
+    no_wait = _no_wait(net, reach)
+    finite = [(k, st) for k, st in net.stations.items() if math.isfinite(st.servers)]
     for iteration in range(1, max_iter + 1):
         _open_rates(net, s)
         _refresh_loads(net, s)
-        for k, st in net.stations.items():
-            if math.isfinite(st.servers) and s.open_load[k] >= st.servers:
+        for k, st in finite:
+            if s.open_load[k] >= st.servers:
                 raise SimstackError(f"station {k!r} is saturated by open load: {s.open_load[k]:.4g} busy "
                                     f"of {st.servers:g} servers; no steady state")
-        sweep = _Sweep(net, s, reach)
+        sweep = _Sweep(net, s, reach, no_wait)
         change = 0.0
         responses = {}
         for chain in net.chains.values():
@@ -331,12 +311,7 @@ def _fixed_point(net: Network, s: _State, reach: dict[str, float], tol: float, m
             old = s.hold.get(key, h)
             change = max(change, abs(h - old) / max(h, 1e-300))
             s.hold[key] = old + damping * (h - old)
-        for chain in net.chains.values():
-            for k in net.stations:
-                new_q = s.x[chain.name] * sweep.qpart[chain.name].get(k, 0.0)
-                old_q = s.q[chain.name][k]
-                change = max(change, abs(new_q - old_q) / max(1.0, new_q))
-                s.q[chain.name][k] = old_q + damping * (new_q - old_q)
+        change = _settle_queues(s, sweep, damping, change)
         if change < tol and iteration > 2:
             return sweep, responses, iteration
     raise SimstackError(f"the analytic solver did not converge in {max_iter} iterations")
@@ -364,10 +339,11 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
         if s.recursive is not None:
             s.prev = dict(s.q[s.recursive])
             x_prev = s.x[s.recursive]
-            s.prev_load = {k: x_prev * d for k, d in _demands(closed[0].body, s.hold).items()}
+            s.prev_load = {k: x_prev * d for k, d in s.plan.demands(s.recursive, s.hold).items()}
             s.pop[s.recursive] = n
             if before_population is not None:
                 before_population(n)
+                s.plan = Plan(net)
         reach = _reach(net, s.pop)
         step_tol = tol if n == populations[-1] else max(tol, 1e-7)  # the steps before only feed Q(n - 1)
         sweep, responses, used = _fixed_point(net, s, reach, step_tol, max_iter, damping)
