@@ -34,6 +34,8 @@ import pandas as pd
 from simstack.rowtargets import Series
 from simstack.study import RunSelection, Study
 
+MARGIN = 0.8  # check_weight holds a check's row within this share of its tolerance
+
 
 @dataclass(frozen=True)
 class CheckPoint:
@@ -61,6 +63,39 @@ def check_points(study: Study, table: pd.DataFrame, request: str, alternative: A
         selection = metric.run if alternative is None else alternative.over(metric.run)
         points.append(CheckPoint(check.id, selection, np.flatnonzero(hit)))
     return points
+
+
+@dataclass(frozen=True)
+class CheckBands:
+    """``calibration.check_weight``: the rows the checks name, each to stay within ``margin`` x
+    its check's tolerance (on the check's side). A least-squares fit over hundreds of rows
+    trades any one row against the rest; a check says that row must not be traded away, so its
+    excess beyond the band is a residual of its own, times the weight. With ``corrections``
+    the band applies to the corrected surrogate, that is to what the simulator said; the margin
+    leaves room for the correction to move between rounds."""
+
+    rows: tuple[np.ndarray, ...]
+    tolerance: np.ndarray
+    side: tuple[str, ...]
+    weight: float
+    margin: float = MARGIN
+
+    @classmethod
+    def of(cls, study: Study, table: pd.DataFrame, request: str, weight: float, alternative: Any = None) -> CheckBands:
+        checks = {c.id: c for c in study.checks}
+        points = [p for p in check_points(study, table, request, alternative) if len(p.rows)]
+        return cls(tuple(p.rows for p in points), np.array([checks[p.check].tolerance for p in points]),
+                   tuple(checks[p.check].side for p in points), weight)
+
+    def penalties(self, rel_error: np.ndarray) -> np.ndarray:
+        """One residual per check: weight x how far its rows' mean relative error is beyond the band."""
+        out = np.zeros(len(self.rows))
+        for i, (rows, side) in enumerate(zip(self.rows, self.side, strict=True)):
+            error, band = float(np.mean(rel_error[rows])), self.margin * self.tolerance[i]
+            over = error - band if side != "at_least" else 0.0
+            under = -band - error if side != "at_most" else 0.0
+            out[i] = self.weight * max(0.0, over, under)
+        return out
 
 
 def surrogate_at(points: list[CheckPoint], value: Callable[[Series], float]) -> dict[str, float]:

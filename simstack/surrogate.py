@@ -57,6 +57,7 @@ class SurrogateCalibration(CalibrationSpec):
     jacobian: str = "differences"  # or broyden: one finite-difference pass, then rank-one updates
     confirm: bool = True  # run the study's checks in the simulator with the fitted values
     corrections: int = 0  # rounds of output space mapping after the fit (simstack.corrections)
+    check_weight: float = 0.0  # > 0: a check's row outside its tolerance band is penalised (simstack.corrections)
     summary_by: tuple[str, ...] = ()
     write_rows: str | None = None  # CSV of the surrogate's value per row
     leave_out: Any = None  # simstack.holdout.LeaveOut: refit without each value of a column
@@ -71,7 +72,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         "targets": Field(lambda v: v), "residual": Field(one_of("log", "relative"), "log"),
         "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
         "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
-        "corrections": Field(_rounds, 0),
+        "corrections": Field(_rounds, 0), "check_weight": Field(_weight, 0.0),
         "max_evaluations": Field(int, 200), "tolerance": Field(parse_number, 1e-8),
         "jacobian": Field(one_of("differences", "broyden"), "differences"),
         "summary_by": Field(_columns, ()),
@@ -95,7 +96,7 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
                                 parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
                                 max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
                                 residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"], tolerance=c["tolerance"],
-                                jacobian=c["jacobian"], corrections=c["corrections"],
+                                jacobian=c["jacobian"], corrections=c["corrections"], check_weight=c["check_weight"],
                                 confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
 
 
@@ -111,6 +112,13 @@ def _rounds(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ModelError(f"expected a whole number of correction rounds >= 0, got {value!r}")
     return value
+
+
+def _weight(value: object) -> float:
+    number = parse_number(value) if not isinstance(value, bool) else -1.0
+    if not number >= 0:
+        raise ModelError(f"expected a weight >= 0 (0: off), got {value!r}")
+    return float(number)
 
 
 def _columns(value: object) -> tuple[str, ...]:
@@ -295,6 +303,13 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     calls = 0
     scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
 
+    bands = None
+    if cal.check_weight > 0:  # the checks' rows held inside their tolerance (simstack.corrections)
+        from simstack.corrections import CheckBands
+        bands = CheckBands.of(study, table, curves.request, cal.check_weight, alternative)
+        say(f"  check_weight {cal.check_weight:g}: {len(bands.rows)} checks' rows held within "
+            f"{bands.margin:g} x their tolerance")
+
     def fitted(start: np.ndarray, multipliers: np.ndarray) -> Any:
         """The least-squares fit from ``start`` of the surrogate times ``multipliers`` (per row)."""
         def residuals(x: np.ndarray) -> np.ndarray:
@@ -303,7 +318,8 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
             pred = np.maximum(predicted(x) * multipliers, 1e-300)
             if calls % 10 == 1:
                 say(f"  evaluation {calls}: {curves.solves} solves, {time.perf_counter() - started:.0f} s")
-            return np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
+            out = np.log(pred / measured) if cal.residual == "log" else pred / measured - 1
+            return out if bands is None else np.concatenate([out, bands.penalties(pred / measured - 1)])
 
         fun: Any = residuals
         jac: Any = "2-point"

@@ -15,6 +15,7 @@ import pytest
 
 from simstack.calibrate import calibrate
 from simstack.errors import ModelError
+from simstack.metric_types import RunSelection
 from simstack.metrics import Evaluator
 from simstack.study import load_study
 from simstack.units import parse_time
@@ -140,3 +141,37 @@ def test_checks_naming_no_calibration_row_correct_nothing(biased: Path) -> None:
     result = calibrate(load_study(biased), progress=False)
     assert [r["round"] for r in result["corrections"]] == [0] and not result["corrections"][0]["passed"]
     assert result["parameters"] == result["corrections"][0]["parameters"]
+
+
+def _conflicting(folder: Path, weight: float) -> object:
+    """The rows at 8 and 12 clients 25 % above the simulator's (a second, faster machine, say):
+    least squares trades the 4-client row, the one a check guards, against them."""
+    target = folder / f"conflict_{weight:g}"
+    target.mkdir(exist_ok=True)
+    for name in ("model.yaml", "baselines.csv"):
+        (target / name).write_text((folder / name).read_text())
+    truth = replace(load_study(folder), defaults={"replications": 4, "seed": 7})
+    ev = Evaluator(truth, {"demand": TRUE_DEMAND})
+    rates = [ev.value("rate", RunSelection(parameters={"clients": n})) * (1.0 if n == 4 else 1.25) for n in (4, 8, 12)]
+    pd.DataFrame({"row_id": [1, 2, 3], "host": ["fifo"] * 3, "clients": [4, 8, 12], "per_second": rates}
+                 ).to_csv(target / "rows.csv", index=False)
+    checks = CHECKS.replace("ROUNDS", "3").replace(
+        "  - {id: rate_8, metric: rate_8, baseline: {row_id: 2}, tolerance: 0.05}\n", "")
+    (target / "checks.yaml").write_text(STUDY + checks + (f"  check_weight: {weight:g}\n" if weight else ""))
+    return load_study(target)
+
+
+def test_check_weight_keeps_a_checked_row_from_being_traded_against_the_others(biased: Path) -> None:
+    traded = calibrate(_conflicting(biased, 0), progress=False)  # type: ignore[arg-type]
+    held = calibrate(_conflicting(biased, 10), progress=False)  # type: ignore[arg-type]
+    error = {name: result["residuals"][0]["rel_error"] for name, result in (("traded", traded), ("held", held))}
+    assert error["traded"] > 0.05  # the plain fit (corrected or not) leaves the check's row too high
+    assert abs(error["held"]) <= 0.05 and held["corrections"][-1]["passed"]
+    assert parse_time(held["parameters"]["demand"]) > parse_time(traded["parameters"]["demand"])
+
+
+def test_a_negative_check_weight_is_refused(biased: Path) -> None:
+    (biased / "checks.yaml").write_text(STUDY + CHECKS.replace("ROUNDS", "1") + "  check_weight: -2\n")
+    with pytest.raises(ModelError) as err:
+        load_study(biased)
+    assert "calibration.check_weight: expected a weight >= 0 (0: off), got -2" in str(err.value)
