@@ -71,7 +71,7 @@ def test_a_stale_compiled_build_is_passed_over(tmp_path: Path) -> None:
     """A copy of the package whose compiled sources changed after the build: every hot-path
     module comes from its source, and the report and standard error say why."""
     record = json.loads(hotpath.RECORD.read_text()) if hotpath.RECORD.is_file() else {}
-    if record.get("build") != "mypyc" or not compiled_modules():
+    if record.get("build") != "mypyc":  # (under SIMSTACK_HOTPATH=pure too: the probes run without it)
         pytest.skip("no compiled build installed")
     copy = tmp_path / "simstack"
     shutil.copytree(hotpath.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "_bundled"))
