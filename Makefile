@@ -53,7 +53,7 @@ test: $(HOTPATH)
 	$(BIN)/simstack check
 
 lint: $(STAMP)
-	$(BIN)/ruff check simstack tests benchmarks hydra_plugins
+	$(BIN)/ruff check simstack tests benchmarks hydra_plugins hatch_build.py
 	$(BIN)/mypy simstack hydra_plugins
 
 bench: $(STAMP)
