@@ -5,6 +5,8 @@ a model file; ``simulate`` executes it and returns tidy tables of latencies, sta
 breakdowns and resource utilisation.
 """
 
+# First: it decides, before any hot-path module is imported, whether a compiled build may load.
+from simstack import hotpath  # noqa: F401
 from simstack.errors import ConfigError, DataError, ModelError, SimstackError
 from simstack.graph import build_graph
 from simstack.loader import load_model

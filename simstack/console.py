@@ -20,6 +20,8 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from simstack import hotpath
+
 if TYPE_CHECKING:
     from simstack.simulate import RunResult
 
@@ -113,7 +115,7 @@ def with_units(table: pd.DataFrame, durations: tuple[str, ...] = DURATIONS,
 
 
 def run_header(result: RunResult) -> str:
-    """One line naming the run: model, replications, seed, simulated window, wall time."""
+    """One line naming the run: model, replications, seed, simulated window, wall time, build."""
     reps = result.replications
     parts = [f"model {result.model.name}: {reps} replication{'s' if reps != 1 else ''}", f"seed {result.seed}"]
     if result.horizon is not None:
@@ -123,6 +125,7 @@ def run_header(result: RunResult) -> str:
     elif result.warmup:
         parts.append(f"warm-up {result.warmup:g} s")
     parts.append(f"wall {result.wall_time:.2f} s")
+    parts.append(f"hot path {hotpath.label()}")
     return ", ".join(parts)
 
 

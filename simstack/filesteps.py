@@ -29,9 +29,9 @@ K = Callable[[], None]
 # lives on the replication itself, so it goes with it. (It was a WeakKeyDictionary keyed by
 # the replication, but its values, runtimes, refer back to the replication, so no entry ever
 # died: every run of a model with file steps stayed in memory, about 55 MB per LHCb farm run.)
+# A declared attribute, not vars(r): the compiled Replication has no __dict__.
 def _memo(r: Replication, name: str) -> dict[Any, Any]:
-    memo: dict[Any, Any] = vars(r).setdefault(name, {})
-    return memo
+    return r.memos.setdefault(name, {})
 
 
 def resolved(r: Replication, section: str, name: str) -> list[str]:

@@ -152,6 +152,7 @@ class Replication:
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         self.memory: Any = None  # simstack.memory.MemoryState once a step takes memory
+        self.memos: dict[str, dict[Any, Any]] = {}  # per-replication lookups of simstack.filesteps
         bind = BindContext(self.cpus, self.start, self.refuse)
         for c in spec.components.values():
             self.kinds[c.name].bind(c, self.runtimes[c.name], bind)

@@ -40,8 +40,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("packaging")
     if not (ROOT / "pyproject.toml").is_file():
         pytest.skip("needs the source tree to build the wheel")
+    # A pure-Python wheel: compiling it would rebuild the extensions in the checkout beside the
+    # running tests (hatch-mypyc compiles in place); the compiled wheel is checked by hand.
+    record = ROOT / "simstack" / "_hotpath_build.json"  # the checkout's own build (hatch_build.py)
+    built_here = record.read_bytes() if record.is_file() else None
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base / "dist"),
-          str(ROOT)], cwd=base)
+          str(ROOT)], cwd=base, SIMSTACK_HOTPATH="pure")
+    assert (record.read_bytes() if record.is_file() else None) == built_here
     wheel = next((base / "dist").glob("simstack-*.whl"))
     venv.create(base / "venv", with_pip=False)
     bin_dir = base / "venv" / "bin"
@@ -88,3 +93,9 @@ def test_the_installed_command_runs_a_model_and_a_sweep_outside_the_checkout(ins
         assert (tmp_path / "sweep" / job / "summary.csv").is_file()
     table = pd.read_csv(tmp_path / "sweep" / "sweep_summary.csv")
     assert sorted(table["parameters.consoles"].unique()) == [2, 4]
+
+
+
+def test_the_wheel_records_why_it_is_pure(installed: Path, tmp_path: Path) -> None:
+    done = _run([str(installed / "simstack"), "--version"], cwd=tmp_path)
+    assert "hot path: pure Python (SIMSTACK_HOTPATH=pure at install)" in done.stdout

@@ -1,0 +1,99 @@
+"""Install-time build of the hot path: compiled with mypyc where it can be, pure Python otherwise.
+
+Hatchling runs this hook for every wheel it builds, the editable one of ``pip install -e .``
+included. The compiling is hatch-mypyc's (the hook black ships its wheels with); this
+subclass adds only what a source install needs: with no C compiler (or
+``SIMSTACK_HOTPATH=pure``), or when mypyc fails, the install goes on in pure Python with a
+one-line notice instead of failing. Either way it writes ``simstack/_hotpath_build.json``,
+the build's record: the SHA-256 of each compiled module's source, or why there is none.
+``simstack.hotpath`` reads it at import and passes over a compiled build whose sources have
+changed since, so an edited module never runs its old compiled code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+try:
+    from hatch_mypyc.plugin import MypycBuildHook as Base
+except ImportError:  # a build without isolation and without hatch-mypyc: pure Python
+    from hatchling.builders.hooks.plugin.interface import BuildHookInterface as Base
+
+RECORD = "simstack/_hotpath_build.json"
+
+
+def missing_compiler() -> str | None:
+    """Why no C extension can be built here, or ``None`` when mypyc and a compiler are here."""
+    if os.environ.get("SIMSTACK_HOTPATH", "") == "pure":
+        return "SIMSTACK_HOTPATH=pure at install"
+    if Base.__name__ != "MypycBuildHook":
+        return "hatch-mypyc not installed"
+    command = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    words = shlex.split(command)
+    if not words or shutil.which(words[0]) is None:
+        return f"no C compiler ({command!r} not found) at install"
+    return None
+
+
+class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel":
+            return
+        why = missing_compiler()
+        in_tree = why is None or version == "editable"  # the source tree's extensions change
+        if why is None:
+            # hatch-mypyc compiles in place: the extensions land beside their sources, which is
+            # what an editable install runs, so the record there is rewritten to match them.
+            try:
+                super().initialize(version, build_data)
+            except Exception as exc:  # mypyc's own message is long: keep its last line
+                lines = [line for line in str(exc).splitlines() if line.strip()]
+                why = f"mypyc failed at install: {lines[-1] if lines else exc}"
+        if why is not None and in_tree:
+            self.clean([version])  # no old extension may outlive a pure build in place
+        if why is None:
+            modules = {path[:-3].replace("/", "."): hashlib.sha256(Path(self.root, path).read_bytes()).hexdigest()
+                       for path in self.normalized_included_files}
+            data: dict[str, Any] = {"build": "mypyc", "modules": modules}
+        else:
+            print(f"simstack: installing the pure-Python hot path ({why})", file=sys.stderr)
+            data = {"build": "pure", "reason": why}
+        text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+        if in_tree:
+            Path(self.root, RECORD).write_text(text, encoding="utf-8")
+            build_data["artifacts"].append(f"/{RECORD}")
+        else:  # a pure wheel leaves the source tree (and an editable install's build in it) alone
+            self._outside = tempfile.mkdtemp(prefix="simstack-hotpath-")
+            record = Path(self._outside, "_hotpath_build.json")
+            record.write_text(text, encoding="utf-8")
+            build_data["force_include"][str(record)] = RECORD
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        if getattr(self, "_outside", None):
+            shutil.rmtree(self._outside, ignore_errors=True)
+
+    def clean(self, versions: list[str]) -> None:
+        """Remove the extensions and the record from the source tree (also before a build)."""
+        root = Path(self.root)
+        for source in self.config.get("include", []):
+            for built in root.glob(source[:-3] + ".*.so"):
+                built.unlink()
+        for built in root.glob("*__mypyc.*.so"):
+            built.unlink()
+        (root / RECORD).unlink(missing_ok=True)
+
+
+def get_build_hook() -> type:
+    """Hatchling asks for the hook by name: the module also imports hatch-mypyc's base class."""
+    return HotPathBuildHook
