@@ -33,7 +33,7 @@ BOTH_BUILDS := tests/test_fingerprints.py tests/test_engine_semantics.py tests/t
 	tests/test_replica_compile.py tests/test_replicas.py tests/test_record_modes.py tests/test_workloads.py \
 	tests/test_vocabulary_branching.py tests/test_vocabulary_sync.py tests/test_hotpath.py \
 	tests/test_fileserver.py tests/test_distribution.py tests/test_lifecycle.py tests/test_memory.py \
-	tests/test_evaluator_cache.py
+	tests/test_evaluator_cache.py tests/test_priority_accounting.py
 
 test: $(HOTPATH)
 	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
