@@ -64,17 +64,7 @@ def _capacity(predictions: pd.DataFrame, point: GridPoint) -> int:
     return int(row["capacity_pvs"])
 
 
-# predictions.csv predates the interval (NOTES section 0, README "Intervals"): its point values
-# are those of the current files (the new flag's default leaves every run bit-identical), but the
-# file lacks capacity_low/capacity_high and its provenance names the older files until
-# `simstack predict model=slac_bsa --jobs 2` is run (about 2.5-3 CPU-hours: four capacity
-# searches per row). Strict: once the file is regenerated these pass and the mark must go.
-STALE_UNTIL_REGENERATED = pytest.mark.xfail(
-    strict=True, reason="predictions.csv not regenerated with the interval: simstack predict model=slac_bsa --jobs 2")
-
-
 # ---- the committed predictions ----------------------------------------------------------
-@STALE_UNTIL_REGENERATED
 def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -> None:
     assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high"]
     threads = (1, 2, 4, 8, 16, 32)
@@ -85,7 +75,6 @@ def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -
     assert (predictions["capacity_pvs"] >= 0).all()
 
 
-@STALE_UNTIL_REGENERATED
 def test_each_interval_holds_its_point_and_the_lockset_bound(predictions: pd.DataFrame) -> None:
     """The envelope contains the point value; on a global-lock row it reaches at least the
     per-lockset row's value, since scan_lock_only (NOTES A5) is that row's configuration."""
@@ -97,7 +86,6 @@ def test_each_interval_holds_its_point_and_the_lockset_bound(predictions: pd.Dat
         assert row.capacity_high >= lockset["capacity_pvs"], row
 
 
-@STALE_UNTIL_REGENERATED
 def test_predictions_were_made_from_the_current_model_files() -> None:
     """simstack predict records a fingerprint of the model, the study and the fitted values."""
     meta = json.loads((MODEL_DIR / "predictions_meta.json").read_text())
