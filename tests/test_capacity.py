@@ -128,19 +128,26 @@ def test_capacity_holds_at_c_and_fails_at_c_plus_one_in_one_or_two_processes(clo
     assert int(two.value("cap")) == cap  # the same runs side by side: the same answer
 
 
-def test_predictions_of_capacity_are_the_same_in_one_or_several_processes(closed_study: Path) -> None:
+def _think_axis_study(closed_study: Path, interval: str = "") -> Path:
+    """Capacity against think time (2, 4, 8 s), the fitted service 0.5 s; ``interval`` is the
+    predictions' interval section, if any."""
     from simstack.metrics import write_yaml
-    from simstack.predict import predict
 
     text = (closed_study / "checks.yaml").read_text()
     (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (
         "predictions:\n  metric: cap\n  value_column: clients\n"
-        "  axes: {think: {values: [2s, 4s, 8s], parameters: think}}\n"))
+        "  axes: {think: {values: [2s, 4s, 8s], parameters: think}}\n") + interval)
     model = (closed_study / "model.yaml").read_text().replace("think: exp(4s)", "think: exp($think)")
     (closed_study / "model.yaml").write_text(model.replace("  clients: {value: 1}", "  clients: {value: 1}\n"
                                                                                      "  think: {value: 4s}"))
     write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
-    study = load_study(closed_study)
+    return closed_study
+
+
+def test_predictions_of_capacity_are_the_same_in_one_or_several_processes(closed_study: Path) -> None:
+    from simstack.predict import predict
+
+    study = load_study(_think_axis_study(closed_study))
     runs: list[dict[str, Any]] = []
     one = predict(study, jobs=1, runs=runs)
     several = predict(study, jobs=3)
@@ -151,21 +158,10 @@ def test_predictions_of_capacity_are_the_same_in_one_or_several_processes(closed
 
 
 def _interval_study(closed_study: Path) -> Path:
-    """Capacity against think time, with an interval over two alternative readings: ``longer``
-    (think 8 s: the 8 s point's own run, at every point) and ``faster`` (a faster server)."""
-    from simstack.metrics import write_yaml
-
-    text = (closed_study / "checks.yaml").read_text()
-    (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (
-        "predictions:\n  metric: cap\n  value_column: clients\n"
-        "  axes: {think: {values: [2s, 4s, 8s], parameters: think}}\n"
-        "  interval:\n    alternatives:\n"
-        "      longer: {parameters: {think: 8s}}\n      faster: {parameters: {service: 0.4}}\n"))
-    model = (closed_study / "model.yaml").read_text().replace("think: exp(4s)", "think: exp($think)")
-    (closed_study / "model.yaml").write_text(model.replace("  clients: {value: 1}", "  clients: {value: 1}\n"
-                                                                                     "  think: {value: 4s}"))
-    write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
-    return closed_study
+    """The think-time axis with an interval over two alternative readings: ``longer`` (think
+    8 s: the 8 s point's own run, at every point) and ``faster`` (a faster server)."""
+    return _think_axis_study(closed_study, "  interval:\n    alternatives:\n"
+                             "      longer: {parameters: {think: 8s}}\n      faster: {parameters: {service: 0.4}}\n")
 
 
 def test_an_interval_makes_each_distinct_run_once_with_the_answers_of_separate_searches(closed_study: Path) -> None:
