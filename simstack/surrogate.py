@@ -343,8 +343,11 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     evaluations = int(fit.nfev) + sum(int(r["evaluations"]) for r in rounds or [] if r["round"])
     say(f"  {fit.message if rounds is None else rounds[-1]['stopped']} ({evaluations} evaluations, "
         f"{curves.solves} solves, {took:.0f} s)")
-    if cal.write_rows:
-        _write_rows(study.path.parent / cal.write_rows, table, pred * cal.rows.scale, measured * cal.rows.scale)
+    if cal.write_rows:  # an alternative's rows beside the point's (fit_rows_orb_pool.csv), never over them
+        rows_file = Path(cal.write_rows)
+        if alternative is not None:
+            rows_file = rows_file.with_name(f"{rows_file.stem}_{alternative.name}{rows_file.suffix}")
+        _write_rows(study.path.parent / rows_file, table, pred * cal.rows.scale, measured * cal.rows.scale)
     result: dict[str, Any] = {
         "parameters": {n: _as_written(model.parameters[n].value, v) for n, v in values.items()},
         "method": f"least squares ({cal.loss}, f_scale {cal.f_scale:g}) on {cal.residual} errors of "

@@ -175,3 +175,26 @@ def test_a_negative_check_weight_is_refused(biased: Path) -> None:
     with pytest.raises(ModelError) as err:
         load_study(biased)
     assert "calibration.check_weight: expected a weight >= 0 (0: off), got -2" in str(err.value)
+
+
+def test_an_alternative_writes_its_rows_beside_the_points_never_over_them(biased: Path, tmp_path: Path) -> None:
+    from simstack.calibrate import chosen_alternatives
+
+    target = tmp_path / "alt"
+    target.mkdir()
+    for name in ("rows.csv", "baselines.csv"):
+        (target / name).write_text((biased / name).read_text())
+    (target / "model.yaml").write_text(MODEL.replace("hosts:", "flags: [extra]\nhosts:").replace(
+        '      - {name: work, cpu: "gamma($demand, 2)"}',
+        '      - {name: work, cpu: "gamma($demand, 2)"}\n      - {name: more, cpu: 0.2ms, when: extra}'))
+    (target / "checks.yaml").write_text(
+        STUDY + "  interval:\n    alternatives:\n"
+        "      extra: {flags: {extra: true}, calibrated: calibrated_extra.yaml}\n"
+        + CHECKS.replace("ROUNDS", "0") + "  write_rows: fit_rows.csv\n  confirm: false\n")
+    study = load_study(target)
+    calibrate(study, progress=False)  # type: ignore[arg-type]
+    point_rows = (target / "fit_rows.csv").read_text()
+    calibrate(study, progress=False, alternative=chosen_alternatives(study, "extra")[0])  # type: ignore[arg-type]
+    assert (target / "fit_rows.csv").read_text() == point_rows
+    alt_rows = pd.read_csv(target / "fit_rows_extra.csv")
+    assert len(alt_rows) == 2 and alt_rows.to_csv() != pd.read_csv(target / "fit_rows.csv").to_csv()
