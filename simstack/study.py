@@ -125,7 +125,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     calibration: CalibrationSpec | None = None
     surrogate = isinstance(top["calibration"], Mapping) and "surrogate" in top["calibration"]
     if surrogate:  # fitted through an analytic solver to CSV rows: simstack.surrogate
-        from simstack.surrogate import read_surrogate_calibration
+        from simstack.surrogatespec import read_surrogate_calibration
         raw_axes = top["predictions"].get("axes") if top["predictions"] else None
         calibration = read_surrogate_calibration(top["calibration"], metrics,
                                                  raw_axes if isinstance(raw_axes, Mapping) else {})
