@@ -50,7 +50,7 @@ test: $(HOTPATH)
 	elif $(BIN)/simstack --version | grep -q "mypyc failed"; then \
 		echo "a C compiler is here but mypyc failed: pip install -v --no-deps --no-build-isolation -e . shows why"; exit 1; \
 	else echo "compiled pass skipped: $$($(BIN)/simstack --version)"; fi
-	$(BIN)/simstack check
+	$(BIN)/simstack check jobs=2
 
 lint: $(STAMP)
 	$(BIN)/ruff check simstack tests benchmarks hydra_plugins hatch_build.py

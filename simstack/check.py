@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -155,31 +157,37 @@ def _bar(items: Any, label: str | None, unit: str, total: int | None = None) -> 
 
 
 def run_check(model: str | None, *, models_dir: Any = None, measured: str | None = None,
-              reference: str | None = None) -> int:
+              reference: str | None = None, jobs: int = 1) -> int:
     """CLI task ``check`` on one model, or on every model with a ``checks.yaml`` when
-    ``model`` is None; returns the process exit code."""
+    ``model`` is None (``jobs`` models side by side); returns the process exit code."""
     names = [model] if model is not None else models_with_checks(models_dir)
-    failed = False
+    studies = [load_study(model_dir_of(name, models_dir)) for name in names]  # every file read first
     if len(names) > 1:
-        print(f"checking {len(names)} models: {', '.join(names)}", flush=True)
-    for index, name in enumerate(names, 1):
-        started = time.perf_counter()
-        study = load_study(model_dir_of(name, models_dir))
-        label = f"{study.model} ({index} of {len(names)})"
+        print(f"checking {len(names)} models: {', '.join(names)}"
+              + (f" ({jobs} side by side)" if jobs > 1 else ""), flush=True)
+    labels = [f"{study.model} ({index} of {len(names)})" for index, study in enumerate(studies, 1)]
+    if measured:
+        fresh, earlier = read_measured(Path(measured)), read_measured(Path(reference)) if reference else None
+        tables: Iterator[tuple[pd.DataFrame, float]] = (
+            _timed(compare_measurements, study, fresh, earlier, measured, progress=label)
+            for study, label in zip(studies, labels, strict=True))
+    elif jobs > 1 and len(names) > 1:
+        tables = _side_by_side(names, models_dir, jobs)
+    else:
+        tables = (_timed(check_study, study, progress=label) for study, label in zip(studies, labels, strict=True))
+    failed = False
+    for study, label, (table, seconds) in zip(studies, labels, tables, strict=True):
         if measured:
-            earlier = read_measured(Path(reference)) if reference else None
-            table = compare_measurements(study, read_measured(Path(measured)), earlier, measured, progress=label)
             flags = [c for c in table.columns if c.startswith("slower_than")]
             bad = int(table[flags].any(axis=1).sum())
             verdict = f"{len(table)} stage(s), {bad} slower"
             shown = with_units(table, durations=tuple(c for c in table.columns if c.endswith("_median")))
         else:
-            table = check_study(study, progress=label)
             bad = int((~table["passed"]).sum())
             verdict = f"{len(table)} check(s), {bad} out of tolerance"
             shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
         failed |= bad > 0
-        print(f"{label}: {verdict}, {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"{label}: {verdict}, {seconds:.1f} s", flush=True)
         print(format_table(shown, mixed=MIXED_COLUMNS))
         if not measured:  # predictions.csv against the measured rows it covers (simstack.rowcompare)
             from simstack.rowcompare import print_row_errors
@@ -187,3 +195,23 @@ def run_check(model: str | None, *, models_dir: Any = None, measured: str | None
         print(flush=True)
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0
+
+
+def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> tuple[pd.DataFrame, float]:
+    started = time.perf_counter()
+    return compare(*args, **kwargs), time.perf_counter() - started
+
+
+def _check_elsewhere(name: str, models_dir: Any) -> tuple[pd.DataFrame, float]:
+    """One model's checks in a worker process (it reads the model's files itself)."""
+    return _timed(check_study, load_study(model_dir_of(name, models_dir)))
+
+
+def _side_by_side(names: list[str], models_dir: Any, jobs: int) -> Iterator[tuple[pd.DataFrame, float]]:
+    """Each model's checks in one of ``jobs`` processes, yielded in the order of ``names``
+    as soon as it and every model before it are done. The runs, seeds and so the tables
+    are those of the serial check."""
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_check_elsewhere, name, models_dir) for name in names]
+        for future in futures:
+            yield future.result()

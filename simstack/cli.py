@@ -171,7 +171,8 @@ def app(cfg: DictConfig) -> None:
             sys.exit(run_check(str(plain(cfg.model, "model")) if chosen else None,
                                models_dir=plain(cfg.get("models_dir"), "models_dir"),
                                measured=plain(cfg.get("measured"), "measured"),
-                               reference=plain(cfg.get("reference"), "reference")))
+                               reference=plain(cfg.get("reference"), "reference"),
+                               jobs=_jobs(cfg) or 1))
         elif cfg.task == "calibrate":
             from simstack.calibrate import run_calibration
             model, models_dir = _study(cfg)
@@ -187,7 +188,7 @@ def app(cfg: DictConfig) -> None:
         elif cfg.task == "predict":
             from simstack.predict import run_predict
             model, models_dir = _study(cfg)
-            run_predict(model, models_dir=models_dir, jobs=_predict_jobs(cfg), progress=_progress(cfg),
+            run_predict(model, models_dir=models_dir, jobs=_jobs(cfg), progress=_progress(cfg),
                         where=plain(cfg.get("where"), "where") or {},
                         parameters=plain(cfg.get("parameters"), "parameters") or {},
                         flags=plain(cfg.get("flags"), "flags") or {})
@@ -216,9 +217,9 @@ def _progress(cfg: DictConfig) -> bool:
     return bool(cfg.sim.get("progress", True))
 
 
-def _predict_jobs(cfg: DictConfig) -> int | None:
-    """Processes for ``predict``: ``sim.jobs=N`` / ``--jobs N`` or ``jobs=N``; None (both at
-    1, the default) leaves the study's own ``jobs:``."""
+def _jobs(cfg: DictConfig) -> int | None:
+    """Processes for ``predict`` and ``check``: ``sim.jobs=N`` / ``--jobs N`` or ``jobs=N``;
+    None (both at 1, the default) leaves the study's own ``jobs:`` (check: one process)."""
     jobs = cfg.sim.get("jobs")
     jobs = None if jobs in (None, 1) else jobs
     if int(cfg.get("jobs") or 1) > 1:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from simstack.check import run_check
@@ -61,3 +62,36 @@ def test_the_other_tasks_take_the_model_and_its_folder(tmp_path: Path, task: str
     with pytest.raises(SimstackError, match=message):
         function()
     assert not (tmp_path / "r.html").exists()
+
+
+def test_checks_side_by_side_equal_the_serial_checks(tmp_path: Path) -> None:
+    """``jobs=2``: each model checked in a worker process gives the serial table, row for
+    row, in the order the models were named (here two studies whose service differs)."""
+    from simstack.check import _side_by_side, check_study
+    from simstack.study import load_study
+
+    shutil.copytree(FIXTURE, tmp_path / "mm1_study")
+    shutil.copytree(FIXTURE, tmp_path / "mm1_slow")
+    model = tmp_path / "mm1_slow" / "model.yaml"
+    model.write_text(model.read_text().replace("service: {value: 0.5,", "service: {value: 0.8,"))
+    names = ["mm1_slow", "mm1_study"]
+    serial = [check_study(load_study(tmp_path / name)) for name in names]
+    parallel = [table for table, _seconds in _side_by_side(names, str(tmp_path), 2)]
+    assert len(parallel) == 2
+    for one, other in zip(serial, parallel, strict=True):
+        pd.testing.assert_frame_equal(one, other)
+    assert not serial[0]["predicted"].equals(serial[1]["predicted"])
+
+
+def test_an_error_in_a_worker_is_the_same_clear_error(tmp_path: Path) -> None:
+    """A check naming a baseline row that is not there fails in its worker process; the
+    caller gets the same error (a SimstackError, so the CLI exits 2 with its message)."""
+    from simstack.check import _side_by_side
+    from simstack.errors import SimstackError
+
+    shutil.copytree(FIXTURE, tmp_path / "mm1_study")
+    shutil.copytree(FIXTURE, tmp_path / "mm1_broken")
+    checks = tmp_path / "mm1_broken" / "checks.yaml"
+    checks.write_text(checks.read_text().replace("quantity: mean sojourn", "quantity: no such row"))
+    with pytest.raises(SimstackError, match=r"mm1_broken.*checks.yaml: check sojourn"):
+        list(_side_by_side(["mm1_study", "mm1_broken"], str(tmp_path), 2))
