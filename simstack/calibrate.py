@@ -25,6 +25,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,7 @@ from simstack.metric_types import RunSelection
 from simstack.metrics import Evaluator, resolve, write_yaml
 from simstack.paths import model_dir_of
 from simstack.prediction_grid import Alternative
-from simstack.study import Study, load_study
+from simstack.study import CheckSpec, Study, load_study
 from simstack.uncertainty import budget, read_repeats, uncertainty
 from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
 
@@ -92,8 +95,46 @@ def evaluator(study: Study, parameters: Mapping[str, Any], alternative: Alternat
     return Evaluator(study, parameters) if alternative is None else Under(study, parameters, alternative)
 
 
-def calibrate(study: Study, progress: bool = True, alternative: Alternative | None = None) -> dict[str, Any]:
-    """Fit the calibration parameters to the targets; with ``alternative``, under that reading."""
+@dataclass(frozen=True)
+class TargetErrors:
+    """The relative error of every target at a point of the unit cube: what the fit
+    minimises. Plain data, so that worker processes can evaluate it."""
+
+    study: Study  # with the calibration seed
+    fit: Fit
+    alternative: Alternative | None
+    targets: tuple[CheckSpec, ...]
+    measured: Mapping[str, float]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        ev = evaluator(self.study, self.fit.values(x), self.alternative)
+        return np.array([(ev.value(c.metric) - self.measured[c.id]) / self.measured[c.id] for c in self.targets])
+
+
+@dataclass
+class _SideBySide:
+    """``workers=`` for ``least_squares``: a Jacobian's points simulated in the pool, each
+    remembered and counted like a point simulated here."""
+
+    pool: ProcessPoolExecutor
+    errors: TargetErrors
+    seen: dict[tuple[float, ...], np.ndarray]
+    bars: list[Any]
+
+    def __call__(self, _fun: Any, points: Iterable[np.ndarray]) -> list[np.ndarray]:
+        points = [np.array(p, dtype=float) for p in points]
+        keys = [tuple(np.round(p, 12)) for p in points]
+        todo = {k: p for k, p in zip(keys, points, strict=True) if k not in self.seen}
+        for key, value in zip(todo, self.pool.map(self.errors, todo.values()), strict=True):
+            self.seen[key] = value
+            self.bars[-1].update(1)
+        return [self.seen[k] for k in keys]
+
+
+def calibrate(study: Study, progress: bool = True, alternative: Alternative | None = None,
+              jobs: int = 1) -> dict[str, Any]:
+    """Fit the calibration parameters to the targets; with ``alternative``, under that reading;
+    ``jobs`` processes simulate each Jacobian's points."""
     if study.calibration is None:
         raise ModelError("no calibration section", file=str(study.path))
     cal = study.calibration
@@ -126,14 +167,14 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     label = study.model if alternative is None else f"{study.model} ({alternative.name})"
     bar = _budget_bar(label, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
                       progress)
+    errors = TargetErrors(_with_seed(study, cal.seed), fit, alternative, tuple(targets), measured)
     seen: dict[tuple[float, ...], np.ndarray] = {}
     bars = [bar]
 
     def residuals(x: np.ndarray) -> np.ndarray:
         key = tuple(np.round(x, 12))
         if key not in seen:
-            ev = evaluator(_with_seed(study, cal.seed), fit.values(x), alternative)
-            seen[key] = np.array([(ev.value(c.metric) - measured[c.id]) / measured[c.id] for c in targets])
+            seen[key] = errors(x)
             bars[-1].update(1)
         return seen[key]
 
@@ -141,8 +182,12 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         x = _bisect(residuals, len(cal.parameters), cal.max_evaluations)
     else:
         start = np.full(len(cal.parameters), 0.5)
-        result = optimize.least_squares(residuals, start, bounds=(0.0, 1.0), diff_step=0.02,
-                                        max_nfev=cal.max_evaluations, x_scale=1.0)
+        with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else nullcontext() as pool:
+            # the finite-difference points of a Jacobian side by side; the same points and
+            # arithmetic as one after another, so the same fit
+            workers = None if pool is None else _SideBySide(pool, errors, seen, bars)
+            result = optimize.least_squares(residuals, start, bounds=(0.0, 1.0), diff_step=0.02,
+                                            max_nfev=cal.max_evaluations, x_scale=1.0, workers=workers)
         x = result.x
     bar.close()
     evaluations = len(seen)
@@ -268,28 +313,30 @@ def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
 
 
 def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,
-                    holdout: str | None = None, progress: bool = True) -> None:
+                    holdout: str | None = None, progress: bool = True, jobs: int = 1) -> None:
     """CLI task ``calibrate``: fit the model's free parameters into ``calibrated.yaml``, or
     with ``alternative`` (a name or ``all``) each alternative's into its own file, or with
-    ``holdout`` (a value or ``all``) the leave-one-out folds of ``calibration.leave_out``."""
+    ``holdout`` (a value or ``all``) the leave-one-out folds of ``calibration.leave_out``.
+    ``jobs``: processes simulating each Jacobian's points (a simulated least-squares fit)."""
     model_dir = model_dir_of(model, models_dir)
     study = load_study(model_dir)
     if holdout:  # leave one value out (simstack.holdout); calibrated.yaml untouched
         from simstack.holdout import run_leave_out
         return run_leave_out(study, holdout, progress=progress)
     if not alternative:
-        _calibrate_into(study, model_dir / "calibrated.yaml", progress)
+        _calibrate_into(study, model_dir / "calibrated.yaml", progress, jobs=jobs)
         return
     chosen = chosen_alternatives(study, alternative)
     for alt in chosen:  # every one checked before the first simulation
         _fits_free(study, alt, study.calibration.parameters if study.calibration else ())
     for alt in chosen:
-        _calibrate_into(study, model_dir / str(alt.calibrated), progress, alt)
+        _calibrate_into(study, model_dir / str(alt.calibrated), progress, alt, jobs)
 
 
-def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alternative | None = None) -> None:
+def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alternative | None = None,
+                    jobs: int = 1) -> None:
     started = time.perf_counter()
-    result = calibrate(study, progress=progress, alternative=alternative)
+    result = calibrate(study, progress=progress, alternative=alternative, jobs=jobs)
     write_atomic(path, result)
     runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
     under = "" if alternative is None else f" under alternative {alternative.name}"

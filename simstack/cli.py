@@ -180,7 +180,7 @@ def app(cfg: DictConfig) -> None:
             holdout = plain(cfg.get("holdout"), "holdout")
             run_calibration(model, models_dir=models_dir, progress=_progress(cfg),
                             alternative=None if alternative in (None, "") else str(alternative),
-                            holdout=None if holdout in (None, "") else str(holdout))
+                            holdout=None if holdout in (None, "") else str(holdout), jobs=_jobs(cfg) or 1)
         elif cfg.task == "crosscheck":
             from simstack.crosscheck import run_crosscheck
             model, models_dir = _study(cfg)
@@ -218,8 +218,8 @@ def _progress(cfg: DictConfig) -> bool:
 
 
 def _jobs(cfg: DictConfig) -> int | None:
-    """Processes for ``predict`` and ``check``: ``sim.jobs=N`` / ``--jobs N`` or ``jobs=N``;
-    None (both at 1, the default) leaves the study's own ``jobs:`` (check: one process)."""
+    """Processes for ``predict``, ``check`` and ``calibrate``: ``sim.jobs=N`` / ``--jobs N`` or
+    ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one)."""
     jobs = cfg.sim.get("jobs")
     jobs = None if jobs in (None, 1) else jobs
     if int(cfg.get("jobs") or 1) > 1:
