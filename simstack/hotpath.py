@@ -36,8 +36,8 @@ ENV = "SIMSTACK_HOTPATH"
 # extends SimPy's Event, so it stays Python (a dozen lines the compiled modules call); the kinds
 # derive from ``Kind`` and stay Python, so a kind's per-call work lives in compiled helpers
 # (``cpu.FifoCall``).
-COMPILABLE = ("simstack.components.meter", "simstack.components.cpu", "simstack.runners",
-              "simstack.replication")
+COMPILABLE = ("simstack.components.meter", "simstack.components.cpu", "simstack.components.sharing",
+              "simstack.runners", "simstack.replication")
 
 
 class _FromSource(importlib.abc.MetaPathFinder):

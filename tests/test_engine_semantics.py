@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simstack import simulate
-from simstack.components.cpu import SharedRate
 from simstack.components.meter import Meter
+from simstack.components.sharing import SharedRate
 from simstack.errors import ModelError
 from simstack.graph import build_graph
 from simstack.loader import build_spec

@@ -23,8 +23,9 @@ import heapq
 
 import simpy
 
-from simstack.components.cpu import EXTRA_DISCIPLINES, Done
+from simstack.components.cpu import EXTRA_DISCIPLINES
 from simstack.components.meter import Meter
+from simstack.components.sharing import Done
 from simstack.components.wake import Wake
 
 

@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.components.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
-from simstack.components.cpu import SharedRate
 from simstack.components.database import bandwidth, size_dist
 from simstack.components.meter import Meter
 from simstack.components.servers import time_dist
+from simstack.components.sharing import SharedRate
 from simstack.components.slots import Slots
 from simstack.components.wake import Wake
 from simstack.distributions import Const, Distribution, Uniform
