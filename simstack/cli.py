@@ -220,11 +220,15 @@ def _progress(cfg: DictConfig) -> bool:
 def _jobs(cfg: DictConfig) -> int | None:
     """Processes for ``predict``, ``check`` and ``calibrate``: ``sim.jobs=N`` / ``--jobs N`` or
     ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one)."""
-    jobs = cfg.sim.get("jobs")
-    jobs = None if jobs in (None, 1) else jobs
-    if int(cfg.get("jobs") or 1) > 1:
-        jobs = int(cfg.get("jobs"))
-    return None if jobs is None else int(jobs)
+    chosen = None
+    for key, value in (("sim.jobs", cfg.sim.get("jobs")), ("jobs", cfg.get("jobs"))):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
+        if value > 1:
+            chosen = value
+    return chosen
 
 
 def _fail(exc: SimstackError) -> None:

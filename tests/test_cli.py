@@ -173,6 +173,19 @@ def test_a_hydra_override_error_speaks_simstack_and_exits_2(tmp_path: Path) -> N
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["check", "jobs=abc"], "jobs must be a whole number >= 1, got 'abc'"),
+    (["check", "jobs=-3"], "jobs must be a whole number >= 1, got -3"),
+    (["calibrate", "jobs=2.5"], "jobs must be a whole number >= 1, got 2.5"),
+    (["predict", "sim.jobs=0"], "sim.jobs must be a whole number >= 1, got 0"),
+])
+def test_a_bad_process_count_is_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
+    """Before anything runs or is written: exit 2 and the key, not a ValueError's traceback."""
+    done = _simstack(args[0], "model=pipeline", *args[1:], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"simstack: error: {message}" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_mistyped_whatif_on_the_command_line_exits_2(tmp_path: Path) -> None:
     done = _simstack("model=pipeline", "whatif=pipeline/nope", cwd=tmp_path)
     assert done.returncode == 2
