@@ -39,7 +39,7 @@ from simstack.analysis.confidence import student_t_ci
 from simstack.errors import ModelError
 from simstack.metrics import Evaluator, calibrated_parameters, merge
 from simstack.rowtargets import Series, point_selection, read_rows
-from simstack.schema import Field, name_ref, read_fields
+from simstack.schema import Field, at_least, folder_file, name_ref, read_fields
 from simstack.study import MetricSpec, RunSelection, Study
 from simstack.units import parse_number
 
@@ -67,7 +67,7 @@ def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> Crosschec
     """The study's ``crosscheck`` section (``study.py`` hands it over)."""
     where = "crosscheck"
     top = read_fields(raw, {"metric": Field(name_ref), "scale": Field(parse_number, 1.0),
-                            "write": Field(str, None), "cases": Field(_mapping), "doc": Field(str, "")}, where)
+                            "write": Field(folder_file, None), "cases": Field(_mapping), "doc": Field(str, "")}, where)
     metric: Any = metrics.get(top["metric"])
     if metric is None:
         raise ModelError(f"unknown metric {top['metric']!r}; metrics: {', '.join(metrics)}", path=f"{where}.metric")
@@ -83,7 +83,7 @@ def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> Crosschec
     cases = []
     for name, case in top["cases"].items():
         c = read_fields(case, {"points": Field(str), "parameters": Field(_mapping, {}), "flags": Field(_mapping, {}),
-                               "flag_columns": Field(_mapping, {}), "replications": Field(int, 4),
+                               "flag_columns": Field(_mapping, {}), "replications": Field(at_least(1), 4),
                                "tolerance": Field(parse_number, 0.05), "doc": Field(str, "")},
                         f"{where}.cases.{name}")
         c.pop("doc")

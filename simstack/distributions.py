@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from simstack.errors import ModelError
+from simstack.paths import inside
 from simstack.samplers import (
     Const,
     Distribution,
@@ -170,7 +171,7 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
 
 def _read_column(file: str, column: str, parse_value: ValueParser,
                  base_dir: Path | None) -> tuple[float, ...]:
-    path = Path(file) if base_dir is None else base_dir / file
+    path = Path(file) if base_dir is None else inside(base_dir, file)  # a received model reads only its folder
     if not path.is_file():
         start = "the model file's folder" if base_dir is not None else "the working directory"
         raise ModelError(f"data file {file!r} not found (looked for {path.resolve()}; relative paths start at "

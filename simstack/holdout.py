@@ -36,13 +36,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from simstack.calibrate import quantity
 from simstack.errors import ModelError
 from simstack.loader import build_spec, read_yaml
 from simstack.metrics import Evaluator, merge, write_yaml
 from simstack.rowtargets import target_series
-from simstack.schema import Field, one_of, read_fields
+from simstack.schema import Field, at_least, folder_file, one_of, read_fields
 from simstack.study import RunSelection, Study
+from simstack.units import quantity
 
 WHERE = "calibration.leave_out"
 
@@ -63,9 +63,9 @@ class LeaveOut:
 
 def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
-    c = read_fields(raw, {"column": Field(str), "write": Field(str), "fallback": Field(_mapping, {}),
+    c = read_fields(raw, {"column": Field(str), "write": Field(folder_file), "fallback": Field(_mapping, {}),
                           "by": Field(_names, ()), "settings": Field(_mapping, {}), "where": Field(_where, {}),
-                          "max_evaluations": Field(int, None),
+                          "max_evaluations": Field(at_least(1), None),
                           "jacobian": Field(one_of("differences", "broyden"), None),
                           "doc": Field(str, "")}, WHERE)
     c.pop("doc")

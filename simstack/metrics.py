@@ -38,13 +38,13 @@ __all__ = ["Evaluator", "calibrated_parameters", "chosen", "failure_by_item", "l
 def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
     """Parameters and flags of a what-if: ``<model>/<name>``, a name of the model in
     ``model_dir`` (``models/<model>/whatif/<name>.yaml``) or a path (see ``simstack.whatif``)."""
-    chosen = load_whatif(name, model_dir)
+    chosen = load_whatif(name, model_dir, named_only=True)  # named in a study, never a path
     return dict(chosen.parameters), dict(chosen.flags)
 
 
 def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None) -> ModelChoice:
     """Scenario, parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
-    whatif = load_whatif(sel.whatif, model_dir) if sel.whatif else None
+    whatif = load_whatif(sel.whatif, model_dir, named_only=True) if sel.whatif else None  # from a study or CSV
     return choose(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
 
 

@@ -14,12 +14,30 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 
 _PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = _PACKAGE.parent
 BUNDLED = _PACKAGE / "_bundled"
 ENV_VAR = "SIMSTACK_MODELS"
+
+
+def inside(folder: Path, name: str, where: str = "") -> Path:
+    """``folder / name`` for a file a model or study names (``schema.folder_file``), refused
+    if it leads out of the folder, through ``..`` or a link: a received model reads and
+    writes only its own folder."""
+    from simstack.schema import folder_file
+
+    try:
+        folder_file(name)
+    except ModelError as exc:
+        raise exc.at(path=where or None) from None
+    path = folder / name
+    home, target = folder.resolve(), path.resolve()
+    if target != home and home not in target.parents:
+        raise ModelError(f"file {name!r} leads out of the model folder {folder} (through a link); "
+                         "expected a file inside it", path=where or None)
+    return path
 
 
 def _in_checkout() -> bool:
@@ -47,6 +65,11 @@ def _split(value: str | Iterable[str] | None) -> list[Path]:
 def search_path(models_dir: str | Iterable[str] | None = None) -> list[Path]:
     """The folders searched for a model name, first match wins (see the module docstring)."""
     folders = [*_split(models_dir), *_split(os.environ.get(ENV_VAR))]
+    for key, value in (("models_dir", models_dir), (ENV_VAR, os.environ.get(ENV_VAR))):
+        missing = [f for f in _split(value) if not f.is_dir()]
+        if missing:  # a mistyped folder would otherwise be passed over in silence
+            raise ConfigError(f"{key}: folder {str(missing[0])!r} not found; expected folders of models "
+                              f"(separated by {os.pathsep!r})")
     if _in_checkout():
         folders.append(_CHECKOUT / "models")
     folders.append(BUNDLED / "models")

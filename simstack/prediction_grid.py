@@ -30,7 +30,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.metric_types import RunSelection, mapping, merge, parse_selection
-from simstack.schema import Field, name_ref, read_fields
+from simstack.schema import Field, at_least, boolean, folder_file, name_ref, read_fields
 from simstack.studyext import read_columns
 from simstack.units import parse_number
 
@@ -176,7 +176,7 @@ def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None)
 
 def parse_interval(raw: object, path: str) -> Interval:
     i = read_fields(raw, {"alternatives": Field(mapping), "low": Field(str, "low"), "high": Field(str, "high"),
-                          "parameter_uncertainty": Field(bool, False), "doc": Field(str, "")}, path)
+                          "parameter_uncertainty": Field(boolean, False), "doc": Field(str, "")}, path)
     alts = []
     for name, sel in i["alternatives"].items():
         where = f"{path}.alternatives.{name}"
@@ -220,12 +220,12 @@ class PredictionSpec:
 
 def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec:
     """The ``predictions`` section; every metric it names must exist."""
-    p = read_fields(raw, {"file": Field(str, "predictions.csv"), "axes": Field(mapping),
+    p = read_fields(raw, {"file": Field(folder_file, "predictions.csv"), "axes": Field(mapping),
                           "metric": Field(name_ref), "value_column": Field(str), "scale": Field(scale, 1.0),
                           "points": Field(list, None), "columns": Field(_names, None),
                           "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
-                          "runs_file": Field(str, None), "doc": Field(str, ""),
-                          "digits": Field(int, None), "value_columns": Field(lambda v: v, None)}, "predictions")
+                          "runs_file": Field(folder_file, None), "doc": Field(str, ""),
+                          "digits": Field(at_least(0), None), "value_columns": Field(lambda v: v, None)}, "predictions")
 
     def known(name: str | None, where: str) -> None:
         if name is not None and name not in metrics:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from simstack.errors import ModelError
 from simstack.rowtargets import read_rows
-from simstack.schema import Field, read_fields
+from simstack.schema import Field, folder_file, read_fields
 from simstack.study import Study
 from simstack.units import parse_number
 
@@ -40,7 +40,7 @@ class MeasuredRows:
 
 
 def read_measured_rows(raw: object, where: str = "") -> MeasuredRows:
-    values = read_fields(raw, {"rows": Field(str), "value": Field(str), "by": Field(_groups, ()),
+    values = read_fields(raw, {"rows": Field(folder_file), "value": Field(str), "by": Field(_groups, ()),
                                "tolerance": Field(parse_number, 0.15), "doc": Field(str, "")}, where)
     values.pop("doc")
     return MeasuredRows(**values)

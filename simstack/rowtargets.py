@@ -34,7 +34,8 @@ import pandas as pd
 
 from simstack.errors import ModelError
 from simstack.metrics import merge
-from simstack.schema import Field, name_ref, read_fields
+from simstack.paths import inside
+from simstack.schema import Field, folder_file, name_ref, read_fields
 from simstack.study import MetricSpec, RunSelection
 from simstack.units import parse_number
 
@@ -66,7 +67,7 @@ class Series:
 def read_row_targets(raw: object, metrics: Mapping[str, MetricSpec], axes: Mapping[str, Any],
                      where: str) -> RowTargets:
     """The ``targets: {rows: ...}`` mapping of a calibration, checked against the study."""
-    values = read_fields(raw, {"rows": Field(str), "measured": Field(str), "metric": Field(name_ref),
+    values = read_fields(raw, {"rows": Field(folder_file), "measured": Field(str), "metric": Field(name_ref),
                                "match": Field(_strings), "population": Field(str),
                                "scale": Field(parse_number, 1.0), "flags": Field(_flag_columns, {}),
                                "doc": Field(str, "")}, where)
@@ -95,7 +96,7 @@ def _flag_columns(value: object) -> dict[str, str]:
 
 def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) -> pd.DataFrame:
     """A data file of the model, every value as text, with the columns the study names."""
-    path = model_dir / name
+    path = inside(model_dir, name, where)
     try:
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:

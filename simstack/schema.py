@@ -72,6 +72,18 @@ def name_ref(value: object) -> str:
     return value
 
 
+def folder_file(value: object) -> str:
+    """A file named in a model or study file: a relative path inside the model's folder. A
+    model received from someone else must not read or write anywhere else (an absolute path,
+    ``..`` or a drive would); ``simstack.paths.inside`` also refuses a link that leads out."""
+    if not isinstance(value, str) or not value.strip():
+        raise ModelError(f"expected a file name, got {value!r}")
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "~")) or ".." in parts or ":" in parts[0]:
+        raise ModelError(f"expected a file inside the model folder (a relative path without '..'), got {value!r}")
+    return value
+
+
 def text(value: object) -> str:
     """Free text (``doc``, ``description``): a string, never a mapping or a list."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -84,6 +96,16 @@ def integer(value: object) -> int:
             or value != int(value)):
         raise ModelError(f"expected a whole number, got {value!r}")
     return int(value)
+
+
+def at_least(low: int) -> Callable[[object], int]:
+    """A whole number >= ``low`` (a seed: 0; a count of evaluations or replications: 1)."""
+    def parse(value: object) -> int:
+        number = integer(value)
+        if number < low:
+            raise ModelError(f"expected a whole number >= {low}, got {value!r}")
+        return number
+    return parse
 
 
 def boolean(value: object) -> bool:

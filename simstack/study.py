@@ -17,9 +17,10 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
+from simstack.paths import inside
 from simstack.prediction_grid import PredictionSpec, parse_predictions
 from simstack.report.section import report_field
-from simstack.schema import Field, name_ref, one_of, read_fields
+from simstack.schema import Field, at_least, folder_file, name_ref, one_of, read_fields
 from simstack.studyext import SIDES
 from simstack.units import parse_number
 
@@ -96,7 +97,7 @@ def _measured_rows(value: object) -> Any:
 
 
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
-    fields = {"baselines": Field(str, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
+    fields = {"baselines": Field(folder_file, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
               "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
               "predictions": Field(_mapping, None), "doc": Field(str, ""), "crosscheck": Field(_mapping, None),
               "report": report_field()}
@@ -132,9 +133,9 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     if top["calibration"] is not None and not surrogate:
         c = read_fields(top["calibration"], {"parameters": Field(list), "targets": Field(list),
                                              "method": Field(one_of("least_squares", "bisect"), "least_squares"),
-                                             "seed": Field(int, 1), "max_evaluations": Field(int, 60),
+                                             "seed": Field(at_least(0), 1), "max_evaluations": Field(at_least(1), 60),
                                              "uncertainty": Field(one_of("none", "profile", "bootstrap"), "none"),
-                                             "repeats": Field(str, None), "doc": Field(str, "")}, "calibration")
+                                             "repeats": Field(folder_file, None), "doc": Field(str, "")}, "calibration")
         unknown = [t for t in c["targets"] if t not in ids]
         if unknown:
             raise ModelError(f"unknown check {unknown[0]!r}; checks: {', '.join(ids)}", path="calibration.targets")
@@ -147,7 +148,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
         if isinstance(raw_pred.get("points"), str):  # a CSV file of points beside the study
             raw_pred["points"] = _points_file(model_dir, raw_pred["points"], raw_pred.get("axes"))
         predictions = replace(parse_predictions(raw_pred, metrics), measured=measured)
-    baselines = model_dir / top["baselines"] if top["baselines"] else None
+    baselines = inside(model_dir, top["baselines"], "baselines") if top["baselines"] else None
     crosscheck = None
     if top["crosscheck"] is not None:  # simstack.crosscheck
         from simstack.crosscheck import read_crosscheck

@@ -12,7 +12,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.rowtargets import RowTargets, read_row_targets
-from simstack.schema import Field, one_of, read_fields
+from simstack.schema import Field, at_least, boolean, folder_file, one_of, read_fields
 from simstack.study import CalibrationSpec, MetricSpec
 from simstack.units import parse_number
 
@@ -44,12 +44,12 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Met
         "surrogate": Field(one_of("mva")), "parameters": Field(_parameter_names, ("free",)),
         "targets": Field(lambda v: v), "residual": Field(one_of("log", "relative"), "log"),
         "loss": Field(one_of("linear", "soft_l1", "huber", "cauchy"), "soft_l1"),
-        "f_scale": Field(parse_number, 0.1), "confirm": Field(bool, True), "seed": Field(int, 1),
+        "f_scale": Field(parse_number, 0.1), "confirm": Field(boolean, True), "seed": Field(at_least(0), 1),
         "corrections": Field(_rounds, 0), "check_weight": Field(_weight, 0.0),
-        "max_evaluations": Field(int, 200), "tolerance": Field(parse_number, 1e-8),
+        "max_evaluations": Field(at_least(1), 200), "tolerance": Field(parse_number, 1e-8),
         "jacobian": Field(one_of("differences", "broyden"), "differences"),
         "summary_by": Field(_columns, ()),
-        "write_rows": Field(str, None), "leave_out": Field(lambda v: v, None), "doc": Field(str, "")}, where)
+        "write_rows": Field(folder_file, None), "leave_out": Field(lambda v: v, None), "doc": Field(str, "")}, where)
     if not isinstance(c["targets"], Mapping):
         raise ModelError("surrogate: mva fits CSV rows: expected targets: {rows: FILE.csv, measured: ..., "
                          "metric: ..., match: [...], population: ...}", path=f"{where}.targets")

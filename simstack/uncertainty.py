@@ -33,6 +33,7 @@ import numpy as np
 
 from simstack.baselines import file_hash, read_baselines, row_value
 from simstack.errors import ModelError
+from simstack.paths import inside
 from simstack.study import CheckSpec
 from simstack.studyext import within
 
@@ -133,10 +134,10 @@ def read_repeats(model_dir: Path, name: str | None, targets: Sequence[str],
         raise ModelError("uncertainty: bootstrap resamples measured repeats: name them in calibration.repeats "
                          "(a CSV beside the model: check, value[, unit], several rows per target)",
                          file=where, path="calibration.uncertainty")
-    if "/" in name or "\\" in name or name.startswith("."):
-        raise ModelError(f"expected the name of a file beside the model (no directories), got {name!r}",
-                         file=where, path="calibration.repeats")
-    path = model_dir / name
+    try:
+        path = inside(model_dir, name, "calibration.repeats")
+    except ModelError as exc:
+        raise exc.at(file=where) from None
     table = read_baselines(path)
     for column in ("check", "value"):
         if column not in table.columns:

@@ -10,6 +10,7 @@ means a what-if of the chosen model; a path to a ``.yaml`` file is read as it is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from simstack.paths import model_dir_of
 from simstack.schema import Field, name_ref, read_fields, suggest, text
 
 FOLDER = "whatif"
+NAMED = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,15 @@ def available(model_dir: Path) -> list[str]:
     return sorted(p.stem for p in (model_dir / FOLDER).glob("*.yaml"))
 
 
-def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Iterable[str] | None = None) -> Path:
-    """The file of ``ref``: a ``.yaml`` path, ``<model>/<name>``, or ``<name>`` of ``model``."""
+def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Iterable[str] | None = None,
+                named_only: bool = False) -> Path:
+    """The file of ``ref``: a ``.yaml`` path, ``<model>/<name>``, or ``<name>`` of ``model``.
+    ``named_only``: a reference written in a study or a measurements file, which someone else
+    may have written: only ``<name>`` or ``<model>/<name>`` (a model on the search path), never
+    a path, so that it cannot make simstack read a file elsewhere."""
     ref = str(ref)
+    if named_only and not NAMED.fullmatch(ref):
+        raise ModelError(f"expected a what-if name or <model>/<name> (letters, digits, '_', '-', '.'), got {ref!r}")
     if ref.endswith((".yaml", ".yml")):
         if not Path(ref).is_file():
             raise ModelError(f"what-if file {ref!r} not found")
@@ -74,8 +82,8 @@ def read_whatif(path: Path) -> WhatIf:
 
 
 def load_whatif(ref: str, model: str | Path | None = None,
-                models_dir: str | Iterable[str] | None = None) -> WhatIf:
-    return read_whatif(find_whatif(ref, model, models_dir))
+                models_dir: str | Iterable[str] | None = None, named_only: bool = False) -> WhatIf:
+    return read_whatif(find_whatif(ref, model, models_dir, named_only))
 
 
 def _mapping(value: object) -> dict[str, Any]:

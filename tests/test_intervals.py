@@ -285,7 +285,8 @@ def test_the_bootstrap_resamples_the_measured_repeats(lin: Path) -> None:
      r"checks.yaml: calibration.uncertainty: uncertainty: bootstrap resamples measured repeats: name them in "
      r"calibration.repeats \(a CSV beside the model: check, value\[, unit\], several rows per target\)"),
     ("uncertainty: bootstrap\n  repeats: ../repeats.csv", None,
-     r"calibration.repeats: expected the name of a file beside the model \(no directories\), got '../repeats.csv'"),
+     r"checks.yaml: calibration.repeats: expected a file inside the model folder \(a relative path without "
+     r"'\.\.'\), got '\.\./repeats.csv'"),
     ("uncertainty: bootstrap\n  repeats: repeats.csv", "check,value\nlat_three,1\nlat_three,2\n",
      r"repeats.csv: check 'lat_three' is not a calibration target; targets: lat_one, lat_two"),
     ("uncertainty: bootstrap\n  repeats: repeats.csv", "check,value\nlat_one,1.9\n",

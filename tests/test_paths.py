@@ -20,6 +20,8 @@ def _model(folder: Path, name: str) -> Path:
 
 def test_the_search_path_puts_the_users_folders_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for folder in (a, b, c):
+        folder.mkdir()
     monkeypatch.setenv(paths.ENV_VAR, os.pathsep.join([str(b), str(c)]))
     found = paths.search_path(str(a))
     assert found[:3] == [a, b, c]

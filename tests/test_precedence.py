@@ -50,9 +50,10 @@ def test_a_studys_defaults_win_over_the_models_settings_and_a_run_over_both(tmp_
 
 
 def test_a_selection_chooses_through_the_same_order(tmp_path: Path) -> None:
-    whatif = tmp_path / "w.yaml"
-    whatif.write_text("parameters: {service: 0.3, rate: 0.4/s}\nscenario: busy\n")
-    sel = RunSelection(whatif=str(whatif), parameters={"rate": "0.6/s"})
+    (tmp_path / "model.yaml").write_text("name: m\n")  # the folder of a model, with its what-ifs
+    (tmp_path / "whatif").mkdir()
+    (tmp_path / "whatif" / "w.yaml").write_text("parameters: {service: 0.3, rate: 0.4/s}\nscenario: busy\n")
+    sel = RunSelection(whatif="w", parameters={"rate": "0.6/s"})
     choice = chosen(sel, {"service": 0.45, "queue": 3}, tmp_path)
     assert choice.parameters == {"service": 0.3, "rate": "0.6/s", "queue": 3}
     assert choice.scenario == "busy"

@@ -218,7 +218,8 @@ def test_a_curve_shows_its_measured_points_and_a_capacity_its_criterion(model_di
     ({"type": "metric", "metrics": ["trim_mean"], "axis": {"parameter": "consoles", "values": 4}},
      "report.figures[0].axis.values: expected a non-empty list of values, got 4"),
     ({"type": "predictions", "value": "v", "x": "c", "file": "../../etc/passwd"},
-     "report.figures[0].file: file '../../etc/passwd' must be inside the model folder"),
+     "report.figures[0].file: expected a file inside the model folder (a relative path without '..'), "
+     "got '../../etc/passwd'"),
     ({"type": "whatifs", "metric": "trim_meen", "runs": ["settings_cache"]},
      "report.figures[0].metric: unknown metric 'trim_meen'; metrics: trim_mean,"),
     ({"type": "stages", "request": "trim", "steps": ["compute setings"]},

@@ -177,3 +177,70 @@ def test_a_run_stores_no_environment_value(tmp_path: Path, secret: str) -> None:
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def _with_data_file(tmp_path: Path, file: str) -> Path:
+    """A copy of the pipeline model whose formatting CPU is drawn from ``file``."""
+    path = _model_copy(tmp_path) / "model.yaml"
+    path.write_text(path.read_text().replace("{cpu: 500us, name: format}", f'{{cpu: "empirical({file}, x)", '
+                                                                           'name: format}', 1))
+    return path
+
+
+@pytest.mark.parametrize("form", ["absolute", "dotdot", "link"])
+def test_a_model_reads_data_only_from_its_own_folder(tmp_path: Path, secret: str, form: str) -> None:
+    """A data file named by a received model (an empirical or indexed distribution) must be
+    inside the model's folder: not /proc/self/environ (the environment, with the secret),
+    not ../, not a link in the folder that leads out."""
+    outside = tmp_path / "elsewhere.csv"
+    outside.write_text(f"x\n{secret}\n")
+    name = {"absolute": "/proc/self/environ", "dotdot": "../elsewhere.csv", "link": "data/link.csv"}[form]
+    path = _with_data_file(tmp_path, name)
+    if form == "link":
+        (path.parent / "data").mkdir()
+        (path.parent / "data" / "link.csv").symlink_to(outside)
+    done = _simstack(f"model={path}", "sim.horizon=20", f"hydra.run.dir={tmp_path / 'out'}",
+                     cwd=tmp_path, secret=secret)
+    message = "leads out of the model folder" if form == "link" else "expected a file inside the model folder"
+    _assert_refused(done, tmp_path / "out", secret, message=message)
+    assert "model.yaml: requests." in done.stderr  # the file and the key
+
+
+def test_a_data_file_inside_the_model_folder_is_read(tmp_path: Path, secret: str) -> None:
+    """The same distribution from a file in the model's own data folder runs."""
+    path = _with_data_file(tmp_path, "data/format.csv")
+    (path.parent / "data").mkdir()
+    (path.parent / "data" / "format.csv").write_text("x\n400us\n600us\n")
+    done = _simstack(f"model={path}", "sim.horizon=20", f"hydra.run.dir={tmp_path / 'out'}",
+                     cwd=tmp_path, secret=secret)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("line", "key"), [
+    ("baselines: ../../../etc/passwd", "baselines"),
+    ("baselines: /etc/passwd", "baselines"),
+    ("predictions: {file: ../../stolen.csv, metric: m, axes: {a: {x: {}}}}", "predictions.file"),
+])
+def test_a_study_names_files_only_inside_its_folder(tmp_path: Path, secret: str, line: str, key: str) -> None:
+    """What a study reads (baselines) or writes (predictions) stays in the model folder."""
+    model = _model_copy(tmp_path)
+    (model / "checks.yaml").write_text(f"{line}\nmetrics:\n  m: {{type: latency, request: trim}}\nchecks: []\n")
+    done = _simstack("check", f"model={model / 'model.yaml'}", f"hydra.run.dir={tmp_path / 'out'}",
+                     cwd=tmp_path, secret=secret)
+    _assert_refused(done, tmp_path, secret, message="expected a file inside the model folder")
+    assert f"checks.yaml: {key}" in done.stderr
+
+
+def test_a_measurement_csv_cannot_name_a_whatif_file(tmp_path: Path, secret: str) -> None:
+    """The what-if column of a received CSV names a what-if of the model, never a file: a
+    path to some YAML file elsewhere is refused before it is read."""
+    model = _model_copy(tmp_path)
+    (model / "checks.yaml").write_text("metrics:\n  trim: {type: latency, request: trim}\nchecks: []\n")
+    private = tmp_path / "private.yaml"
+    private.write_text(f"password: {secret}\n")
+    csv = tmp_path / "measured.csv"
+    csv.write_text(f"scenario,whatif,request,step,seconds\n,{private},trim,,0.01\n,{private},trim,,0.02\n")
+    done = _simstack("check", f"model={model / 'model.yaml'}", f"measured={csv}",
+                     f"hydra.run.dir={tmp_path / 'out'}", cwd=tmp_path, secret=secret)
+    _assert_refused(done, tmp_path / "out", secret, message="expected a what-if name or <model>/<name>")
+    assert "password" not in done.stderr

@@ -23,6 +23,7 @@ from simstack.baselines import read_baselines, row_value, select_row
 from simstack.errors import DataError, ModelError
 from simstack.metric_types import CapacityMetric
 from simstack.metrics import Evaluator, merge
+from simstack.paths import inside
 from simstack.plaindata import check_csv_text
 from simstack.report.section import mapping
 from simstack.results import t_interval
@@ -126,9 +127,7 @@ class Context:
 
     def table(self, name: str, where: str) -> pd.DataFrame:
         """A CSV of the model folder (predictions, data files), refused if it leaves the folder."""
-        path = (self.model_dir / name).resolve()
-        if self.model_dir.resolve() not in path.parents:
-            raise ModelError(f"file {name!r} must be inside the model folder", path=where)
+        path = inside(self.model_dir, name, where)
         if not path.is_file():
             raise DataError(f"{self.study.path}: {where}: file {name!r} not found in {self.model_dir}")
         check_csv_text(path.read_text(encoding="utf-8"), str(path))
