@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -35,6 +33,7 @@ import numpy as np
 from scipy import optimize
 from tqdm import tqdm
 
+from simstack.atomic import replacing
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study
 from simstack.console import number
@@ -46,19 +45,7 @@ from simstack.paths import model_dir_of
 from simstack.prediction_grid import Alternative
 from simstack.study import CheckSpec, Study, load_study
 from simstack.uncertainty import budget, read_repeats, uncertainty
-from simstack.units import parse_bandwidth, parse_rate, parse_size, parse_time
-
-
-def quantity(value: object) -> float:
-    """A parameter value or bound in base units, whatever its unit family."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    for parse in (parse_time, parse_size, parse_rate, parse_bandwidth):
-        try:
-            return parse(value)
-        except ModelError:
-            continue
-    raise ModelError(f"expected a number or a quantity with a unit, got {value!r}")
+from simstack.units import quantity
 
 
 class Fit:
@@ -159,6 +146,11 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     table_path = study.baselines
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
+    zero = [name for name, value in measured.items() if value == 0]
+    if zero:
+        raise ModelError(f"calibration target {zero[0]!r}: its measured value is 0, so its relative error is "
+                         f"undefined; expected a non-zero measurement ({table_path.name})",
+                         file=str(study.path), path="calibration.targets")
     repeats: dict[str, np.ndarray] = {}
     repeats_file: dict[str, Any] = {}
     if cal.uncertainty == "bootstrap":  # read before any simulation: a bad file fails at once
@@ -303,13 +295,8 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
 
 def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
     """Written whole or not at all: a temporary file beside the target, then renamed."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write_yaml(Path(tmp), doc)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with replacing(path) as tmp:
+        write_yaml(tmp, doc)
 
 
 def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,

@@ -81,17 +81,23 @@ def read_measured(path: Path) -> pd.DataFrame:
         check_csv_text(path.read_text(encoding="utf-8"), str(path))
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
-                        keep_default_na=False)
+    try:
+        table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
+                            keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path}: not a readable CSV ({str(exc).strip()}); expected columns: "
+                        f"{', '.join(MEASURED_COLUMNS)}") from None
     missing = [c for c in MEASURED_COLUMNS if c not in table.columns]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected columns: "
                         f"{', '.join(MEASURED_COLUMNS)}")
+    if table.empty:
+        raise DataError(f"{path}: no measurements (only a header); expected one row per timing")
     seconds = pd.to_numeric(table["seconds"], errors="coerce")
     bad = table.index[seconds.isna() | (seconds < 0)]
     if len(bad):
         line = int(bad[0]) + 2
-        raise DataError(f"{path} line {line}: seconds must be a number >= 0, got {table.loc[bad[0], 'seconds']!r}")
+        raise DataError(f"{path} line {line}: seconds must be a number >= 0, got {str(table.loc[bad[0], 'seconds'])!r}")
     table["seconds"] = seconds
     return table
 

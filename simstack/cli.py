@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -25,10 +26,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from simstack import precedence
 from simstack.errors import ConfigError, SimstackError
-from simstack.loader import load_model, read_yaml, resolve_model_path
+from simstack.loader import read_yaml, resolve_model_path
 from simstack.overrides import check_overrides
 from simstack.paths import config_dir
-from simstack.precedence import calibrated_parameters, choose
+from simstack.precedence import calibrated_parameters, choose, load_chosen
 from simstack.simulate import RunResult, simulate
 from simstack.sweep import gather_main, sweep_job
 from simstack.whatif import WhatIf, load_whatif
@@ -50,6 +51,15 @@ def plain(node: Any, where: str) -> Any:
     return value
 
 
+def switch(value: object, key: str, default: bool) -> bool:
+    """An on/off setting: true or false (null: ``default``), never a word taken as true."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
     """The plain keyword arguments of ``simulate`` from a composed config; a setting left
     null falls back to the model file's own ``settings`` (e.g. its natural horizon)."""
@@ -57,7 +67,8 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
     assert isinstance(sim, dict)
     return {
         **precedence.run_settings(model_settings, sim),
-        "record_steps": bool(sim.get("record_steps", False)), "progress": bool(sim.get("progress", False)),
+        "record_steps": switch(sim.get("record_steps"), "sim.record_steps", False),
+        "progress": switch(sim.get("progress"), "sim.progress", False),
         "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
     }
 
@@ -123,10 +134,10 @@ def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]
     models_dir = plain(cfg.get("models_dir"), "models_dir")
     model_file = resolve_model_path(str(plain(cfg.model, "model")), models_dir)
     whatif = chosen_whatif(cfg, model_file)
-    choice = choose(calibrated_parameters(model_file.parent), whatif, scenario=plain(cfg.scenario, "scenario"),
-                    parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
-    return spec, model_file, whatif, choice.scenario
+    scenario = plain(cfg.scenario, "scenario")
+    spec = load_chosen(model_file, calibrated_parameters(model_file.parent), whatif, scenario=scenario,
+                       parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
+    return spec, model_file, whatif, scenario or (whatif.scenario if whatif else None)
 
 
 def print_blocked(result: RunResult, shown: int = 5) -> None:
@@ -147,6 +158,7 @@ def _run(cfg: DictConfig) -> None:
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
+    tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
     result = simulate(spec, **kwargs)
     print_summary(result)
     settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
@@ -155,7 +167,7 @@ def _run(cfg: DictConfig) -> None:
                 "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
                 "sim": kwargs, "output": plain(cfg.output, "output")}
     out_dir = Path(HydraConfig.get().runtime.output_dir)
-    write_run(result, settings, out_dir, bool(cfg.output.tables))
+    write_run(result, settings, out_dir, tables)
     print(f"outputs written to {out_dir}")
 
 
@@ -214,7 +226,7 @@ def _study(cfg: DictConfig) -> tuple[str, Any]:
 
 def _progress(cfg: DictConfig) -> bool:
     """A study task's progress bars (shown unless ``sim.progress=false``)."""
-    return bool(cfg.sim.get("progress", True))
+    return switch(cfg.sim.get("progress"), "sim.progress", True)
 
 
 def _jobs(cfg: DictConfig) -> int | None:
@@ -233,7 +245,27 @@ def _jobs(cfg: DictConfig) -> int | None:
 
 def _fail(exc: SimstackError) -> None:
     print(f"simstack: error: {exc}", file=sys.stderr)
+    _drop_empty_run_dir()
     sys.exit(2)
+
+
+def _drop_empty_run_dir() -> None:
+    """A refused single run leaves no folder behind: Hydra makes ``outputs/DATE/TIME`` (its
+    config copy and an empty log) before the task reads its settings. Removed only when it
+    holds nothing else; a sweep's job folders keep their ``status.json``."""
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.RUN:
+        return
+    out = Path(HydraConfig.get().runtime.output_dir)
+    log = out / "cli.log"
+    if not out.is_dir() or {p.name for p in out.iterdir()} - {".hydra", "cli.log"} or (
+            log.is_file() and log.stat().st_size):
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    for parent in (out.parent, out.parent.parent):  # DATE, then outputs, when nothing else is there
+        if parent.is_dir() and not any(parent.iterdir()) and parent != Path.cwd():
+            parent.rmdir()
 
 
 def jobs_option(args: list[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from simstack.errors import ModelError
-from simstack.schema import Field, name_ref, one_of, read_fields
+from simstack.schema import Field, at_least, boolean, name_ref, one_of, read_fields
 from simstack.units import SIZE_UNITS, parse_number
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
@@ -134,7 +134,7 @@ class RunMetric(Metric):
     unit: str = "B"  # memory_peak: bytes are divided by this size unit (GB: gigabytes)
     keys: ClassVar[dict[str, Field]] = {
         "request": Field(name_ref, None), "step": Field(str, None), "stat": Field(one_of(*STATS), "mean"),
-        "resource": Field(name_ref, None), "lineage": Field(bool, False), "group": Field(one_of("item"), None),
+        "resource": Field(name_ref, None), "lineage": Field(boolean, False), "group": Field(one_of("item"), None),
         "unit": Field(one_of(*SIZE_UNITS), "B")}
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
@@ -222,8 +222,8 @@ class CapacityMetric(Metric):
         own = {k: v for k, v in raw.items() if k not in SELECTION_KEYS and k != "type"}
         values = read_fields(own, {
             "doc": Field(str, ""), "conditions": Field(_conditions, None), "of": Field(names, None),
-            "below": Field(numbers, None), "parameter": Field(name_ref), "low": Field(int, 1),
-            "high": Field(int, 1024), "start": Field(int, None), "screen": Field(mapping, None)}, path)
+            "below": Field(numbers, None), "parameter": Field(name_ref), "low": Field(at_least(1), 1),
+            "high": Field(at_least(1), 1024), "start": Field(at_least(1), None), "screen": Field(mapping, None)}, path)
         of, below, conditions = values.pop("of"), values.pop("below"), values.pop("conditions")
         if (of is None) != (below is None):
             raise ModelError("capacity: of and below go together (or use conditions: {metric: bound})", path=path)

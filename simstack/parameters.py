@@ -20,6 +20,7 @@ from simstack.errors import ModelError
 from simstack.schema import Field, read_fields, suggest, text
 from simstack.spec import Parameter
 from simstack.stepparse import _located
+from simstack.units import quantity
 
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -103,6 +104,8 @@ def _bounds(raw: object) -> tuple[Any, Any]:
     for bound in raw:
         if isinstance(bound, bool) or not isinstance(bound, str | int | float):
             raise ModelError(f"expected [low, high] with numbers or quantities such as [1ms, 20ms], got {raw!r}")
+    if not quantity(raw[0]) < quantity(raw[1]):
+        raise ModelError(f"expected [low, high] with low below high (the range a calibration searches), got {raw!r}")
     return raw[0], raw[1]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.safeyaml import read_yaml
+from simstack.spec import ModelSpec
 from simstack.units import parse_time
 from simstack.whatif import WhatIf
 
@@ -41,6 +42,33 @@ def choose(base: Mapping[str, Any], whatif: WhatIf | None = None, *, scenario: s
     params = {**base, **(whatif.parameters if whatif else {}), **(parameters or {})}
     chosen_flags = {**(whatif.flags if whatif else {}), **(flags or {})}
     return ModelChoice(scenario or (whatif.scenario if whatif else None), params, chosen_flags)
+
+
+def load_chosen(model_file: Path, calibrated: Mapping[str, Any], whatif: WhatIf | None, *,
+                scenario: str | None = None, parameters: Mapping[str, Any] | None = None,
+                flags: Mapping[str, bool] | None = None) -> ModelSpec:
+    """The model with its layers applied (``choose``). When that fails, the layers are tried
+    one at a time so that the error names the file it comes from (``calibrated.yaml``, the
+    what-if) instead of the model file that merely received the value."""
+    from simstack.loader import load_model
+
+    choice = choose(calibrated, whatif, scenario=scenario, parameters=parameters, flags=flags)
+    try:
+        return load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
+    except ModelError as exc:
+        layers: list[tuple[Path | None, ModelChoice]] = [(None, choose({}))]  # the model file itself
+        if calibrated:
+            layers.append((model_file.parent / "calibrated.yaml", choose(calibrated)))
+        if whatif is not None:
+            layers.append((whatif.file, choose(calibrated, whatif)))
+        for source, partial in layers:
+            try:
+                load_model(model_file, scenario=partial.scenario, parameters=partial.parameters, flags=partial.flags)
+            except ModelError as inner:
+                if source is None:
+                    raise exc from None
+                raise ModelError(inner.reason, file=str(source), path=inner.path) from None
+        raise exc from None
 
 
 def calibrated_parameters(model_dir: Path) -> dict[str, Any]:

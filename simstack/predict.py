@@ -14,8 +14,6 @@ printed and recorded in the provenance.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from simstack.acceptance import RULE, describe, fitted, judge, verdicts
+from simstack.atomic import replacing
 from simstack.errors import ConfigError, ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import CapacityMetric, RunSelection, merge
@@ -153,13 +152,8 @@ def prediction_path(study: Study) -> Path:
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:
     """Written whole or not at all: a temporary file beside the target, then renamed."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:

@@ -177,7 +177,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
                              alternative: Any = None) -> dict[str, Any]:
     """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator.
     ``alternative`` (``simstack.prediction_grid.Alternative``) goes on top of every series."""
-    from simstack.calibrate import quantity
+    from simstack.units import quantity
 
     assert cal.rows is not None and study.predictions is not None
     model_file = study.path.parent / "model.yaml"

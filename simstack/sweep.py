@@ -132,7 +132,8 @@ def _job_order(name: str) -> tuple[bool, int, str]:
 
 
 def _job_dirs(sweep_dir: Path) -> dict[str, Path]:
-    return {p.name: p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()}
+    """The numbered job folders (Hydra's ``hydra.sweep.subdir``, ``${hydra.job.num}``)."""
+    return {p.name: p for p in sweep_dir.iterdir() if p.name.isdigit() and p.is_dir() and (p / ".hydra").is_dir()}
 
 
 def _split(override: str) -> tuple[str, str, str]:

@@ -138,3 +138,15 @@ def non_negative(value: float, raw: object) -> float:
     if not value >= 0:
         raise ModelError(f"must be >= 0, got {raw!r}")
     return value
+
+
+def quantity(value: object) -> float:
+    """A parameter value or bound in base units, whatever its unit family."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    for parse in (parse_time, parse_size, parse_rate, parse_bandwidth):
+        try:
+            return parse(value)
+        except ModelError:
+            continue
+    raise ModelError(f"expected a number or a quantity with a unit, got {value!r}")

@@ -17,7 +17,8 @@ from typing import Any
 import plotly.graph_objects as go
 from tqdm import tqdm
 
-from simstack.errors import ModelError, SimstackError
+from simstack.atomic import write_text_atomic
+from simstack.errors import ConfigError, ModelError, SimstackError
 from simstack.loader import read_yaml
 from simstack.paths import model_dir_of
 from simstack.report.context import Context
@@ -92,9 +93,12 @@ def build_report(model_dir: Path, progress: bool = False) -> tuple[str, dict[str
 def run_report(model: str, *, models_dir: str | Iterable[str] | None = None, out: str | Path | None = None) -> None:
     """CLI task ``report``: build, then write ``out`` (default ``reports/<model>.html``)."""
     model_dir = model_dir_of(model, models_dir)
-    text, cost = build_report(model_dir, progress=True)
     out = Path(out or Path("reports") / f"{model_dir.name}.html")
+    if out.is_dir():  # said before the runs, not after them
+        raise ConfigError(f"out={str(out)!r} is a directory; expected the path of the page to write, e.g. "
+                          f"{str(out / (model_dir.name + '.html'))!r}")
+    text, cost = build_report(model_dir, progress=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text_atomic(out, text)
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
     print(out)
