@@ -145,7 +145,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         raise ModelError("calibration needs a baselines file", file=str(study.path))
     table_path = study.baselines
     table = read_baselines(table_path)
-    measured = {c.id: row_value(select_row(table, c.baseline, c.id), c.id) for c in targets}  # type: ignore[arg-type]
+    measured = {c.id: row_value(select_row(table, c.baseline, f"{study.path}: check {c.id}"),  # type: ignore[arg-type]
+                                f"{study.path}: check {c.id} ({table_path.name})") for c in targets}
     zero = [name for name, value in measured.items() if value == 0]
     if zero:
         raise ModelError(f"calibration target {zero[0]!r}: its measured value is 0, so its relative error is "

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from simstack.baselines import read_baselines, row_value, select_row
 from simstack.console import format_table, number, with_units
-from simstack.errors import DataError, SimstackError
+from simstack.errors import DataError, ModelError, SimstackError
 from simstack.metrics import Evaluator
 from simstack.paths import known_models, model_dir_of
 from simstack.plaindata import check_csv_text
@@ -51,7 +51,10 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     table = read_baselines(study.baselines) if study.baselines else None
     rows = []
     for check in _bar(study.checks, progress, "check"):
-        predicted = ev.value(check.metric)
+        try:
+            predicted = ev.value(check.metric)
+        except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
+            raise (exc if exc.file else exc.at(file=str(study.path), path=f"metrics.{check.metric}")) from None
         if check.baseline is not None:
             if table is None:
                 raise DataError(f"{study.path}: check {check.id!r} names a baseline row but the study has no "

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.safeyaml import read_yaml
 from simstack.spec import ModelSpec
 from simstack.units import parse_time
@@ -93,9 +93,17 @@ def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
     horizon = merged.get("horizon")
     warmup = merged.get("warmup", 0)
     return {"seed": merged.get("seed", 1), "replications": merged.get("replications", 1),
-            "horizon": None if horizon is None else parse_time(horizon),
-            "warmup": warmup if warmup == "mser5" else parse_time(warmup),
+            "horizon": None if horizon is None else _setting_time(horizon, "sim.horizon"),
+            "warmup": warmup if warmup == "mser5" else _setting_time(warmup, "sim.warmup", "or 'mser5'"),
             **({"trace": merged["trace"]} if "trace" in merged else {})}
+
+
+def _setting_time(value: object, key: str, other: str = "") -> float:
+    """A run setting in seconds, or an error naming the setting (and what else it may be)."""
+    try:
+        return parse_time(value)
+    except ModelError as exc:
+        raise ConfigError(f"{key}: {exc}" + (f" ({other})" if other else "")) from None
 
 
 __all__ = ["ModelChoice", "calibrated_parameters", "choose", "run_settings"]

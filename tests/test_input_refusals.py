@@ -132,3 +132,29 @@ def test_an_error_names_the_file_the_bad_value_comes_from(tmp_path: Path) -> Non
         load_chosen(model / "model.yaml", {"service": "abc"}, None)
     with pytest.raises(ModelError, match=r"model\.yaml: parameters \(override\): unknown parameter 'nope'"):
         load_chosen(model / "model.yaml", {"service": 1.0}, None, parameters={"nope": 1})
+
+
+def test_a_metric_error_names_the_study_and_metric(study_dir: Path) -> None:
+    from simstack.check import check_study
+
+    checks = study_dir / "checks.yaml"
+    checks.write_text(checks.read_text().replace("parameters: {rate: 0.25/s}}", "whatif: nope}"))
+    with pytest.raises(ModelError, match=r"checks\.yaml: metrics\.sojourn_light: unknown what-if 'nope'"):
+        check_study(load_study(study_dir))
+
+
+def test_a_bad_baseline_value_names_the_check_and_file(study_dir: Path) -> None:
+    rows = study_dir / "baselines.csv"
+    rows.write_text(rows.read_text().replace("mean sojourn,2.0,", "mean sojourn,abc,"))
+    with pytest.raises(DataError, match=r"checks\.yaml: check sojourn \(baselines\.csv\): baseline value 'abc'"):
+        calibrate(load_study(study_dir), progress=False)
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("sim.horizon=nan", "sim.horizon: expected a time such as"),
+    ("sim.warmup=mser", "sim.warmup: expected a time such as '5us', '2ms', '1.5s' or '20min', got 'mser' "
+                        "(or 'mser5')"),
+])
+def test_a_bad_run_time_names_its_setting(tmp_path: Path, setting: str, message: str) -> None:
+    done = _simstack("model=pipeline", setting, cwd=tmp_path)
+    assert done.returncode == 2 and f"simstack: error: {message}" in done.stderr, done.stderr
