@@ -95,3 +95,13 @@ def test_an_error_in_a_worker_is_the_same_clear_error(tmp_path: Path) -> None:
     checks.write_text(checks.read_text().replace("quantity: mean sojourn", "quantity: no such row"))
     with pytest.raises(SimstackError, match=r"mm1_broken.*checks.yaml: check sojourn"):
         list(_side_by_side(["mm1_study", "mm1_broken"], str(tmp_path), 2))
+
+
+def test_within_an_interval_allows_only_for_rounding() -> None:
+    """A deterministic run's interval has no width: a closed form equal to it up to the last
+    digits is within it; one differing by a part in a million is not."""
+    from simstack.crosscheck import _within
+
+    assert _within(14561.8 * (1 + 8.5e-14), 14561.8, 14561.8)
+    assert not _within(14561.8 * (1 + 1e-6), 14561.8, 14561.8)
+    assert _within(2.0, 1.0, 3.0) and not _within(3.1, 1.0, 3.0)
