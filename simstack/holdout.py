@@ -200,7 +200,7 @@ def _held_out_rows(study: Study, table: pd.DataFrame, measured: np.ndarray, seri
             if simulate:
                 jobs.append((len(records) - 1, merge(s.selection, RunSelection(
                     parameters={targets.population: int(n)}, settings=dict(lo.settings)))))
-    for k, selection in tqdm(jobs, desc=f"simulating {lo.column} = {value}", disable=not progress):
+    for k, selection in tqdm(jobs, desc=f"simulating {lo.column} = {value}", disable=None if progress else True):
         records[k]["simulated"] = round(ev.value(targets.metric, selection) * targets.scale, 1)
     out = pd.DataFrame.from_records(records)
     out.insert(0, "left_out", value)

@@ -43,12 +43,13 @@ def evaluate_points(study: Study, points: Sequence[Mapping[str, str]], jobs: int
     if jobs <= 1 or len(points) < 2:
         ev = Evaluator(study)
         return [point_value(study, ev, p) for p in bar(points, desc=f"predicting {study.model}",
-                                                          disable=not progress)]
+                                                          disable=None if progress else True)]
     chunks = max(1, min(len(points), jobs * 8))
     order = [list(range(len(points)))[k::chunks] for k in range(chunks)]
     out = [0.0] * len(points)
     with ProcessPoolExecutor(max_workers=jobs) as pool, \
-            bar(total=len(points), desc=f"predicting {study.model} ({jobs} jobs)", disable=not progress) as shown:
+            bar(total=len(points), desc=f"predicting {study.model} ({jobs} jobs)",
+                disable=None if progress else True) as shown:
         futures = {pool.submit(_worker, str(study.path.parent), [dict(points[i]) for i in idx]): idx
                    for idx in order if idx}
         for future in as_completed(futures):

@@ -124,7 +124,7 @@ def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
     previous: int | None = None
     answers: dict[int, int] = {}
     done: dict[str, Outcome] = {}
-    bar = tqdm(tasks, desc=f"predicting {study.model}", unit="run", disable=not progress)
+    bar = tqdm(tasks, desc=f"predicting {study.model}", unit="run", disable=None if progress else True)
     for task in bar:
         fit = json.dumps(sorted(task.reading.parameters.items()), default=str)
         if fit not in evaluators:
@@ -147,7 +147,7 @@ def run_in_parallel(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
     done: dict[str, Outcome] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool, \
             tqdm(total=len(tasks), desc=f"predicting {study.model} ({jobs} jobs)", unit="run",
-                 disable=not progress) as bar:
+                 disable=None if progress else True) as bar:
         futures = {pool.submit(_elsewhere, study, task, task.start): task for task in order}
         for future in as_completed(futures):
             task = futures[future]
