@@ -23,6 +23,7 @@ import pandas as pd
 
 from simstack.acceptance import RULE, describe, fitted, judge, verdicts
 from simstack.atomic import replacing
+from simstack.console import format_table
 from simstack.errors import ConfigError, ModelError
 from simstack.loader import read_yaml
 from simstack.metric_types import CapacityMetric, RunSelection, merge
@@ -200,10 +201,10 @@ def run_predict(model: str, *, models_dir: str | Iterable[str] | None = None, jo
     runs: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where) if where else None, progress=progress,
                     jobs=jobs, runs=runs, extra=overrides)
-    print(table.to_string(index=False))
+    print(format_table(table))
     if where:
         if runs:
-            print(pd.DataFrame(runs).to_string(index=False))
+            print(format_table(pd.DataFrame(runs)))
         print("(a selection: the committed predictions are left as they are)")
         return
     path = prediction_path(study)
