@@ -222,6 +222,8 @@ def test_a_curve_shows_its_measured_points_and_a_capacity_its_criterion(model_di
      "got '../../etc/passwd'"),
     ({"type": "whatifs", "metric": "trim_meen", "runs": ["settings_cache"]},
      "report.figures[0].metric: unknown metric 'trim_meen'; metrics: trim_mean,"),
+    ({"type": "utilisation", "runs": {"as is": {}}, "kinds": ["cpu", "thread"]},
+     "report.figures[0].kinds: no resource of kind 'thread'; kinds: cpu, threads,"),
     ({"type": "stages", "request": "trim", "steps": ["compute setings"]},
      "report.figures[0].steps: no recorded step named 'compute setings' in request 'trim'; steps:"),
 ])

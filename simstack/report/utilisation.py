@@ -37,10 +37,11 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                                  path=f"{fig_spec.path}.resources")
             chosen = res[res["resource"].isin(o["resources"])]
         if o["kinds"]:
+            absent = [k for k in o["kinds"] if k not in set(res["kind"])]
+            if absent:  # a misspelt kind would otherwise drop its resources from the figure in silence
+                raise ModelError(f"no resource of kind {absent[0]!r}; kinds: {', '.join(res['kind'].unique())}",
+                                 path=f"{fig_spec.path}.kinds")
             chosen = chosen[chosen["kind"].isin(o["kinds"])]
-            if chosen.empty:
-                raise ModelError(f"no resource of kind {', '.join(o['kinds'])}; kinds: "
-                                 f"{', '.join(res['kind'].unique())}", path=f"{fig_spec.path}.kinds")
         for (resource, kind), group in chosen.groupby(["resource", "kind"], sort=False):
             mean, low, high = with_ci(group["utilisation"].to_numpy())
             rows.append({"run": label, "resource": resource, "kind": kind, "utilisation": mean,
