@@ -33,7 +33,6 @@ import numpy as np
 from scipy import optimize
 from tqdm import tqdm
 
-from simstack.atomic import replacing
 from simstack.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.check import check_study
 from simstack.console import number
@@ -294,12 +293,6 @@ def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
     return low if abs(r_low) <= abs(r_high) else high
 
 
-def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
-    """Written whole or not at all: a temporary file beside the target, then renamed."""
-    with replacing(path) as tmp:
-        write_yaml(tmp, doc)
-
-
 def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,
                     holdout: str | None = None, progress: bool = True, jobs: int = 1) -> None:
     """CLI task ``calibrate``: fit the model's free parameters into ``calibrated.yaml``, or
@@ -325,7 +318,7 @@ def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alter
                     jobs: int = 1) -> None:
     started = time.perf_counter()
     result = calibrate(study, progress=progress, alternative=alternative, jobs=jobs)
-    write_atomic(path, result)
+    write_yaml(path, result)
     runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
     under = "" if alternative is None else f" under alternative {alternative.name}"
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")

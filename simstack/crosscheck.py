@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.analysis.confidence import student_t_ci
+from simstack.atomic import replacing
 from simstack.errors import ModelError
 from simstack.metrics import Evaluator, calibrated_parameters, merge
 from simstack.rowtargets import Series, point_selection, read_rows
@@ -192,7 +193,8 @@ def run_crosscheck(model: str, *, models_dir: str | Iterable[str] | None = None,
     table = crosscheck(study, spec, progress=progress)
     if spec.write:
         path = study.path.parent / spec.write
-        table.to_csv(path, index=False)
+        with replacing(path) as tmp:
+            table.to_csv(tmp, index=False)
         print(f"wrote {path}")
     with pd.option_context("display.width", 200, "display.precision", 4):
         print(summary(table).to_string(index=False))

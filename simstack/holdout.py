@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from simstack.atomic import replacing
 from simstack.errors import ModelError
 from simstack.loader import build_spec, read_yaml
 from simstack.metrics import Evaluator, merge, write_yaml
@@ -231,9 +232,8 @@ def error_table(rows: pd.DataFrame, column: str, by: tuple[str, ...], value: str
 
 
 def _write(rows: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    rows.to_csv(tmp, index=False)
-    tmp.replace(path)
+    with replacing(path) as tmp:
+        rows.to_csv(tmp, index=False)
 
 
 def run_leave_out(study: Study, which: str, progress: bool = True) -> None:

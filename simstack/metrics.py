@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from simstack.atomic import write_text_atomic
 from simstack.capacity import CapacityResult, find_capacity, last_ok
 from simstack.errors import ModelError
 from simstack.loader import load_model
@@ -222,4 +223,5 @@ def _stat(values: np.ndarray, stat: str) -> float:
 
 
 def write_yaml(path: Path, doc: Mapping[str, Any]) -> None:
-    path.write_text(yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False))
+    """A result file (``calibrated.yaml``, hold-out fits), written whole or not at all."""
+    write_text_atomic(path, yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False))

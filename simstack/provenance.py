@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from simstack.atomic import write_text_atomic
 from simstack.loader import read_yaml
 from simstack.study import Study
 
@@ -99,5 +100,5 @@ def meta_path(csv_path: Path) -> Path:
 
 def write_meta(csv_path: Path, meta: Mapping[str, Any]) -> Path:
     path = meta_path(csv_path)
-    path.write_text(json.dumps(dict(meta), indent=2) + "\n")
+    write_text_atomic(path, json.dumps(dict(meta), indent=2) + "\n")
     return path

@@ -32,6 +32,7 @@ from scipy import optimize
 
 from simstack.analysis.network import HoldNode, Network, Visit, build_network
 from simstack.analysis.solver import solve
+from simstack.atomic import replacing
 from simstack.baselines import file_hash
 from simstack.errors import ModelError
 from simstack.loader import build_spec, read_yaml
@@ -323,9 +324,8 @@ def _summary(table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray, by: tu
 
 def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray) -> None:
     out = table.assign(surrogate=np.round(pred, 1), rel_error=np.round(pred / measured - 1, 5))
-    tmp = path.with_suffix(".tmp")
-    out.to_csv(tmp, index=False)
-    tmp.replace(path)
+    with replacing(path) as tmp:
+        out.to_csv(tmp, index=False)
 
 
 def _confirmation(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> pd.DataFrame:

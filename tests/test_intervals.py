@@ -164,14 +164,14 @@ def test_an_alternative_that_sets_a_fitted_parameter_is_refused(lin: Path) -> No
 
 def _fit_all(lin: Path) -> dict[str, dict]:
     """calibrated.yaml and every alternative's file, as `simstack calibrate` writes them."""
-    from simstack.calibrate import write_atomic
+    from simstack.metrics import write_yaml
 
     study = load_study(lin)
     fits = {"main": calibrate(study, progress=False)}
-    write_atomic(lin / "calibrated.yaml", fits["main"])
+    write_yaml(lin / "calibrated.yaml", fits["main"])
     for alt in chosen_alternatives(study, "all"):
         fits[alt.name] = calibrate(study, progress=False, alternative=alt)
-        write_atomic(lin / str(alt.calibrated), fits[alt.name])
+        write_yaml(lin / str(alt.calibrated), fits[alt.name])
     return fits
 
 
