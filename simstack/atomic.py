@@ -2,10 +2,10 @@
 
 Every result file a command writes into a model's folder (``calibrated.yaml``,
 ``predictions.csv`` and its ``_meta.json``, a surrogate's rows, hold-out and cross-check
-tables) and a report page is written to a temporary file beside it and renamed over it only once complete, so an interrupted or
-failed command never leaves half a file. The new file gets the permissions the old one had,
-or those a plain ``open`` would give (``0666`` less the umask): a model folder shared by a
-team stays readable to it.
+tables) and a report page is written to a temporary file beside it and renamed over it only
+once complete, so an interrupted or failed command never leaves half a file. The new file
+gets the permissions the old one had, or those a plain ``open`` would give (``0666`` less the
+umask): a model folder shared by a team stays readable to it.
 """
 
 from __future__ import annotations

@@ -263,9 +263,10 @@ def _drop_empty_run_dir() -> None:
             log.is_file() and log.stat().st_size):
         return
     shutil.rmtree(out, ignore_errors=True)
-    for parent in (out.parent, out.parent.parent):  # DATE, then outputs, when nothing else is there
-        if parent.is_dir() and not any(parent.iterdir()) and parent != Path.cwd():
-            parent.rmdir()
+    if out.resolve().parent.parent == (Path.cwd() / "outputs").resolve():  # the default outputs/DATE/TIME
+        for parent in (out.parent, out.parent.parent):  # DATE, then outputs, when nothing else is there
+            if parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
 
 
 def jobs_option(args: list[str]) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from simstack.errors import ConfigError, ModelError
+from simstack.schema import folder_file
 
 _PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = _PACKAGE.parent
@@ -26,8 +27,6 @@ def inside(folder: Path, name: str, where: str = "") -> Path:
     """``folder / name`` for a file a model or study names (``schema.folder_file``), refused
     if it leads out of the folder, through ``..`` or a link: a received model reads and
     writes only its own folder."""
-    from simstack.schema import folder_file
-
     try:
         folder_file(name)
     except ModelError as exc:

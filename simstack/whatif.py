@@ -47,7 +47,7 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
     may have written: only ``<name>`` or ``<model>/<name>`` (a model on the search path), never
     a path, so that it cannot make simstack read a file elsewhere."""
     ref = str(ref)
-    if named_only and not NAMED.fullmatch(ref):
+    if named_only and (not NAMED.fullmatch(ref) or ref.endswith((".yaml", ".yml"))):
         raise ModelError(f"expected a what-if name or <model>/<name> (letters, digits, '_', '-', '.'), got {ref!r}")
     if ref.endswith((".yaml", ".yml")):
         if not Path(ref).is_file():

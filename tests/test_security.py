@@ -231,15 +231,17 @@ def test_a_study_names_files_only_inside_its_folder(tmp_path: Path, secret: str,
     assert f"checks.yaml: {key}" in done.stderr
 
 
-def test_a_measurement_csv_cannot_name_a_whatif_file(tmp_path: Path, secret: str) -> None:
+@pytest.mark.parametrize("form", ["absolute", "relative"])
+def test_a_measurement_csv_cannot_name_a_whatif_file(tmp_path: Path, secret: str, form: str) -> None:
     """The what-if column of a received CSV names a what-if of the model, never a file: a
-    path to some YAML file elsewhere is refused before it is read."""
+    path to some YAML file elsewhere (or in the working directory) is refused before it is read."""
     model = _model_copy(tmp_path)
     (model / "checks.yaml").write_text("metrics:\n  trim: {type: latency, request: trim}\nchecks: []\n")
     private = tmp_path / "private.yaml"
     private.write_text(f"password: {secret}\n")
+    named = private if form == "absolute" else private.name  # the command runs in tmp_path
     csv = tmp_path / "measured.csv"
-    csv.write_text(f"scenario,whatif,request,step,seconds\n,{private},trim,,0.01\n,{private},trim,,0.02\n")
+    csv.write_text(f"scenario,whatif,request,step,seconds\n,{named},trim,,0.01\n,{named},trim,,0.02\n")
     done = _simstack("check", f"model={model / 'model.yaml'}", f"measured={csv}",
                      f"hydra.run.dir={tmp_path / 'out'}", cwd=tmp_path, secret=secret)
     _assert_refused(done, tmp_path / "out", secret, message="expected a what-if name or <model>/<name>")
