@@ -19,6 +19,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.loader import read_yaml
+from simstack.paths import inside
 from simstack.prediction_grid import Alternative
 from simstack.study import Study
 from simstack.studyext import within
@@ -83,11 +84,14 @@ def fitted(study: Study, alternative: Alternative) -> Mapping[str, Any] | None:
     without a ``parameters`` mapping is refused."""
     if alternative.calibrated is None:
         return None
-    path = study.path.parent / alternative.calibrated
+    key = f"predictions.interval.alternatives.{alternative.name}.calibrated"
+    try:
+        path = inside(study.path.parent, alternative.calibrated, key)  # not through a link out of the folder
+    except ModelError as exc:
+        raise exc.at(file=str(study.path)) from None
     if not path.is_file():
         raise ModelError(f"alternative {alternative.name!r}: no file {alternative.calibrated!r} beside the model",
-                         file=str(study.path),
-                         path=f"predictions.interval.alternatives.{alternative.name}.calibrated")
+                         file=str(study.path), path=key)
     doc = read_yaml(path) or {}
     if not isinstance(doc, Mapping) or not isinstance(doc.get("parameters"), Mapping):
         raise ModelError("expected a 'parameters' mapping", file=str(path))

@@ -37,8 +37,8 @@ __all__ = ["Evaluator", "calibrated_parameters", "chosen", "failure_by_item", "l
 
 
 def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags of a what-if: ``<model>/<name>``, a name of the model in
-    ``model_dir`` (``models/<model>/whatif/<name>.yaml``) or a path (see ``simstack.whatif``)."""
+    """Parameters and flags of a what-if named in a study: ``<model>/<name>`` or a name of the
+    model in ``model_dir`` (``models/<model>/whatif/<name>.yaml``), never a path."""
     chosen = load_whatif(name, model_dir, named_only=True)  # named in a study, never a path
     return dict(chosen.parameters), dict(chosen.flags)
 

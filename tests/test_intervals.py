@@ -405,3 +405,18 @@ def test_an_exact_residual_on_a_zero_tolerance_is_within_and_not_the_worst(lin: 
     ok, worst = worst_residual(load_study(lin), [{"check": "lat_one", "rel_error": 1e-9},
                                                  {"check": "lat_two", "rel_error": 0.05}])
     assert not ok and worst is not None and worst["check"] == "lat_one"
+
+
+def test_an_alternative_fit_is_not_read_through_a_link_out_of_the_folder(lin: Path, tmp_path: Path) -> None:
+    """A received model folder whose ``calibrated_slow.yaml`` is a link to a file elsewhere:
+    refused with the key, before the file is read."""
+    from simstack.acceptance import fitted
+
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_text("parameters: {b: 1.0}\n")
+    (lin / "calibrated_slow.yaml").symlink_to(elsewhere)
+    study = load_study(lin)
+    slow = chosen_alternatives(study, "slow")[0]
+    with pytest.raises(ModelError, match=r"checks\.yaml: predictions\.interval\.alternatives\.slow\.calibrated: "
+                                         r"file 'calibrated_slow\.yaml' leads out of the model folder"):
+        fitted(study, slow)
