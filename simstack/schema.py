@@ -112,3 +112,19 @@ def boolean(value: object) -> bool:
     if not isinstance(value, bool):
         raise ModelError(f"expected true or false, got {value!r}")
     return value
+
+
+def mapping(value: object) -> dict[str, Any]:
+    """A mapping whose keys are names (YAML reads ``yes:`` as true and ``~:`` as null: refused)."""
+    if not isinstance(value, Mapping):
+        raise ModelError(f"expected a mapping, got {value!r}")
+    odd = [k for k in value if not isinstance(k, str)]
+    if odd:
+        raise ModelError(f"expected names as keys, got {odd[0]!r} (quote it: '{odd[0]}')")
+    return dict(value)
+
+
+def names(value: object) -> tuple[str, ...]:
+    """A name or a list of names."""
+    items = value if isinstance(value, list) else [value]
+    return tuple(name_ref(v) for v in items)
