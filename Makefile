@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
-# changes (a stale build is never run anyway: simstack/hotpath.py passes it over).
+# changes (a stale build is never run anyway: simstack/resources/hotpath.py passes it over).
 $(STAMP): pyproject.toml hatch_build.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -27,13 +27,9 @@ $(HOTPATH): $(STAMP) $(HOT)
 run: $(HOTPATH)
 	$(BIN)/simstack
 
-# The tests that exercise the compiled modules, run a second time on the other build.
-BOTH_BUILDS := tests/test_fingerprints.py tests/test_engine_semantics.py tests/test_theory.py \
-	tests/test_invariants.py tests/test_lock_utilisation.py tests/test_waitline.py tests/test_kind_bind.py \
-	tests/test_replica_compile.py tests/test_replicas.py tests/test_record_modes.py tests/test_workloads.py \
-	tests/test_vocabulary_branching.py tests/test_vocabulary_sync.py tests/test_hotpath.py \
-	tests/test_fileserver.py tests/test_distribution.py tests/test_lifecycle.py tests/test_memory.py \
-	tests/test_evaluator_cache.py tests/test_priority_accounting.py
+# The tests that exercise the compiled modules (the engine, its primitives and kinds, the
+# theory they are held to), run a second time on the other build.
+BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables
 
 test: $(HOTPATH)
 	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip

@@ -6,7 +6,7 @@ subclass adds only what a source install needs: with no C compiler (or
 ``SIMSTACK_HOTPATH=pure``), or when mypyc fails, the install goes on in pure Python with a
 one-line notice instead of failing. Either way it writes ``simstack/_hotpath_build.json``,
 the build's record: the SHA-256 of each compiled module's source, or why there is none.
-``simstack.hotpath`` reads it at import and passes over a compiled build whose sources have
+``simstack.resources.hotpath`` reads it at import and passes over a compiled build whose sources have
 changed since, so an edited module never runs its old compiled code.
 """
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from simstack_runs import _mm4, _tandem
 
 from simstack import load_model, simulate
-from simstack.loader import build_spec
+from simstack.load.loader import build_spec
 
 
 def main(argv: list[str]) -> None:

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from simstack import simulate
-from simstack.loader import build_spec
+from simstack.load.loader import build_spec
 
 INIT = [{"cpu": "240s", "name": "initialise"}, {"alloc": "1.3GB"}]
 

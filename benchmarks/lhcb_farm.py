@@ -27,8 +27,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from simstack import simulate
-from simstack.loader import MODELS_DIR, load_model
-from simstack.metrics import calibrated_parameters
+from simstack.load.loader import MODELS_DIR, load_model
+from simstack.studies.metrics import calibrated_parameters
 
 FLAGS = ("local_cache", "fork", "checkpoint", "distribution")
 SHORT = {"local_cache": "cache"}

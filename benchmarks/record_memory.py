@@ -15,7 +15,7 @@ from typing import Any
 from simstack_runs import _mm4, _tandem
 
 import simstack
-from simstack.loader import build_spec
+from simstack.load.loader import build_spec
 
 
 def peak(doc: dict[str, Any], **kwargs: Any) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ import numpy as np
 from peers import LAM_MM4, LAM_TANDEM, MU_MM4, MU_TANDEM, SERVERS_MM4
 
 import simstack
-from simstack.loader import build_spec
+from simstack.load.loader import build_spec
 
 
 def _run(doc: dict[str, Any], seed: int, record_steps: bool) -> tuple[float, np.ndarray]:

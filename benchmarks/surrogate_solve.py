@@ -17,12 +17,12 @@ import argparse
 import time
 from typing import Any
 
-from simstack.calibrate import quantity
-from simstack.loader import build_spec, read_yaml
-from simstack.paths import model_dir_of
-from simstack.rowtargets import target_series
-from simstack.study import load_study
-from simstack.surrogate import MvaCurves
+from simstack.io.paths import model_dir_of
+from simstack.load.loader import build_spec, read_yaml
+from simstack.studies.fit.calibrate import quantity
+from simstack.studies.fit.surrogate import MvaCurves
+from simstack.studies.rowtargets import target_series
+from simstack.studies.schema.study import load_study
 
 SERIES = ("c5n.2xlarge | C++ | c5n.2xlarge | C++ | attribute_read | False",
           "c5n.2xlarge | Java | c5n.2xlarge | Java | attribute_read | False",

@@ -6,11 +6,13 @@ breakdowns and resource utilisation.
 """
 
 # First: it decides, before any hot-path module is imported, whether a compiled build may load.
-from simstack import hotpath  # noqa: F401
+from simstack.resources import hotpath  # noqa: F401
+
+# isort: split
+from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ConfigError, DataError, ModelError, SimstackError
-from simstack.graph import build_graph
-from simstack.loader import load_model
-from simstack.simulate import RunResult, simulate
+from simstack.load.graph import build_graph
+from simstack.load.loader import load_model
 
 __all__ = ["ConfigError", "DataError", "ModelError", "RunResult", "SimstackError", "build_graph",
            "load_model", "simulate"]

@@ -74,7 +74,7 @@ class RayLauncher(Launcher):
 def _result(ray: Any, ref: Any, overrides: list[str], job_dir: Path) -> JobReturn:
     """The job's result, its small files written back; a job whose Ray task died (a lost
     node, a crashed worker) is recorded as failed, as the job itself records its errors."""
-    from simstack.sweep import write_status  # here: Hydra imports every plugin at start-up, keep that light
+    from simstack.cli.sweep import write_status  # here: Hydra imports every plugin at start-up, keep that light
 
     try:
         ret, files = ray.get(ref)

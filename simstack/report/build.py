@@ -17,15 +17,15 @@ from typing import Any
 import plotly.graph_objects as go
 from tqdm import tqdm
 
-from simstack.atomic import write_text_atomic
 from simstack.errors import ConfigError, ModelError, SimstackError
-from simstack.loader import read_yaml
-from simstack.paths import model_dir_of
+from simstack.io.atomic import write_text_atomic
+from simstack.io.paths import model_dir_of
+from simstack.load.loader import read_yaml
 from simstack.report.context import Context
 from simstack.report.figures import BUILDERS
 from simstack.report.page import Part, heading, page
 from simstack.report.section import FigureSpec, ReportSpec, parse_report
-from simstack.study import Study, load_study
+from simstack.studies.schema.study import Study, load_study
 
 
 def load_report(model_dir: Path) -> tuple[Study, ReportSpec]:

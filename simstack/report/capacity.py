@@ -18,14 +18,14 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from simstack.errors import ModelError
-from simstack.metrics import merge
+from simstack.lang.schema import Field, boolean, integer, name_ref, text
 from simstack.report.common import colour
 from simstack.report.context import Context, selection
 from simstack.report.page import Part, Table
 from simstack.report.predictions import filtered
 from simstack.report.section import FigureSpec, mapping
-from simstack.schema import Field, boolean, integer, name_ref, text
-from simstack.study import RunSelection
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import RunSelection
 
 
 def series(raw: object) -> dict[str, tuple[RunSelection, dict[str, Any] | None]]:

@@ -19,17 +19,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simstack.baselines import read_baselines, row_value, select_row
+from simstack.engine.simulate import RunResult
 from simstack.errors import DataError, ModelError
-from simstack.metric_types import CapacityMetric
-from simstack.metrics import Evaluator, merge
-from simstack.paths import inside
-from simstack.plaindata import check_csv_text
+from simstack.io.paths import inside
+from simstack.io.plaindata import check_csv_text
+from simstack.lang.schema import Field, read_fields
 from simstack.report.section import mapping
-from simstack.results import t_interval
-from simstack.schema import Field, read_fields
-from simstack.simulate import RunResult
-from simstack.study import RunSelection, Study
+from simstack.studies.baselines import read_baselines, row_value, select_row
+from simstack.studies.metrics import Evaluator, merge
+from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.study import RunSelection, Study
+from simstack.tables.results import t_interval
 
 SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
 

@@ -16,7 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.metrics import merge
+from simstack.lang.schema import Field, name_ref, read_fields, text
+from simstack.lang.units import parse_number
 from simstack.report.common import (
     AXIS_FIELDS,
     MEASURED_MARKER,
@@ -31,9 +32,8 @@ from simstack.report.context import Context, names, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.report.whatifs import reason
-from simstack.schema import Field, name_ref, read_fields, text
-from simstack.study import RunSelection
-from simstack.units import parse_number
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import RunSelection
 
 
 def axis(raw: object) -> tuple[str, dict[str, RunSelection]]:

@@ -10,10 +10,10 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, integer, name_ref, text
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, integer, name_ref, text
 
 FIELDS = {"file": Field(text), "column": Field(name_ref), "unit": Field(text, ""), "bins": Field(integer, 24)}
 

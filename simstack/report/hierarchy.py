@@ -2,7 +2,7 @@
 coloured by the runs whose trims recalculate it.
 
 In an LSA-style settings system an operator trims one parameter and every parameter
-derived from it is recalculated (``simstack.components.settings``). Which part of the
+derived from it is recalculated (``simstack.kinds.hierarchy``). Which part of the
 hierarchy a trim touches is what makes Scenario 1.1 (one kicker setting) cheap and 1.3 (the
 target energy: the whole context) expensive, whatever the thread count: this figure shows
 it. Levels run top (the root) to bottom (hardware settings); a node's colour says which of
@@ -21,16 +21,16 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.components.settings import affected, changed_parameter, hierarchy_graph
 from simstack.errors import ModelError
-from simstack.graph import walk
+from simstack.kinds.hierarchy import affected, changed_parameter, hierarchy_graph
+from simstack.lang.schema import Field, name_ref
+from simstack.lang.spec import Call, ModelSpec
+from simstack.load.graph import walk
 from simstack.report.common import colour
 from simstack.report.context import Context, selection, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.report.topology import spec_of
-from simstack.schema import Field, name_ref
-from simstack.spec import Call, ModelSpec
 
 FIELDS = {"component": Field(name_ref, None), "run": Field(selection, None), "runs": Field(selections, {})}
 UNTOUCHED = "#d9d9d9"

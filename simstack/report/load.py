@@ -2,7 +2,7 @@
 callers waiting for one, as means over intervals of ``every``, one line per configuration
 (an NFS server through a start-up storm, and how each what-if relieves it).
 
-The runs record the named resource's load (the ``trace`` run setting, ``simstack.loadtrace``:
+The runs record the named resource's load (the ``trace`` run setting, ``simstack.engine.loadtrace``:
 exact means over each interval from the resource's own time-weighted accounting). With
 several replications a point is the mean over them. Intervals after the last one with any
 load in any configuration are left out (a start-up is minutes of a run of hours); the table
@@ -20,14 +20,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ConfigError, ModelError
-from simstack.metrics import merge
+from simstack.lang.schema import Field, boolean, name_ref, one_of
+from simstack.lang.units import TIME_UNITS, parse_time
 from simstack.report.common import colour, style_axes
 from simstack.report.context import Context, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, boolean, name_ref, one_of
-from simstack.study import RunSelection
-from simstack.units import TIME_UNITS, parse_time
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import RunSelection
 
 MEASURES = {"busy": "busy servers", "queue": "waiting callers", "utilisation": "utilisation"}
 DASH = {"busy": "solid", "queue": "dot", "utilisation": "dash"}

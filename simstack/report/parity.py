@@ -10,12 +10,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, name_ref, text
+from simstack.lang.units import parse_number
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.predictions import filtered, keys_of, measured_file
 from simstack.report.section import FigureSpec, mapping
-from simstack.schema import Field, name_ref, text
-from simstack.units import parse_number
 
 FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
           "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),

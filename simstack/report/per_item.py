@@ -5,7 +5,7 @@ A capacity says how many PVs a design carries; it does not say which ones go fir
 SLAC's BSA the PVs of a pulse are queued in index order, so the last ones miss the next
 fiducial first, and the failure share per PV shows it as a rising edge. The top panel is
 the failure fraction of ``request`` per item, one line per run (``lineage``: a request
-also fails when work it sent failed, as in ``simstack.metrics.failure_by_item``); the
+also fails when work it sent failed, as in ``simstack.studies.metrics.failure_by_item``); the
 bottom panel holds latency box plots of the successful requests (or of one ``step``'s span
 in them), one box per run, or per item and run with ``boxes: item``. A box spans the
 quartiles with the median as its line and the mean dashed; the whiskers end at the 1st and
@@ -21,17 +21,17 @@ import numpy as np
 import pandas as pd
 from plotly.subplots import make_subplots
 
+from simstack.engine.simulate import RunResult
 from simstack.errors import ModelError
-from simstack.metrics import failure_by_item
+from simstack.lang.schema import Field, boolean, name_ref, one_of, text
+from simstack.lang.units import parse_number
 from simstack.report.common import colour, value_title
 from simstack.report.context import Context, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.report.stages import spans
-from simstack.schema import Field, boolean, name_ref, one_of, text
-from simstack.simulate import RunResult
-from simstack.study import RunSelection
-from simstack.units import parse_number
+from simstack.studies.metrics import failure_by_item
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
           "step": Field(text, None), "lineage": Field(boolean, True), "boxes": Field(one_of("run", "item"), "run"),

@@ -21,6 +21,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, name_ref, read_fields, text
+from simstack.lang.units import parse_number
 from simstack.report.common import (
     AXIS_FIELDS,
     colour,
@@ -33,8 +35,6 @@ from simstack.report.common import (
 from simstack.report.context import Context, names
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec, mapping
-from simstack.schema import Field, name_ref, read_fields, text
-from simstack.units import parse_number
 
 INTERVAL = ("low", "high")
 

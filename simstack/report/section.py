@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.schema import Field, read_fields, suggest, text
+from simstack.lang.schema import Field, read_fields, suggest, text
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.metrics import merge
+from simstack.lang.schema import Field, boolean, one_of, text
+from simstack.lang.units import parse_number
 from simstack.report.common import (
     MEASURED_MARKER,
     colour,
@@ -35,9 +36,8 @@ from simstack.report.curve import axis
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
 from simstack.report.whatifs import _relative, reason
-from simstack.schema import Field, boolean, one_of, text
-from simstack.study import RunSelection
-from simstack.units import parse_number
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"metrics": Field(names), "axis": Field(axis), "relative_to": Field(text),
           "series": Field(selections, {"": RunSelection()}), "measure": Field(one_of("time", "rate"), "time"),

@@ -17,12 +17,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, name_ref, one_of
 from simstack.report.common import colour
 from simstack.report.context import Context, names, selections, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, name_ref, one_of
-from simstack.study import RunSelection
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
           "steps": Field(names, None), "unit": Field(one_of("ms", "s", "us"), "ms"),

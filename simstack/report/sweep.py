@@ -16,10 +16,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from simstack.cli.sweep import override_columns, varying_overrides
 from simstack.errors import SimstackError
+from simstack.lang.units import parse_time
 from simstack.report.page import Part, Table, heading, page
-from simstack.sweep import override_columns, varying_overrides
-from simstack.units import parse_time
 
 SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
 PER_ROW = 3

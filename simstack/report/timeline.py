@@ -17,13 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, boolean, name_ref, one_of
+from simstack.lang.units import TIME_UNITS
 from simstack.report.common import colour, style_axes
 from simstack.report.context import Context, selections
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, boolean, name_ref, one_of
-from simstack.study import RunSelection
-from simstack.units import TIME_UNITS
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
           "time_unit": Field(one_of("us", "ms", "s", "min", "h"), "s"),

@@ -1,4 +1,4 @@
-"""The topology drawn from the model's graph (``simstack.graph``): workloads drive request
+"""The topology drawn from the model's graph (``simstack.load.graph``): workloads drive request
 classes, which call, hold or send to components and other requests; components run on hosts.
 
 Columns left to right: workloads, request classes, components, hosts. Edges are coloured by
@@ -13,15 +13,15 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.graph import validated_graph
-from simstack.loader import load_model
-from simstack.metrics import chosen
+from simstack.lang.schema import Field
+from simstack.lang.spec import ModelSpec
+from simstack.load.graph import validated_graph
+from simstack.load.loader import load_model
 from simstack.report.context import Context, selection
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field
-from simstack.spec import ModelSpec
-from simstack.study import RunSelection
+from simstack.studies.metrics import chosen
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"run": Field(selection, None)}
 COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}

@@ -13,12 +13,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
+from simstack.lang.schema import Field, boolean
 from simstack.report.common import colour, error_bars
 from simstack.report.context import Context, names, selections, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, boolean
-from simstack.study import RunSelection
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"runs": Field(selections, {"model": RunSelection()}), "resources": Field(names, None),
           "kinds": Field(names, None), "stacked": Field(boolean, False)}

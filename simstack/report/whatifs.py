@@ -17,13 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.metrics import merge
+from simstack.lang.schema import Field, name_ref, text
 from simstack.report.common import AXIS_FIELDS, MEASURED_MARKER, colour, error_bars, measured_list, value_title
 from simstack.report.context import Context, selections, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.schema import Field, name_ref, text
-from simstack.study import RunSelection
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import RunSelection
 
 FIELDS = {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(selections, {"": RunSelection()}),
           "relative_to": Field(text, None), "measured": Field(measured_list, []), **AXIS_FIELDS}

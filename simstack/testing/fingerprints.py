@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from simstack import load_model, simulate
-from simstack.simulate import RunResult
+from simstack.engine.simulate import RunResult
 
 FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "fingerprints.json"  # in a checkout
 

@@ -1,0 +1,1 @@
+"""The ``simstack`` command: the only printer and the only importer of Hydra."""

@@ -1,0 +1,130 @@
+"""Command-line overrides checked before Hydra sees them, so mistakes speak simstack.
+
+Hydra refuses a misspelt key with "Key 'x' is not in struct", an unknown group option
+with a list of search paths, and exits 1 with a traceback hint. This module reads the
+same overrides with Hydra's own parser, compares them with the composed default config
+and raises a ``ConfigError`` that says which key, what is known and how to add a new key;
+the CLI prints it as ``simstack: error: ...`` and exits 2, like every other user error.
+Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are left to Hydra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.utils import get_args_parser  # Hydra's own argv parser, so options split the same way
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, OverrideType
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+
+from simstack.errors import ConfigError
+from simstack.lang.schema import suggest
+
+_ABSENT = object()
+
+
+def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str]]:
+    """Raise ``ConfigError`` for the first override Hydra would refuse (or read as an
+    interpolation); do nothing for command lines Hydra must interpret itself. Returns the
+    values each of ``model``, ``whatif`` and ``models_dir`` will take (all of a sweep's),
+    so the caller can read those files before Hydra creates any directory."""
+    args, unknown = get_args_parser().parse_known_args(list(argv))
+    if unknown or args.help or args.hydra_help or args.shell_completion or args.config_name or args.config_path \
+            or args.config_dir or args.experimental_rerun:
+        return {}
+    parser = OverridesParser.create()
+    parsed: list[Override] = []
+    for text in args.overrides:
+        try:
+            parsed.extend(parser.parse_overrides([text]))
+        except HydraException as exc:
+            detail = str(exc).strip().splitlines()[0]
+            raise ConfigError(f"cannot read the override {text!r} ({detail}); write key=value, +key=value to add "
+                              "a key, or key=a,b,c with -m for a sweep") from None
+    ours = [o for o in parsed if not _is_hydra(o)]
+    hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
+    base, options = _compose(config_dir, hydra_groups)
+    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
+    for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
+        if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
+            _check_option(override, options[override.key_or_group])
+    chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
+    for override in ours:
+        _check_one(override, base, groups)
+        if override.key_or_group in chosen and override.type != OverrideType.DEL:
+            chosen[override.key_or_group] = [v for v in _values(override) if v not in ("null", "")]
+    return chosen
+
+
+def _is_hydra(override: Override) -> bool:
+    key = override.key_or_group
+    return key == "hydra" or key.startswith(("hydra.", "hydra/")) or (override.package or "").startswith("hydra")
+
+
+def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig, dict[str, list[str]]]:
+    """The default config, and the options of each named Hydra group (``hydra/launcher``)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        options = {group: loader.get_group_options(group) for group in hydra_groups}
+        return compose(config_name="config"), {g: o for g, o in options.items() if o}
+
+
+def _check_option(override: Override, options: list[str]) -> None:
+    key, line = override.key_or_group, override.input_line or ""
+    for value in _values(override):
+        if value not in options:
+            raise ConfigError(f"unknown {key} option {value!r}{suggest(value, options)} in {line!r}; "
+                              f"{key} options: {', '.join(options)}")
+
+
+def _values(override: Override) -> list[str]:
+    if override.is_sweep_override():
+        return [str(v) for v in override.sweep_string_iterator()]
+    return [str(override.get_value_element_as_str())]
+
+
+def _check_one(override: Override, base: DictConfig, groups: dict[str, list[str]]) -> None:
+    key, line = override.key_or_group, override.input_line or ""
+    if "${" in line:
+        raise ConfigError(f"{key}: interpolation '${{...}}' is not allowed in simstack settings (got {line!r}); "
+                          "write the value itself")
+    if key in groups and override.type in (OverrideType.CHANGE, OverrideType.ADD):
+        _check_option(override, groups[key])
+        return
+    current = OmegaConf.select(base, key, default=_ABSENT)
+    if override.type == OverrideType.ADD and current is not _ABSENT:
+        raise ConfigError(f"{key} is already a setting; write {line.lstrip('+')} without the '+'")
+    if override.type in (OverrideType.CHANGE, OverrideType.DEL) and current is _ABSENT:
+        parent = key.rpartition(".")[0]
+        holder = OmegaConf.select(base, parent, default=_ABSENT) if parent else base
+        if isinstance(holder, DictConfig):
+            known = [str(k) for k in holder.keys()]
+            where = f"{parent} has" if parent else "known settings are"
+            listed = ", ".join(known) if parent else ", ".join(_leaves(base))
+            hint = f"; to add a new key, write +{line}" if override.type == OverrideType.CHANGE else ""
+            close = suggest(key, [f"{parent}.{k}" if parent else k for k in known])
+            raise ConfigError(f"unknown setting {key!r}{close}; {where}: {listed or '(none)'}{hint}")
+        raise ConfigError(f"unknown setting {key!r}: {parent!r} is not a group of settings; known settings: "
+                          f"{', '.join(_leaves(base))}")
+
+
+def _leaves(cfg: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the settings, e.g. ``model``, ``sim.seed``, ``parameters`` (empty ones too)."""
+    out: list[str] = []
+    for name in cfg.keys():
+        value = cfg[name]
+        dotted = f"{prefix}{name}"
+        if isinstance(value, DictConfig) and len(value):
+            out.extend(_leaves(value, f"{dotted}."))
+        else:
+            out.append(dotted)
+    return out
+
+
+__all__ = ["check_overrides"]

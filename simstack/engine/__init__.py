@@ -1,0 +1,1 @@
+"""One run: a validated model bound to SimPy, request classes compiled into runners, ``simulate``."""

@@ -1,0 +1,324 @@
+"""One replication: a validated model bound to a ``simpy.Environment``.
+
+``Replication`` builds every component's runtime, gives each random stream its own
+generator, and compiles request classes, once per (CPU, priority) scope and call site,
+into the runners of ``simstack.engine.runners``. Flags were resolved when the model was loaded,
+so nothing compiled here tests a condition that cannot change during a run. Workloads
+(``simstack.kinds.workloads``) then start requests through ``Replication.start``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import simpy
+
+from simstack.engine import lifecycle
+from simstack.engine.callsites import shared_classes, site_of
+from simstack.engine.control import compile_flow, unrollable
+from simstack.engine.runners import (
+    ByItemRunner,
+    CallRunner,
+    CpuRunner,
+    DeadlineRunner,
+    DelayRunner,
+    FusedCpuRunner,
+    HoldRunner,
+    K,
+    ParallelRunner,
+    PlainCallRunner,
+    QueueRunner,
+    Scope,
+    SeqRunner,
+    SpanRunner,
+    SpawnRunner,
+    SubRequestRunner,
+)
+from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
+from simstack.kinds import lookup
+from simstack.kinds.base import BindContext, BuildContext, Ctx
+from simstack.kinds.threads import thread_scope
+from simstack.lang.distributions import Const, Distribution, Indexed
+from simstack.lang.spec import (
+    Acquire,
+    Call,
+    Choose,
+    Cpu,
+    Delay,
+    Fork,
+    Hold,
+    ModelSpec,
+    Parallel,
+    Release,
+    Repeat,
+    Reply,
+    Send,
+    Sequence,
+    Step,
+)
+from simstack.load import replicas
+from simstack.resources.disciplines import make_cpu
+from simstack.tables.records import Recorder
+from simstack.tables.streamstats import SummaryRecorder
+
+BLOCK = 256
+
+
+class Request:
+    """One request: what its record needs. Its top-level steps run in a ``Ctx(request, item)``;
+    a request does not refer to itself, so it is freed by reference counting the moment
+    nothing needs it any more, never left to the cyclic garbage collector."""
+
+    __slots__ = ("id", "cls", "workload", "parent", "start", "warmup", "failed", "reason", "item", "r",
+                 "on_end")
+
+    def __init__(self, rid: int, cls: str, workload: str, parent: int, start: float, warmup: bool,
+                 item: int, r: Replication | None = None, on_end: K | None = None):
+        self.r = r
+        self.on_end = on_end
+        self.id = rid
+        self.cls = cls
+        self.workload = workload
+        self.parent = parent
+        self.start = start
+        self.warmup = warmup
+        self.failed = False
+        self.reason = ""
+        self.item = item
+
+    def fail(self, reason: str) -> None:
+        if not self.failed:
+            self.failed = True
+            self.reason = reason
+
+    def finish(self) -> None:
+        """The continuation of the request's body: record it, then tell whoever waits."""
+        r = self.r
+        assert r is not None
+        r.in_system -= 1
+        if r.memory is not None:  # a process ends: its memory is freed
+            r.memory.end(self.id)
+        r.rec.request((self, self.parent, self.cls, self.workload, self.item, self.warmup, self.start,
+                       r.env._now, not self.failed, self.reason))
+        on_end = self.on_end
+        if on_end is not None:
+            on_end()
+
+
+class BlockSampler:
+    """Draws variates in blocks: one NumPy call per BLOCK draws, a list index per draw."""
+
+    __slots__ = ("dist", "rng", "buf", "i")
+
+    def __init__(self, dist: Distribution, rng: np.random.Generator):
+        self.dist = dist
+        self.rng = rng
+        self.buf: list[float] = []
+        self.i = 0
+
+    def __call__(self, _ctx: Ctx) -> float:
+        i = self.i
+        if i == len(self.buf):
+            self.buf = self.dist.sample(self.rng, BLOCK).tolist()
+            i = 0
+        self.i = i + 1
+        return self.buf[i]
+
+
+class Replication:
+    """One replication: environment, bound components, compiled requests, workloads."""
+
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, record_steps: bool = True,
+                 recorder: Recorder | SummaryRecorder | None = None):
+        self.spec = spec
+        self.env = simpy.Environment()
+        self.seed = seed
+        self.rep = rep
+        self.rec = Recorder(rep, record_steps) if recorder is None else recorder
+        self.next_id = 0
+        self.in_system = 0
+        self.started = 0
+        self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
+                                      h.idle_spinner)
+                     for h in spec.hosts.values()}
+        build = BuildContext(self.env, self.cpus, self.sampler)
+        self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
+        self.runtimes = {c.name: self.kinds[c.name].build(c, build) for c in spec.components.values()}
+        self._compiled: dict[tuple[str, str, int, int], Any] = {}
+        self._shared = shared_classes(spec)
+        self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
+        self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
+        self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
+        self.memory: Any = None  # simstack.resources.memory.MemoryState once a step takes memory
+        self.memos: dict[str, dict[Any, Any]] = {}  # per-replication lookups of simstack.engine.files
+        bind = BindContext(self.cpus, self.start, self.refuse)
+        for c in spec.components.values():
+            self.kinds[c.name].bind(c, self.runtimes[c.name], bind)
+
+    def blocked(self, end: float, ran_dry: bool) -> list[tuple]:
+        """Requests waiting for a hold at the end with no progress: for at least half the run,
+        or for ever (no event was left, so nothing could ever release what they wait for)."""
+        return [(self.rep, req.id, req.cls, step, target, since) for req, step, target, since in self.waits.values()
+                if ran_dry or end - since >= end / 2]
+
+    # -- randomness ---------------------------------------------------------------------
+    def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
+        """A sampler with its own stream, keyed by name so what-ifs share random numbers."""
+        if isinstance(dist, Const):
+            value = dist.value
+            return lambda _ctx: value
+        if isinstance(dist, Indexed):
+            return lambda ctx: dist.at(ctx.item)
+        name = self._site + stream
+        known = self._samplers.get((name, dist))
+        if known is not None:  # a step compiled twice (an unrolled repeat) draws on from one stream
+            return known
+        seq = np.random.SeedSequence(self.seed, spawn_key=(self.rep, zlib.crc32(name.encode())))
+        sampler = self._samplers[(name, dist)] = BlockSampler(dist, np.random.Generator(np.random.PCG64(seq)))
+        return sampler
+
+    # -- requests -----------------------------------------------------------------------
+    def root(self, request: str, scope: Scope, site: str = "") -> Any:
+        """The compiled body of a request class for a given (cpu, priority) scope, reached
+        through the call-site chain ``site`` (see ``callsites``: only a class reached through
+        several chains keeps one copy, and one set of streams, per chain)."""
+        if request not in self._shared:
+            site = ""
+        key = (request, site, id(scope[0]), scope[1])
+        if key not in self._compiled:
+            req = self.spec.requests[request]
+            if req.host:
+                scope = (self.cpus[req.host], req.priority)
+            outer, self._site = self._site, site
+            try:
+                self._compiled[key] = self.compile_body(req.body, scope, f"requests.{request}")
+            finally:
+                self._site = outer
+        return self._compiled[key]
+
+    def start(self, cls: str, workload: str, item: int, scope: Scope, on_end: K | None,
+              parent: int = -1, warmup: bool = False, since: float | None = None, site: str = "",
+              body: Any = None) -> None:
+        """Start one request of class ``cls``; ``body``, when given, is its compiled root
+        (workloads look it up once instead of once per request)."""
+        self.next_id += 1
+        self.in_system += 1
+        self.started += 1
+        req = Request(self.next_id, cls, workload, parent, self.env._now if since is None else since,
+                      warmup, item, self, on_end)
+        (body or self.root(cls, scope, site)).run(Ctx(req, item), req.finish)
+
+    def refuse(self, cls: str, workload: str, parent: int, item: int, since: float, reason: str) -> None:
+        """Record a request of class ``cls`` that was turned away before it started."""
+        self.next_id += 1
+        self.started += 1
+        req = Request(self.next_id, cls, workload, parent, since, False, item)
+        self.rec.request((req, parent, cls, workload, item, False, since, self.env.now, False, reason))
+
+    # -- compilation --------------------------------------------------------------------
+    def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
+        runners: list[Any] = []
+        fusing = not self.rec.record_steps and getattr(scope[0], "exact_fusion", False)
+        for step in (_flatten(body) if fusing else body):
+            if fusing and _fusible(step) and runners and isinstance(runners[-1], FusedCpuRunner):
+                runners[-1].draws.append(self._draw_cpu(step))  # type: ignore[arg-type]
+            elif fusing and _fusible(step):
+                runners.append(FusedCpuRunner(scope, [self._draw_cpu(step)]))  # type: ignore[arg-type]
+            else:
+                runners.append(self.compile_step(step, scope))
+        return runners[0] if len(runners) == 1 else SeqRunner(runners)
+
+    def _draw_cpu(self, step: Cpu) -> Callable[[Ctx], float]:
+        return self.sampler(f"{step.guard.path}:{step.guard.name}", step.demand)
+
+    def compile_step(self, step: Step, scope: Scope) -> Any:
+        runner = self._compile_action(step, scope)
+        if step.guard.deadline is not None:
+            runner = DeadlineRunner(self, runner, step.guard.name, step.guard.deadline,
+                                    step.guard.on_miss == "fail")
+        return runner
+
+    def _compile_action(self, step: Step, scope: Scope) -> Any:
+        if isinstance(step, lifecycle.STEPS):  # memory, processes and files: simstack.engine.lifecycle
+            return lifecycle.compile_step(self, step, scope)
+        if isinstance(step, Hold | Call | Send):  # name[item]: one runner per replica, own streams
+            members = replicas.group(step.target, self.spec.replicas)
+            if members is not None:
+                return ByItemRunner(self._replica_compiler(step, members, scope), len(members))
+        g = step.guard
+        stream = f"{g.path}:{g.name}"
+        if isinstance(step, Cpu):
+            nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
+            return CpuRunner(self, scope, self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
+        if isinstance(step, Delay):
+            return DelayRunner(self, self.sampler(stream, step.duration), g.name)
+        if isinstance(step, Hold):
+            comp = self.spec.components[step.target]
+            kind = self.kinds[step.target]
+            acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode, scope[1])
+            inner = scope
+            tscope = thread_scope(kind, comp)
+            if tscope is not None:
+                inner = (self.cpus[tscope[0]], tscope[1])
+            body = self.compile_body(step.body, inner, g.path)
+            return HoldRunner(self, acquire, release, body, g.name, step.target)
+        if isinstance(step, Call):
+            if step.target in self.spec.requests:
+                sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))
+                if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
+                    sub = PhasedRunner(sub)
+                return SpanRunner(self, sub, g.name, step.target)
+            kind = self.kinds[step.target]
+            plain = getattr(kind, "bind_call_plain", None)
+            if plain is not None and not self.rec.record_steps:
+                serve_k = plain(self.runtimes[step.target], step.options, self.sampler, stream)
+                if serve_k is not None:
+                    return PlainCallRunner(serve_k)
+            serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
+            return CallRunner(self, serve, g.name, step.target)
+        if isinstance(step, Send):
+            if step.target in self.spec.requests:
+                return SpawnRunner(self, step.target, scope, site_of(self._site, g.path))
+            return QueueRunner(self.runtimes[step.target])
+        if isinstance(step, Parallel):
+            return ParallelRunner(step.count, step.limit, self.compile_body(step.body, scope, g.path))
+        if isinstance(step, Acquire | Release | Reply):
+            return compile_sync(self, step, scope[1])
+        if isinstance(step, Choose | Repeat | Fork):
+            return compile_flow(self, step, scope)
+        assert isinstance(step, Sequence)
+        body = self.compile_body(step.body, scope, g.path)
+        return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
+
+    def _replica_compiler(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> Callable[[int], Any]:
+        """Compiles ``step`` for one replica, later if need be, in the call-site chain of now."""
+        site = self._site
+
+        def compile_one(i: int) -> Any:
+            outer, self._site = self._site, site
+            try:
+                return self._compile_action(replicas.on(step, members[i]), scope)
+            finally:
+                self._site = outer
+        return compile_one
+
+
+def _fusible(step: Step) -> bool:
+    return isinstance(step, Cpu) and step.bytes is None and step.guard.deadline is None
+
+
+def _flatten(body: tuple[Step, ...]) -> list[Step]:
+    """Unnamed ``steps:`` blocks spliced into their parent, so that CPU steps they bring
+    next to each other can be fused (only done when steps are not recorded)."""
+    out: list[Step] = []
+    for step in body:
+        if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
+            out += _flatten(step.body)
+        elif unrollable(step):
+            out += _flatten(step.body) * int(step.count.value)  # type: ignore[union-attr]
+        else:
+            out.append(step)
+    return out

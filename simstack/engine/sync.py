@@ -1,0 +1,161 @@
+"""Runners of the synchronisation steps: separate acquire / release, and the reply that
+starts a called request class's second phase.
+
+``acquire:`` waits for a unit of a semaphore (or a lock in a mode) and keeps it after the
+step; ``release:`` gives one back at once, and any request waiting for it is served before
+the releasing request goes on (as ``hold:`` does). A release with no matching acquire is a
+modelling error found only at run time; it stops the run with a ``ModelError`` naming the
+request and the step.
+
+The reply: a request class that contains ``reply`` is called through ``PhasedRunner``, which
+gives its body a context of its own (``_Phase``) holding the caller's continuation. The
+``reply`` step resumes the caller and the body goes on (phase 2, still holding whatever it
+holds); if the body ends without passing a reply, the caller resumes then. Either way the
+caller resumes exactly once. In a request class started by a workload, a ``send:`` or a
+queue no caller waits, so ``reply`` does nothing there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from simstack.errors import ModelError
+from simstack.kinds.base import Ctx
+from simstack.kinds.locks import LockRuntime
+from simstack.kinds.semaphores import Semaphore
+from simstack.lang.spec import Acquire, Release, Reply
+from simstack.load.steps.sync import has_reply
+
+if TYPE_CHECKING:
+    from simstack.engine.replication import Replication
+
+K = Callable[[], None]
+__all__ = ["PhasedRunner", "compile_sync", "has_reply"]
+
+
+class _Phase(Ctx):
+    """The context of a called class's body while it may still owe its caller a reply."""
+
+    __slots__ = ("caller", "replied")
+
+    def __init__(self, outer: Ctx, caller: K):
+        super().__init__(outer.req, outer.item)
+        self.caller = caller
+        self.replied = False
+
+    def reply(self) -> None:
+        if not self.replied:
+            self.replied = True
+            self.caller()
+
+
+class PhasedRunner:
+    """Runs a called class that contains ``reply``: the caller resumes at the reply (or at
+    the end, if no reply was passed), never twice."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        phase = _Phase(ctx, k)
+        self.inner.run(phase, phase.reply)
+
+
+class ReplyRunner:
+    __slots__ = ()
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if isinstance(ctx, _Phase):
+            ctx.reply()  # the caller goes on first, then this class's phase 2
+        k()
+
+
+def _key_of(key: str | None) -> Callable[[Ctx], object]:
+    if key == "item":
+        return lambda ctx: ctx.item
+    if key == "request":
+        return lambda ctx: ctx.req.item
+    return lambda _ctx: key
+
+
+class AcquireRunner:
+    __slots__ = ("r", "take", "name", "target")
+
+    def __init__(self, r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], name: str,
+                 target: str):
+        self.r = r
+        self.take = take
+        self.name = name
+        self.target = target
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        r = self.r
+        if not r.rec.record_steps:
+            self.take(ctx, lambda _wait: k())
+            return
+        start = r.env._now
+
+        def granted(wait: float) -> None:
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, 0.0,
+                                r.env._now))
+            k()
+        self.take(ctx, granted)
+
+
+class ReleaseRunner:
+    __slots__ = ("r", "give", "held", "step", "what")
+
+    def __init__(self, r: Replication, give: Callable[[Ctx], None], held: Callable[[Ctx], bool], step: Release,
+                 what: str):
+        self.r = r
+        self.give = give
+        self.held = held  # whether a unit is taken that this release can give back
+        self.step = step
+        self.what = what
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if not self.held(ctx):
+            req = ctx.req
+            spec = self.r.spec
+            raise ModelError(f"release of {self.what} by request {req.cls!r} (id {req.id}, step "
+                             f"{self.step.guard.name!r}) at t = {self.r.env.now:g} s has no matching acquire",
+                             file=str(spec.file) if spec.file else None, path=self.step.guard.path)
+        self.give(ctx)
+        k()
+
+
+def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int) -> Any:
+    """The runner of one synchronisation step (``priority``: the waiting thread's, which
+    orders a lock's line when the lock has ``order: priority``)."""
+    if isinstance(step, Reply):
+        return ReplyRunner()
+    runtime = r.runtimes[step.target]
+    if isinstance(runtime, Semaphore):
+        return _semaphore(r, runtime, step)
+    assert isinstance(runtime, LockRuntime)
+    lock, write = runtime, step.mode == "write"
+    # a global lock ignores keys, as under hold:
+    key = _key_of(step.key if math.isinf(lock.meter.capacity) else None)
+    if isinstance(step, Acquire):
+        def take(ctx: Ctx, granted: Callable[[float], None]) -> None:
+            lock.acquire(key(ctx), write, granted, priority)
+        return AcquireRunner(r, take, step.guard.name, step.target)
+
+    def held(ctx: Ctx) -> bool:
+        state = lock.keys.get(key(ctx))
+        return state is not None and (state.writer if write else state.readers > 0)
+    return ReleaseRunner(r, lambda ctx: lock.release(key(ctx), write), held, step,
+                         f"lock {step.target!r} in mode {step.mode} (not held in that mode)")
+
+
+def _semaphore(r: Replication, sem: Semaphore, step: Acquire | Release) -> Any:
+    if isinstance(step, Acquire):
+        def take(_ctx: Ctx, granted: Callable[[float], None]) -> None:
+            sem.acquire(granted)
+        return AcquireRunner(r, take, step.guard.name, step.target)
+    return ReleaseRunner(r, lambda _ctx: sem.release(), lambda _ctx: not sem.full(), step,
+                         f"semaphore {step.target!r} (all {sem.size:g} units already free)")

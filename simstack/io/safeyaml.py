@@ -1,0 +1,107 @@
+"""Reading a YAML file a user received as plain data, never as code or configuration.
+
+A model, what-if, study or calibration file may come from anyone, so it is read the way a
+customs officer opens a parcel: ``yaml.safe_load`` only (no tag can build an object), every
+key once per mapping, a bounded size after aliases (no "billion laughs"), and none of
+Hydra's directives (``simstack.io.plaindata``). Every problem names the file and the line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simstack.errors import ModelError
+from simstack.io.plaindata import key_path, refuse_config_nodes, refuse_directives, walk_nodes
+
+
+def read_yaml(path: Path) -> Any:
+    """Plain data from a YAML file: ``yaml.safe_load`` only, so no tag can build an object
+    or run code; a key written twice in one mapping is an error, not a silent overwrite;
+    Hydra's ``_target_``, ``hydra:``, ``# @package`` and ``${...}`` are refused (``plaindata``)."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"cannot read: not UTF-8 text (byte {exc.start})", file=str(path)) from None
+    try:
+        doc = yaml.safe_load(source)
+        # Composing builds only YAML nodes, never objects; libyaml's parser makes it cheap.
+        root = yaml.compose(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _check_size(root)
+        _check_duplicate_keys(root, "")
+        refuse_directives(source)  # Hydra's directives, keys and interpolations: data only
+        refuse_config_nodes(root)
+    except yaml.YAMLError as exc:
+        raise ModelError(_yaml_problem(exc), file=str(path)) from None
+    except RecursionError:
+        raise ModelError("the YAML document is nested too deeply to read", file=str(path)) from None
+    except ModelError as exc:
+        raise exc.at(file=str(path)) from None
+    return doc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+    problem = getattr(exc, "problem", None) or str(exc)
+    tag = re.search(r"for the tag '([^']*)'", problem)
+    if tag:
+        shown = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+        return (f"YAML tag {shown!r} at {where} is not allowed: a model file holds plain data "
+                "(mappings, lists, text, numbers, true/false) and cannot create Python objects")
+    return f"YAML syntax error at {where}: {problem}"
+
+
+MAX_VALUES = 1_000_000  # a model is hundreds of values; aliases of aliases can mean billions
+
+
+def _check_size(root: yaml.Node | None) -> None:
+    """Refuse a document that aliases expand beyond ``MAX_VALUES`` values (the "billion
+    laughs"): every later walk of it would take forever."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in open_nodes:
+            line = node.start_mark.line + 1
+            raise ModelError(f"the YAML alias to the node at line {line} is inside that node itself; a model "
+                             "cannot contain itself")
+        if id(node) not in sizes:
+            open_nodes.add(id(node))
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            elif isinstance(node, yaml.SequenceNode):
+                children = list(node.value)
+            sizes[id(node)] = 1 + sum(size(child) for child in children)
+            open_nodes.discard(id(node))
+        return sizes[id(node)]
+
+    total = size(root) if root is not None else 0
+    if total > MAX_VALUES:
+        raise ModelError(f"YAML aliases (*name) expand this document to {total} values, more than the "
+                         f"{MAX_VALUES} a model may hold; write the repeated parts out or use parameters")
+
+
+def _check_duplicate_keys(root: yaml.Node | None, path: str) -> None:
+    """Walk the composed (not constructed) document; report a key given twice."""
+    for node, where in walk_nodes(root, path):
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        seen: dict[tuple[str, str], int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key, line = key_node.value, key_node.start_mark.line + 1
+                if (key_node.tag, key) in seen:
+                    raise ModelError(f"key {key!r} is given twice in one mapping (lines "
+                                     f"{seen[(key_node.tag, key)]} and {line}); keep one",
+                                     path=key_path(where, key_node))
+                seen[(key_node.tag, key)] = line
+
+
+__all__ = ["MAX_VALUES", "read_yaml"]

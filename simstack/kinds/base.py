@@ -1,0 +1,120 @@
+"""What every component kind provides, and the registry that maps ``kind:`` names to kinds.
+
+A kind is a small class: the fields its section of a model file accepts, whether it must
+live on a host, and how to build its runtime. A kind plays one or more *roles*:
+``hold`` (a step holds it around nested steps: thread pools, locks), ``call`` (a step calls
+it and waits: servers, databases, links) and ``send`` (a step hands work to it and goes on:
+queues). ``bind`` connects a built runtime to the rest of the model, and ``bind_call`` /
+``bind_hold`` happen once per call site, all before time starts, so the hot path only runs
+small prepared callables. A model file can name only registered kinds, never Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import simpy
+
+from simstack.errors import ModelError
+from simstack.lang.distributions import Distribution
+from simstack.lang.schema import Field
+from simstack.lang.spec import ComponentSpec
+from simstack.resources.meter import Meter
+
+Done = Callable[[float, float], None]
+Granted = Callable[[float], None]
+
+
+class Ctx:
+    """Where a piece of work stands: its request and the fan-out item it serves."""
+
+    __slots__ = ("req", "item")
+
+    def __init__(self, req: Any, item: int):
+        self.req = req
+        self.item = item
+
+
+Sampler = Callable[[Ctx], float]
+SamplerFactory = Callable[[str, Distribution], Sampler]
+
+
+class Cpu(Protocol):
+    meter: Meter
+
+    def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None: ...
+
+
+@dataclass
+class BuildContext:
+    env: simpy.Environment
+    cpus: Mapping[str, Cpu]
+    sampler: SamplerFactory
+
+
+StartRequest = Callable[..., None]  # Replication.start(cls, workload, item, scope, on_end, parent=, since=, site=)
+RefuseRequest = Callable[[str, str, int, int, float, str], None]  # (cls, workload, parent, item, since, reason)
+
+
+@dataclass
+class BindContext:
+    """What a kind may use once every component is built: the hosts' CPUs, and the
+    replication's requests (start one of a class, or record one turned away)."""
+
+    cpus: Mapping[str, Cpu]
+    start: StartRequest
+    refuse: RefuseRequest
+
+
+class Kind:
+    kind: ClassVar[str]
+    doc: ClassVar[str]
+    fields: ClassVar[dict[str, Field]]
+    roles: ClassVar[frozenset[str]]
+    needs_host: ClassVar[bool] = False
+    call_options: ClassVar[dict[str, Field]] = {}
+
+    @classmethod
+    def validate(cls, spec: ComponentSpec) -> None:
+        """Cross-field checks after parsing; raise ModelError naming the field."""
+
+    @classmethod
+    def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def bind(cls, spec: ComponentSpec, runtime: Any, ctx: BindContext) -> None:
+        """Connect the runtime to the rest of the model before time starts, once every
+        component is built (a queue's consumers start its handler class). Most kinds need
+        nothing here."""
+
+    @classmethod
+    def bind_call(cls, runtime: Any, options: Mapping[str, Any], sampler: SamplerFactory,
+                  stream: str) -> Callable[[Ctx, Done], None]:
+        raise ModelError(f"kind {cls.kind!r} cannot be called")
+
+    @classmethod
+    def bind_hold(cls, runtime: Any, key: str | None, mode: str, priority: int = 0
+                  ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
+        raise ModelError(f"kind {cls.kind!r} cannot be held")
+
+    @classmethod
+    def meters(cls, runtime: Any) -> list[Meter]:
+        return [runtime.meter]
+
+
+REGISTRY: dict[str, type[Kind]] = {}
+
+
+def register(kind: type[Kind]) -> type[Kind]:
+    """Class decorator: make ``kind.kind`` usable in model files."""
+    REGISTRY[kind.kind] = kind
+    return kind
+
+
+def lookup(name: object) -> type[Kind]:
+    if name not in REGISTRY:
+        raise ModelError(f"unknown kind {name!r}; known kinds: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[str(name)]

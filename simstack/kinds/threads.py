@@ -1,0 +1,87 @@
+"""Thread pools: a fixed number of threads of one priority on one host.
+
+A step that ``hold``s a pool occupies one of its threads while its nested steps run,
+and those steps' CPU demand runs on the pool's host at the pool's priority. This is how
+an EPICS callback thread, an omniORB connection thread or a worker of an application
+server is written. If every thread is busy the work waits in line; ``queue_capacity``
+with ``when_full: drop`` models a bounded line that turns work away.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
+from simstack.lang.schema import Field, integer, one_of
+from simstack.lang.spec import ComponentSpec
+from simstack.lang.units import parse_count
+from simstack.resources.meter import Meter
+from simstack.resources.slots import Slots
+
+
+def _capacity(value: object) -> float:
+    """Length of the waiting line: a whole number >= 0, or ``inf``."""
+    if value in ("inf", "unlimited"):
+        return math.inf
+    count = integer(value)
+    if count < 0:
+        raise ModelError(f"must be >= 0 or 'inf', got {value!r}")
+    return float(count)
+
+
+class ThreadPool:
+    __slots__ = ("slots", "meter", "drop")
+
+    def __init__(self, slots: Slots, drop: bool):
+        self.slots = slots
+        self.meter = slots.meter
+        self.drop = drop
+
+
+@register
+class ThreadsKind(Kind):
+    kind = "threads"
+    doc = "a pool of threads of one priority on one host; hold it around steps"
+    roles = frozenset({"hold"})
+    needs_host = True
+    provides_thread = True
+    fields = {
+        "kind": Field(str),
+        "host": Field(str, help="host whose cores run the threads' CPU steps"),
+        "size": Field(lambda v: parse_count(v, allow_inf=True), help="number of threads"),
+        "priority": Field(integer, 0, "thread priority (higher is more urgent on a priority host)"),
+        "queue_capacity": Field(_capacity, math.inf, "length of the line of waiting work"),
+        "when_full": Field(one_of("block", "drop"), "block", "when the line is full: wait or fail the request"),
+    }
+
+    @classmethod
+    def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ThreadPool:
+        s = spec.settings
+        meter = Meter(spec.name, cls.kind, s["size"])
+        capacity = s["queue_capacity"] if s["when_full"] == "drop" else math.inf
+        return ThreadPool(Slots(ctx.env, s["size"], meter, capacity), s["when_full"] == "drop")
+
+    @classmethod
+    def bind_hold(cls, runtime: ThreadPool, key: str | None, mode: str, priority: int = 0
+                  ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
+        slots = runtime.slots
+
+        def acquire(_ctx: Ctx, granted: Granted) -> bool:
+            return slots.acquire(granted)
+
+        def release(_ctx: Ctx) -> None:
+            slots.release()
+
+        return acquire, release
+
+    @classmethod
+    def scope(cls, spec: ComponentSpec) -> tuple[str, int]:
+        return spec.host or "", spec.settings["priority"]
+
+
+def thread_scope(kind: Any, spec: ComponentSpec) -> tuple[str, int] | None:
+    """(host, priority) that work inside this component runs at, if it is a thread."""
+    return kind.scope(spec) if getattr(kind, "provides_thread", False) else None

@@ -1,0 +1,261 @@
+"""Distributions as a model writes them, parsed from text without ``eval``.
+
+A model writes ``exp(2ms)``, ``lognormal(5ms, 0.5)`` (mean and coefficient of variation,
+the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``uniform(1us, 9us)``,
+``normal(10ms, 1ms)`` (truncated at zero), ``empirical(file.csv, column)`` (resampled) or
+``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
+A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
+objects they become, which sample and know their mean and variance, live in
+``simstack.lang.samplers`` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from simstack.errors import ModelError
+from simstack.io.paths import inside
+from simstack.lang.samplers import (
+    Const,
+    Distribution,
+    Empirical,
+    Exp,
+    Gamma,
+    Geometric,
+    Indexed,
+    Lognormal,
+    TruncatedNormal,
+    Uniform,
+)
+
+ValueParser = Callable[[object], float]
+
+
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.S)
+_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "const": ("value",),
+    "exp": ("mean",),
+    "lognormal": ("mean", "cv"),
+    "gamma": ("mean", "cv"),
+    "uniform": ("low", "high"),
+    "normal": ("mean", "sd"),
+    "empirical": ("file", "column"),
+    "indexed": ("file", "column"),
+}
+KNOWN = ", ".join(_SIGNATURES)
+_DATA_DIR: ContextVar[Path | None] = ContextVar("simstack_data_dir", default=None)
+
+
+@contextmanager
+def data_dir(folder: Path | None) -> Iterator[None]:
+    """While a model is read, relative data files resolve against its folder.
+
+    Component kinds parse their distributions without knowing where the model file lives;
+    the loader wraps the whole read in ``data_dir(model_folder)`` so that
+    ``empirical(data.csv, col)`` means the same file wherever it is written.
+    """
+    token = _DATA_DIR.set(folder)
+    try:
+        yield
+    finally:
+        _DATA_DIR.reset(token)
+
+
+def _signature(name: str) -> str:
+    return f"{name}({', '.join(_SIGNATURES[name])})"
+
+
+def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | None = None) -> Distribution:
+    """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value."""
+    base = base_dir if base_dir is not None else _DATA_DIR.get()
+    if isinstance(raw, dict):
+        if "dist" not in raw:
+            raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {raw!r}")
+        name = raw["dist"]
+        if not isinstance(name, str) or name not in _SIGNATURES:
+            raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
+        args = {str(k): v for k, v in raw.items() if k != "dist"}
+        return _build(name, args, parse_value, base, raw)
+    if isinstance(raw, str):
+        match = _CALL.match(raw)
+        if match:
+            name, body = match.group(1), match.group(2)
+            if name not in _SIGNATURES:
+                raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
+            return _build(name, _arguments(name, body, raw), parse_value, base, raw)
+        if "(" in raw or ")" in raw:
+            raise ModelError(f"malformed distribution {raw!r}: write name(arguments) such as exp(2ms) or "
+                             f"lognormal(5ms, 0.5); known: {KNOWN}")
+    return Const(_non_negative(parse_value(raw), raw, raw))
+
+
+def _arguments(name: str, body: str, raw: str) -> dict[str, object]:
+    parts = [p.strip() for p in body.split(",")] if body.strip() else []
+    names = _SIGNATURES[name]
+    args: dict[str, object] = {}
+    for position, part in enumerate(parts):
+        key, eq, value = part.partition("=")
+        if eq:
+            key = key.strip()
+        elif position < len(names):
+            key, value = names[position], part
+        else:
+            raise ModelError(f"{name} takes {len(names)} argument{'s' if len(names) > 1 else ''} "
+                             f"{_signature(name)}, got {len(parts)} in {raw!r}")
+        if key in args:
+            raise ModelError(f"{name}: {key} given twice in {raw!r}")
+        args[key] = value.strip()
+    return args
+
+
+def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_dir: Path | None,
+           raw: object) -> Distribution:
+    expected = _SIGNATURES[name]
+    unknown = [a for a in args if a not in expected]
+    if unknown:
+        raise ModelError(f"{name} has no argument {unknown[0]!r}; it takes {_signature(name)}, got {raw!r}")
+    missing = [a for a in expected if a not in args or args[a] in ("", None)]
+    if missing:
+        raise ModelError(f"{name} needs {' and '.join(missing)}: write {_signature(name)}, got {raw!r}")
+    if name in ("empirical", "indexed"):
+        file, column = str(args["file"]), str(args["column"])
+        values = _read_column(file, column, parse_value, base_dir)
+        return Empirical(file, column, values) if name == "empirical" else Indexed(file, column, values)
+
+    def value(key: str, strict: bool = False) -> float:
+        """An argument in the unit family of the quantity (time or size): >= 0, or > 0 if strict."""
+        try:
+            parsed = parse_value(args[key])
+        except ModelError as exc:
+            raise ModelError(f"{name}: {key}: {exc.reason} (in {raw!r})") from None
+        if strict and not parsed > 0:
+            raise ModelError(f"{name}: {key} must be > 0, got {args[key]!r} in {raw!r}")
+        return _non_negative(parsed, args[key], raw, f"{name}: {key}")
+
+    def number(key: str) -> float:
+        """A plain, finite number > 0 (a coefficient of variation)."""
+        text = args[key]
+        try:
+            parsed = float(text) if isinstance(text, str | int | float) and not isinstance(text, bool) else math.nan
+        except ValueError:
+            parsed = math.nan
+        if not math.isfinite(parsed):
+            raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {text!r} in {raw!r}")
+        if parsed <= 0:
+            raise ModelError(f"{name}: {key} must be > 0, got {text!r} in {raw!r}")
+        return parsed
+
+    if name == "const":
+        return Const(value("value"))
+    if name == "exp":
+        return Exp(value("mean", strict=True))
+    if name in ("lognormal", "gamma"):
+        cls = Lognormal if name == "lognormal" else Gamma
+        return cls(value("mean", strict=True), number("cv"))
+    if name == "uniform":
+        low, high = value("low"), value("high")
+        if high < low:
+            raise ModelError(f"uniform: high ({args['high']!r}) must be >= low ({args['low']!r}), got {raw!r}")
+        return Uniform(low, high)
+    # normal: truncated at zero by rejection, so its mean must not lie below zero (a mean far
+    # below zero would make almost every draw a rejection).
+    return TruncatedNormal(value("mean"), value("sd"))
+
+
+def _read_column(file: str, column: str, parse_value: ValueParser,
+                 base_dir: Path | None) -> tuple[float, ...]:
+    path = Path(file) if base_dir is None else inside(base_dir, file)  # a received model reads only its folder
+    if not path.is_file():
+        start = "the model file's folder" if base_dir is not None else "the working directory"
+        raise ModelError(f"data file {file!r} not found (looked for {path.resolve()}; relative paths start at "
+                         f"{start})")
+    stat = path.stat()  # the same file unchanged reads the same (a calibration builds the model thousands of times)
+    return _column_of(str(path), stat.st_mtime_ns, stat.st_size, file, column, parse_value)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_of(path: str, mtime_ns: int, size: int, file: str, column: str,
+               parse_value: ValueParser) -> tuple[float, ...]:
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = [c for c in (reader.fieldnames or []) if c is not None]
+            if column not in columns:
+                raise ModelError(f"column {column!r} not in {file!r}; columns: {', '.join(columns) or '(none)'}")
+            values = []
+            for row in reader:
+                line = reader.line_num
+                cell = row.get(column)
+                try:
+                    if cell is None:
+                        raise ModelError("the row is shorter than the header")
+                    values.append(_non_negative(parse_value(_numeric(cell)), cell, cell))
+                except ModelError as exc:
+                    raise ModelError(f"{file} line {line}, column {column!r}: {exc.reason}") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ModelError(f"cannot read data file {file!r}: {exc}") from None
+    if not values:
+        raise ModelError(f"column {column!r} of {file!r} has no values")
+    return tuple(values)
+
+
+def _numeric(text: str) -> object:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _non_negative(value: float, written: object, raw: object, what: str = "") -> float:
+    if not value >= 0:
+        where = f" in {raw!r}" if raw != written else ""
+        raise ModelError(f"{what + ' ' if what else ''}must be >= 0, got {written!r}{where}")
+    return value
+
+
+_COUNT = re.compile(r"^\s*geometric\s*\((.*)\)\s*$", re.S)
+
+
+def parse_count_distribution(raw: object) -> Const | Geometric:
+    """A number of repetitions: a whole number (exactly that many), a non-integer mean
+    (a geometric number with that mean, the layered-queueing convention for a mean number
+    of calls), or ``geometric(mean)`` / ``geometric(mean, start)`` with start 0 or 1."""
+    if isinstance(raw, str):
+        match = _COUNT.match(raw)
+        if match:
+            parts = [p.strip() for p in match.group(1).split(",")]
+            if not 1 <= len(parts) <= 2 or not parts[0]:
+                raise ModelError(f"geometric takes geometric(mean) or geometric(mean, start), got {raw!r}")
+            mean = _plain(parts[0], raw, "geometric: mean")
+            start = _plain(parts[1], raw, "geometric: start") if len(parts) == 2 else 0.0
+            if start not in (0.0, 1.0):
+                raise ModelError(f"geometric: start must be 0 or 1, got {parts[1]!r} in {raw!r}")
+            if mean < start:
+                raise ModelError(f"geometric: mean must be >= start ({start:g}), got {parts[0]!r} in {raw!r}")
+            return Geometric(mean, int(start))
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ModelError(f"expected a count: a whole number, a mean such as 2.5 or geometric(mean), got {raw!r}")
+    value = _plain(raw, raw, "count")
+    return Const(value) if value == int(value) else Geometric(value)
+
+
+def _plain(text: object, raw: object, what: str) -> float:
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"
+                         f"{f' in {raw!r}' if raw != text else ''}")
+    return value
+
+
+__all__ = ["KNOWN", "Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
+           "TruncatedNormal", "Uniform", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]

@@ -1,0 +1,261 @@
+"""Distributions as small value objects: each knows how to sample and, where they exist,
+its analytic mean and variance, so tests can compare samples with theory (as Ciw's do).
+
+Think of one as a stopwatch reading a model promises: ``Exp(0.002)`` is "about 2 ms,
+memoryless", ``Lognormal(0.005, 0.5)`` is a measured latency quoted as mean and
+coefficient of variation. The text a model writes (``exp(2ms)``) is turned into these by
+``simstack.lang.distributions``; a ``repr`` writes that text back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+def _num(x: float) -> str:
+    """Shortest text that reads back as exactly ``x`` (``0.002``, not ``0.0020000000000000005``)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
+
+
+class Distribution(Protocol):
+    @property
+    def mean(self) -> float: ...
+
+    @property
+    def variance(self) -> float: ...
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+    @property
+    def variance(self) -> float:
+        return 0.0
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, self.value)
+
+    def __repr__(self) -> str:
+        return f"const({_num(self.value)})"
+
+
+@dataclass(frozen=True)
+class Exp:
+    mean_value: float
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        return self.mean_value**2
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.exponential(self.mean_value, n)
+
+    def __repr__(self) -> str:
+        return f"exp({_num(self.mean_value)})"
+
+
+@dataclass(frozen=True)
+class Lognormal:
+    """Lognormal given by its mean and coefficient of variation (sd / mean)."""
+
+    mean_value: float
+    cv: float
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        return (self.cv * self.mean_value) ** 2
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        sigma2 = math.log1p(self.cv**2)
+        mu = math.log(self.mean_value) - sigma2 / 2
+        return rng.lognormal(mu, math.sqrt(sigma2), n)
+
+    def __repr__(self) -> str:
+        return f"lognormal({_num(self.mean_value)}, {_num(self.cv)})"
+
+
+@dataclass(frozen=True)
+class Gamma:
+    mean_value: float
+    cv: float
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        return (self.cv * self.mean_value) ** 2
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        shape = 1.0 / self.cv**2
+        return rng.gamma(shape, self.mean_value / shape, n)
+
+    def __repr__(self) -> str:
+        return f"gamma({_num(self.mean_value)}, {_num(self.cv)})"
+
+
+@dataclass(frozen=True)
+class Uniform:
+    low: float
+    high: float
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+    @property
+    def variance(self) -> float:
+        return (self.high - self.low) ** 2 / 12
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.uniform(self.low, self.high, n)
+
+    def __repr__(self) -> str:
+        return f"uniform({_num(self.low)}, {_num(self.high)})"
+
+
+@dataclass(frozen=True)
+class TruncatedNormal:
+    """Normal(mean, sd) conditioned on being >= 0 (a duration cannot be negative)."""
+
+    mu: float
+    sd: float
+
+    @property
+    def mean(self) -> float:
+        if self.sd == 0:
+            return self.mu
+        alpha = -self.mu / self.sd
+        return self.mu + self.sd * _phi(alpha) / (1 - _Phi(alpha))
+
+    @property
+    def variance(self) -> float:
+        if self.sd == 0:
+            return 0.0
+        alpha = -self.mu / self.sd
+        lam = _phi(alpha) / (1 - _Phi(alpha))
+        return self.sd**2 * (1 + alpha * lam - lam**2)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        out = rng.normal(self.mu, self.sd, n)
+        bad = out < 0
+        while bad.any():  # rejection keeps the exact truncated law
+            out[bad] = rng.normal(self.mu, self.sd, int(bad.sum()))
+            bad = out < 0
+        return out
+
+    def __repr__(self) -> str:
+        return f"normal({_num(self.mu)}, {_num(self.sd)})"
+
+
+def _phi(x: float) -> float:
+    return math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+
+def _Phi(x: float) -> float:
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A column of measured or listed values from a CSV file beside the model."""
+
+    file: str
+    column: str
+    values: tuple[float, ...] = field(repr=False)
+
+    @property
+    def source(self) -> str:
+        return f"{self.file}:{self.column}"
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def variance(self) -> float:
+        return float(np.var(self.values))
+
+
+@dataclass(frozen=True)
+class Empirical(_Column):
+    """Resample with replacement from a column of measured values."""
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.choice(np.asarray(self.values), n)
+
+    def __repr__(self) -> str:
+        return f"empirical({self.file}, {self.column})"
+
+
+@dataclass(frozen=True)
+class Indexed(_Column):
+    """Item *i* of a fan-out takes row *i* (modulo the length): a fixed, shared list."""
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.resize(np.asarray(self.values), n)
+
+    def at(self, item: int) -> float:
+        return self.values[item % len(self.values)]
+
+    def __repr__(self) -> str:
+        return f"indexed({self.file}, {self.column})"
+
+
+# -- counts: how many times a step runs -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geometric:
+    """A geometric number of repetitions on {start, start + 1, ...} with the given mean.
+
+    With ``start = 0`` (the default) this is the count of a layered queueing network's
+    stochastic calls: after each call another follows with probability q = m / (1 + m), so
+    P(N = k) = (1 - q) q^k, mean m, variance m (1 + m); a mean below one is allowed.
+    With ``start = 1`` at least one repetition happens (mean >= 1).
+    """
+
+    mean_value: float
+    start: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        extra = self.mean_value - self.start
+        return extra * (1 + extra)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        # numpy's geometric counts trials up to the first success: support {1, 2, ...}
+        p = 1.0 / (1.0 + self.mean_value - self.start)
+        return (rng.geometric(p, n) - 1 + self.start).astype(float)
+
+    def __repr__(self) -> str:
+        return f"geometric({_num(self.mean_value)}{', 1' if self.start else ''})"
+
+
+__all__ = ["Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
+           "TruncatedNormal", "Uniform"]

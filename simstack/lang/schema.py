@@ -1,0 +1,118 @@
+"""Field-by-field reading of a YAML mapping into typed values, with located errors.
+
+A section of a model file is described by a dict of ``Field``s. ``read_fields`` rejects
+keys it does not know (a typo must never silently fall back to a default), reports
+missing required keys, and re-raises any parse error with the key path it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simstack.errors import ModelError
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Field:
+    parse: Callable[[Any], Any]
+    default: Any = REQUIRED
+    help: str = ""
+
+
+def suggest(word: object, options: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a near miss among ``options``, else an empty string."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def read_fields(raw: object, fields: Mapping[str, Field], path: str,
+                ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``."""
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path or None)
+    unknown = [k for k in raw if k not in fields and k not in ignore]
+    if unknown:
+        key = unknown[0]
+        raise ModelError(f"unknown key {key!r}{suggest(key, fields)}; expected one of: {', '.join(fields)}",
+                         path=f"{path}.{key}" if path else str(key))
+    out: dict[str, Any] = {}
+    for key, spec in fields.items():
+        if key not in raw or raw[key] is None:
+            if spec.default is REQUIRED:
+                hint = f" ({spec.help})" if spec.help else ""
+                raise ModelError(f"missing required key {key!r}{hint}", path=path or None)
+            out[key] = spec.default
+            continue
+        try:
+            out[key] = spec.parse(raw[key])
+        except ModelError as exc:
+            raise exc.at(path=f"{path}.{key}" if path else key) from None
+    return out
+
+
+def one_of(*choices: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise ModelError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+    return parse
+
+
+def name_ref(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ModelError(f"expected a name, got {value!r}")
+    return value
+
+
+def text(value: object) -> str:
+    """Free text (``doc``, ``description``): a string, never a mapping or a list."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ModelError(f"expected text, got {value!r}")
+    return str(value)
+
+
+def integer(value: object) -> int:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value != int(value)):
+        raise ModelError(f"expected a whole number, got {value!r}")
+    return int(value)
+
+
+def at_least(low: int) -> Callable[[object], int]:
+    """A whole number >= ``low`` (a seed: 0; a count of evaluations or replications: 1)."""
+    def parse(value: object) -> int:
+        number = integer(value)
+        if number < low:
+            raise ModelError(f"expected a whole number >= {low}, got {value!r}")
+        return number
+    return parse
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ModelError(f"expected true or false, got {value!r}")
+    return value
+
+
+def mapping(value: object) -> dict[str, Any]:
+    """A mapping whose keys are names (YAML reads ``yes:`` as true and ``~:`` as null: refused)."""
+    if not isinstance(value, Mapping):
+        raise ModelError(f"expected a mapping, got {value!r}")
+    odd = [k for k in value if not isinstance(k, str)]
+    if odd:
+        raise ModelError(f"expected names as keys, got {odd[0]!r} (quote it: '{odd[0]}')")
+    return dict(value)
+
+
+def names(value: object) -> tuple[str, ...]:
+    """A name or a list of names."""
+    items = value if isinstance(value, list) else [value]
+    return tuple(name_ref(v) for v in items)

@@ -1,0 +1,115 @@
+"""From a model file to a validated ``ModelSpec``.
+
+Order of work: read YAML safely (``safeyaml``: no tags, no code), apply a scenario and the
+caller's parameter and flag overrides (``parameters``), substitute ``$parameter``
+references, then read each section with located errors (``sections``, ``stepparse``).
+Graph-level checks (cycles, reachability) live in ``graph``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.io.paths import find_model_dir, home_models_dir
+from simstack.io.safeyaml import read_yaml
+from simstack.lang.distributions import data_dir
+from simstack.lang.schema import suggest, text
+from simstack.lang.spec import ModelSpec
+from simstack.load import replicas
+from simstack.load import sections as section
+from simstack.load.graph import validated_graph
+from simstack.load.parameters import choose, or_empty, substitute
+from simstack.load.sections import SETTINGS
+from simstack.load.steps.requests import StepReader, _located
+
+SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
+            "requests", "workloads", "settings")
+MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are found by simstack.io.paths
+
+
+def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
+    """A path to a YAML file or to a model folder, or a model name looked up along the search
+    path of ``simstack.io.paths``."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ModelError(f"model file {str(path)!r} not found")
+        return path
+    if len(path.parts) > 1 and (path / "model.yaml").is_file():
+        return path / "model.yaml"
+    return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
+
+
+def load_model(model: str | Path, *, scenario: str | None = None,
+               parameters: Mapping[str, Any] | None = None,
+               flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
+    """Load and validate a model by name or path, with optional what-if overrides."""
+    path = resolve_model_path(model)
+    doc = read_yaml(path)
+    try:
+        spec = build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)
+        validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
+    except ModelError as exc:
+        raise exc.at(file=str(path)) from None
+    return spec
+
+
+def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
+               parameters: Mapping[str, Any] | None = None,
+               flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
+    """A ``ModelSpec`` from an already-read document; errors carry key paths but no file
+    (``load_model`` adds it). Relative data files resolve against ``path``'s folder."""
+    with data_dir(path.parent if path else None):
+        return _build_spec(doc, path, scenario, parameters, flags)
+
+
+def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: Mapping[str, Any] | None,
+                flags: Mapping[str, bool] | Iterable[str] | None) -> ModelSpec:
+    if not isinstance(doc, Mapping):
+        got = "an empty file" if doc is None else repr(doc)
+        raise ModelError(f"a model file must be a mapping of sections ({', '.join(SECTIONS)}), got {got}")
+    for key in doc:
+        if key not in SECTIONS:
+            raise ModelError(f"unknown section {key!r}{suggest(key, SECTIONS)}; expected: {', '.join(SECTIONS)}",
+                             path=str(key))
+    name = _located(text, doc.get("name"), "name") if doc.get("name") is not None else None
+    description = _located(text, doc.get("description"), "description") if doc.get("description") else ""
+    chosen = choose(doc, scenario, parameters, flags)
+    params, flag_values = chosen.parameters, chosen.flags
+
+    body = {k: substitute(v, params, k) for k, v in doc.items()
+            if k not in ("name", "description", "parameters", "scenarios", "flags")}
+    base_dir = path.parent if path else None
+    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts")
+    hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
+    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components")
+    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
+    raw_requests = body.get("requests")
+    if not isinstance(raw_requests, Mapping):
+        raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",
+                         path="requests")
+    if not raw_requests:
+        raise ModelError("expected at least one request class", path="requests")
+    for req_name in raw_requests:
+        if req_name in components:
+            raise ModelError(f"name {req_name!r} is both a component and a request class; rename one",
+                             path=f"requests.{req_name}")
+    reader = StepReader(tuple(hosts), {**components, **replicas.aliases(components, counts)}, set(raw_requests),
+                        flag_values, base_dir)
+    requests = {req_name: reader.request(req_name, raw) for req_name, raw in raw_requests.items()}
+    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads")
+    workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
+    settings = section.settings(or_empty(body, "settings", {}))
+    return ModelSpec(
+        name=name or (path.parent.name if path else "model"), description=description, file=path,
+        parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
+        declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
+        workloads=workloads, raw=doc, settings=settings, replicas=counts)
+
+
+# SETTINGS and read_yaml are re-exported: callers import them from here.
+__all__ = ["MODELS_DIR", "SETTINGS", "build_spec", "load_model", "read_yaml",
+           "resolve_model_path", "_located"]

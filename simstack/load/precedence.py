@@ -1,0 +1,109 @@
+"""Which value wins, decided in one place for the command line, studies, reports and calibration.
+
+A run is a model file plus layers written elsewhere, and each caller used to stack them
+itself. The order, earliest first:
+
+- model parameters: the model file, its chosen scenario (``simstack.load.parameters``), the
+  calibrated values (``calibrated.yaml``, or a calibration candidate), the what-if, then
+  explicit overrides (``+parameters.NAME`` on the command line, a metric's own);
+- flags: the model file, its scenario, the what-if, then explicit overrides;
+- the scenario: the one named explicitly, else the what-if's;
+- run settings (horizon, warm-up, seed, replications): each layer over the ones before it,
+  where a null leaves the earlier value (the command line: the model's ``settings``, then
+  ``sim.*``; a study: its ``defaults``, the model's ``settings``, then a run's own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simstack.errors import ConfigError, ModelError
+from simstack.io.safeyaml import read_yaml
+from simstack.lang.spec import ModelSpec
+from simstack.lang.units import parse_time
+from simstack.load.whatif import WhatIf
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What ``load_model`` is given: a scenario, parameter and flag overrides."""
+
+    scenario: str | None
+    parameters: dict[str, Any] = field(default_factory=dict, hash=False)
+    flags: dict[str, bool] = field(default_factory=dict, hash=False)
+
+
+def choose(base: Mapping[str, Any], whatif: WhatIf | None = None, *, scenario: str | None = None,
+           parameters: Mapping[str, Any] | None = None, flags: Mapping[str, bool] | None = None) -> ModelChoice:
+    """``base`` parameters (calibrated values), then the what-if's, then explicit ones."""
+    params = {**base, **(whatif.parameters if whatif else {}), **(parameters or {})}
+    chosen_flags = {**(whatif.flags if whatif else {}), **(flags or {})}
+    return ModelChoice(scenario or (whatif.scenario if whatif else None), params, chosen_flags)
+
+
+def load_chosen(model_file: Path, calibrated: Mapping[str, Any], whatif: WhatIf | None, *,
+                scenario: str | None = None, parameters: Mapping[str, Any] | None = None,
+                flags: Mapping[str, bool] | None = None) -> ModelSpec:
+    """The model with its layers applied (``choose``). When that fails, the layers are tried
+    one at a time so that the error names the file it comes from (``calibrated.yaml``, the
+    what-if) instead of the model file that merely received the value."""
+    from simstack.load.loader import load_model
+
+    choice = choose(calibrated, whatif, scenario=scenario, parameters=parameters, flags=flags)
+    try:
+        return load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
+    except ModelError as exc:
+        layers: list[tuple[Path | None, ModelChoice]] = [(None, choose({}))]  # the model file itself
+        if calibrated:
+            layers.append((model_file.parent / "calibrated.yaml", choose(calibrated)))
+        if whatif is not None:
+            layers.append((whatif.file, choose(calibrated, whatif)))
+        for source, partial in layers:
+            try:
+                load_model(model_file, scenario=partial.scenario, parameters=partial.parameters, flags=partial.flags)
+            except ModelError as inner:
+                if source is None:
+                    raise exc from None
+                raise ModelError(inner.reason, file=str(source), path=inner.path) from None
+        raise exc from None
+
+
+def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
+    """Fitted parameter values stored beside the model (empty when not calibrated)."""
+    path = model_dir / "calibrated.yaml"
+    if not path.is_file():
+        return {}
+    doc = read_yaml(path) or {}
+    values = doc.get("parameters") if isinstance(doc, Mapping) else None
+    if not isinstance(values, Mapping):
+        raise ModelError("expected a 'parameters' mapping", file=str(path))
+    return dict(values)
+
+
+def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """``simulate``'s seed, replications, horizon and warm-up (seconds, or ``"mser5"``) and,
+    when one is asked for, the load ``trace``, from layers of settings, later over earlier; a
+    null in a layer leaves the earlier value."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update({k: v for k, v in layer.items() if v is not None})
+    horizon = merged.get("horizon")
+    warmup = merged.get("warmup", 0)
+    return {"seed": merged.get("seed", 1), "replications": merged.get("replications", 1),
+            "horizon": None if horizon is None else _setting_time(horizon, "sim.horizon"),
+            "warmup": warmup if warmup == "mser5" else _setting_time(warmup, "sim.warmup", "or 'mser5'"),
+            **({"trace": merged["trace"]} if "trace" in merged else {})}
+
+
+def _setting_time(value: object, key: str, other: str = "") -> float:
+    """A run setting in seconds, or an error naming the setting (and what else it may be)."""
+    try:
+        return parse_time(value)
+    except ModelError as exc:
+        raise ConfigError(f"{key}: {exc}" + (f" ({other})" if other else "")) from None
+
+
+__all__ = ["ModelChoice", "calibrated_parameters", "choose", "run_settings"]

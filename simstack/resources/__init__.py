@@ -1,0 +1,3 @@
+"""SimPy-level primitives: wake-ups, meters, waiting lines, slots, CPU disciplines, processor sharing, memory.
+
+The compiled set (mypyc) lives here and in ``simstack.engine``."""

@@ -1,0 +1,104 @@
+"""Processor sharing by virtual time: one rate shared among every job in service.
+
+The ``ps`` discipline of a host's cores (``servers`` = cores, work in seconds) and every
+shared bandwidth (a link, a file server's or a database's network: ``servers`` = 1, work in
+bytes) use it. Calls ``done(wait, service)`` when a job leaves, like every CPU discipline
+(``simstack.resources.cpu``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+
+import simpy
+
+from simstack.resources.meter import Meter
+from simstack.resources.wake import Wake
+
+Done = Callable[[float, float], None]
+
+
+class SharedRate:
+    """Processor sharing of one rate among all jobs in service.
+
+    Used for CPU cores (``servers`` = cores, work in seconds) and for bandwidth
+    (``servers`` = 1, work in bytes, ``rate`` in bytes per second, optionally ``cap`` bytes
+    per second for any single transfer). Virtual time advances
+    at each job's current rate; a job leaves when virtual time reaches its finish tag,
+    so every arrival or departure costs O(log n) and one rescheduled timer.
+    """
+
+    __slots__ = ("env", "servers", "rate", "cap", "meter", "_tags", "_virtual", "_last", "_token", "_seq")
+    exact_fusion = True  # a job's share does not depend on how its work is split into steps
+
+    def __init__(self, env: simpy.Environment, servers: float, rate: float, meter: Meter,
+                 cap: float = math.inf):
+        self.env = env
+        self.servers = servers
+        self.rate = rate
+        self.cap = cap  # the most one job can get (one TCP stream, one core)
+        self.meter = meter
+        self._tags: list[tuple[float, int, float, float, Done]] = []
+        self._virtual = 0.0
+        self._last = 0.0
+        self._token = 0
+        self._seq = 0
+
+    def _per_job_rate(self, n: int) -> float:
+        return min(self.cap, self.rate * min(1.0, self.servers / n)) if n else 0.0
+
+    def _advance(self, now: float) -> None:
+        n = len(self._tags)
+        if n:
+            self._virtual += (now - self._last) * self._per_job_rate(n)
+        self._last = now
+
+    def submit(self, work: float, priority: int, done: Done, owner: object = None) -> None:
+        now = self.env.now
+        meter = self.meter
+        meter.arrivals += 1
+        meter.touch(now)
+        self._advance(now)
+        self._seq += 1
+        heapq.heappush(self._tags, (self._virtual + work, self._seq, now, work / self.rate, done))
+        self._account()
+        self._schedule(now)
+
+    def _account(self) -> None:
+        n = len(self._tags)
+        self.meter.busy = min(n, self.servers)
+        self.meter.queue = int(max(0, n - self.servers)) if math.isfinite(self.servers) else 0
+        if self.meter.queue > self.meter.max_queue:
+            self.meter.max_queue = int(self.meter.queue)
+
+    def _schedule(self, now: float) -> None:
+        self._token += 1
+        if not self._tags:
+            return
+        token = self._token
+        delay = max(0.0, (self._tags[0][0] - self._virtual) / self._per_job_rate(len(self._tags)))
+        delay = max(delay, max(abs(now), 1.0) * 1e-12)  # never a wake the clock cannot tell from now
+        Wake(self.env, delay, lambda _e: self._finish(token))
+
+    def _finish(self, token: int) -> None:
+        if token != self._token:
+            return
+        now = self.env.now
+        self.meter.touch(now)
+        self._advance(now)
+        finished = []
+        # Everything whose tag has been reached leaves now. "Reached" allows for rounding: a
+        # remainder the clock cannot resolve (now + remaining == now) would otherwise wake
+        # this method at the same instant for ever.
+        resolution = max(abs(now), 1.0) * 1e-12
+        while self._tags:
+            rate = self._per_job_rate(len(self._tags))
+            if (self._tags[0][0] - self._virtual) / rate > resolution:
+                break
+            finished.append(heapq.heappop(self._tags))
+        self._account()
+        self._schedule(now)
+        for _tag, _seq, arrived, service, done in finished:
+            done(max(0.0, now - arrived - service), service)

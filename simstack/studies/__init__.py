@@ -1,0 +1,1 @@
+"""Studies of a model: metrics, checks, calibration, predictions, capacity."""

@@ -1,0 +1,375 @@
+"""A model file seen as a queueing network: stations, and chains of visits to them.
+
+``build_network(spec)`` walks every workload's request tree the way the executor compiles
+it (same CPU scope, same lock keys) and writes down, instead of runners, what one request
+asks of each station: a CPU step is a *visit* of its mean demand to its host's CPU; a
+delay or a link's latency is a visit to a delay station; a ``hold`` of a thread pool, a
+lock or a database connection is a *hold* whose service time is the time spent inside it;
+a fan-out runs its branches ``limit`` at a time; a ``send`` starts an asynchronous chain
+whose arrival rate follows its parent's throughput. ``solver.solve`` turns this into
+numbers. Constructs outside this product-form-like subset are collected and reported
+together, each with its key path, so the model author sees the whole list at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from simstack.errors import ModelError
+from simstack.kinds.workloads import type_of
+from simstack.lang.distributions import Distribution, Indexed
+from simstack.lang.spec import (
+    Call,
+    ClosedWorkload,
+    Cpu,
+    Delay,
+    Hold,
+    ModelSpec,
+    OpenWorkload,
+    Parallel,
+    PeriodicWorkload,
+    ProtocolWorkload,
+    Send,
+    Sequence,
+    Step,
+)
+from simstack.studies.analysis.fluid import pool_makespan
+
+CLIENT = "client"  # the item of a closed client: its own index, so its own lock key
+
+
+@dataclass
+class Station:
+    """One resource: ``servers`` = cores, pool size, connections (inf: a delay station)."""
+
+    name: str
+    what: str  # cpu | threads | lock | connections | bandwidth | link | server | consumers | delay
+    servers: float
+    fifo: bool = False  # FIFO service order (the residual-time correction applies if single)
+
+
+@dataclass
+class Visit:
+    station: str
+    mean: float
+    var: float
+
+
+@dataclass
+class HoldNode:
+    """Waiting for, then holding, one unit of ``station`` while ``body`` runs."""
+
+    station: str
+    body: list[Node]
+
+
+@dataclass
+class Fanout:
+    branches: list[list[Node]]
+    width: float  # branches running at once
+
+
+Node = Visit | HoldNode | Fanout
+
+
+@dataclass
+class Chain:
+    """One stream of requests: a closed workload, an open one, or work a request sends on."""
+
+    name: str
+    request: str
+    body: list[Node]
+    population: int | None = None  # closed chains
+    think: float = 0.0
+    rate: float = 0.0  # open chains: arrivals per second (per parent request if parent is set)
+    parent: str | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.population is not None
+
+
+@dataclass
+class Network:
+    stations: dict[str, Station] = field(default_factory=dict)
+    chains: dict[str, Chain] = field(default_factory=dict)
+
+
+def _dist_moments(dist: Distribution, item: int | str | None, population: int | None) -> tuple[float, float]:
+    if isinstance(dist, Indexed) and isinstance(item, int):
+        return dist.at(item), 0.0
+    if isinstance(dist, Indexed) and item == CLIENT and population:
+        values = [dist.at(i) for i in range(population)]
+        mean = sum(values) / len(values)
+        return mean, sum((v - mean) ** 2 for v in values) / len(values)
+    return float(dist.mean), float(dist.variance)
+
+
+class _Builder:
+    """Walks request trees; collects stations, chains and the constructs it cannot solve."""
+
+    def __init__(self, spec: ModelSpec, exact_fanouts: bool = True):
+        self.spec = spec
+        self.net = Network()
+        self.unsupported: list[tuple[str, str]] = []  # (construct, key path)
+        self.exact_fanouts = exact_fanouts  # deterministic fan-outs of a lone request: fluid makespan
+        self.exact_used = False
+        self.held: list[str] = []  # thread pools held around the step being read
+        self.fanned = 0  # fan-outs around the step being read (their branches run at once)
+
+    def station(self, name: str, what: str, servers: float, fifo: bool = False) -> str:
+        self.net.stations.setdefault(name, Station(name, what, servers, fifo))
+        return name
+
+    def refuse(self, path: str, what: str) -> None:
+        self.unsupported.append((what, path))
+
+    # -- chains ---------------------------------------------------------------------------
+    def workloads(self) -> None:
+        for wl in self.spec.workloads.values():
+            item: int | str = 0
+            if isinstance(wl, ClosedWorkload):
+                chain = Chain(wl.name, wl.request, [], population=wl.clients, think=wl.think.mean)
+                item = CLIENT
+            elif isinstance(wl, ProtocolWorkload):
+                chain = Chain(wl.name, wl.request, [], population=1, think=wl.gap.mean)
+            elif isinstance(wl, OpenWorkload):
+                chain = Chain(wl.name, wl.request, [], rate=1.0 / wl.interarrival.mean)
+            elif isinstance(wl, PeriodicWorkload):  # Poisson arrivals at the same rate (pessimistic)
+                chain = Chain(wl.name, wl.request, [], rate=wl.copies / wl.period)
+                item = "copy"
+            else:  # a type the surrogate has no chain for
+                self.refuse(f"workloads.{wl.name}", f"a {type_of(wl).name} workload")
+                continue
+            self.net.chains[chain.name] = chain
+            chain.body = self.request(wl.request, None, item, chain)
+
+    def request(self, name: str, host: str | None, item: int | str | None, chain: Chain) -> list[Node]:
+        req = self.spec.requests[name]
+        return self.steps(req.body, req.host or host, item, chain)
+
+    def spawn(self, parent: Chain, target: str, via: str | None, per_request: float) -> None:
+        name = f"{parent.name}>{via or target}"
+        existing = self.net.chains.get(name)
+        if existing is not None:
+            existing.rate += per_request
+            return
+        child = Chain(name, target, [], rate=per_request, parent=parent.name)
+        self.net.chains[name] = child
+        if via is None:
+            child.body = self.request(target, None, 0, child)
+            return
+        comp = self.spec.components[via]
+        host = comp.host or ""
+        station = self.station(f"{via}.consumers", "consumers", comp.settings["consumers"], fifo=True)
+        child.body = [HoldNode(station, self.request(target, host, 0, child))]
+
+    # -- steps ----------------------------------------------------------------------------
+    def steps(self, body: tuple[Step, ...], host: str | None, item: int | str | None, chain: Chain,
+              times: float = 1.0) -> list[Node]:
+        nodes: list[Node] = []
+        for step in body:
+            nodes.extend(self.step(step, host, item, chain, times))
+        return nodes
+
+    def step(self, step: Step, host: str | None, item: int | str | None, chain: Chain,
+             times: float) -> list[Node]:
+        path = step.guard.path
+        if step.guard.deadline is not None and step.guard.on_miss == "fail":
+            self.refuse(path, "a deadline with on_miss: fail (failed requests leave early)")
+        if isinstance(step, Cpu):
+            return self.cpu(step, host, item, chain)
+        if isinstance(step, Delay):
+            mean, var = _dist_moments(step.duration, item, chain.population)
+            return [Visit(self.station(f"delay:{step.guard.name}", "delay", math.inf), mean, var)]
+        if isinstance(step, Hold):
+            return self.hold(step, host, item, chain, times)
+        if isinstance(step, Call):
+            if step.target in self.spec.requests:
+                return self.request(step.target, host, item, chain)
+            return self.call(step, item, chain)
+        if isinstance(step, Send):
+            via = None if step.target in self.spec.requests else step.target
+            target = step.target if via is None else self.spec.components[via].settings["handler"]
+            self.spawn(chain, target, via, times)
+            return []
+        if isinstance(step, Parallel):
+            count = int(step.count)
+            exact = self.fluid_fanout(step, host, chain) if self.exact_fanouts and count else None
+            if exact is not None:
+                self.exact_used = True
+                return [Visit(self.station(f"fanout:{step.guard.path}", "delay", math.inf), exact, 0.0)]
+            self.fanned += 1
+            branches = [self.steps(step.body, host, i, chain, times) for i in range(count)]
+            self.fanned -= 1
+            return [Fanout(branches, min(float(count), step.limit))] if count else []
+        assert isinstance(step, Sequence)
+        return self.steps(step.body, host, item, chain, times)
+
+    def cpu(self, step: Cpu, host: str | None, item: int | str | None, chain: Chain) -> list[Node]:
+        if not host:
+            self.refuse(step.guard.path, "a cpu step with no host")
+            return []
+        h = self.spec.hosts[host]
+        if h.discipline == "priority":
+            self.refuse(step.guard.path, f"cpu on host {host!r} with discipline priority")
+            return []
+        mean, var = _dist_moments(step.demand, item, chain.population)
+        if step.bytes is not None:
+            b_mean, b_var = _dist_moments(step.bytes, item, chain.population)
+            mean += step.per_byte * b_mean
+            var += step.per_byte**2 * b_var
+        name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline == "fifo")
+        return [Visit(name, mean / h.speed, var / h.speed**2)]
+
+    def hold(self, step: Hold, host: str | None, item: int | str | None, chain: Chain,
+             times: float) -> list[Node]:
+        comp = self.spec.components[step.target]
+        s = comp.settings
+        if comp.kind == "threads":
+            if s.get("when_full") == "drop":
+                self.refuse(step.guard.path, f"thread pool {comp.name!r} with when_full: drop")
+            self.held.append(comp.name)
+            inner = self.steps(step.body, comp.host or host, item, chain, times)
+            self.held.pop()
+            return [HoldNode(self.station(comp.name, "threads", s["size"], fifo=True), inner)]
+        if comp.kind != "lock":
+            self.refuse(step.guard.path, f"hold of a {comp.kind!r}")
+            return []
+        if step.mode == "read" and s.get("readers"):
+            self.refuse(step.guard.path, f"a shared (read) hold of lock {comp.name!r}")
+        inner = self.steps(step.body, host, item, chain, times)
+        key = step.key
+        if key == "item":
+            if item == CLIENT:  # one request per client at a time: its own key never waits
+                return inner
+            if not isinstance(item, int):
+                self.refuse(step.guard.path, f"lock {comp.name!r} keyed by the item of a periodic workload")
+                return inner
+            key = str(item)
+        name = comp.name if key is None else f"{comp.name}[{key}]"
+        return [HoldNode(self.station(name, "lock", 1, fifo=True), inner)]
+
+    def call(self, step: Call, item: int | str | None, chain: Chain) -> list[Node]:
+        comp = self.spec.components[step.target]
+        s, opts, path = comp.settings, step.options, step.guard.path
+        if comp.kind == "link":
+            nodes = self.latency(comp.name, s["latency"], item, chain)
+            if opts.get("bytes") is not None:
+                nodes.append(self.transfer(f"{comp.name}", "link", opts["bytes"], s["bandwidth"], item, chain))
+            return nodes
+        if comp.kind == "server":
+            mean, var = _dist_moments(opts.get("service") or s["service"], item, chain.population)
+            if math.isinf(s["servers"]):
+                return [Visit(self.station(comp.name, "delay", math.inf), mean, var)]
+            return [Visit(self.station(comp.name, "server", s["servers"], fifo=True), mean, var)]
+        if comp.kind == "database":
+            if s.get("growth") is not None:
+                self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run)")
+            inner = self.latency(comp.name, opts.get("latency") or s["latency"], item, chain)
+            if opts.get("bytes") is not None:
+                inner.extend(self.capped_transfer(comp.name, opts["bytes"], s["bandwidth"],
+                                                  s.get("stream_bandwidth", math.inf), item, chain))
+            if math.isinf(s["connections"]):
+                return inner
+            return [HoldNode(self.station(f"{comp.name}.connections", "connections", s["connections"],
+                                          fifo=True), inner)]
+        self.refuse(path, f"call of a {comp.kind!r} component ({comp.name!r})")
+        return []
+
+    def fluid_fanout(self, step: Parallel, host: str | None, chain: Chain) -> float | None:
+        """The exact elapsed time of a fan-out that has its resources to itself (one request
+        at a time, nothing sent, not inside another fan-out) and whose every branch is one deterministic service (a
+        database call, a cpu step on a ``ps`` host or a delay), optionally inside a hold of a
+        free thread pool; None when it is not such a fan-out (``analysis.fluid``)."""
+        if chain.population != 1 or len(self.spec.workloads) != 1 or self.fanned:
+            return None
+        threads, body = step.limit, step.body
+        if len(body) == 1 and isinstance(body[0], Hold):
+            comp = self.spec.components[body[0].target]
+            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop":
+                return None
+            threads, body, host = min(threads, comp.settings["size"]), body[0].body, comp.host or host
+        if len(body) != 1 or body[0].guard.deadline is not None:
+            return None
+        service, n = body[0], int(step.count)
+        cap, capacity, connections = 1.0, math.inf, math.inf
+        if isinstance(service, Delay):
+            latency, work = [_exact(service.duration, i) for i in range(n)], [0.0] * n
+        elif isinstance(service, Cpu) and host and self.spec.hosts[host].discipline == "ps":
+            h = self.spec.hosts[host]
+            work = [_exact(service.demand, i) + (service.per_byte * _exact(service.bytes, i) if service.bytes
+                                                 else 0.0) for i in range(n)]
+            latency, cap, capacity = [0.0] * n, h.speed, h.cores * h.speed
+        elif isinstance(service, Call) and service.target in self.spec.components:
+            comp = self.spec.components[service.target]
+            s, opts = comp.settings, service.options
+            if comp.kind != "database" or s.get("growth") is not None:
+                return None
+            latency = [_exact(opts.get("latency") or s["latency"], i) for i in range(n)]
+            size = opts.get("bytes")
+            work = [_exact(size, i) if size is not None else 0.0 for i in range(n)]
+            cap, capacity, connections = s.get("stream_bandwidth", math.inf), s["bandwidth"], s["connections"]
+        else:
+            return None
+        if any(math.isnan(v) for v in (*latency, *work)):
+            return None
+        return pool_makespan(latency, work, threads, cap=cap, capacity=capacity, connections=connections)
+
+    def capped_transfer(self, name: str, size: Distribution, rate: float, stream: float,
+                        item: int | str | None, chain: Chain) -> list[Node]:
+        """A shared bandwidth whose single transfer gets at most ``stream``: the PS share,
+        plus the extra time a capped transfer takes even alone (exact when alone, and when
+        the share falls below the cap; in between the two overlap and this is pessimistic)."""
+        nodes: list[Node] = []
+        if math.isfinite(rate):
+            nodes.append(self.transfer(f"{name}.bandwidth", "bandwidth", size, rate, item, chain))
+        if stream < rate:
+            mean, var = _dist_moments(size, item, chain.population)
+            extra = 1.0 / stream - (1.0 / rate if math.isfinite(rate) else 0.0)
+            nodes.append(Visit(self.station(f"{name}.stream", "delay", math.inf), mean * extra, var * extra**2))
+        return nodes
+
+    def latency(self, name: str, dist: Distribution, item: int | str | None, chain: Chain) -> list[Node]:
+        mean, var = _dist_moments(dist, item, chain.population)
+        return [Visit(self.station(f"{name}.latency", "delay", math.inf), mean, var)]
+
+    def transfer(self, name: str, what: str, size: Distribution, rate: float, item: int | str | None,
+                 chain: Chain) -> Visit:
+        """Bytes through a bandwidth shared by the transfers in flight: one PS server."""
+        mean, var = _dist_moments(size, item, chain.population)
+        return Visit(self.station(name, what, 1), mean / rate, var / rate**2)
+
+
+def _exact(dist: Distribution, item: int) -> float:
+    """The value of a deterministic quantity at ``item`` (nan when it varies)."""
+    mean, var = _dist_moments(dist, item, None)
+    return mean if var == 0.0 else math.nan
+
+
+def _grouped(found: list[tuple[str, str]]) -> list[str]:
+    """One line per construct: its first key path and how many more places have it."""
+    paths: dict[str, list[str]] = {}
+    for what, path in found:
+        if path not in paths.setdefault(what, []):
+            paths[what].append(path)
+    return [f"{ps[0]}: {what}" + (f" (and {len(ps) - 1} more)" if len(ps) > 1 else "")
+            for what, ps in paths.items()]
+
+
+def build_network(spec: ModelSpec) -> Network:
+    """The queueing network of ``spec``; a ModelError lists every unsupported construct."""
+    builder = _Builder(spec)
+    builder.workloads()
+    if builder.exact_used and len(builder.net.chains) > 1:  # a send shares the stations after all
+        builder = _Builder(spec, exact_fanouts=False)
+        builder.workloads()
+    if builder.unsupported:
+        listed = "\n  ".join(_grouped(builder.unsupported))
+        raise ModelError("the analytic solver covers closed/open workloads over FIFO and PS hosts, thread "
+                         "pools, locks, databases, links, servers, delays, fan-outs and sends; this model "
+                         f"also has:\n  {listed}", file=str(spec.file) if spec.file else None)
+    if not builder.net.chains:
+        raise ModelError("no enabled workload to solve", file=str(spec.file) if spec.file else None)
+    return builder.net

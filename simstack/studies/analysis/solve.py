@@ -1,0 +1,70 @@
+"""``simstack solve``: a model's throughput and response times from approximate MVA, no simulation.
+
+The answer in milliseconds that tells whether a simulation is worth running, which station
+saturates first, and what a what-if changes; ``docs/analysis.md`` says what is exact and
+what is approximate. The command takes the same model, scenario, what-if, parameter and
+flag overrides as ``simstack run`` and the model's calibrated values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from simstack.lang.spec import ModelSpec
+from simstack.load.loader import load_model, resolve_model_path
+from simstack.load.precedence import calibrated_parameters, choose
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.solver import Solution, solve
+
+
+def solve_model(spec: ModelSpec) -> Solution:
+    """Approximate MVA of a loaded model (raises ModelError for constructs it cannot solve)."""
+    return solve(build_network(spec))
+
+
+def chain_table(solution: Solution) -> pd.DataFrame:
+    """One row per request stream: throughput (/s) and mean response time (ms)."""
+    return pd.DataFrame([{"workload": c.name, "request": c.request, "type": c.kind,
+                          "clients": c.population if c.population is not None else "",
+                          "throughput_per_s": c.throughput, "response_ms": c.response * 1e3}
+                         for c in solution.chains.values()])
+
+
+def station_table(solution: Solution) -> pd.DataFrame:
+    """One row per station and request stream: utilisation and residence per request (ms).
+
+    A hold's residence (thread pool, lock, connections) includes the time spent inside it,
+    so the rows of one request add up to more than its response time.
+    """
+    rows = []
+    for name, st in solution.stations.items():
+        for chain in solution.chains.values():
+            if name not in chain.residence:
+                continue
+            util = solution.utilisation[name]
+            rows.append({"station": name, "what": st.what,
+                         "servers": "inf" if math.isinf(st.servers) else f"{st.servers:g}",
+                         "utilisation": util if math.isfinite(st.servers) else float("nan"),
+                         "workload": chain.name, "residence_ms": chain.residence[name] * 1e3})
+    return pd.DataFrame(rows)
+
+
+def print_solution(spec: ModelSpec, solution: Solution) -> None:
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
+        print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+        print(chain_table(solution).to_string(index=False))
+        print()
+        print(station_table(solution).to_string(index=False))
+
+
+def run_solve(model: str, scenario: str | None, parameters: Mapping[str, Any],
+              flags: Mapping[str, bool]) -> None:
+    """CLI task ``solve``: load the model as ``run`` would, solve it, print the tables."""
+    model_file = resolve_model_path(model)
+    choice = choose(calibrated_parameters(model_file.parent), scenario=scenario, parameters=parameters, flags=flags)
+    spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
+    print_solution(spec, solve_model(spec))

@@ -1,0 +1,226 @@
+"""The regression check: the model against its measured baselines, and a site's fresh
+measurements against the model and the previous measurements.
+
+``simstack check`` runs every model that has a ``checks.yaml``; ``simstack check
+model=NAME`` one of them. Each check prints predicted, measured (read from the baseline
+row the check names), relative error and tolerance; the exit code is 1 if any is out.
+
+``simstack check model=NAME measured=new.csv [reference=old.csv]`` compares stage timings
+measured after a release (columns ``scenario, whatif, request, step, seconds``; ``whatif``
+and ``step`` may be empty) with the model's prediction and with the reference
+measurements. A stage is flagged as slower when a one-sided Mann-Whitney U test finds the
+new timings stochastically larger (p < 0.01) and the median grew by more than 5%.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from tqdm import tqdm
+
+from simstack.errors import DataError, ModelError, SimstackError
+from simstack.io.paths import known_models, model_dir_of
+from simstack.io.plaindata import check_csv_text
+from simstack.studies.baselines import read_baselines, row_value, select_row
+from simstack.studies.metrics import Evaluator
+from simstack.studies.schema.options import within
+from simstack.studies.schema.study import RunSelection, Study, load_study
+from simstack.tables.console import format_table, number, with_units
+
+MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
+ALPHA = 0.01
+MIN_SLOWDOWN = 0.05
+# Columns whose rows hold different quantities (seconds, ratios, counts): printed with
+# significant digits per value rather than one number of decimals per column.
+MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
+
+
+def check_study(study: Study, evaluator: Evaluator | None = None, progress: str | None = None) -> pd.DataFrame:
+    """One row per check: predicted, measured or bound, error, tolerance, passed.
+    ``progress`` labels a bar over the checks (shown on a terminal only)."""
+    ev = evaluator or Evaluator(study)
+    table = read_baselines(study.baselines) if study.baselines else None
+    rows = []
+    for check in _bar(study.checks, progress, "check"):
+        try:
+            predicted = ev.value(check.metric)
+        except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
+            raise (exc if exc.file else exc.at(file=str(study.path), path=f"metrics.{check.metric}")) from None
+        if check.baseline is not None:
+            if table is None:
+                raise DataError(f"{study.path}: check {check.id!r} names a baseline row but the study has no "
+                                "baselines file")
+            row = select_row(table, check.baseline, f"{study.path}: check {check.id}")
+            measured = row_value(row, f"{study.path}: check {check.id}")
+            error = (predicted - measured) / measured if measured else math.inf
+            passed = within(error, check.tolerance, check.side)
+            rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
+                         "rel_error": error, "tolerance": check.tolerance, "passed": passed})
+        else:
+            bound = ev.value(check.less_than)  # type: ignore[arg-type]
+            rows.append({"model": study.model, "check": check.id, "predicted": predicted,
+                         "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
+                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
+    return pd.DataFrame(rows)
+
+
+def models_with_checks(models_dir: Any = None) -> list[str]:
+    return [name for name in known_models(models_dir) if (model_dir_of(name, models_dir) / "checks.yaml").is_file()]
+
+
+def read_measured(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise DataError(f"measurement file {str(path)!r} not found")
+    try:
+        check_csv_text(path.read_text(encoding="utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        table = pd.read_csv(path, dtype={"scenario": str, "whatif": str, "request": str, "step": str},
+                            keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path}: not a readable CSV ({str(exc).strip()}); expected columns: "
+                        f"{', '.join(MEASURED_COLUMNS)}") from None
+    missing = [c for c in MEASURED_COLUMNS if c not in table.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected columns: "
+                        f"{', '.join(MEASURED_COLUMNS)}")
+    if table.empty:
+        raise DataError(f"{path}: no measurements (only a header); expected one row per timing")
+    seconds = pd.to_numeric(table["seconds"], errors="coerce")
+    bad = table.index[seconds.isna() | (seconds < 0)]
+    if len(bad):
+        line = int(bad[0]) + 2
+        raise DataError(f"{path} line {line}: seconds must be a number >= 0, got {str(table.loc[bad[0], 'seconds'])!r}")
+    table["seconds"] = seconds
+    return table
+
+
+def compare_measurements(study: Study, measured: pd.DataFrame, reference: pd.DataFrame | None,
+                         source: str = "measured", progress: str | None = None) -> pd.DataFrame:
+    """Per (scenario, what-if, request, step): medians and a slower-than test."""
+    ev = Evaluator(study)
+    rows = []
+    groups = measured.groupby(["scenario", "whatif", "request", "step"])
+    for keys, group in _bar(groups, progress, "stage", total=groups.ngroups):
+        scenario, whatif, request, step = (str(k) for k in keys)
+        where = f"{source}: scenario {scenario!r}, request {request!r}, step {step!r}"
+        sel = RunSelection(scenario=scenario or None, whatif=whatif or None)
+        try:
+            result = ev.run(sel, needs_steps=True)
+        except SimstackError as exc:
+            raise DataError(f"{where}: {exc}") from None
+        predicted = _samples(result, request, step, where)
+        new = group["seconds"].to_numpy()
+        row: dict[str, Any] = {"scenario": scenario, "whatif": whatif, "request": request, "step": step,
+                               "measured_median": float(np.median(new)),
+                               "model_median": float(np.median(predicted))}
+        row["slower_than_model"] = _slower(new, predicted)
+        if reference is not None:
+            ref = reference[(reference["scenario"] == scenario) & (reference["whatif"] == whatif)
+                            & (reference["request"] == request) & (reference["step"] == step)]["seconds"]
+            row["reference_median"] = float(np.median(ref)) if len(ref) else math.nan
+            row["slower_than_reference"] = _slower(new, ref.to_numpy()) if len(ref) else False
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _samples(result: Any, request: str, step: str, where: str) -> np.ndarray:
+    if request not in result.model.requests:
+        raise DataError(f"{where}: unknown request class; request classes: {', '.join(result.model.requests)}")
+    req = result.requests
+    ok = req[(~req["warmup"]) & req["ok"] & (req["request"] == request)]
+    if not step:
+        return ok["latency"].to_numpy()
+    steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
+    steps = steps[steps["step"] == step]
+    if steps.empty:
+        known = ", ".join(sorted(result.steps[result.steps["request"] == request]["step"].unique()))
+        raise DataError(f"{where}: unknown step; steps of {request}: {known}")
+    span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+    return (span["end"] - span["start"]).to_numpy()
+
+
+def _slower(new: np.ndarray, old: np.ndarray) -> bool:
+    if len(new) < 3 or len(old) < 3:
+        return False
+    p = stats.mannwhitneyu(new, old, alternative="greater").pvalue
+    return bool(p < ALPHA and np.median(new) > (1 + MIN_SLOWDOWN) * np.median(old))
+
+
+def _bar(items: Any, label: str | None, unit: str, total: int | None = None) -> Any:
+    """A progress bar over a model's checks, on stderr and only on a terminal; cleared when
+    done so the table printed next starts on its own line."""
+    if label is None:
+        return items
+    return tqdm(items, desc=label, unit=unit, total=total, file=sys.stderr, disable=None, leave=False)
+
+
+def run_check(model: str | None, *, models_dir: Any = None, measured: str | None = None,
+              reference: str | None = None, jobs: int = 1) -> int:
+    """CLI task ``check`` on one model, or on every model with a ``checks.yaml`` when
+    ``model`` is None (``jobs`` models side by side); returns the process exit code."""
+    names = [model] if model is not None else models_with_checks(models_dir)
+    studies = [load_study(model_dir_of(name, models_dir)) for name in names]  # every file read first
+    if len(names) > 1:
+        print(f"checking {len(names)} models: {', '.join(names)}"
+              + (f" ({jobs} side by side)" if jobs > 1 else ""), flush=True)
+    labels = [f"{study.model} ({index} of {len(names)})" for index, study in enumerate(studies, 1)]
+    if measured:
+        fresh, earlier = read_measured(Path(measured)), read_measured(Path(reference)) if reference else None
+        tables: Iterator[tuple[pd.DataFrame, float]] = (
+            _timed(compare_measurements, study, fresh, earlier, measured, progress=label)
+            for study, label in zip(studies, labels, strict=True))
+    elif jobs > 1 and len(names) > 1:
+        tables = _side_by_side(names, models_dir, jobs)
+    else:
+        tables = (_timed(check_study, study, progress=label) for study, label in zip(studies, labels, strict=True))
+    failed = False
+    for study, label, (table, seconds) in zip(studies, labels, tables, strict=True):
+        if measured:
+            flags = [c for c in table.columns if c.startswith("slower_than")]
+            bad = int(table[flags].any(axis=1).sum())
+            verdict = f"{len(table)} stage(s), {bad} slower"
+            shown = with_units(table, durations=tuple(c for c in table.columns if c.endswith("_median")))
+        else:
+            bad = int((~table["passed"]).sum())
+            verdict = f"{len(table)} check(s), {bad} out of tolerance"
+            shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
+        failed |= bad > 0
+        print(f"{label}: {verdict}, {seconds:.1f} s", flush=True)
+        print(format_table(shown, mixed=MIXED_COLUMNS))
+        if not measured:  # predictions.csv against the measured rows it covers (simstack.studies.rowcompare)
+            from simstack.studies.rowcompare import print_row_errors
+            failed |= print_row_errors(study)
+        print(flush=True)
+    print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
+    return 1 if failed else 0
+
+
+def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> tuple[pd.DataFrame, float]:
+    started = time.perf_counter()
+    return compare(*args, **kwargs), time.perf_counter() - started
+
+
+def _check_elsewhere(name: str, models_dir: Any) -> tuple[pd.DataFrame, float]:
+    """One model's checks in a worker process (it reads the model's files itself)."""
+    return _timed(check_study, load_study(model_dir_of(name, models_dir)))
+
+
+def _side_by_side(names: list[str], models_dir: Any, jobs: int) -> Iterator[tuple[pd.DataFrame, float]]:
+    """Each model's checks in one of ``jobs`` processes, yielded in the order of ``names``
+    as soon as it and every model before it are done. The runs, seeds and so the tables
+    are those of the serial check."""
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_check_elsewhere, name, models_dir) for name in names]
+        for future in futures:
+            yield future.result()

@@ -1,0 +1,215 @@
+"""Predictions for held-out data: a grid of configurations, one metric, one CSV.
+
+The ``predictions`` section of a model's ``checks.yaml`` (``simstack.studies.schema.prediction_grid``)
+names the grid (a product of axes, linked axes or a list of points), the metric evaluated
+at every point and the value column, optionally an interval over alternative readings.
+``simstack predict model=NAME [--jobs N]`` writes ``models/NAME/predictions.csv``, its
+provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_runs.csv``
+(the runs that decided each row). The evaluations (every point under its own fit and under
+each reading of the interval) are planned in ``simstack.studies.readings``: each distinct run once,
+capacity searches warm-started, ``--jobs N`` of them side by side. With an interval, only the
+alternatives whose fits are acceptable (``simstack.studies.fit.acceptance``) widen it; the verdicts are
+printed and recorded in the provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simstack.errors import ConfigError, ModelError
+from simstack.io.atomic import replacing
+from simstack.io.paths import model_dir_of
+from simstack.load.loader import read_yaml
+from simstack.studies.fit.acceptance import RULE, describe, fitted, judge, verdicts
+from simstack.studies.fit.uncertainty import ranges
+from simstack.studies.metrics import Evaluator
+from simstack.studies.provenance import provenance, write_meta
+from simstack.studies.readings import POINT, Reading, plan, run_in_parallel, run_in_sequence
+from simstack.studies.schema.metric_types import CapacityMetric, RunSelection, merge
+from simstack.studies.schema.prediction_grid import PredictionSpec
+from simstack.studies.schema.study import Study, load_study
+from simstack.tables.console import format_table
+
+
+def _spec(study: Study) -> PredictionSpec:
+    if study.predictions is None:
+        raise ModelError("no predictions section", file=str(study.path))
+    return study.predictions
+
+
+def grid(study: Study) -> list[dict[str, Any]]:
+    """The column values of every point, in order."""
+    return [dict(p.columns) for p in _spec(study).points]
+
+
+def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
+            progress: bool = False, jobs: int | None = None,
+            runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None) -> pd.DataFrame:
+    """Evaluate the prediction metric at every grid point that ``keep`` accepts, under the
+    point's own fit and each reading of the interval (``simstack.studies.readings``: each distinct run
+    once). ``runs``, if given, receives one row per capacity search (the runs that decided
+    it). With ``jobs`` > 1 and several runs to make, they run side by side in worker
+    processes, else one after another with ``jobs`` processes proving each capacity.
+    ``extra`` goes on top of every point (a what-if of a few rows)."""
+    pred = _spec(study)
+    jobs = jobs or pred.jobs
+    warm = _committed(study)
+    points = [p for p in pred.points if keep is None or keep(p.columns)]
+    if extra is not None:
+        points = [replace(p, selection=merge(p.selection, extra)) for p in points]
+    readings = interval_readings(study, Evaluator(study).base_parameters)
+    tasks = plan(study, points, readings, pred.metric, pred.value_columns,
+                 [warm.get(_key(p.columns, pred.columns)) for p in points])
+    if progress and len(tasks) < len(points) * len(readings):
+        print(f"predicting {study.model}: {len(points)} points x {len(readings)} readings, "
+              f"{len(tasks)} distinct runs")
+    run = run_in_parallel if jobs > 1 and len(tasks) > 1 else run_in_sequence
+    done = run(study, tasks, jobs, progress, lambda t: t.point.label())
+    by_use = {use: task for task in tasks for use in task.users}
+    rows = []
+    for i, point in enumerate(points):
+        metric = study.metrics[point.metric or pred.metric]
+        own = done[by_use[(i, POINT)].key]
+        row = {**point.columns, pred.value_column: _written(own.value, metric, pred.scale, pred.digits), **own.extra}
+        if pred.interval is not None:
+            values = [done[by_use[(i, r.name)].key].value for r in readings]
+            row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
+            row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
+        rows.append(row)
+    if runs is not None:
+        named = pred.interval is not None
+        for t in tasks:
+            search = done[t.key].search
+            if search is not None:
+                runs.append({**{c: t.point.columns.get(c) for c in pred.columns},
+                             **({"reading": t.reading.name} if named else {}), **search})
+    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
+    columns = [*pred.columns, pred.value_column, *pred.value_columns, *bounds]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _written(value: float, metric: object, scale: float, digits: int | None = None) -> float | int:
+    """A capacity is a whole number of the load parameter; other values are scaled (and
+    rounded to ``digits`` when the study says so)."""
+    if isinstance(metric, CapacityMetric) and scale == 1:
+        return int(value)
+    if digits is None:
+        return value * scale
+    return round(value * scale, digits) if digits > 0 else int(round(value * scale))
+
+
+def interval_readings(study: Study, base: Mapping[str, Any]) -> list[Reading]:
+    """The point's own reading, then each alternative of the interval that the acceptance
+    rule lets in (``simstack.studies.fit.acceptance``) with its fitted values (the point's, unless it has
+    its own ``calibrated`` file); with ``parameter_uncertainty``, then the point's fit and each
+    of those with one parameter at an end of its range."""
+    pred = _spec(study)
+    readings = [Reading(POINT, dict(base))]
+    if pred.interval is None:
+        return readings
+    accepted = [Reading(alt.name, {**base, **doc["parameters"]} if (doc := fitted(study, alt)) else dict(base), alt)
+                for alt in pred.interval.alternatives if judge(study, alt).enters]
+    readings += accepted
+    if pred.interval.parameter_uncertainty:
+        own = read_yaml(study.path.parent / "calibrated.yaml") if (study.path.parent / "calibrated.yaml").is_file() \
+            else None
+        hint = f"simstack calibrate model={study.model}"
+        for reading in [readings[0], *accepted]:
+            alt = reading.alternative
+            doc = None if alt is None else fitted(study, alt)
+            spread = ranges(own, "calibrated.yaml", hint, str(study.path)) if doc is None else \
+                ranges(doc, str(alt.calibrated), f"{hint} alternative={alt.name}", str(study.path))  # type: ignore[union-attr]
+            readings += [Reading(f"{reading.name}:{name}={end:g}", {**reading.parameters, name: end}, alt)
+                         for name, ends in spread.items() for end in ends]
+    return readings
+
+
+def _key(columns: Mapping[str, Any], order: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(str(columns.get(c)) for c in order)
+
+
+def _committed(study: Study) -> dict[tuple[str, ...], int]:
+    """The committed value of each row (capacity searches start there), by column values."""
+    pred = _spec(study)
+    path = prediction_path(study)
+    if not path.is_file():
+        return {}
+    try:
+        old = pd.read_csv(path, dtype=str)
+        return {_key({str(k): v for k, v in r.items()}, pred.columns): int(float(r[pred.value_column]))
+                for r in old.to_dict("records")}
+    except (KeyError, ValueError, pd.errors.ParserError):
+        return {}  # a file of another shape: no warm start, the searches still prove their answers
+
+
+def prediction_path(study: Study) -> Path:
+    return study.path.parent / _spec(study).file
+
+
+def _write_csv(table: pd.DataFrame, path: Path) -> None:
+    """Written whole or not at all: a temporary file beside the target, then renamed."""
+    with replacing(path) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+
+
+def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """The points whose columns have the given values (``+where.cores=32``): one capacity
+    search or a few rows, printed without touching the committed file."""
+    pred = _spec(study)
+    unknown = [k for k in where if k not in pred.columns]
+    if unknown:
+        raise ConfigError(f"where.{unknown[0]}: not a column of {pred.file}; columns: {', '.join(pred.columns)}")
+    wanted = {k: str(v).lower() for k, v in where.items()}
+
+    def keep(columns: Mapping[str, Any]) -> bool:
+        return all(str(columns.get(k)).lower() == v for k, v in wanted.items())
+    if not any(keep(p.columns) for p in pred.points):
+        raise ConfigError(f"no point of {pred.file} has {', '.join(f'{k}={v}' for k, v in where.items())}")
+    return keep
+
+
+def run_predict(model: str, *, models_dir: str | Iterable[str] | None = None, jobs: int | None = None,
+                where: Mapping[str, Any] | None = None, parameters: Mapping[str, Any] | None = None,
+                flags: Mapping[str, bool] | None = None, progress: bool = True) -> None:
+    """CLI task ``predict``: evaluate the study's grid into its predictions file (``jobs``
+    processes; None: the study's own ``jobs:``), or print only the points ``where`` selects,
+    under ``parameters`` and ``flags`` if given, and write nothing."""
+    study = load_study(model_dir_of(model, models_dir))
+    where = dict(where or {})
+    overrides = RunSelection(parameters=dict(parameters or {}), flags=dict(flags or {}))
+    if (overrides.parameters or overrides.flags) and not where:
+        raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
+                          "predictions hold the model's own values")
+    seed = int({**study.defaults}.get("seed", 1))
+    # the provenance of the inputs as they were read, before hours of runs
+    meta = provenance(study, Evaluator(study).base_parameters, seed, f"simstack predict model={study.model}")
+    judged = verdicts(study)
+    for verdict in judged:
+        print(f"interval: {describe(verdict)}")
+    if judged:
+        meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
+        readings = interval_readings(study, Evaluator(study).base_parameters)[1:]  # a fit without ranges fails here
+        entering = sum(v.enters for v in judged)
+        print(f"interval: up to {len(readings)} more evaluations per point: {entering} alternative(s) in the "
+              f"envelope, {len(readings) - entering} with a fitted parameter at an end of its range; a run "
+              "that another reading already makes is made once")
+    runs: list[dict[str, Any]] = []
+    table = predict(study, keep=selected(study, where) if where else None, progress=progress,
+                    jobs=jobs, runs=runs, extra=overrides)
+    print(format_table(table))
+    if where:
+        if runs:
+            print(format_table(pd.DataFrame(runs)))
+        print("(a selection: the committed predictions are left as they are)")
+        return
+    path = prediction_path(study)
+    _write_csv(table, path)
+    if runs:
+        _write_csv(pd.DataFrame(runs), path.with_name(_spec(study).runs_file or f"{path.stem}_runs.csv"))
+    write_meta(path, {**meta, "rows": len(table), "jobs": jobs or _spec(study).jobs})
+    print(f"wrote {path}")

@@ -1,0 +1,157 @@
+"""The evaluations behind a predictions file: every (point, reading) pair, each distinct run once.
+
+A row of ``predictions.csv`` needs the metric at its point under the point's own fit and,
+with an ``interval``, under each accepted alternative (and, with ``parameter_uncertainty``,
+each fit with one parameter at an end of its range). Many of these pairs are the same run:
+an alternative whose flags the point already sets (``global_lock: false`` at a per-lockset
+point), or whose fitted values equal the point's. A pair is identified by what the simulator
+would be given (scenario, every parameter value, every flag, run settings and the metric), so
+the same run is evaluated once however many readings name it, and the file is the same as
+if each had been run: every run has the study's seed.
+
+A capacity search is warm-started: the point's own reading from the committed row (or the
+previous point's answer), an alternative's from the point's answer. Only the cost depends on
+the start, since every answer is proven (c holds, c + 1 does not; ``simstack.studies.capacity``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from simstack.studies.capacity import CapacityResult
+from simstack.studies.metrics import Evaluator, chosen
+from simstack.studies.schema.metric_types import CapacityMetric, RunSelection
+from simstack.studies.schema.prediction_grid import Alternative, GridPoint
+from simstack.studies.schema.study import Study
+
+POINT = "point"  # the name of a point's own reading
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way of evaluating every point: a fit's parameter values, maybe an alternative's
+    selection on top of the point's."""
+
+    name: str
+    parameters: Mapping[str, Any] = field(hash=False)
+    alternative: Alternative | None = None
+
+    def selection(self, point: GridPoint) -> RunSelection:
+        return point.selection if self.alternative is None else self.alternative.over(point.selection)
+
+
+@dataclass
+class Task:
+    """One distinct run to evaluate, and every (point, reading) that reads it."""
+
+    key: str
+    reading: Reading
+    index: int  # the first point that needs it
+    point: GridPoint
+    metric: str
+    start: int | None
+    extra_columns: Mapping[str, str] = field(default_factory=dict)  # column -> metric, the point's reading only
+    users: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    value: float
+    extra: Mapping[str, float]
+    search: dict[str, Any] | None  # the capacity search that decided the value
+
+
+def task_key(study: Study, metric: str, parameters: Mapping[str, Any], selection: RunSelection) -> str:
+    """What the simulator would be given: equal keys are the same run with the same seed."""
+    choice = chosen(selection, parameters, study.path.parent)
+    return json.dumps([metric, choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
+                       sorted(selection.settings.items())], default=str)
+
+
+def plan(study: Study, points: Sequence[GridPoint], readings: Sequence[Reading], default_metric: str,
+         value_columns: Mapping[str, str], starts: Sequence[int | None]) -> list[Task]:
+    """The distinct runs behind ``points`` x ``readings``, in the order first needed; a run
+    that is some point's own is labelled (and warm-started) as that point's."""
+    tasks: dict[str, Task] = {}
+    for i, point in enumerate(points):
+        metric = point.metric or default_metric
+        for reading in readings:
+            selection = reading.selection(point)
+            key = task_key(study, metric, reading.parameters, selection)
+            own = reading.name == POINT
+            if key not in tasks:
+                tasks[key] = Task(key, reading, i, point, metric, starts[i], dict(value_columns) if own else {})
+            elif own and tasks[key].reading.name != POINT:  # a point's own run, first needed by an alternative
+                task = tasks[key]
+                task.reading, task.index, task.point, task.extra_columns = reading, i, point, dict(value_columns)
+                task.start = starts[i] if starts[i] is not None else task.start
+            tasks[key].users.append((i, reading.name))
+    return list(tasks.values())
+
+
+def evaluate(study: Study, ev: Evaluator, task: Task, start: int | None) -> Outcome:
+    """One task with ``ev`` (whose base parameters are the task's reading's)."""
+    selection = task.reading.selection(task.point)
+    searches = len(ev.searches)
+    ev.start = start
+    value = ev.value(task.metric, selection)
+    extra = {column: ev.value(m, selection) for column, m in task.extra_columns.items()}
+    search = None
+    metric = study.metrics[task.metric]
+    if isinstance(metric, CapacityMetric) and len(ev.searches) > searches:
+        found: CapacityResult = list(ev.searches.values())[searches]
+        search = found.summary(metric.conditions)
+    return Outcome(value, extra, search)
+
+
+def _elsewhere(study: Study, task: Task, start: int | None) -> Outcome:
+    """One task in a worker process, with its own evaluator."""
+    return evaluate(study, Evaluator(study, task.reading.parameters), task, start)
+
+
+def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bool,
+                    on_point: Callable[[Task], str]) -> dict[str, Outcome]:
+    """One evaluator per fit (runs shared between tasks). A capacity search of the point's own
+    reading starts from its committed row, else from the previous point's answer; an
+    alternative's from its point's answer; ``jobs`` processes prove it."""
+    evaluators: dict[str, Evaluator] = {}
+    previous: int | None = None
+    answers: dict[int, int] = {}
+    done: dict[str, Outcome] = {}
+    bar = tqdm(tasks, desc=f"predicting {study.model}", unit="run", disable=None if progress else True)
+    for task in bar:
+        fit = json.dumps(sorted(task.reading.parameters.items()), default=str)
+        if fit not in evaluators:
+            evaluators[fit] = Evaluator(study, task.reading.parameters, jobs=jobs)
+        ev = evaluators[fit]
+        ev.on_progress = (lambda text, t=task: bar.set_postfix_str(f"{on_point(t)}: {text}")) if progress else None
+        own = task.reading.name == POINT
+        start = (task.start if task.start is not None else previous) if own else answers.get(task.index, task.start)
+        done[task.key] = evaluate(study, ev, task, start)
+        if own and isinstance(study.metrics[task.metric], CapacityMetric):
+            previous = answers[task.index] = int(done[task.key].value)
+    return done
+
+
+def run_in_parallel(study: Study, tasks: Sequence[Task], jobs: int, progress: bool,
+                    on_point: Callable[[Task], str]) -> dict[str, Outcome]:
+    """Tasks side by side in ``jobs`` processes (``concurrent.futures``), the largest expected
+    load first so that no long search starts last."""
+    order = sorted(tasks, key=lambda t: -(t.start or 0))
+    done: dict[str, Outcome] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool, \
+            tqdm(total=len(tasks), desc=f"predicting {study.model} ({jobs} jobs)", unit="run",
+                 disable=None if progress else True) as bar:
+        futures = {pool.submit(_elsewhere, study, task, task.start): task for task in order}
+        for future in as_completed(futures):
+            task = futures[future]
+            done[task.key] = future.result()
+            bar.set_postfix_str(f"done: {on_point(task)}")
+            bar.update(1)
+    return done

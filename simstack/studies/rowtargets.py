@@ -1,0 +1,174 @@
+"""Measured rows of a CSV file as calibration targets, and a CSV file of prediction points.
+
+A benchmark campaign is a table: one row per configuration and load level, one column per
+knob (instance size, language, number of clients) and one for the measured value. Rather
+than one check per row, a study points at the file and says which columns are axes of its
+``predictions`` grid (their values are the axes' value names, so each row selects the same
+parameters and flags a prediction does), which column is the closed loop's population
+(``clients``: one curve per series, so an analytic solver answers every load level of a
+series at once) and which boolean columns set flags::
+
+    targets:
+      rows: data/standard_tests.csv
+      measured: sum_count_15s        # the measured value
+      metric: ops_per_s              # the study metric it is compared with, x scale
+      scale: 15
+      match: [client_instance, client_language, server_instance, server_language, operation]
+      population: clients            # column = model parameter
+      flags: {far_pair: far_pair}    # flag: boolean column
+
+``points: FILE.csv`` in ``predictions`` uses the same matching: each row of the file names
+one value per axis, and only those points are evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simstack.errors import ModelError
+from simstack.io.paths import folder_file, inside
+from simstack.lang.schema import Field, name_ref, read_fields
+from simstack.lang.units import parse_number
+from simstack.studies.metrics import merge
+from simstack.studies.schema.study import MetricSpec, RunSelection
+
+
+@dataclass(frozen=True)
+class RowTargets:
+    """Which rows of which file a calibration fits, and what each row means."""
+
+    rows: str  # CSV path relative to the model folder
+    measured: str
+    metric: str
+    match: tuple[str, ...]
+    population: str
+    scale: float = 1.0
+    flags: Mapping[str, str] = field(default_factory=dict, hash=False)  # flag -> boolean column
+    exclude: tuple[tuple[str, str], ...] = ()  # (column, value): rows left out (simstack.studies.fit.holdout)
+
+
+@dataclass(frozen=True)
+class Series:
+    """Rows that differ only in the population: one selection, one analytic curve."""
+
+    selection: RunSelection = field(hash=False)
+    populations: tuple[int, ...]
+    rows: np.ndarray = field(hash=False, compare=False)  # row positions, one per population entry
+    label: str = ""
+
+
+def read_row_targets(raw: object, metrics: Mapping[str, MetricSpec], axes: Mapping[str, Any],
+                     where: str) -> RowTargets:
+    """The ``targets: {rows: ...}`` mapping of a calibration, checked against the study."""
+    values = read_fields(raw, {"rows": Field(folder_file), "measured": Field(str), "metric": Field(name_ref),
+                               "match": Field(_strings), "population": Field(str),
+                               "scale": Field(parse_number, 1.0), "flags": Field(_flag_columns, {}),
+                               "doc": Field(str, "")}, where)
+    values.pop("doc")
+    if values["metric"] not in metrics:
+        raise ModelError(f"unknown metric {values['metric']!r}; metrics: {', '.join(metrics)}",
+                         path=f"{where}.metric")
+    unknown = [c for c in values["match"] if c not in axes]
+    if unknown:
+        raise ModelError(f"match column {unknown[0]!r} is not an axis of predictions; axes: "
+                         f"{', '.join(axes) or '(no predictions section)'}", path=f"{where}.match")
+    return RowTargets(**values)
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ModelError(f"expected a list of column names, got {value!r}")
+    return tuple(value)
+
+
+def _flag_columns(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise ModelError(f"expected a mapping of flag: column, got {value!r}")
+    return {str(k): v for k, v in value.items()}
+
+
+def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) -> pd.DataFrame:
+    """A data file of the model, every value as text, with the columns the study names."""
+    path = inside(model_dir, name, where)
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read the rows file {name!r}: {exc}", path=where) from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ModelError(f"{name} has no column {missing[0]!r}; columns: {', '.join(table.columns)}",
+                         path=where)
+    if table.empty:
+        raise ModelError(f"{name} has no rows", path=where)
+    return table
+
+
+def point_selection(point: Mapping[str, str], axes: Mapping[str, Mapping[str, RunSelection]],
+                    where: str) -> RunSelection:
+    """The merged selection of one value per axis, with a located error for an unknown value."""
+    parts = []
+    for axis, value in point.items():
+        choices = axes[axis]
+        if value not in choices:
+            raise ModelError(f"{axis} {value!r} is not a value of predictions.axes.{axis}; values: "
+                             f"{', '.join(choices)}", path=where)
+        parts.append(choices[value])
+    return reduce(merge, parts, RunSelection())
+
+
+def target_series(model_dir: Path, targets: RowTargets, axes: Mapping[str, Mapping[str, RunSelection]],
+                  metric: MetricSpec, where: str) -> tuple[pd.DataFrame, np.ndarray, list[Series]]:
+    """The rows, their measured values (in metric units, i.e. divided by ``scale``) and the
+    series they form."""
+    columns = (*targets.match, targets.population, targets.measured, *targets.flags.values())
+    table = read_rows(model_dir, targets.rows, columns, f"{where}.rows")
+    for column, value in targets.exclude:
+        table = table[table[column] != value].reset_index(drop=True)
+    measured = pd.to_numeric(table[targets.measured], errors="coerce").to_numpy(dtype=float)
+    population = pd.to_numeric(table[targets.population], errors="coerce")
+    bad = np.flatnonzero(~np.isfinite(measured) | (measured <= 0) | population.isna()
+                         | (population.fillna(0) < 1) | (population.fillna(0) % 1 != 0))
+    if bad.size:
+        raise ModelError(f"{targets.rows} row {int(bad[0]) + 2}: {targets.measured} must be a positive number "
+                         f"and {targets.population} a whole number >= 1", path=f"{where}.rows")
+    for flag, column in targets.flags.items():
+        odd = ~table[column].isin(["True", "False", "true", "false"])
+        if odd.any():
+            raise ModelError(f"{targets.rows} row {int(np.flatnonzero(odd)[0]) + 2}: column {column!r} "
+                             f"(flag {flag}) must be true or false", path=f"{where}.flags")
+    keys = [*targets.match, *targets.flags.values()]
+    series = []
+    for key, group in table.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        point = {a: str(v) for a, v in zip(targets.match, key[:len(targets.match)], strict=True)}
+        sel = point_selection(point, axes, f"{where}.match")
+        flags = {f: str(table.at[group.index[0], c]).lower() == "true" for f, c in targets.flags.items()}
+        sel = merge(merge(metric.run, sel), RunSelection(flags=flags))  # type: ignore[attr-defined]
+        series.append(Series(sel, tuple(int(v) for v in population[group.index]), group.index.to_numpy(),
+                             " | ".join(map(str, key))))
+    return table, measured / targets.scale, series
+
+
+def listed_points(model_dir: Path, name: str, axes: Mapping[str, Mapping[str, RunSelection]]) -> list[dict[str, str]]:
+    """The rows of ``predictions.points``: one value of every axis per row, in file order."""
+    where = "predictions.points"
+    table = read_rows(model_dir, name, tuple(axes), where)
+    extra = [c for c in table.columns if c not in axes]
+    if extra:
+        raise ModelError(f"{name} column {extra[0]!r} is not an axis; axes: {', '.join(axes)}", path=where)
+    points = []
+    for i, row in enumerate(table[list(axes)].itertuples(index=False, name=None)):
+        point = dict(zip(axes, row, strict=True))
+        for axis, value in point.items():
+            if value not in axes[axis]:
+                raise ModelError(f"{name} row {i + 2}: {axis} {value!r} is not a value of predictions.axes.{axis}; "
+                                 f"values: {', '.join(axes[axis])}", path=where)
+        points.append(point)
+    return points

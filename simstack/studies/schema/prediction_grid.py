@@ -1,0 +1,267 @@
+"""The ``predictions`` section of a study file: which configurations to predict, and how.
+
+A prediction grid is a table of configurations. Each *axis* contributes one or more columns
+and a run selection (parameters, flags, scenario, what-if) per value; the grid is the
+product of the axes (the first varies slowest), or an explicit list of *points*. An axis
+comes in two forms:
+
+- a mapping ``value: {parameters, flags, scenario, whatif, settings, metric, columns}``,
+  one entry per value (``metric`` picks another metric at that value; ``columns`` sets
+  other columns of the row, e.g. a column that means nothing for this design);
+- a list form ``{values: [...], columns: [...], parameters: [...], flags: [...]}``: each
+  value goes to every listed column and to the named parameters or flags. Several columns
+  make a *linked* axis (values that move together, e.g. callback and agent threads); a
+  value may also be a list with one entry per column.
+
+An optional ``interval`` lists *alternatives* (what-ifs, scenarios, parameters, each with
+its own fitted values if it has a ``calibrated`` file): the low and high columns are the
+envelope of the point value and every accepted alternative's value at the same point
+(``simstack.studies.fit.acceptance``); with ``parameter_uncertainty: true``, also each of those fits with
+one fitted parameter at a time at the low or high end of its recorded uncertainty.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.io.paths import folder_file
+from simstack.lang.schema import Field, at_least, boolean, name_ref, read_fields
+from simstack.lang.units import parse_number
+from simstack.studies.schema.metric_types import RunSelection, mapping, merge, parse_selection
+from simstack.studies.schema.options import read_columns
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One row to predict: its column values, what to run, and the metric if not the default."""
+
+    columns: Mapping[str, Any] = field(hash=False)
+    selection: RunSelection
+    metric: str | None = None
+
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.columns.items())
+
+
+@dataclass(frozen=True)
+class AxisValue:
+    columns: Mapping[str, Any] = field(hash=False)
+    selection: RunSelection
+    metric: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    written: Any = None  # the value as the axis lists it (what a point names)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One alternative reading of the model, for the interval's envelope."""
+
+    name: str
+    selection: RunSelection
+    calibrated: str | None = None  # a file of fitted parameters beside the model, instead of calibrated.yaml
+
+    def over(self, base: RunSelection | None = None) -> RunSelection:
+        """This reading on top of ``base`` (a grid point's selection, or none for a calibration
+        target): its scenario, what-if, flags and parameters win. Predict and calibrate both use it."""
+        return merge(base or RunSelection(), self.selection)
+
+
+@dataclass(frozen=True)
+class Interval:
+    alternatives: tuple[Alternative, ...]
+    low: str = "low"
+    high: str = "high"
+    parameter_uncertainty: bool = False  # also each fit's values at its parameters' uncertainty low and high
+
+
+def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
+    if isinstance(raw, Mapping) and "values" in raw:
+        return _list_axis(name, raw, path)
+    if not isinstance(raw, Mapping) or not raw:
+        raise ModelError("expected a mapping of value: {parameters/flags/scenario/whatif/metric/columns} "
+                         "or {values: [...], columns: [...], parameters: [...]}", path=path)
+    out = []
+    for value, sel in raw.items():
+        where = f"{path}.{value}"
+        sel = dict(sel or {})
+        if not all(isinstance(k, str) for k in sel):
+            raise ModelError(f"expected a mapping, got {sel!r}", path=where)
+        metric = sel.pop("metric", None)
+        overrides = mapping(sel.pop("columns")) if "columns" in sel else {}
+        out.append(AxisValue({name: str(value)}, parse_selection(sel, where),
+                             None if metric is None else name_ref(metric), overrides, str(value)))
+    return out
+
+
+def _names(value: object) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return [name_ref(v) for v in items]
+
+
+def _list_axis(name: str, raw: Mapping[str, Any], path: str) -> list[AxisValue]:
+    a = read_fields(raw, {"values": Field(list), "columns": Field(_names, [name]),
+                          "parameters": Field(_names, []), "flags": Field(_names, []), "doc": Field(str, "")}, path)
+    cols: list[str] = a["columns"]
+    for key in ("parameters", "flags"):
+        if a[key] and len(a[key]) != len(cols):
+            raise ModelError(f"expected one name per column ({len(cols)}: {', '.join(cols)}), got {a[key]}",
+                             path=f"{path}.{key}")
+    if not a["values"]:
+        raise ModelError("expected at least one value", path=f"{path}.values")
+    out = []
+    for i, value in enumerate(a["values"]):
+        row = value if isinstance(value, list) else [value] * len(cols)
+        if len(row) != len(cols):
+            raise ModelError(f"expected one entry per column ({', '.join(cols)}), got {value!r}",
+                             path=f"{path}.values[{i}]")
+        flags = {}
+        for flag, v in zip(a["flags"], row, strict=False):
+            if not isinstance(v, bool):
+                raise ModelError(f"flag {flag!r} needs true or false, got {v!r}", path=f"{path}.values[{i}]")
+            flags[flag] = v
+        params = dict(zip(a["parameters"], row, strict=False))
+        written = [str(v) for v in value] if isinstance(value, list) else str(value)
+        out.append(AxisValue(dict(zip(cols, row, strict=True)), RunSelection(parameters=params, flags=flags),
+                             written=written))
+    return out
+
+
+def product(axes: Mapping[str, list[AxisValue]]) -> list[tuple[AxisValue, ...]]:
+    return list(itertools.product(*axes.values()))
+
+
+def pick(axes: Mapping[str, list[AxisValue]], raw: object, path: str) -> tuple[tuple[AxisValue, ...], RunSelection]:
+    """One explicit point: a value of every axis (as written in the axis), plus any selection."""
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected a mapping of axis: value, got {raw!r}", path=path)
+    chosen = []
+    for axis, values in axes.items():
+        if axis not in raw:
+            raise ModelError(f"missing axis {axis!r}; a point names a value of every axis: {', '.join(axes)}",
+                             path=path)
+        want = raw[axis]
+        key = [str(w) for w in want] if isinstance(want, list) else str(want)
+        match = [v for v in values if v.written == key]
+        if not match:
+            raise ModelError(f"{want!r} is not a value of axis {axis!r}; values: "
+                             f"{', '.join(str(v.written) for v in values)}", path=f"{path}.{axis}")
+        chosen.append(match[0])
+    extra = {k: v for k, v in raw.items() if k not in axes}
+    _only_selection(extra, path)
+    return tuple(chosen), parse_selection(extra, path)
+
+
+def _only_selection(extra: Mapping[str, Any], path: str) -> None:
+    unknown = [k for k in extra if k not in ("scenario", "whatif", "parameters", "flags", "settings")]
+    if unknown:
+        raise ModelError(f"unknown key {unknown[0]!r}; a point names axes and may add scenario, whatif, "
+                         "parameters, flags or settings", path=f"{path}.{unknown[0]}")
+
+
+def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None) -> GridPoint:
+    """Columns in axis order (overrides win), selections merged in axis order, then ``extra``."""
+    columns: dict[str, Any] = {}
+    for v in values:
+        columns.update(v.columns)
+    for v in values:
+        columns.update(v.overrides)
+    selection = merge(reduce(merge, (v.selection for v in values), RunSelection()), extra or RunSelection())
+    metric = next((v.metric for v in values if v.metric is not None), None)
+    return GridPoint(columns, selection, metric)
+
+
+def parse_interval(raw: object, path: str) -> Interval:
+    i = read_fields(raw, {"alternatives": Field(mapping), "low": Field(str, "low"), "high": Field(str, "high"),
+                          "parameter_uncertainty": Field(boolean, False), "doc": Field(str, "")}, path)
+    alts = []
+    for name, sel in i["alternatives"].items():
+        where = f"{path}.alternatives.{name}"
+        sel = dict(sel or {})
+        calibrated = sel.pop("calibrated", None)
+        if calibrated is not None and (not isinstance(calibrated, str) or "/" in calibrated
+                                       or "\\" in calibrated or calibrated.startswith(".")):
+            raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
+                             path=f"{where}.calibrated")
+        alts.append(Alternative(name_ref(name), parse_selection(sel, where), calibrated))
+    if not alts:
+        raise ModelError("expected at least one alternative", path=f"{path}.alternatives")
+    return Interval(tuple(alts), i["low"], i["high"], i["parameter_uncertainty"])
+
+
+def scale(value: object) -> float:
+    return parse_number(value)
+
+
+@dataclass(frozen=True)
+class PredictionSpec:
+    """A grid of configurations, the metric to evaluate at each, and how to write it.
+    ``axes`` and ``metric_choices`` keep the mapping-form axes by value, as read before
+    list-form axes existed."""
+
+    file: str
+    axes: Mapping[str, Mapping[str, RunSelection]] = field(hash=False)
+    metric: str
+    value_column: str
+    scale: float = 1.0  # e.g. 1000 to write milliseconds
+    metric_choices: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
+    points: tuple[GridPoint, ...] = ()
+    columns: tuple[str, ...] = ()
+    interval: Interval | None = None
+    jobs: int = 1
+    runs_file: str | None = None
+    digits: int | None = None  # round the written values (None: as computed)
+    value_columns: Mapping[str, str] = field(default_factory=dict, hash=False)  # further value columns: metric each
+    measured: Any = None  # simstack.studies.rowcompare.MeasuredRows: the file against measured rows, in check
+
+
+def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec:
+    """The ``predictions`` section; every metric it names must exist."""
+    p = read_fields(raw, {"file": Field(folder_file, "predictions.csv"), "axes": Field(mapping),
+                          "metric": Field(name_ref), "value_column": Field(str), "scale": Field(scale, 1.0),
+                          "points": Field(list, None), "columns": Field(_names, None),
+                          "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
+                          "runs_file": Field(folder_file, None), "doc": Field(str, ""),
+                          "digits": Field(at_least(0), None), "value_columns": Field(lambda v: v, None)}, "predictions")
+
+    def known(name: str | None, where: str) -> None:
+        if name is not None and name not in metrics:
+            raise ModelError(f"unknown metric {name!r}; metrics: {', '.join(metrics)}", path=where)
+
+    known(p["metric"], "predictions.metric")
+    axes = {axis: parse_axis(axis, values, f"predictions.axes.{axis}") for axis, values in p["axes"].items()}
+    by_value: dict[str, dict[str, RunSelection]] = {}
+    chosen: dict[tuple[str, str], str] = {}
+    for axis, values in axes.items():
+        for v in values:
+            known(v.metric, f"predictions.axes.{axis}.{v.columns.get(axis)}.metric")
+            if axis in v.columns and len(v.columns) == 1:
+                by_value.setdefault(axis, {})[str(v.columns[axis])] = v.selection
+                if v.metric is not None:
+                    chosen[(axis, str(v.columns[axis]))] = v.metric
+    if p["points"] is None:
+        combos = [(values, RunSelection()) for values in product(axes)]
+    else:
+        combos = [pick(axes, point, f"predictions.points[{i}]") for i, point in enumerate(p["points"])]
+    points = tuple(grid_point(values, extra) for values, extra in combos)
+    columns = tuple(p["columns"] or dict.fromkeys(c for point in points for c in point.columns))
+    for i, point in enumerate(points):
+        missing = [c for c in point.columns if c not in columns]
+        if missing:
+            raise ModelError(f"column {missing[0]!r} of point {i} ({point.label()}) is not in columns: "
+                             f"{', '.join(columns)}", path="predictions.columns")
+    interval = None if p["interval"] is None else parse_interval(p["interval"], "predictions.interval")
+    return PredictionSpec(p["file"], by_value, p["metric"], p["value_column"], p["scale"], chosen, points,
+                          columns, interval, p["jobs"], p["runs_file"], p["digits"],
+                          value_columns=read_columns(p["value_columns"], metrics, p["value_column"],
+                                                     "predictions.value_columns"))
+
+
+def _positive(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ModelError(f"expected a whole number >= 1, got {value!r}")
+    return value

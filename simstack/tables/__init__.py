@@ -1,0 +1,1 @@
+"""Records of a run and the tables and statistics made from them."""

@@ -1,0 +1,184 @@
+"""Tidy tables and the statistics engineers quote: min / mean / median / p95 / p99 / max
+per request class and stage, Student-t confidence intervals across replications, and
+MSER-5 truncation of the initial transient for steady-state runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simstack.resources.meter import ResourceSummary
+from simstack.tables.confidence import student_t_ci
+from simstack.tables.records import (
+    DEADLINE_COLUMNS,
+    NAME,
+    REQ,
+    REQUEST,
+    REQUEST_COLUMNS,
+    STEP,
+    STEP_COLUMNS,
+    Columns,
+    Schema,
+    name_list,
+)
+
+STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
+# A request still waiting for a hold at the end with no progress (see Replication.blocked).
+BLOCKED_COLUMNS = ("rep", "id", "request", "step", "waits_for", "since")
+
+
+def requests_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=list(REQUEST_COLUMNS))
+    if frame.empty:  # typed, so that masks such as ~frame["warmup"] select rows, not columns
+        frame = frame.astype({"rep": int, "id": int, "parent": int, "item": int, "warmup": bool,
+                              "start": float, "end": float, "ok": bool})
+    frame["latency"] = frame["end"] - frame["start"]
+    return frame
+
+
+def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
+
+
+_DTYPE = {"q": np.int64, "d": np.float64, "?": np.int8, NAME: np.int32, REQ: np.int64}
+
+
+def columns_frame(schema: Schema, parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    """A table from the column buffers of several replications, one column at a time.
+
+    Consumes the buffers: each is released once its column is built, so the peak stays near
+    the size of the table itself. Names become categoricals whose categories are the sorted
+    names in use, so sorting and grouping order them as plain strings would.
+    """
+    for _, cols in parts:
+        cols.flush()
+    sizes = [len(cols) for _, cols in parts]
+    data: dict[str, Any] = {"rep": np.repeat(np.array([rep for rep, _ in parts], dtype=np.int64), sizes)}
+    for i, (column, kind) in enumerate(schema.columns):
+        pieces = []
+        for _, cols in parts:
+            pieces.append(np.frombuffer(cols.buffers[i], dtype=_DTYPE[kind]) if len(cols.buffers[i])
+                          else np.empty(0, dtype=_DTYPE[kind]))
+            cols.buffers[i] = cols.buffers[i][:0]
+        if kind == NAME:
+            data[column] = _categorical(pieces, [name_list(cols.names) for _, cols in parts])
+            continue
+        values = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        data[column] = values.view(bool) if kind == "?" else values
+        del pieces
+    return pd.DataFrame(data, columns=list(schema.names), copy=False)
+
+
+def _categorical(pieces: list[np.ndarray], names: list[list[str]]) -> pd.Categorical:
+    """One name column: each replication's codes remapped onto the sorted names in use."""
+    used = [np.flatnonzero(np.bincount(p, minlength=len(n))) if p.size else np.empty(0, dtype=np.int64)
+            for p, n in zip(pieces, names, strict=True)]
+    categories = sorted({n[c] for u, n in zip(used, names, strict=True) for c in u})
+    index = {name: i for i, name in enumerate(categories)}
+    codes = [np.array([index.get(name, -1) for name in n], dtype=np.int32)[p] if p.size else p
+             for p, n in zip(pieces, names, strict=True)]
+    joined = codes[0] if len(codes) == 1 else np.concatenate(codes)
+    return pd.Categorical.from_codes(joined, categories=pd.Index(categories, dtype=object))
+
+
+def requests_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    """The requests table (see ``requests_table``) from column buffers."""
+    frame = columns_frame(REQUEST, parts)
+    frame["latency"] = frame["end"] - frame["start"]
+    return frame
+
+
+def steps_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
+    return columns_frame(STEP, parts)
+
+
+def deadlines_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(DEADLINE_COLUMNS))
+
+
+def blocked_table(rows: Sequence[tuple]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(BLOCKED_COLUMNS))
+
+
+def resources_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per resource and replication; the columns are there even with no resource."""
+    if rows:
+        return pd.DataFrame(rows)
+    return pd.DataFrame(columns=["rep", *(f.name for f in fields(ResourceSummary))])
+
+
+def describe(values: pd.Series | np.ndarray) -> dict[str, float]:
+    """The summary row for one set of durations."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return dict.fromkeys(STAT_COLUMNS, np.nan) | {"count": 0}
+    return {"count": int(v.size), "min": float(v.min()), "mean": float(v.mean()),
+            "median": float(np.median(v)), "p95": float(np.percentile(v, 95)),
+            "p99": float(np.percentile(v, 99)), "max": float(v.max())}
+
+
+def t_interval(samples: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Half-width-based (low, high) Student-t interval of the mean; NaN for one sample."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return (np.nan, np.nan)
+    _, low, high = student_t_ci(x, level)
+    return (low, high)
+
+
+def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) -> pd.DataFrame:
+    """One row per group: statistics of latency over successful recorded requests, the
+    failure share, and a 95% CI of the mean across replications."""
+    recorded = requests[~requests["warmup"]]
+    rows = []
+    for key, group in recorded.groupby(list(by), sort=True):
+        ok = group[group["ok"]]
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        row.update(describe(ok["latency"]))
+        row["failed"] = float((~group["ok"]).mean()) if len(group) else np.nan
+        per_rep = ok.groupby("rep")["latency"].mean()
+        row["ci_low"], row["ci_high"] = t_interval(per_rep.to_numpy())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
+
+
+def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Per request class and step: mean wait, mean service and duration statistics."""
+    recorded = requests.loc[~requests["warmup"], ["rep", "id"]]
+    merged = steps.merge(recorded, on=["rep", "id"])
+    merged["duration"] = merged["end"] - merged["start"]
+    rows = []
+    for (req, step, comp), group in merged.groupby(["request", "step", "component"], sort=False):
+        row = {"request": req, "step": step, "component": comp,
+               "mean_wait": group["wait"].mean(), "mean_service": group["service"].mean()}
+        row.update(describe(group["duration"]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
+
+
+def mser5(series: Sequence[float] | np.ndarray) -> int:
+    """MSER-5 truncation point (White 1997): the number of leading observations to drop.
+
+    Observations are averaged in batches of 5; the truncation d minimises the standard
+    error of the remaining batch means, searched over the first half of the run.
+    """
+    x = np.asarray(series, dtype=float)
+    n_batches = x.size // 5
+    if n_batches < 4:
+        return 0
+    batches = x[: n_batches * 5].reshape(n_batches, 5).mean(axis=1)
+    # Suffix sums give every candidate's mean and variance in O(n).
+    rev = batches[::-1]
+    count = np.arange(1, n_batches + 1)
+    mean = np.cumsum(rev) / count
+    sq = np.cumsum(rev**2) / count
+    stat = (sq - mean**2) / count  # variance of the mean of the last `count` batches
+    stat = stat[::-1]  # index d = batches dropped
+    half = n_batches // 2
+    return int(np.argmin(stat[: half + 1])) * 5

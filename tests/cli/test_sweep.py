@@ -1,0 +1,177 @@
+"""Fault-tolerant sweeps: a failing job is recorded and the others finish; the gathered
+table marks every job ok, failed or missing; ``simstack gather`` rebuilds it."""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, open_dict
+
+from simstack.cli.main import CONFIG_DIR
+from simstack.cli.sweep import STATUS_FILE, gather_main, one_line, sweep_job
+from simstack.errors import ModelError
+
+BAD = "workloads.operators.clients: must be >= 1, got -1"
+SHORT = ("sim.replications=1", "sim.horizon=4", "sim.warmup=0", "output.tables=false")
+
+
+def _simstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "simstack"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def failed_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The issue's sweep: the middle value is invalid; the basic launcher runs jobs in order."""
+    root = tmp_path_factory.mktemp("sweep")
+    sweep = root / "multirun"
+    done = _simstack("-m", "model=pipeline", "+parameters.consoles=2,-1,4", "sim.progress=true", *SHORT,
+                     f"hydra.sweep.dir={sweep}", cwd=root)
+    return sweep, done
+
+
+def test_a_failing_job_does_not_stop_the_others(failed_sweep) -> None:
+    sweep, done = failed_sweep
+    assert done.returncode == 1, done.stderr
+    assert "2 of 3 jobs ok; failed: +parameters.consoles=-1: " in done.stderr
+    assert BAD in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    statuses = {job: json.loads((sweep / job / STATUS_FILE).read_text()) for job in ("0", "1", "2")}
+    assert [s["status"] for s in statuses.values()] == ["ok", "failed", "ok"]
+    assert BAD in statuses["1"]["error"] and "\n" not in statuses["1"]["error"]
+    assert "+parameters.consoles=-1" in statuses["1"]["overrides"]
+    assert (sweep / "2" / "summary.csv").is_file()
+
+
+def test_the_gathered_table_has_a_status_and_an_error_per_job(failed_sweep) -> None:
+    sweep, _ = failed_sweep
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    per_job = table.groupby("job").agg(status=("status", "first"), rows=("status", "size"),
+                                       consoles=("parameters.consoles", "first"))
+    assert per_job.to_dict("index") == {0: {"status": "ok", "rows": 2, "consoles": 2},
+                                        1: {"status": "failed", "rows": 1, "consoles": -1},
+                                        2: {"status": "ok", "rows": 2, "consoles": 4}}
+    failed = table[table["status"] == "failed"].iloc[0]
+    assert BAD in failed["error"] and pd.isna(failed["mean"])
+    assert table.loc[table["status"] == "ok", "error"].isna().all()
+    assert (table.loc[table["status"] == "ok", "mean"] > 0).all()
+    assert BAD in html.unescape((sweep / "sweep_report.html").read_text())
+
+
+def test_parallel_jobs_print_one_line_each_and_no_progress_bars(failed_sweep) -> None:
+    sweep, done = failed_sweep
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("job ")]
+    assert len(lines) == 3 and lines[1].startswith("job 1 (") and "failed: " in lines[1]
+    assert "%|" not in done.stderr  # sim.progress=true is switched off inside a sweep
+    assert "mean_ms" in (sweep / "0" / "stdout.txt").read_text()  # the job's tables went to its own file
+
+
+def test_gather_rebuilds_an_interrupted_sweep(failed_sweep, tmp_path: Path, capsys) -> None:
+    sweep, _ = failed_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    for name in ("sweep_summary.csv", "sweep_report.html"):
+        (copy / name).unlink()
+    shutil.rmtree(copy / "2")  # never started
+    (copy / "1" / STATUS_FILE).unlink()  # stopped before it ended: no status, no results
+    (copy / "0" / STATUS_FILE).write_text('{"status": "o')  # cut short after its results were written
+    assert gather_main([str(copy)]) == 1
+    assert "1 of 3 jobs ok; failed or missing: " in capsys.readouterr().err
+    table = pd.read_csv(copy / "sweep_summary.csv")
+    jobs = table.drop_duplicates("job").set_index("job")
+    assert jobs["status"].to_dict() == {0: "ok", 1: "missing", 2: "missing"}
+    assert jobs.loc[2, "parameters.consoles"] == 4  # from the sweep's own multirun.yaml
+    assert jobs.loc[1, "parameters.consoles"] == -1  # from the job's .hydra/overrides.yaml
+    assert "did not finish" in jobs.loc[1, "error"]
+    assert (table.loc[table["job"] == 0, "mean"] > 0).all()
+    assert (copy / "sweep_report.html").is_file()
+
+
+def test_gather_of_a_finished_sweep_matches_the_sweep(failed_sweep, tmp_path: Path) -> None:
+    sweep, _ = failed_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    assert gather_main([str(copy)]) == 1
+    pd.testing.assert_frame_equal(pd.read_csv(copy / "sweep_summary.csv"), pd.read_csv(sweep / "sweep_summary.csv"))
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "usage: simstack gather MULTIRUN_DIR"),
+    (("nowhere",), "simstack: error: nowhere: not a directory (expected a multirun directory"),
+    ((".",), "simstack: error: .: no sweep jobs found"),
+])
+def test_gather_refuses_what_is_not_a_sweep(args: tuple[str, ...], message: str, tmp_path: Path,
+                                            monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert gather_main(list(args)) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_simstack_gather_is_a_verb(tmp_path: Path) -> None:
+    done = _simstack("gather", "nowhere", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "simstack: error: nowhere: not a directory" in done.stderr and "Traceback" not in done.stderr
+
+
+def _job_config(tmp_path: Path) -> DictConfig:
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["model=pipeline"], return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.mode = RunMode.MULTIRUN
+        cfg.hydra.runtime.output_dir = str(tmp_path)
+    return cfg
+
+
+def test_any_exception_in_a_job_is_recorded_not_raised(tmp_path: Path) -> None:
+    cfg = _job_config(tmp_path)
+    HydraConfig.instance().set_config(cfg)
+
+    @sweep_job
+    def task(_: DictConfig) -> None:
+        print("partial output")
+        raise RuntimeError("boom\n  on two lines")
+
+    try:
+        assert task(cfg) is None
+    finally:
+        HydraConfig.instance().cfg = None  # type: ignore[assignment]
+    status = json.loads((tmp_path / STATUS_FILE).read_text())
+    assert status["status"] == "failed"
+    assert status["error"] == "RuntimeError: boom on two lines"
+    assert "Traceback" in status["traceback"]
+    assert (tmp_path / "stdout.txt").read_text() == "partial output\n"
+
+
+def test_one_line_keeps_simstack_messages_as_they_are() -> None:
+    error = ModelError("must be >= 1, got -1", file="m.yaml", path="a.b")
+    assert one_line(error) == "m.yaml: a.b: must be >= 1, got -1"
+    assert one_line(KeyError("x")) == "KeyError: 'x'"
+
+
+def test_the_expected_jobs_follow_the_basic_sweepers_order(tmp_path: Path) -> None:
+    import yaml
+
+    from simstack.cli.sweep import expected_jobs
+
+    hydra_cfg = {"sweep": {"dir": str(tmp_path), "subdir": "${hydra.job.num}"},
+                 "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+                             "params": {"sim.seed": "1,2"}},
+                 "overrides": {"task": ["model=pipeline", "+parameters.consoles=4,8"]}}
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra_cfg}))
+    jobs = expected_jobs(tmp_path)
+    assert list(jobs) == ["0", "1", "2", "3"]
+    assert sorted(tuple(j) for j in jobs.values()) == sorted(
+        ("sim.seed=" + s, "model=pipeline", "+parameters.consoles=" + c) for s in "12" for c in ("4", "8"))
+    hydra_cfg["sweeper"]["_target_"] = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra_cfg}))
+    assert expected_jobs(tmp_path) == {}  # another sweeper's jobs cannot be predicted: only found ones count

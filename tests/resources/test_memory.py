@@ -1,0 +1,266 @@
+"""Memory as a resource: exact page accounting for alloc, copy-on-write fork, writes,
+shared segments, the end of a process and running out of memory.
+
+Every expected figure is worked out by hand in the test (bytes are exact integers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from simstack import simulate
+from simstack.engine.simulate import RunResult
+from simstack.errors import ModelError
+from simstack.load.loader import build_spec
+from simstack.resources.memory import MemoryState, Segment
+
+GB = 10**9
+
+
+def _run(requests: dict[str, Any], memory: str = "64GB", record: str = "processes",
+         start: str = "parent", clients: int = 1) -> RunResult:
+    doc = {
+        "hosts": {"node": {"cores": 4, "memory": memory, "memory_record": record}},
+        "requests": requests,
+        "workloads": {"go": {"type": "closed", "clients": clients, "count": 1, "request": start}},
+    }
+    return simulate(build_spec(doc, None), seed=1)
+
+
+def _at(res: RunResult, time: float) -> pd.DataFrame:
+    """The last recorded RSS / PSS of each process at ``time``; ``used``: the host's use then."""
+    rows = res.memory[res.memory["time"] <= time]
+    out = rows.groupby("process").last()
+    out["used"] = rows["used"].iloc[-1]
+    return out
+
+
+def _fork(n: int, f: float) -> dict[str, Any]:
+    return {
+        "parent": [{"alloc": {"bytes": "1GB", "host": "node"}},
+                   {"fork": {"request": "child", "count": n, "wait": True}}],
+        "child": [{"delay": 1}, {"write_memory": f}, {"delay": 10}],
+    }
+
+
+@pytest.mark.parametrize(("n", "f"), [(3, 0.4), (23, 0.4), (8, 0.0), (5, 1.0)])
+def test_fork_of_n_children_writing_a_fraction_uses_exactly_the_expected_pages(n: int, f: float) -> None:
+    """Parent P = 1 GB, N children each write the same fraction f of it.
+
+    used = P + N f P (one copy of the never-written part, the parent's original pages of the
+    written part, N private copies of it); every RSS = P; a child's PSS = f P + (1 - f) P / (N + 1);
+    the parent alone still maps the original written pages, so its PSS = f P + (1 - f) P / (N + 1)
+    as well; the PSS add up to used.
+    """
+    res = _run(_fork(n, f))
+    p = GB
+    now = _at(res, 5.0)
+    used = p + n * round(f * p)
+    assert set(now["used"]) == {used}
+    assert (now["rss"] == p).all() and len(now) == n + 1
+    expected_pss = round(f * p) + (p - round(f * p)) / (n + 1)
+    assert now["pss"].to_numpy() == pytest.approx(expected_pss, rel=1e-12)
+    assert now["pss"].sum() == pytest.approx(used, rel=1e-12)
+    # Before the writes (t < 1) the children share everything: used = P, PSS = P / (N + 1).
+    before = _at(res, 0.5)
+    assert set(before["used"]) == {p}
+    assert before["pss"].to_numpy() == pytest.approx(p / (n + 1))
+    peaks = res.memory_peaks.iloc[0]
+    assert peaks["peak_used"] == used and peaks["final_used"] == 0 and peaks["out_of_memory"] == 0
+
+
+def test_children_writing_different_fractions_share_the_pages_nobody_wrote() -> None:
+    """P = 1 GB; child a writes 0.2, child b writes 0.5 (both from the start of the image).
+
+    [0, 0.2P): a and b have private copies, the parent the original -> 3 copies.
+    [0.2P, 0.5P): b has a copy; the parent and a share the original -> 2 copies.
+    [0.5P, P): all three share -> 1 copy.  used = 0.6 + 0.6 + 0.5 = 1.7 GB.
+    PSS: parent = 0.2 + 0.3/2 + 0.5/3; a = 0.2 + 0.3/2 + 0.5/3; b = 0.5 + 0.5/3.
+    """
+    res = _run({
+        "parent": [{"alloc": {"bytes": "1GB", "host": "node"}},
+                   {"fork": {"request": "a", "wait": True}}, ],
+        "a": [{"fork": {"request": "b"}}, {"write_memory": 0.2}, {"delay": 5}],
+        "b": [{"write_memory": 0.5}, {"delay": 5}],
+    })
+    now = _at(res, 1.0)
+    assert set(now["used"]) == {int(1.7 * GB)}
+    pss = dict(zip(now["request"], now["pss"], strict=True))
+    assert pss["parent"] == pytest.approx((0.2 + 0.15 + 0.5 / 3) * GB)
+    assert pss["a"] == pytest.approx((0.2 + 0.15 + 0.5 / 3) * GB)
+    assert pss["b"] == pytest.approx((0.5 + 0.5 / 3) * GB)
+
+
+def test_a_grandchild_shares_its_parents_copies_and_the_original() -> None:
+    """Parent P; child writes 0.5 (0.5 P private), then forks a grandchild: the child's private
+    half becomes a segment shared with the grandchild. used = P + 0.5P; the grandchild's
+    RSS = P; PSS of child = grandchild = 0.25P + 0.25P (the unwritten half has 3 holders -> 1/6
+    each... worked out: [0.5P, P) by 3 -> P/6 each; child's copies by 2 -> P/4 each)."""
+    res = _run({
+        "parent": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"fork": {"request": "child", "wait": True}}],
+        "child": [{"write_memory": 0.5}, {"fork": {"request": "grandchild", "wait": True}}],
+        "grandchild": [{"delay": 3}],
+    })
+    now = _at(res, 1.0)
+    assert set(now["used"]) == {int(1.5 * GB)}
+    pss = dict(zip(now["request"], now["pss"], strict=True))
+    rss = dict(zip(now["request"], now["rss"], strict=True))
+    assert rss == {"parent": GB, "child": GB, "grandchild": GB}
+    assert pss["parent"] == pytest.approx(0.5 * GB + GB / 6)
+    assert pss["child"] == pytest.approx(0.25 * GB + GB / 6)
+    assert pss["grandchild"] == pytest.approx(0.25 * GB + GB / 6)
+    assert res.memory_peaks.iloc[0]["final_used"] == 0
+
+
+def test_a_named_shared_segment_is_resident_once_and_split_in_pss() -> None:
+    """Four processes each map the 300 MB library image and allocate 100 MB of heap:
+    used = 300 + 4 x 100 MB; PSS = 100 + 300 / 4 MB; a write does not touch read-only pages."""
+    res = _run({"proc": [{"alloc": {"bytes": "300MB", "shared": "libs", "host": "node"}},
+                         {"alloc": {"bytes": "100MB"}}, {"delay": 1}, {"write_memory": 1.0}, {"delay": 1}]},
+               start="proc", clients=4)
+    now = _at(res, 1.5)
+    assert set(now["used"]) == {700 * 10**6}
+    assert now["pss"].to_numpy() == pytest.approx(175e6)
+    assert (now["rss"] == 400 * 10**6).all()
+    assert res.memory_peaks.iloc[0]["final_used"] == 0
+
+
+def test_writes_spread_over_a_time_grow_memory_in_equal_steps() -> None:
+    """One child writes 0.4 of 1 GB over 4 s in 4 pieces: +100 MB at t = 1, 2, 3, 4."""
+    res = _run({
+        "parent": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"fork": {"request": "child", "wait": True}}],
+        "child": [{"write_memory": {"fraction": 0.4, "over": "4s", "pieces": 4}}, {"delay": 1}],
+    })
+    used = res.memory.groupby("time")["used"].last()
+    assert [used[t] for t in (0.0, 1.0, 2.0, 3.0)] == [GB, GB + 10**8, GB + 2 * 10**8, GB + 3 * 10**8]
+    assert res.memory_peaks.iloc[0]["peak_used"] == GB + 4 * 10**8
+    assert res.memory_peaks.iloc[0]["peak_time"] == 4.0
+
+
+def test_out_of_memory_fails_the_request_with_a_located_message_and_the_run_goes_on() -> None:
+    """2 GB host, 1 GB parent, three children each writing 0.4: the third write would need
+    400 MB with 1.8 GB in use, so that child fails (its pages are freed when it ends); the
+    parent and the other children finish."""
+    res = _run(_fork(3, 0.4), memory="2GB")
+    failed = res.requests[~res.requests["ok"]]
+    assert len(failed) == 1
+    reason = failed.iloc[0]["reason"]
+    assert "out of memory on host 'node'" in reason
+    assert "needs 400 MB more, 1.8 GB of 2 GB in use" in reason
+    assert "requests.child.steps[1]" in reason
+    assert failed.iloc[0]["end"] == 1.0  # the failing request ends at once
+    peaks = res.memory_peaks.iloc[0]
+    assert peaks["peak_used"] == int(1.8 * GB) and peaks["out_of_memory"] == 1 and peaks["final_used"] == 0
+    assert res.requests["ok"].sum() == 3
+
+
+def test_host_mode_records_only_the_hosts_total() -> None:
+    res = _run(_fork(3, 0.4), record="host")
+    assert set(res.memory["process"]) == {-1}
+    assert res.memory["used"].max() == GB + 3 * round(0.4 * GB)
+
+
+def test_pss_always_adds_up_to_used() -> None:
+    """Invariant on a random mix of segments: the PSS of all holders plus private bytes equals
+    the host's used bytes, computed independently from the segments."""
+    state = MemoryState(0, lambda: 0.0, [("h", float("inf"), True)])
+    parent = state.process(1, "p", "h")
+    state.alloc(parent, 1_000_003, "")
+    state.map_shared(parent, "libs", 77_777, False, "")
+    kids = state.fork(parent, [2, 3, 4], "c")
+    for kid, frac in zip(kids, (0.1, 0.35, 0.35), strict=True):
+        state.write(kid, frac, "")
+    state.alloc(kids[0], 5_000, "")
+    grand = state.fork(kids[1], [5], "g")[0]
+    state.write(grand, 0.9, "")
+    pss = MemoryState._pss(state.processes.values())
+    assert sum(pss.values()) == pytest.approx(state.hosts["h"].used, rel=1e-12)
+    state.end(3)
+    pss = MemoryState._pss(state.processes.values())
+    assert sum(pss.values()) == pytest.approx(state.hosts["h"].used, rel=1e-12)
+    for pid in list(state.processes):
+        state.end(pid)
+    assert state.hosts["h"].used == 0 and not state.hosts["h"].named
+
+
+def test_segment_shares_follow_the_write_levels() -> None:
+    seg = Segment("s", 100, True)
+    seg.holders.update({1: 0, 2: 40, 3: 40})
+    assert seg.resident() == 100
+    assert seg.shares() == pytest.approx({1: 40 + 60 / 3, 2: 20, 3: 20})
+
+
+@pytest.mark.parametrize(("requests", "message"), [
+    ({"parent": [{"alloc": {"bytes": "1GB"}}]}, "a memory step needs a host"),
+    ({"parent": [{"alloc": {"bytes": "1GB", "host": "nod"}}]}, "unknown host 'nod' (did you mean 'node'?)"),
+    ({"parent": [{"write_memory": 1.5}]}, "expected a fraction between 0 and 1, got 1.5"),
+    ({"parent": [{"fork": {"request": "chld"}}]}, "unknown request class 'chld' (did you mean 'child'?)"),
+    ({"parent": [{"alloc": {"byte": "1GB", "host": "node"}}]}, "unknown key 'byte'"),
+])
+def test_bad_memory_steps_are_located(requests: dict[str, Any], message: str) -> None:
+    requests = {**requests, "child": [{"delay": 1}]}
+    with pytest.raises(ModelError) as info:
+        _run(requests)
+    assert message in str(info.value)
+    assert "requests.parent.steps[0]" in str(info.value)
+
+
+def test_bad_host_memory_is_located() -> None:
+    doc = {"hosts": {"node": {"cores": 1, "memory": "-1GB"}}, "requests": {"r": [{"delay": 1}]},
+           "workloads": {"go": {"type": "closed", "clients": 1, "count": 1, "request": "r"}}}
+    with pytest.raises(ModelError, match=r"hosts\.node\.memory: must be > 0, got '-1GB'"):
+        build_spec(doc, None)
+
+
+def test_host_by_item_places_each_process_on_its_node() -> None:
+    """host: node[item] puts items 0..3 on node[0], node[1], node[0], node[1]: 2 GB on each."""
+    doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}},
+           "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 1}]},
+           "workloads": {"go": {"type": "closed", "clients": 4, "count": 1, "request": "p"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    peaks = res.memory_peaks.set_index("host")["peak_used"]
+    assert peaks.to_dict() == {"node[0]": 2 * GB, "node[1]": 2 * GB}
+    placed = res.memory.groupby("process")["host"].first()
+    assert placed.to_dict() == {1: "node[0]", 2: "node[1]", 3: "node[0]", 4: "node[1]"}
+
+
+def test_study_metrics_read_memory_peaks_and_end_times() -> None:
+    """memory_peak: a statistic over hosts of each host's peak (here 2 GB and 1 GB, in GB);
+    end_time: a statistic of when requests ended (the last process ready at 3 s)."""
+    from simstack.studies.metrics import _statistic
+    from simstack.studies.schema.metric_types import RunMetric as MetricSpec
+    from simstack.studies.schema.study import RunSelection
+
+    doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}, "other": {"cores": 1}},
+           "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 3}]},
+           "workloads": {"go": {"type": "closed", "clients": 3, "count": 1, "request": "p"}}}
+    res = simulate(build_spec(doc, None), seed=1)
+    metric = MetricSpec(name="m", type="memory_peak", run=RunSelection(), stat="max", unit="GB")
+    assert _statistic(metric, res) == pytest.approx(2.0)
+    mean = MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="node", unit="GB")
+    assert _statistic(mean, res) == pytest.approx(1.5)
+    ended = MetricSpec(name="t", type="end_time", run=RunSelection(), request="p", stat="max")
+    assert _statistic(ended, res) == pytest.approx(3.0)
+    with pytest.raises(ModelError, match="no memory recorded on host 'nod'"):
+        _statistic(MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
+
+
+def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:
+    """memory_peaks.csv always, memory.parquet with the tables; nothing for a model without memory."""
+    from simstack.cli.main import write_run
+
+    res = _run(_fork(3, 0.4))
+    write_run(res, {}, tmp_path / "run", tables=True)
+    peaks = pd.read_csv(tmp_path / "run" / "memory_peaks.csv")
+    assert peaks["peak_used"].tolist() == [GB + 3 * 4 * 10**8]
+    assert len(pd.read_parquet(tmp_path / "run" / "memory.parquet")) == len(res.memory)
+    assert not (tmp_path / "run" / "store_load.parquet").exists()
+    plain = simulate(build_spec({"requests": {"r": [{"delay": 1}]},
+                                 "workloads": {"w": {"type": "closed", "clients": 1, "count": 1, "request": "r"}}},
+                                None), seed=1)
+    write_run(plain, {}, tmp_path / "plain", tables=True)
+    assert not (tmp_path / "plain" / "memory_peaks.csv").exists()
+    assert not (tmp_path / "plain" / "memory.parquet").exists()

@@ -1,0 +1,75 @@
+"""What a study keeps in memory: every statistic it read, but only the most recent runs, and
+no run once nothing refers to it (a grid of full-farm runs reached 5.7 GB keeping them all)."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simstack import simulate
+from simstack.engine.replication import Replication
+from simstack.load.loader import build_spec
+from simstack.report.context import Context
+from simstack.studies.metrics import Evaluator
+from simstack.studies.schema.study import RunSelection, load_study
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
+
+
+@pytest.fixture()
+def study_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "mm1_study"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+def _loads(n: int) -> list[RunSelection]:
+    return [RunSelection(parameters={"rate": f"{0.1 + 0.1 * i:.1f}/s"}, settings={"horizon": "400s", "replications": 2})
+            for i in range(n)]
+
+
+def test_statistics_are_kept_and_runs_only_the_most_recent(study_dir: Path) -> None:
+    study = load_study(study_dir)
+    ev = Evaluator(study, keep_runs=2)
+    name = next(n for n, m in study.metrics.items() if getattr(m, "type", "") == "latency")
+    first = [ev.value(name, sel) for sel in _loads(5)]
+    assert len(ev.runs) == 2 and len(ev.statistics) == 5
+    runs = []
+    ev.on_run = runs.append
+    again = [ev.value(name, sel) for sel in _loads(5)]  # read from the statistics: nothing runs
+    assert again == first and runs == []
+    ev.statistics.clear()  # an evicted run asked for again is simulated again, same result
+    assert [ev.value(name, sel) for sel in reversed(_loads(5))] == first[::-1]
+    assert len(runs) == 3  # the two most recent runs were kept: not simulated again
+    fresh = Evaluator(study)
+    assert [fresh.value(name, sel) for sel in _loads(5)] == first
+
+
+def test_a_statistic_of_one_replication_is_not_the_runs(study_dir: Path) -> None:
+    study = load_study(study_dir)
+    ctx = Context(study, {"replications": 3, "horizon": "400s"})
+    name = next(n for n, m in study.metrics.items() if getattr(m, "type", "") == "latency")
+    mean = ctx.value(name)
+    per_rep = ctx.per_replication(name)
+    assert len(set(per_rep)) == 3 and mean not in set(per_rep)
+    assert min(per_rep) < mean < max(per_rep)
+
+
+def test_a_finished_run_leaves_no_replication_behind() -> None:
+    """A model with file steps and pending work at the horizon: once the result is dropped,
+    no replication (environment, runtimes, pending events) is left alive."""
+    doc = {"hosts": {"node": {"cores": 2, "replicas": 3}},
+           "components": {"nfs": {"kind": "fileserver", "threads": 2, "latency": "1ms", "bandwidth": "100MB/s"},
+                          "page": {"kind": "cache", "host": "node", "backing": "nfs", "replicas": 3},
+                          "slots": {"kind": "threads", "host": "node", "size": 4, "replicas": 3}},
+           "requests": {"boot": [{"read": {"from": "page[item]", "file": "libs", "bytes": "10MB"}},
+                                 {"hold": "slots[item]", "steps": [{"cpu": "1s"}]}, {"delay": "1h"}]},
+           "workloads": {"go": {"type": "closed", "clients": 3, "count": 1, "request": "boot"}}}
+    result = simulate(build_spec(doc, None), seed=1, horizon=60)
+    assert len(result.requests) == 0  # every process still running at the horizon
+    del result
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, Replication)]
