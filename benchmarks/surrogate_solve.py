@@ -19,9 +19,9 @@ from typing import Any
 
 from simstack.io.paths import model_dir_of
 from simstack.load.loader import build_spec, read_yaml
+from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.calibrate import quantity
 from simstack.studies.fit.surrogate import MvaCurves
-from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import load_study
 
 SERIES = ("c5n.2xlarge | C++ | c5n.2xlarge | C++ | attribute_read | False",

@@ -14,11 +14,11 @@ from simstack.errors import ModelError
 from simstack.load.loader import read_yaml
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
-FIELDS: dict = {}
 
-
+@builds("calibration")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     path = ctx.model_dir / "calibrated.yaml"
     if not path.is_file():

@@ -10,9 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean, read_fields, text
+from simstack.lang.schema import Field, boolean, mapping, read_fields, text
 from simstack.lang.units import parse_number
-from simstack.report.section import mapping
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
            "#7f7f7f", "#bcbd22"]

@@ -23,45 +23,12 @@ from simstack.engine.simulate import RunResult
 from simstack.errors import DataError, ModelError
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
-from simstack.lang.schema import Field, read_fields
-from simstack.report.section import mapping
-from simstack.studies.baselines import read_baselines, row_value, select_row
-from simstack.studies.metrics import Evaluator, merge
+from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.metric_types import CapacityMetric
-from simstack.studies.schema.study import RunSelection, Study
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import Study
 from simstack.tables.results import t_interval
-
-SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
-
-
-def selection(raw: object) -> RunSelection:
-    """A run selection as the study writes it: scenario, what-if, parameters, flags, settings."""
-    values = read_fields(raw or {}, {"scenario": Field(str, None), "whatif": Field(str, None),
-                                     "parameters": Field(mapping, {}), "flags": Field(mapping, {}),
-                                     "settings": Field(mapping, {})}, "")
-    return RunSelection(**values)
-
-
-def selections(raw: object) -> dict[str, RunSelection]:
-    """``{label: selection}``; a list of what-if names is short for ``{name: {whatif: name}}``."""
-    if isinstance(raw, list):
-        raw = {str(name): {"whatif": name} for name in raw}
-    out = {}
-    for label, sel in mapping(raw).items():
-        try:
-            out[str(label)] = selection(sel)
-        except ModelError as exc:
-            raise exc.at(path=str(label)) from None
-    if not out:
-        raise ModelError("expected at least one run")
-    return out
-
-
-def names(value: object) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    if not all(isinstance(v, str) and v for v in items):
-        raise ModelError(f"expected a name or a list of names, got {value!r}")
-    return tuple(items)
 
 
 @dataclass
@@ -165,4 +132,3 @@ def with_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
     return float(v.mean()), low, high
 
 
-__all__ = ["Context", "selection", "selections", "names", "with_ci", "one_replication", "SELECTION_KEYS"]

@@ -17,16 +17,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.lang.schema import Field, name_ref, text
-from simstack.report.common import AXIS_FIELDS, MEASURED_MARKER, colour, error_bars, measured_list, value_title
-from simstack.report.context import Context, selections, with_ci
+from simstack.report.common import MEASURED_MARKER, colour, error_bars, value_title
+from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
-
-FIELDS = {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(selections, {"": RunSelection()}),
-          "relative_to": Field(text, None), "measured": Field(measured_list, []), **AXIS_FIELDS}
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection, merge
 
 
 def _relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
@@ -72,6 +68,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@builds("whatifs")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     table = evaluate(ctx, fig_spec)

@@ -14,8 +14,7 @@ gets four significant digits per value, and only there do magnitudes no table sh
 from __future__ import annotations
 
 import math
-import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -142,14 +141,10 @@ def resource_table(result: RunResult) -> pd.DataFrame:
     return with_units(result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]])
 
 
-def print_summary(result: RunResult, file: IO[str] | None = None) -> None:
-    """The run header on its own line, then latency, stage and resource tables."""
-    out = file or sys.stdout
-    print(run_header(result), file=out)
-    print(format_table(latency_table(result)), file=out)
-    print(file=out)
+def summary_text(result: RunResult) -> str:
+    """The run header on its own line, then latency, stage and resource tables, as printed."""
+    parts = [run_header(result), format_table(latency_table(result)), ""]
     if not result.steps.empty:
-        print("where the time goes (per step, recorded requests):", file=out)
-        print(format_table(stage_table(result)), file=out)
-        print(file=out)
-    print(format_table(resource_table(result)), file=out)
+        parts += ["where the time goes (per step, recorded requests):", format_table(stage_table(result)), ""]
+    parts.append(format_table(resource_table(result)))
+    return "\n".join(parts)

@@ -13,8 +13,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from simstack.cli.main import CONFIG_DIR, model_overrides, run_settings
+from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
+from simstack.cli.run import model_overrides, run_settings
 from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import MODELS_DIR
 from simstack.load.whatif import load_whatif

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simstack.studies.capacity import FULL, SCREEN, Probe, boundary, find_capacity, proof_candidates
-from simstack.studies.metrics import Evaluator
-from simstack.studies.schema.metric_types import CapacityMetric, RunSelection, merge
+from simstack.studies.evaluate.capacity import FULL, SCREEN, Probe, boundary, find_capacity, proof_candidates
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import load_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
@@ -70,7 +71,7 @@ def _fake_probe(oracle: _Oracle):  # type: ignore[no-untyped-def]
 def test_screening_guides_and_full_runs_decide(monkeypatch: pytest.MonkeyPatch, screen_c: int,
                                                full_c: int) -> None:
     oracle = _Oracle(screen_c, full_c)
-    monkeypatch.setattr("simstack.studies.capacity.probe", _fake_probe(oracle))
+    monkeypatch.setattr("simstack.studies.evaluate.capacity.probe", _fake_probe(oracle))
     result = find_capacity(None, _metric({"horizon": "1s"}), RunSelection(), start=50)  # type: ignore[arg-type]
     assert result.capacity == full_c and result.screened == screen_c
     full = {n for n, stage in oracle.calls if stage == FULL}
@@ -81,7 +82,7 @@ def test_screening_guides_and_full_runs_decide(monkeypatch: pytest.MonkeyPatch, 
 
 def test_without_screen_every_run_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
     oracle = _Oracle(10, 10)
-    monkeypatch.setattr("simstack.studies.capacity.probe", _fake_probe(oracle))
+    monkeypatch.setattr("simstack.studies.evaluate.capacity.probe", _fake_probe(oracle))
     assert find_capacity(None, _metric(), RunSelection(), start=1).capacity == 10  # type: ignore[arg-type]
     assert {stage for _, stage in oracle.calls} == {FULL}
 
@@ -131,7 +132,7 @@ def test_capacity_holds_at_c_and_fails_at_c_plus_one_in_one_or_two_processes(clo
 def _think_axis_study(closed_study: Path, interval: str = "") -> Path:
     """Capacity against think time (2, 4, 8 s), the fitted service 0.5 s; ``interval`` is the
     predictions' interval section, if any."""
-    from simstack.studies.metrics import write_yaml
+    from simstack.studies.evaluate.metrics import write_yaml
 
     text = (closed_study / "checks.yaml").read_text()
     (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 
 from simstack.errors import DataError, ModelError
-from simstack.studies.check import check_study, compare_measurements, read_measured
+from simstack.studies.evaluate.check import check_study, compare_measurements, read_measured
+from simstack.studies.evaluate.metrics import Evaluator, write_yaml
 from simstack.studies.fit.calibrate import calibrate
-from simstack.studies.metrics import Evaluator, write_yaml
 from simstack.studies.predict import predict
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import load_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 
@@ -294,7 +295,7 @@ def test_interval_errors_are_located(study_dir: Path, change: str, message: str)
 
 
 def test_predict_writes_its_provenance_and_it_tracks_the_inputs(study_dir: Path) -> None:
-    from simstack.studies.metrics import calibrated_parameters
+    from simstack.studies.evaluate.metrics import calibrated_parameters
     from simstack.studies.provenance import inputs_fingerprint, provenance, write_meta
 
     study = load_study(study_dir)

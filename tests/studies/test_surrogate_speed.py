@@ -22,8 +22,8 @@ import yaml
 
 from simstack.io.paths import model_dir_of
 from simstack.studies.analysis.network import Fanout, HoldNode, Network, Node, Visit
+from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves
-from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import load_study
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tango_surrogate_reference.json"

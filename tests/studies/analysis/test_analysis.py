@@ -17,7 +17,7 @@ from simstack.errors import ModelError, SimstackError
 from simstack.lang.units import parse_time
 from simstack.studies import analysis as A
 from simstack.studies.analysis.solve import run_solve, solve_model
-from simstack.studies.metrics import calibrated_parameters
+from simstack.studies.evaluate.metrics import calibrated_parameters
 from simstack.tables.results import t_interval
 
 # -- single stations ---------------------------------------------------------------------
