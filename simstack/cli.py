@@ -293,6 +293,9 @@ def main() -> None:
         from simstack.hotpath import describe
         print(f"simstack {version('simstack')} ({describe()})")
         return None
+    if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (own argument syntax)
+        from simstack.interop.cli import main as interop
+        sys.exit(interop(sys.argv[1:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.catalogue import main as kinds
         return kinds()
