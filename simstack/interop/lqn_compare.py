@@ -20,7 +20,7 @@ from simstack.analysis import student_t_ci
 from simstack.interop.lqn_results import LqnResults, Result
 from simstack.interop.to_simstack import Imported
 from simstack.loader import build_spec
-from simstack.simulate import simulate
+from simstack.simulate import RunResult, simulate
 
 
 @dataclass(frozen=True)
@@ -39,28 +39,39 @@ class Compared:
         return abs(self.simstack.value - self.lqsim.value) / self.lqsim.value if self.lqsim.value else math.inf
 
 
-def entry_throughputs(imported: Imported, *, seed: int = 1, horizon: float | None = None,
-                      warmup: float | None = None, replications: int | None = None) -> dict[str, Result]:
-    """Each LQN entry's simulated throughput (mean over replications, 95 % half-width)."""
+def simulate_imported(imported: Imported, *, seed: int = 1, horizon: float | None = None,
+                      warmup: float | None = None, replications: int | None = None) -> RunResult:
+    """Run an imported model with its own settings unless told otherwise (steps recorded:
+    the entries' stages are what their throughputs are counted from)."""
     settings = imported.doc["settings"]
-    horizon = float(horizon if horizon is not None else settings["horizon"])
-    warmup = float(warmup if warmup is not None else settings["warmup"])
-    reps = int(replications if replications is not None else settings["replications"])
-    spec = build_spec(imported.doc, None)
-    res = simulate(spec, seed=seed, replications=reps, horizon=horizon, warmup=warmup, record_steps=True)
+    return simulate(build_spec(imported.doc, None), seed=seed,
+                    replications=int(replications if replications is not None else settings["replications"]),
+                    horizon=float(horizon if horizon is not None else settings["horizon"]),
+                    warmup=float(warmup if warmup is not None else settings["warmup"]), record_steps=True)
+
+
+def entry_samples(imported: Imported, res: RunResult) -> dict[str, np.ndarray]:
+    """Each LQN entry's throughput in each replication: its stage's completions inside the
+    measurement window per second."""
+    assert res.horizon is not None and isinstance(res.warmup, int | float)
+    warmup = float(res.warmup)
+    window = res.horizon - warmup
     steps = res.steps
-    window = horizon - warmup
     inside = steps[(steps["end"] >= warmup) & steps["step"].isin(list(imported.entries))]
     counts = inside.groupby(["step", "rep"]).size()
+    return {entry: np.array([counts.get((entry, r), 0) for r in range(res.replications)], dtype=float) / window
+            for entry in imported.entries}
+
+
+def entry_throughputs(imported: Imported, **run: Any) -> dict[str, Result]:
+    """Each LQN entry's simulated throughput (mean over replications, 95 % half-width)."""
     out = {}
-    for entry in imported.entries:
-        per_rep = np.array([counts.get((entry, r), 0) for r in range(reps)], dtype=float) / window
-        mean = float(per_rep.mean())
+    for entry, per_rep in entry_samples(imported, simulate_imported(imported, **run)).items():
         half = 0.0
-        if reps > 1:
+        if per_rep.size > 1:
             _, low, high = student_t_ci(per_rep)
             half = (high - low) / 2 if math.isfinite(high - low) else 0.0
-        out[entry] = Result(mean, half)
+        out[entry] = Result(float(per_rep.mean()), half)
     return out
 
 

@@ -167,7 +167,9 @@ class _Parser:
         if flag not in _PROC_SCHED:
             raise located(self.source, line, f"processor {pname!r}: scheduling {flag!r}; known: "
                                              f"{', '.join(_PROC_SCHED)}")
-        quantum = self.num("quantum") if flag in ("c", "s") else 0.0
+        quantum = 0.0
+        if flag in ("c", "s") and re.fullmatch(r"[\d.]+(?:[eE][-+]?\d+)?", self.peek() or ""):
+            quantum = self.num("quantum")
         mult: float = 1
         repl, speed = 1, 1.0
         while self.peek() in ("m", "i", "r", "R"):
