@@ -230,7 +230,7 @@ class _Parser:
         if (p := self.peek()) is not None and re.fullmatch(r"\d+", p):
             priority = int(self.take())
         while self.peek() in ("z", "t", "m", "i", "r", "g"):
-            if self.peek() == "t" and flag != "S":
+            if self.peek() == "t" and (flag != "S" or not re.fullmatch(r"\d+", self.peek(1) or "")):
                 break  # the next task
             key = self.take()
             if key == "z":

@@ -114,15 +114,15 @@ class _Converter:
                 self.mapping.append((f"open arrivals at entry {e.name}", e.line, f"workloads.{wname}"))
         if not workloads:
             raise self.fail(1, "the model has no reference task and no open arrivals: nothing drives it")
-        scale = time_scale(self.model)
         doc: dict[str, Any] = {
             "name": name,
             "description": f"Imported from the LQN model {self.source}" + (f": {self.model.comment}"
                                                                              if self.model.comment else ""),
             "hosts": hosts, "components": components, "requests": requests, "workloads": workloads,
-            "settings": {"horizon": _round(HORIZON_CYCLES * scale), "warmup": _round(WARMUP_CYCLES * scale),
-                         "replications": REPLICATIONS},
         }
+        scale = time_scale(doc)
+        doc["settings"] = {"horizon": _round(HORIZON_CYCLES * scale), "warmup": _round(WARMUP_CYCLES * scale),
+                           "replications": REPLICATIONS}
         if not components:
             del doc["components"]
         notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored)
@@ -286,25 +286,41 @@ class _Converter:
         return call.dest
 
 
-def time_scale(model: LqnModel) -> float:
-    """The slowest reference-task cycle (think time plus the CPU demand it causes, calls
-    included, ignoring waiting) or open inter-arrival time: the unit of the run length."""
-    entries = {e.name: e for e in model.entries}
-    tasks = {t.name: t for t in model.tasks}
+def time_scale(doc: dict[str, Any]) -> float:
+    """The slowest reference-task cycle (think time plus the time its steps take with no
+    waiting, calls included) or open inter-arrival time: the unit of the run length. Read
+    from the document itself, so a model exported and imported again gets the same."""
+    requests = doc["requests"]
 
-    def demand(name: str, depth: int) -> float:
-        e = entries.get(name)
-        if e is None or depth > 50:
-            return 0.0
-        task = tasks[e.task]
-        acts = list(e.phases) or list(task.activities)
+    def mean(text: Any) -> float:
+        inner = str(text).partition("(")[2].rstrip(")")
+        return float(inner.split(",")[0]) if inner else float(text)
+
+    def steps(body: list[Any], depth: int) -> float:
         total = 0.0
-        for a in acts:
-            total += a.demand + a.think + sum(c.mean * demand(c.dest, depth + 1) for c in a.calls if c.kind == "sync")
-        return total + sum(f.mean * demand(f.dest, depth + 1) for f in e.forwards)
+        for s in body if depth < 50 else []:
+            if not isinstance(s, dict):
+                continue
+            if "cpu" in s or "delay" in s:
+                total += mean(s.get("cpu", s.get("delay")))
+            elif "call" in s:
+                total += steps(requests[s["call"]]["steps"], depth + 1)
+            elif "repeat" in s:
+                total += mean(s["repeat"]) * steps(s["steps"], depth)
+            elif "choose" in s:
+                total += sum(b["p"] * steps(b["steps"], depth) for b in s["choose"])
+            elif "all" in s:
+                total += max(steps(b, depth) for b in s["all"])
+            elif "steps" in s:
+                total += steps(s["steps"], depth)
+        return total
 
-    scales = [t.think + demand(t.entries[0], 0) for t in model.tasks if t.scheduling in ("ref", "burst")]
-    scales += [1 / e.open_rate for e in model.entries if e.open_rate > 0]
+    scales = []
+    for wl in doc["workloads"].values():
+        if wl["type"] == "closed":
+            scales.append(mean(wl.get("think", 0)) + steps(requests[wl["request"]]["steps"], 0))
+        else:
+            scales.append(1 / mean(wl["rate"].removesuffix("/s")))
     scale = max(scales, default=1.0)
     return scale if scale > 0 else 1.0
 
