@@ -21,8 +21,7 @@ from simstack.errors import ModelError
 from simstack.interop.from_steps import StepsToLqn, TaskGraph
 from simstack.interop.lqn_model import Entry, LqnModel, Processor, Task
 from simstack.samplers import Const, Exp
-from simstack.spec import (Acquire, ClosedWorkload, Hold, ModelSpec, OpenWorkload, Release, RequestSpec,
-                           Sequence, Step)
+from simstack.spec import Acquire, ClosedWorkload, Hold, ModelSpec, OpenWorkload, Release, RequestSpec, Sequence, Step
 
 DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol"}
 

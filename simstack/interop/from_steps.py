@@ -64,7 +64,8 @@ class StepsToLqn:
             return None
         total = sum(c.mean for c in calls)
         demand = float(f"{slice_.mean * (1 + total):.12g}") if slice_ is not None else 0.0
-        return Activity(name, demand, 0, cvsq=cvsq(slice_) if slice_ is not None else 1.0, think=think,
+        spread = cvsq(slice_) if slice_ is not None else None
+        return Activity(name, demand, 0, cvsq=1.0 if spread is None else spread, think=think,
                         deterministic=deterministic and bool(calls), calls=tuple(calls)), j
 
     def calls(self, steps: tuple[Step, ...], j: int, slice_: Any) -> tuple[list[Call], bool, int]:
@@ -79,7 +80,8 @@ class StepsToLqn:
         out: list[Call] = []
         while j < len(steps):
             s = steps[j]
-            times, inner = (1, (s,)) if isinstance(s, CallStep | Send) else (None, ())
+            times: int | None = 1 if isinstance(s, CallStep | Send) else None
+            inner: tuple[Step, ...] = (s,) if times else ()
             if isinstance(s, Repeat) and isinstance(s.count, Const) and s.count.value == int(s.count.value):
                 times, inner = int(s.count.value), s.body[:1]
                 if [b.demand for b in s.body[1:] if isinstance(b, Cpu)] != tail or len(s.body) != 1 + len(tail):
