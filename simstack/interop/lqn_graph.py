@@ -10,9 +10,14 @@ the AND, ``repeat: geometric(m)`` for the loop (lqsim draws a loop's count the w
 ``geometric(m)`` does: another pass with probability m / (1 + m)). ``reply`` goes after
 the activity that replies to the entry.
 
-A graph that is not structured that way (branches of one fork ending at different joins,
-a join of activities started by different entries, which is LQN's synchronisation
-server, a cycle) is refused with the precedence's line.
+A task with a single thread runs one request's graph at a time, so a graph whose forks do
+not meet their own joins (branches of one fork ending at different joins, or not joining at
+all) is still exact there: each AND-join becomes a semaphore that starts empty; the first
+activity of the join list waits for a unit from each of the others (``acquire``), which give
+one back as they end (``release``) and end their thread; the forks become ``all`` over
+branches that each run to their end. Elsewhere such a graph, a join of activities started by
+different entries (LQN's synchronisation server) or a cycle is refused with the
+precedence's line.
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ from simstack.interop.lqn_model import Activity, Precedence, Task
 from simstack.interop.lqn_values import located
 
 Steps = list[Any]
+
+
+class _Unstructured(Exception):
+    """A fork that does not meet its own join: a barrier graph may still express it."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
 
 
 class GraphReader:
@@ -45,6 +58,9 @@ class GraphReader:
                     raise located(source, p.line, f"activity {name!r} of task {task.name!r} is in two join lists "
                                                   f"(lines {self.after[name].line} and {p.line})")
                 self.after[name] = p
+        self.barriers = False
+        self.semaphores: dict[str, tuple[int, Precedence]] = {}  # name -> (units, the join it stands for)
+        self.reachable: set[str] = set()
         self.replies: dict[str, set[str]] = {}
         for act, entry in task.replies:
             if act not in self.acts:
@@ -58,11 +74,24 @@ class GraphReader:
             raise located(self.source, self.task.line, f"entry {entry!r} starts at activity {start!r}, which task "
                                                        f"{self.task.name!r} does not define")
         self.entry = entry
-        steps, join = self.chain(start, ())
+        self.reachable = self.reach(start)
+        single = self.task.scheduling in ("ref", "fcfs", "n") and self.task.multiplicity == 1
+        try:
+            self.barriers = False
+            steps, join = self.chain(start, ())
+        except _Unstructured as exc:
+            if not single:
+                raise exc.error from None
+            self.barriers = True
+            try:
+                steps, join = self.chain(start, ())
+            except _Unstructured as again:
+                raise again.error from None
         if join is not None:
-            raise self.unstructured(join, f"the join list {self.show(join)} waits for activities that entry "
-                                          f"{entry!r} does not start: a join across entries (an LQN "
-                                          f"synchronisation server), which simstack has no counterpart for")
+            raise located(self.source, join.line, f"task {self.task.name!r}, entry {entry!r}: the join list "
+                                                  f"{self.show(join)} waits for activities that entry {entry!r} "
+                                                  f"does not start: a join across entries (an LQN synchronisation "
+                                                  f"server), which simstack has no counterpart for")
         while steps and steps[-1] == "reply":  # replying at the end is what ending does
             steps.pop()
         return steps
@@ -80,7 +109,14 @@ class GraphReader:
         p = self.after.get(name)
         if p is None:
             return steps, None
-        if p.pre_kind != "single" and len(p.pre) > 1:
+        if self.barriers and p.pre_kind == "and" and len(p.pre) > 1:
+            sem = self.barrier(p)
+            if sem is None:
+                return steps, p
+            if name != p.pre[0]:
+                return [*steps, {"release": sem}], None
+            steps += [{"acquire": sem} for _ in p.pre[1:]]
+        elif p.pre_kind != "single" and len(p.pre) > 1:
             return steps, p
         rest, join = self.follow(p, (*seen, name))
         return steps + rest, join
@@ -143,10 +179,35 @@ class GraphReader:
         rest, join = self.chain(p.end, seen)
         return steps + rest, join
 
+    def reach(self, start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            p = self.after.get(name)
+            if p is not None:
+                todo += [*p.post, *((p.end,) if p.end else ())]
+        return seen
+
+    def barrier(self, p: Precedence) -> str | None:
+        """The semaphore standing for the AND-join ``p`` (a task with one thread)."""
+        if p.quorum and p.quorum < len(p.pre):
+            raise located(self.source, p.line, f"task {self.task.name!r}, entry {self.entry!r}: the quorum join "
+                                                f"{self.show(p)} ends branches of different forks; a quorum is "
+                                                f"imported only where it joins the branches of one fork")
+        if any(a not in self.reachable for a in p.pre):
+            return None  # a join across entries: refused by entry_steps, which sees the join
+        name = f"{self.task.name}_join{self.task.precedences.index(p) + 1}"
+        self.semaphores[name] = (len(p.pre) - 1, p)
+        return name
+
     # -- messages ------------------------------------------------------------------------
     def unstructured(self, p: Precedence, why: str) -> Exception:
-        return located(self.source, p.line, f"task {self.task.name!r}, entry {self.entry!r}: {why}; only "
-                                            f"graphs whose forks meet their own joins are imported")
+        return _Unstructured(located(self.source, p.line, f"task {self.task.name!r}, entry {self.entry!r}: {why}; "
+                                                          f"only graphs whose forks meet their own joins are "
+                                                          f"imported (or any graph in a task with one thread)"))
 
     @staticmethod
     def show(p: Precedence, *, post: bool = False) -> str:

@@ -198,6 +198,12 @@ class _Converter:
                 requests[e.name] = {"steps": self.forwarding(e)}
             else:
                 requests[e.name] = {**request, "steps": body}
+        for sem, (units, join) in (graph.semaphores.items() if graph else ()):
+            if sem in components or sem in self.entries:
+                raise self.fail(join.line, f"the join semaphore {sem!r} has the name of another element")
+            components[sem] = {"kind": "semaphore", "size": units, "initial": 0}
+            self.mapping.append((f"AND-join {' & '.join(join.pre)} of task {t.name} (one thread)", join.line,
+                                 f"components.{sem}: semaphore, {units} unit(s), empty at the start"))
 
     def reference(self, t: Task, workloads: dict[str, Any]) -> None:
         if len(t.entries) != 1:

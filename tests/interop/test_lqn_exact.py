@@ -233,3 +233,16 @@ def test_forwarding_makes_the_caller_wait_for_the_forwarded_entry() -> None:
     assert model.doc["requests"]["accept"] == {"steps": [{"call": "accept.work"}, {"call": "finish"}]}
     compare("LQN forwarding: throughput 1 / (1 + 0.2 + 0.3)", throughput(model, "cycle", seed=31, horizon=3000.0),
             1 / 1.5)
+
+
+def test_a_graph_whose_forks_do_not_nest_runs_exactly_in_a_one_thread_task() -> None:
+    """a -> b & c; b -> d & e; c & d -> f (e ends alone): no tree, but with one thread the
+    join is a semaphore. Constant times make the graph time exact: 0.1 + max(0.2 + 0.05,
+    max(0.5, 0.2 + 0.1) + 0.3) = 0.9; a join that did not wait for c would give 0.7."""
+    text = graph_model("a -> b & c; b -> d & e; c & d -> f; f[serve]").replace(
+        "  s d 0.2\n", "  s d 0.1\n  s e 0.05\n  s f 0.3\n  c a 0\n  c b 0\n  c c 0\n  c d 0\n  c e 0\n  c f 0\n"
+    ).replace("  s b 0.3\n", "  s b 0.2\n").replace("t server n serve -1 cpu", "t server n serve -1 cpu m 1")
+    model = imported(text)
+    assert model.doc["components"]["server_join3"] == {"kind": "semaphore", "size": 1, "initial": 0}
+    compare("LQN unnested fork/join (one thread): throughput 1 / (1 + 0.9)",
+            throughput(model, "cycle", seed=41, horizon=3000.0), 1 / 1.9, rel=0.01)

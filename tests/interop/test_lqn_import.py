@@ -217,10 +217,18 @@ def test_unstructured_graphs_are_refused_with_the_precedence_line() -> None:
     sync = refusal(GRAPH.format(graph="a1 & a2 -> a3; a3[s1, s2]"), text=True)
     assert sync == ("bad.lqn: line 21: task 's', entry 's1': the join list 'a1 & a2' waits for activities that "
                     "entry 's1' does not start: a join across entries (an LQN synchronisation server), which "
-                    "simstack has no counterpart for; only graphs whose forks meet their own joins are imported")
+                    "simstack has no counterpart for")
     loop = refusal(GRAPH.format(graph="a1 -> 2 * a3, a2; a3[s1]"), text=True)
     assert loop == ("bad.lqn: line 21: loop branch 'a3' replies: a loop runs a random number of times, so it "
                     "cannot reply (LQN forbids it too)")
+    fork = refusal(GRAPH.replace("t s n s1 s2 -1 p", "t s n s1 s2 -1 p m 2").format(
+        graph="a1 -> a2 & a3; a2 & b -> a3"), text=True)
+    assert fork.startswith("bad.lqn: line 21: precedence of task 's' names the activity 'b'")
+    two_threads = GRAPH.replace("t s n s1 s2 -1 p", "t s n s1 s2 -1 p m 2")
+    fork = refusal(two_threads.replace("  s a3 0.1\n", "  s a3 0.1\n  s a4 0.1\n").format(
+        graph="a1 -> a3 & a4; a4 & a2 -> a3"), text=True)
+    assert fork.endswith("only graphs whose forks meet their own joins are imported (or any graph in a task with "
+                         "one thread)"), fork
     cycle = refusal(GRAPH.format(graph="a1 -> a3; a3 -> a1"), text=True)
     assert cycle == ("bad.lqn: line 17: activity 'a1' of task 's' is reached again: a cycle (write loops with '*')")
 
