@@ -58,9 +58,10 @@ def import_main(argv: list[str]) -> int:
     imported = to_simstack(read_lqn(path), opts.get("name") or path.stem)
     build_spec(imported.doc, None)  # what is written must load: a failure here is the importer's fault
     written = write_folder(imported, Path(opts["out"]), path.name)
-    print(f"imported {path.name}: {len(imported.doc['requests'])} request classes, "
-          f"{len(imported.doc['workloads'])} workloads -> {', '.join(str(p) for p in written)}")
-    print(f"run it: simstack model={opts['out']}")
+    print(f"imported {path.name}: {len(imported.doc['requests'])} request class(es), "
+          f"{len(imported.doc['workloads'])} workload(s) -> {', '.join(str(p) for p in written)}")
+    folder = Path(opts["out"])
+    print(f"run it: simstack model={folder if len(folder.parts) > 1 else folder.resolve()}")  # a bare name is looked up
     return 0
 
 

@@ -12,67 +12,34 @@ report/convergence sections (``$x``, ``R``, ``C``) are experiment scripts and ar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from simstack.interop.lqn_model import (
-    MAX_ELEMENTS,
     Activity,
     Call,
     Entry,
     Group,
     LqnModel,
-    Precedence,
     Processor,
     Task,
     Unsupported,
 )
-from simstack.interop.lqn_values import calls, count, located, name, number
+from simstack.interop.lqn_text_graph import ActivityReader
+from simstack.interop.lqn_tokens import tokens
+from simstack.interop.lqn_values import calls, count, located, number
 
-_TOKEN = re.compile(r'\s*(?:(#[^\n]*)|("[^"]*")|(->)|(-?\d+\.?\d*(?:[eE][-+]?\d+)?|-?\.\d+(?:[eE][-+]?\d+)?)'
-                    r'|(\$?[A-Za-z_][A-Za-z0-9_.]*)|([&+;:()\[\],*=<>!?{}|/%-]))')
 _PROC_SCHED = {"f": "fcfs", "h": "hol", "p": "pp", "c": "cfs", "s": "ps", "i": "inf", "r": "rand"}
 _TASK_SCHED = {"r": "ref", "n": "fcfs", "f": "fcfs", "h": "hol", "i": "inf", "p": "poll", "b": "burst",
                "S": "semaphore", "W": "rwlock", "P": "pri"}
-
-
-def tokens(text: str, source: str) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    line, pos = 1, 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            rest = text[pos:].lstrip()
-            if not rest:
-                break
-            line += text[pos:len(text) - len(rest)].count("\n")
-            raise located(source, line, f"unexpected character {rest[0]!r}")
-        line += text[pos:m.start(m.lastindex or 0)].count("\n")
-        pos = m.end()
-        if m.group(1) is None:
-            out.append((m.group(m.lastindex or 0), line))
-            if len(out) > 20 * MAX_ELEMENTS:
-                raise located(source, line, f"more than {20 * MAX_ELEMENTS} words: refused as too large")
-    return out
 
 
 def read_lqn_text(text: str, source: str) -> LqnModel:
     return _Parser(tokens(text, source), source).model()
 
 
-@dataclass
-class _Draft:
-    """An activity of the ``A`` section while its lines are read."""
-
-    line: int
-    values: dict[str, float] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
-
-
-class _Parser:
+class _Parser(ActivityReader):
     def __init__(self, toks: list[tuple[str, int]], source: str):
-        self.toks = toks
-        self.i = 0
-        self.source = source
+        super().__init__(toks, source)
         self.processors: list[Processor] = []
         self.groups: list[Group] = []
         self.tasks: dict[str, Task] = {}
@@ -82,47 +49,6 @@ class _Parser:
         self.unsupported: list[Unsupported] = []
         self.ignored: list[Unsupported] = []
         self.comment = ""
-
-    # -- tokens --------------------------------------------------------------------------
-    @property
-    def line(self) -> int:
-        return self.toks[min(self.i, len(self.toks) - 1)][1] if self.toks else 1
-
-    def peek(self, ahead: int = 0) -> str | None:
-        j = self.i + ahead
-        return self.toks[j][0] if j < len(self.toks) else None
-
-    def take(self, what: str = "a word") -> str:
-        tok = self.peek()
-        if tok is None:
-            raise located(self.source, self.line, f"the file ends where {what} was expected")
-        self.i += 1
-        if tok.startswith("$"):
-            raise located(self.source, self.toks[self.i - 1][1], f"{what} is the SPEX variable {tok!r}: SPEX "
-                                                                 f"variables are not read; give the value")
-        return tok
-
-    def expect(self, word: str) -> None:
-        line = self.line
-        got = self.take(repr(word))
-        if got != word:
-            raise located(self.source, line, f"expected {word!r}, got {got!r}")
-
-    def num(self, what: str) -> float:
-        line = self.line
-        return number(self.take(what), what, self.source, line)
-
-    def ident(self, what: str) -> str:
-        line = self.line
-        return name(self.take(what), what, self.source, line)
-
-    def values(self, what: str) -> list[str]:
-        """A list by phase, ended by -1."""
-        out = []
-        while self.peek() != "-1":
-            out.append(self.take(what))
-        self.i += 1
-        return out
 
     # -- sections ------------------------------------------------------------------------
     def model(self) -> LqnModel:
@@ -259,13 +185,6 @@ class _Parser:
     def entry_section(self) -> None:
         self.section({k: (lambda k=k: self.entry_decl(k)) for k in "aAFHMPVZcfpsyzoi"})
 
-    def entry_ref(self, what: str = "entry") -> Entry:
-        line = self.line
-        ename = self.ident(what)
-        if ename not in self.entries:
-            raise located(self.source, line, f"entry {ename!r} is not listed by any task")
-        return self.entries[ename]
-
     def entry_decl(self, key: str) -> None:
         line = self.line
         e = self.entry_ref()
@@ -327,114 +246,6 @@ class _Parser:
                                 cvsq=num_("c", "1", "coefficient of variation"), think=num_("Z", "0", "think time"),
                                 deterministic=flag == "1", calls=found, phase=k + 1))
         return tuple(p for p in out if p.demand or p.think or p.calls or p.phase == 1)
-
-    # -- activities ----------------------------------------------------------------------
-    def activity_section(self) -> None:
-        line = self.line
-        tname = self.ident("task")
-        if tname not in self.tasks:
-            raise located(self.source, line, f"activities of {tname!r}, which is not a task")
-        acts: dict[str, _Draft] = {}
-        while (key := self.peek()) not in (":", "-1", None):
-            line = self.line
-            self.i += 1
-            if key not in ("s", "c", "f", "H", "M", "Z", "y", "z"):
-                raise located(self.source, line, f"expected an activity parameter (s c f H M Z y z), ':' or -1, "
-                                                 f"got {key!r}")
-            aname = self.ident("activity")
-            act = acts.setdefault(aname, _Draft(line))
-            if key in ("y", "z"):
-                dest = self.entry_ref("destination entry")
-                act.calls.append(Call(dest.name, calls(self.take("mean calls"), "mean calls", self.source, line),
-                                      "sync" if key == "y" else "async", line))
-            elif key == "H":
-                for _ in range(4):  # min : max bins [type]
-                    self.take("a histogram field")
-                if self.peek() in ("log", "linear", "sqrt"):
-                    self.i += 1
-            elif key == "M":
-                self.take("max service time")
-            else:
-                act.values[key] = self.num({"s": "service time", "c": "coefficient of variation", "f": "phase type",
-                                            "Z": "think time"}[key])
-        precedences: list[Precedence] = []
-        replies: list[tuple[str, str]] = []
-        if self.peek() == ":":
-            self.i += 1
-            while True:
-                precedences.append(self.connection(replies))
-                if self.peek() != ";":
-                    break
-                self.i += 1
-                if self.peek() == "-1":
-                    break
-        self.expect("-1")
-        activities = tuple(Activity(n, a.values.get("s", 0.0), a.line, cvsq=a.values.get("c", 1.0),
-                                    think=a.values.get("Z", 0.0), deterministic=a.values.get("f") == 1.0,
-                                    calls=tuple(a.calls)) for n, a in acts.items())
-        t = self.tasks[tname]
-        self.tasks[tname] = replace(t, activities=t.activities + activities,
-                                    precedences=t.precedences + tuple(precedences), replies=t.replies + tuple(replies))
-
-    def reply_activity(self, replies: list[tuple[str, str]]) -> str:
-        act = self.ident("activity")
-        if self.peek() == "[":
-            self.i += 1
-            while True:
-                replies.append((act, self.entry_ref("reply entry").name))
-                if self.take("',' or ']'") == "]":
-                    break
-        return act
-
-    def connection(self, replies: list[tuple[str, str]]) -> Precedence:
-        line = self.line
-        pre = [self.reply_activity(replies)]
-        pre_kind, quorum = "single", 0
-        while self.peek() in ("&", "+"):
-            kind = "and" if self.take() == "&" else "or"
-            if pre_kind not in ("single", kind):
-                raise located(self.source, line, "a join list mixes '&' and '+'")
-            pre_kind = kind
-            pre.append(self.reply_activity(replies))
-        if pre_kind == "and" and self.peek() == "(":
-            self.i += 1
-            quorum = int(count(self.take("quorum"), "quorum", self.source, line))
-            self.expect(")")
-        if self.peek() != "->":
-            return Precedence(tuple(pre), pre_kind, (), "none", line, quorum=quorum)
-        self.i += 1
-        if self.peek() == "(":  # an OR-fork: (p) a + (q) b
-            post, probs = [], []
-            while True:
-                self.expect("(")
-                probs.append(number(self.take("probability"), "probability", self.source, line, upper=1.0))
-                self.expect(")")
-                post.append(self.ident("activity"))
-                if self.peek() != "+":
-                    break
-                self.i += 1
-            return Precedence(tuple(pre), pre_kind, tuple(post), "or", line, quorum, tuple(probs))
-        if self.peek(1) == "*":  # a loop: n * a, m * b, end
-            post, counts, end = [], [], None
-            while True:
-                if self.peek(1) == "*":
-                    counts.append(calls(self.take("loop count"), "loop count", self.source, line))
-                    self.expect("*")
-                    post.append(self.ident("activity"))
-                else:
-                    end = self.ident("activity")
-                    break
-                if self.peek() != ",":
-                    break
-                self.i += 1
-            return Precedence(tuple(pre), pre_kind, tuple(post), "loop", line, quorum, tuple(counts), end)
-        post = [self.ident("activity")]
-        kind = "single"
-        while self.peek() == "&":
-            self.i += 1
-            kind = "and"
-            post.append(self.ident("activity"))
-        return Precedence(tuple(pre), pre_kind, tuple(post), kind, line, quorum)
 
     def finish(self) -> LqnModel:
         if not self.processors:
