@@ -267,3 +267,20 @@ def test_cli_refusal_is_one_line_with_exit_code_2(tmp_path: Path, capsys) -> Non
     assert not (tmp_path / "out").exists()
     assert interop_main(["import", str(src)]) == 2
     assert "usage: simstack import" in capsys.readouterr().err
+
+
+def test_the_simstack_command_dispatches_import_before_hydra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    src = tmp_path / "pair.lqn"
+    src.write_text(TEXT.replace("s serve 0.2 0.4 -1", "s serve 0.2 0.4 -1\n  y serve nowhere 1 -1"))
+    simstack = Path(sys.executable).with_name("simstack")
+    done = subprocess.run([str(simstack), "import", str(src), f"out={tmp_path / 'out'}"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == "simstack: error: pair.lqn: line 16: entry 'nowhere' is not listed by any task\n"
+    src.write_text(TEXT)
+    done = subprocess.run([str(simstack), "import", str(src), f"out={tmp_path / 'out'}"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and (tmp_path / "out" / "model.yaml").is_file(), done.stderr
