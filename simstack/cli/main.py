@@ -95,6 +95,9 @@ def main() -> None:
         from simstack.resources.hotpath import describe
         print(f"simstack {version('simstack')} ({describe()})")
         return None
+    if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (their own argument syntax)
+        from simstack.cli.lqn import main as lqn
+        sys.exit(lqn(sys.argv[1:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
