@@ -165,6 +165,7 @@ def _interval_study(closed_study: Path) -> Path:
                              "      longer: {parameters: {think: 8s}}\n      faster: {parameters: {service: 0.4}}\n")
 
 
+@pytest.mark.slow
 def test_an_interval_makes_each_distinct_run_once_with_the_answers_of_separate_searches(closed_study: Path) -> None:
     from simstack.studies.predict import interval_readings, predict
     from simstack.studies.readings import plan

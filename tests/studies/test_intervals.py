@@ -22,6 +22,8 @@ from simstack.errors import ConfigError, ModelError
 from simstack.studies.fit.calibrate import calibrate, chosen_alternatives
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # calibrations
+
 SIMSTACK = str(Path(sys.executable).with_name("simstack"))
 
 MODEL = """name: lin

@@ -340,6 +340,7 @@ def test_overrides_apply_to_a_selection_only(study_dir: Path) -> None:
     assert (faster["predicted_sojourn_s"] < plain["predicted_sojourn_s"]).all()
 
 
+@pytest.mark.slow
 def test_a_jacobian_simulated_side_by_side_gives_the_same_fit(study_dir: Path) -> None:
     """``jobs=2``: each Jacobian's points are simulated in worker processes. They are the
     points SciPy would simulate one after another, so the fit is the same to the bit, with
