@@ -19,6 +19,10 @@ Which interval is right depends on what is independent:
   the order-statistic interval [X_(l), X_(u)] with binomial ranks is exact and needs no
   distribution (David & Nagaraja 2003, s7.1); its coverage is at least the level.
 
+Where one end of the interval matters more than its width (is the mean below a bound?),
+``skewness_adjusted_interval`` (Willink 2005) corrects the Student-t interval for the skew of
+the values, which otherwise puts nearly all of its error on one side.
+
 Every function returns an ``Interval``; ``ok=False`` says its own check failed (batches still
 correlated, too few values for the ranks) and the interval should not be trusted as stated.
 """
@@ -95,6 +99,39 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
     mean = float(x.mean())
     half = t_quantile(x.size - 1, level) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return Interval(mean, mean - half, mean + half, level, int(x.size), "replications")
+
+
+def skewness_adjusted_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> Interval:
+    """Interval of the mean of independent values that corrects for their skewness
+    (Willink 2005), for one-sided use.
+
+    A latency's replication means are skewed to the right; the symmetric Student-t
+    interval then misses high more often than low (for 20 exponential values, a 90 %
+    interval's upper end is under the mean 11 % of the time, not 5 %). Willink's interval
+    bends the t critical values by the sample skewness: with a = m3 / (6 sqrt(n) s^3) and
+    G(r) = ((1 + 6 a (r - a))^(1/3) - 1) / (2 a), it is [x - G(t) s/sqrt(n), x - G(-t)
+    s/sqrt(n)] (the same example: 6.7 % and 4.0 %). It reduces to Student-t when a = 0, and
+    is used where one end matters, as in a decision against a bound. Three values at least.
+    """
+    _check_level(level)
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n < 3:
+        return Interval(float(x.mean()) if n else math.nan, math.nan, math.nan, level, n, "skewness-adjusted",
+                        ok=False)
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    if sd == 0.0:
+        return Interval(mean, mean, mean, level, n, "skewness-adjusted")
+    m3 = n / ((n - 1) * (n - 2)) * float(((x - mean) ** 3).sum())  # unbiased third central moment
+    a = m3 / (6.0 * math.sqrt(n) * sd**3)
+    t = t_quantile(n - 1, level)
+
+    def bend(r: float) -> float:
+        return r if abs(a) < 1e-12 else (float(np.cbrt(1.0 + 6.0 * a * (r - a))) - 1.0) / (2.0 * a)
+
+    scale = sd / math.sqrt(n)
+    return Interval(mean, mean - bend(t) * scale, mean - bend(-t) * scale, level, n, "skewness-adjusted")
 
 
 def batch_means_interval(series: Sequence[float] | np.ndarray, level: float = 0.95,

@@ -38,6 +38,7 @@ from simstack.tables.intervals import (
     order_ranks,
     order_statistic_interval,
     quantile_interval,
+    skewness_adjusted_interval,
 )
 from simstack.tables.reference import (
     mm1_sojourn_cdf,
@@ -157,6 +158,30 @@ def test_batch_percentile(batched) -> None:  # noqa: ANN001
 def test_cdf_band_over_batches(batched) -> None:  # noqa: ANN001
     name, out = batched
     assert_coverage(f"{name} CDF at the true p90, over batches", covers([o["cdf"] for o in out], 0.9))
+
+
+def test_skewness_adjusted_interval_balances_its_two_ends() -> None:
+    """Replication means of 200 M/M/1 customers are skewed to the right; with 20 of them a
+    90 % Student-t interval ends below the true mean 8.8 % of the time and above it 2.8 %
+    (4,000 seeds), Willink's interval 6.7 % and 4.4 %. Required: two-sided coverage within
+    two points of 90 % and the worse end at least one point better than Student-t's on the
+    same seeds (a paired difference: only the ~2 % of seeds where the two disagree count,
+    standard error about 0.25 points)."""
+    rng = np.random.default_rng(31)
+    means = mm1_sojourns(LAM, MU, IID_SEEDS * 20, 200, rng).mean(axis=1).reshape(IID_SEEDS, 20)
+    truth = 1.0 / (MU - LAM)
+    worst = {}
+    for method in (mean_interval, skewness_adjusted_interval):
+        intervals = [method(m, 0.9) for m in means]
+        misses_high = np.mean([iv.high < truth for iv in intervals])
+        misses_low = np.mean([iv.low > truth for iv in intervals])
+        worst[method.__name__] = max(misses_high, misses_low)
+        if method is skewness_adjusted_interval:
+            assert_coverage("M/M/1 mean, skewness-adjusted", covers(intervals, truth), nominal=0.9)
+    assert worst["skewness_adjusted_interval"] <= worst["mean_interval"] - 0.01, worst
+    symmetric = np.array([1.0, 2.0, 3.0, 4.0, 5.0])  # no skew: Willink's interval is Student-t's
+    plain, adjusted = mean_interval(symmetric, 0.9), skewness_adjusted_interval(symmetric, 0.9)
+    assert (adjusted.low, adjusted.high) == pytest.approx((plain.low, plain.high))
 
 
 def test_order_statistic_interval_on_independent_samples() -> None:
