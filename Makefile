@@ -29,7 +29,7 @@ run: $(HOTPATH)
 
 # The tests that exercise the compiled modules (the engine, its primitives and kinds, the
 # theory they are held to), run a second time on the other build.
-BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables
+BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables/test_record_modes.py
 
 test: $(HOTPATH)
 	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
