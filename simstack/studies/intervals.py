@@ -186,15 +186,24 @@ def _value_at(study: Study, text: str, selection: RunSelection, base: Mapping[st
 
 
 def _quantity_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], where: str) -> Any:
-    """An expression of the model's parameters as they are at a grid point under its fit."""
+    """An expression of the model's parameters as they are at a grid point under its fit;
+    each parameter enters as a plain number in base units (seconds, bytes, bytes per second)."""
     choice = chosen(selection, base, study.folder)
     made = resolve_parameters(read_yaml(study.folder / "model.yaml") or {}, choice.scenario, choice.parameters,
                               choice.flags)
 
     def lookup(name: str) -> Any:
+        """The value in base units as a plain number: a calibrated value is one already, and
+        a model value such as 20us becomes 2e-05, so the two mix in one expression."""
         if name not in made.parameters:
             raise ModelError(f"unknown parameter ${name}; parameters: {', '.join(made.parameters)}")
-        return made.parameters[name].value
+        value = made.parameters[name].value
+        if isinstance(value, str):
+            try:
+                return evaluate(value, lambda other: lookup(other)).value
+            except ModelError:
+                raise ModelError(f"parameter ${name} is {value!r}, not a number or a quantity such as 2ms") from None
+        return value
     try:
         return evaluate(text, lookup)
     except ModelError as exc:
@@ -207,7 +216,7 @@ def _limit_at(study: Study, text: str, selection: RunSelection, base: Mapping[st
     q = _quantity_at(study, text, selection, base, where)
     want = (0, 0) if isinstance(metric, CapacityMetric) else \
         DIMENSIONS.get(metric.type) if isinstance(metric, RunMetric) else None
-    if want is not None and q.dim != want:
+    if want is not None and q.dim not in (want, (0, 0)):  # parameters enter as plain numbers in base units
         raise ModelError(f"limit {text!r} is a {q.kind}, but metric {metric.name!r} is "  # type: ignore[attr-defined]
                          f"{'a number' if want == (0, 0) else 'a time' if want == (1, 0) else 'a rate'}",
                          file=str(study.path), path=where)
