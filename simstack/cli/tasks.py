@@ -76,17 +76,17 @@ def print_check(result: ModelCheck) -> None:
     if result.rows is not None:
         print_row_errors(result.rows)
     if result.coverage is not None:
-        print(coverage_line(result.coverage) + (" BELOW the stated coverage by more than 10 points"
-                                                if result.coverage_short else ""))
+        print("interval " + coverage_line(result.coverage) + (" BELOW the stated coverage by more than 10 points"
+                                                              if result.coverage_short else ""))
     print(flush=True)
 
 
 def coverage_line(check: Coverage) -> str:
     """The self-check of an interval: its left-out rows against the other folds' bands."""
     if not check.checked:
-        return (f"interval coverage on the left-out rows: none of {check.unchecked} rows can be checked (their "
-                "class has too few rows in the other folds)")
-    text = (f"interval coverage on the left-out rows (each fold against the band of the others): "
+        return (f"coverage on the left-out rows: none of {check.unchecked} rows can be checked (their class has too "
+                "few rows in the other folds)")
+    text = (f"coverage on the left-out rows (each fold against the band of the others): "
             f"{check.share:.1%} of {check.checked} rows, stated {check.coverage:.0%}")
     return text + (f"; {check.unchecked} rows not checkable (too few rows of their class in the other folds)"
                    if check.unchecked else "")
@@ -98,7 +98,8 @@ def print_method(how: Method) -> None:
     print(f"interval: stated coverage {how.interval.coverage:.0%}; rows by basis: "
           + ", ".join(f"{n} {b}" for b, n in bases.items()))
     for cls in how.classes.values():
-        span = f"x / {math.exp(cls.quantile):.3f}" if cls.usable else "too few rows for a band"
+        span = f"band {math.exp(-cls.quantile):.3f}-{math.exp(cls.quantile):.3f} x point" if cls.usable \
+            else "too few rows for a band"
         print(f"interval: model error, {CLASSES[cls.cls]}: {cls.rows} left-out rows of {len(cls.folds)} fold(s) "
               f"({', '.join(cls.folds)}): {span}")
     if how.check is not None:
