@@ -33,7 +33,7 @@ from simstack.load.loader import read_yaml
 from simstack.load.parameters import choose as resolve_parameters
 from simstack.studies.analysis.bounds import extrapolated
 from simstack.studies.evaluate.conformal import Coverage, ErrorClass, band, class_table, fold_coverage, needed
-from simstack.studies.evaluate.distance import CLASSES, axis_order, counted_axes, distance, fitted_configurations
+from simstack.studies.evaluate.distance import axis_order, counted_axes, distance, fitted_configurations
 from simstack.studies.evaluate.leftout import left_out_scores
 from simstack.studies.evaluate.metrics import chosen
 from simstack.studies.schema.interval import Interval
@@ -165,8 +165,13 @@ def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequenc
         ratio = None
         if bounds.scale is not None and all(str(point.at[x]) == str(anchor.at[x]) for x in point.at
                                             if x not in bounds.along):
-            ratio = _value_at(study, bounds.scale, point.selection, base, f"{WHERE}.bounds.scale") / \
-                _value_at(study, bounds.scale, anchor.selection, base, f"{WHERE}.bounds.scale")
+            mine = _value_at(study, bounds.scale, point.selection, base, f"{WHERE}.bounds.scale")
+            theirs = _value_at(study, bounds.scale, anchor.selection, base, f"{WHERE}.bounds.scale")
+            if not (mine > 0 and theirs > 0):
+                raise ModelError(f"scale {bounds.scale!r} is {theirs:g} at {anchor.label()} and {mine:g} at "
+                                 f"{point.label()}: a parallelism must be > 0", file=str(study.path),
+                                 path=f"{WHERE}.bounds.scale")
+            ratio = mine / theirs
         metric = study.metrics[point.metric or pred.metric]
         limits = [_limit_at(study, lim.value, point.selection, base, metric, f"{WHERE}.bounds.limits[{j}]")
                   for j, lim in enumerate(bounds.limits) if lim.applies(point.columns)]
@@ -221,7 +226,3 @@ def _limit_at(study: Study, text: str, selection: RunSelection, base: Mapping[st
                          f"{'a number' if want == (0, 0) else 'a time' if want == (1, 0) else 'a rate'}",
                          file=str(study.path), path=where)
     return float(q.value)
-
-
-def class_name(how: Method, index: int) -> str:
-    return CLASSES[min(how.steps[index][0], 2)]

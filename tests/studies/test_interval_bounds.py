@@ -304,3 +304,9 @@ def test_model_error_needs_a_leave_out(tiny: Path) -> None:
     _edit(tiny, "  leave_out: {column: host, write: leave_out.csv, fallback: {demand: 2ms}}\n", "")
     with pytest.raises(ModelError, match="needs a surrogate calibration with a leave_out section"):
         left_out_scores(load_study(tiny))
+
+
+def test_a_parallelism_of_zero_is_refused(batch: Path) -> None:
+    _edit(batch, "      scale: $threads\n", "      scale: $threads - 2\n")
+    with pytest.raises(ModelError, match="a parallelism must be > 0"):
+        predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
