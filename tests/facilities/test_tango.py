@@ -115,7 +115,9 @@ def test_each_interval_holds_its_point_and_the_models_own_error(table: pd.DataFr
     half_width = (table["high"] - table["low"]) / 2 / table[VALUE]
     assert half_width.median() < 0.35
     two_socket_cpp = (size == "c5n.18xlarge") & (table["server_language"] == "C++")
-    assert (table.loc[two_socket_cpp, "high"] >= table.loc[two_socket_cpp, VALUE] * bands["further"][1] - 1).all()
+    # both columns are whole operations: the point's rounding (0.5) times the band (1.7) plus the high's (0.5)
+    slack = 0.5 * bands["further"][1] + 0.5
+    assert (table.loc[two_socket_cpp, "high"] >= table.loc[two_socket_cpp, VALUE] * bands["further"][1] - slack).all()
 
 
 def test_the_intervals_hold_their_coverage_on_the_left_out_folds(study) -> None:
