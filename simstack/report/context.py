@@ -26,7 +26,7 @@ from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
-from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
 from simstack.tables.results import t_interval
@@ -70,6 +70,8 @@ class Context:
         if per_rep.size < 2:
             return mean, math.nan, math.nan
         low, high = t_interval(per_rep)
+        if isinstance(self.study.metrics[name], RunMetric):  # a duration, rate, count or share: never below 0
+            low = max(low, 0.0)
         return mean, low, high
 
     def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
@@ -127,13 +129,15 @@ def one_replication(result: RunResult, rep: int) -> RunResult:
                    accounting=cut(result.accounting))
 
 
-def with_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
-    """Mean and 95 % Student-t interval of per-replication values."""
+def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tuple[float, float, float]:
+    """Mean and 95 % Student-t interval of per-replication values; a quantity that cannot be
+    negative (a duration, a utilisation: the default) has its interval cut at zero, where two
+    replications' t quantile (12.7) would otherwise reach below it."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if v.size == 0:
         return math.nan, math.nan, math.nan
     low, high = t_interval(v)
-    return float(v.mean()), low, high
+    return float(v.mean()), max(low, 0.0) if non_negative else low, high
 
 
