@@ -56,7 +56,8 @@ def claimed_run_dir(base: str = "outputs") -> str:
 OmegaConf.register_new_resolver("simstack_run_dir", claimed_run_dir, use_cache=True, replace=True)
 
 
-OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENFILE)
+OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE,
+             errno.ENFILE)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
@@ -69,6 +70,9 @@ def app(cfg: DictConfig) -> None:
         code = task(cfg)
     except SimstackError as exc:
         _fail(exc)
+    except BrokenPipeError:  # the reader went away (| head): the results were written before printing
+        _quiet_stdout()
+        sys.exit(141)
     except OSError as exc:  # a full disk, a folder without write permission: one line, the last good files kept
         if exc.errno not in OS_ERRORS:
             raise
@@ -96,6 +100,8 @@ def _drop_empty_run_dir() -> None:
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.RUN:
         return
     out = Path(HydraConfig.get().runtime.output_dir)
+    if out.resolve() == Path.cwd().resolve():  # a study task's (hydra.run.dir=.): never the working folder
+        return
     log = out / f"{HydraConfig.get().job.name}.log"  # Hydra's log of the job, named after its module
     if not out.is_dir() or {p.name for p in out.iterdir()} - {".hydra", log.name} or (
             log.is_file() and log.stat().st_size):
@@ -195,7 +201,18 @@ def _main() -> None:
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
+    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+        sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
+
+
+def _quiet_hydra(task: str) -> list[str]:
+    """Hydra's own files are a sweep's business (``simstack gather`` reads each job's
+    ``.hydra/``); a single run records its settings in ``run.json`` and a study task writes
+    into the model's folder, so Hydra writes nothing of its own there: no config copy, no log
+    file that a full disk could fail, no folder at all for a study task."""
+    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    return quiet if task == "task=run" else [*quiet, "hydra.run.dir=."]
 
 
 def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:

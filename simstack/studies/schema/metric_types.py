@@ -243,3 +243,31 @@ def metric_unit(name: str, metrics: Mapping[str, Metric]) -> str:
     if isinstance(metric, DifferenceMetric):
         return metric_unit(metric.a, metrics)
     return ""
+
+
+_TYPE_WORDS = {"latency": "latency", "throughput": "throughput", "count": "completed requests",
+               "failure_rate": "failure rate", "utilisation": "utilisation", "deadline_misses": "deadline misses",
+               "backlog": "requests in the system", "memory_peak": "peak memory", "end_time": "end time"}
+_STAT_WORDS = {"mean": "mean", "median": "median", "min": "least", "max": "largest", "p95": "95th percentile",
+               "p99": "99th percentile", "p999": "99.9th percentile"}
+
+
+def describe_metric(name: str, metrics: Mapping[str, Metric]) -> str:
+    """A metric in words, for an axis that has no label of its own: "mean latency of trim",
+    "utilisation of app.cpu", "capacity in pvs", "fetch_1 / fetch_8"."""
+    metric = metrics[name]
+    if isinstance(metric, RunMetric):
+        what = _TYPE_WORDS.get(metric.type, metric.type)
+        if metric.type in ("latency", "end_time", "memory_peak"):
+            what = f"{_STAT_WORDS.get(metric.stat, metric.stat)} {what}"
+        subject = metric.resource if metric.type in ("utilisation", "memory_peak") else metric.request
+        if metric.step is not None:
+            subject = f"step {metric.step} of {metric.request or 'any request'}"
+        return f"{what} of {subject}" if subject else what
+    if isinstance(metric, CapacityMetric):
+        return f"capacity in {metric.parameter}"
+    if isinstance(metric, RatioMetric):
+        return f"{metric.a} / {metric.b}"
+    if isinstance(metric, DifferenceMetric):
+        return f"{metric.a} - {metric.b}"
+    return name

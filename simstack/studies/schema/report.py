@@ -155,7 +155,8 @@ FIGURES: dict[str, dict[str, Field]] = {
     "topology": {"run": Field(parse_selection, None)},
     # a metric across what-ifs, bars with CIs
     "whatifs": {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(selections, {"": RunSelection()}),
-                "relative_to": Field(text, None), "measured": Field(measured_list, []), **AXIS_FIELDS},
+                "relative_to": Field(text, None), "measured": Field(measured_list, []), "label": Field(text, None),
+                **AXIS_FIELDS},
     # predictions.csv (with intervals) against measurements
     "predictions": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
                     "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
