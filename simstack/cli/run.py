@@ -25,7 +25,7 @@ from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
 from simstack.load.precedence import calibrated_parameters, choose, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
-from simstack.studies.provenance import git_commit
+from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import summary_text
 
 
@@ -114,6 +114,12 @@ def run(cfg: DictConfig) -> int:
     """The ``run`` task: simulate, print the tables, write the run's files."""
     models_dir = plain(cfg.get("models_dir"), "models_dir")
     spec, model_file, whatif, scenario = chosen_spec(cfg)
+    fitted = calibrated_parameters(model_file.parent)
+    if fitted:  # said, so that the same command on a calibrated copy is not a surprise
+        print(f"calibrated: {', '.join(sorted(fitted))} from {model_file.parent.name}/calibrated.yaml")
+    stale = stale_calibration(model_file.parent)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)

@@ -31,6 +31,7 @@ from simstack.studies.fit.acceptance import describe
 from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.predict import interval_plan, predict_selection, write_predictions
+from simstack.studies.provenance import stale_calibration
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.study import Study, load_study
@@ -60,6 +61,9 @@ def check(cfg: DictConfig) -> int:
 
 
 def print_check(result: ModelCheck) -> None:
+    stale = stale_calibration(result.study.folder)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
     table = result.table
     if result.measured:
         verdict = f"{len(table)} stage(s), {result.failures} slower"
