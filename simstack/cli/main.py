@@ -10,6 +10,7 @@ simstack error ends it with one line on standard error and exit code 2.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import io
 import itertools
 import os
@@ -27,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
 from simstack.cli.tasks import TASKS
-from simstack.errors import SimstackError
+from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.load.loader import resolve_model_path
@@ -195,6 +196,9 @@ def _main() -> None:
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
+        if "hydra/launcher=ray" in sys.argv[1:] and importlib.util.find_spec("ray") is None:
+            raise ConfigError("hydra/launcher=ray runs the sweep on Ray, which is not installed here: "
+                              "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
         if not tasks or tasks[-1] == "task=run":

@@ -150,7 +150,13 @@ def stage_table(result: RunResult) -> pd.DataFrame:
 
 
 def resource_table(result: RunResult) -> pd.DataFrame:
-    return with_units(result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]])
+    """Every resource that did something; one that never worked, queued or dropped (a host
+    whose components do no CPU work) is left out of the printed table, not of resources.csv."""
+    table = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
+    busy = (table["utilisation"].fillna(1) > 0) | (table["mean_queue"] > 0) | (table["drops"] > 0)
+    shown = with_units(table[busy])
+    shown.attrs["idle"] = list(table.loc[~busy, "resource"])
+    return shown
 
 
 def summary_text(result: RunResult) -> str:
@@ -158,5 +164,8 @@ def summary_text(result: RunResult) -> str:
     parts = [run_header(result), format_table(latency_table(result)), ""]
     if not result.steps.empty:
         parts += ["where the time goes (per step, recorded requests):", format_table(stage_table(result)), ""]
-    parts.append(format_table(resource_table(result)))
+    resources = resource_table(result)
+    parts.append(format_table(resources))
+    if resources.attrs.get("idle"):
+        parts.append(f"idle, not shown: {', '.join(resources.attrs['idle'])}")
     return "\n".join(parts)
