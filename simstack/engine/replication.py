@@ -40,7 +40,6 @@ from simstack.engine.runners import (
 from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
 from simstack.kinds import lookup
 from simstack.kinds.base import BindContext, BuildContext, Ctx
-from simstack.kinds.threads import thread_scope
 from simstack.lang.distributions import Const, Distribution, Indexed
 from simstack.lang.spec import (
     Acquire,
@@ -221,12 +220,13 @@ class Replication:
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
         runners: list[Any] = []
-        fusing = not self.rec.record_steps and getattr(scope[0], "exact_fusion", False)
+        cpu = scope[0]
+        fusing = cpu is not None and cpu.exact_fusion and not self.rec.record_steps
         for step in (_flatten(body) if fusing else body):
             if fusing and _fusible(step) and runners and isinstance(runners[-1], FusedCpuRunner):
                 runners[-1].draws.append(self._draw_cpu(step))  # type: ignore[arg-type]
-            elif fusing and _fusible(step):
-                runners.append(FusedCpuRunner(scope, [self._draw_cpu(step)]))  # type: ignore[arg-type]
+            elif fusing and cpu is not None and _fusible(step):
+                runners.append(FusedCpuRunner(cpu, scope[1], [self._draw_cpu(step)]))  # type: ignore[arg-type]
             else:
                 runners.append(self.compile_step(step, scope))
         return runners[0] if len(runners) == 1 else SeqRunner(runners)
@@ -251,8 +251,10 @@ class Replication:
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
+            cpu = scope[0]
+            assert cpu is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it (graph)
             nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
-            return CpuRunner(self, scope, self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
+            return CpuRunner(self, cpu, scope[1], self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
         if isinstance(step, Delay):
             return DelayRunner(self, self.sampler(stream, step.duration), g.name)
         if isinstance(step, Hold):
@@ -260,7 +262,7 @@ class Replication:
             kind = self.kinds[step.target]
             acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode, scope[1])
             inner = scope
-            tscope = thread_scope(kind, comp)
+            tscope = kind.thread_scope(comp)
             if tscope is not None:
                 inner = (self.cpus[tscope[0]], tscope[1])
             body = self.compile_body(step.body, inner, g.path)
@@ -272,9 +274,8 @@ class Replication:
                     sub = PhasedRunner(sub)
                 return SpanRunner(self, sub, g.name, step.target)
             kind = self.kinds[step.target]
-            plain = getattr(kind, "bind_call_plain", None)
-            if plain is not None and not self.rec.record_steps:
-                serve_k = plain(self.runtimes[step.target], step.options, self.sampler, stream)
+            if not self.rec.record_steps:
+                serve_k = kind.bind_call_plain(self.runtimes[step.target], step.options, self.sampler, stream)
                 if serve_k is not None:
                     return PlainCallRunner(serve_k)
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.kinds.base import Ctx
 from simstack.kinds.queues import QueueRuntime
+from simstack.resources.protocol import Discipline, K
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
-Scope = tuple[Any, int]  # (cpu runtime or None, priority)
+Scope = tuple[Discipline | None, int]  # (the host's CPU, or None outside any host; priority)
 
 
 class FusedCpuRunner:
@@ -33,21 +33,18 @@ class FusedCpuRunner:
     event count drops. Used when steps are not recorded (a fused step has no name).
     """
 
-    __slots__ = ("cpu", "priority", "draws", "submit_k")
+    __slots__ = ("priority", "draws", "submit_k")
 
-    def __init__(self, scope: Scope, draws: list[Callable[[Ctx], float]]):
-        self.cpu, self.priority = scope
+    def __init__(self, cpu: Discipline, priority: int, draws: list[Callable[[Ctx], float]]):
+        self.priority = priority
         self.draws = draws
-        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
+        self.submit_k = cpu.submit_k  # takes the continuation as is
 
     def run(self, ctx: Ctx, k: K) -> None:
         demand = 0.0
         for draw in self.draws:
             demand += draw(ctx)
-        if self.submit_k is not None:
-            self.submit_k(demand, self.priority, k, ctx)
-        else:
-            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+        self.submit_k(demand, self.priority, k, ctx)
 
 
 class SeqRunner:
@@ -100,10 +97,12 @@ class Cursor:
 class CpuRunner:
     __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name", "submit_k")
 
-    def __init__(self, r: Replication, scope: Scope, draw: Any, per_byte: float, nbytes: Any, name: str):
+    def __init__(self, r: Replication, cpu: Discipline, priority: int, draw: Any, per_byte: float, nbytes: Any,
+                 name: str):
         self.r = r
-        self.cpu, self.priority = scope
-        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
+        self.cpu = cpu
+        self.priority = priority
+        self.submit_k = cpu.submit_k  # takes the continuation as is
         self.draw = draw
         self.per_byte = per_byte
         self.nbytes = nbytes
@@ -115,11 +114,7 @@ class CpuRunner:
             demand += self.per_byte * self.nbytes(ctx)
         r = self.r
         if not r.rec.record_steps:
-            submit_k = self.submit_k
-            if submit_k is not None:
-                submit_k(demand, self.priority, k, ctx)
-            else:
-                self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+            self.submit_k(demand, self.priority, k, ctx)
             return
         start = r.env._now
 

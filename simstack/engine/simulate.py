@@ -270,7 +270,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
 def _meters(r: Replication) -> list[Meter]:
     meters: list[Meter] = []
     for cpu in r.cpus.values():
-        meters.extend(cpu.meters() if hasattr(cpu, "meters") else [cpu.meter])
+        meters.extend(cpu.meters())
     for name, runtime in r.runtimes.items():
         meters.extend(r.kinds[name].meters(runtime))
     return meters

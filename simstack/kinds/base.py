@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import simpy
 
@@ -22,8 +22,8 @@ from simstack.lang.distributions import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Discipline, Done, K
 
-Done = Callable[[float, float], None]
 Granted = Callable[[float], None]
 
 
@@ -41,16 +41,10 @@ Sampler = Callable[[Ctx], float]
 SamplerFactory = Callable[[str, Distribution], Sampler]
 
 
-class Cpu(Protocol):
-    meter: Meter
-
-    def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None: ...
-
-
 @dataclass
 class BuildContext:
     env: simpy.Environment
-    cpus: Mapping[str, Cpu]
+    cpus: Mapping[str, Discipline]
     sampler: SamplerFactory
 
 
@@ -63,7 +57,7 @@ class BindContext:
     """What a kind may use once every component is built: the hosts' CPUs, and the
     replication's requests (start one of a class, or record one turned away)."""
 
-    cpus: Mapping[str, Cpu]
+    cpus: Mapping[str, Discipline]
     start: StartRequest
     refuse: RefuseRequest
 
@@ -96,9 +90,23 @@ class Kind:
         raise ModelError(f"kind {cls.kind!r} cannot be called")
 
     @classmethod
+    def bind_call_plain(cls, runtime: Any, options: Mapping[str, Any], sampler: SamplerFactory,
+                        stream: str) -> Callable[[Ctx, K], None] | None:
+        """``bind_call`` for a caller that needs no timings (steps not recorded): a callable
+        that takes the caller's continuation and calls it without arguments, so no wrapper is
+        made per call. ``None`` (the default): the kind has no such path; ``bind_call`` is used."""
+        return None
+
+    @classmethod
     def bind_hold(cls, runtime: Any, key: str | None, mode: str, priority: int = 0
                   ) -> tuple[Callable[[Ctx, Granted], bool], Callable[[Ctx], None]]:
         raise ModelError(f"kind {cls.kind!r} cannot be held")
+
+    @classmethod
+    def thread_scope(cls, spec: ComponentSpec) -> tuple[str, int] | None:
+        """(host, priority) of the threads this component provides, for the work done while
+        holding it or on its behalf (a thread pool, a queue's consumers); ``None``: no threads."""
+        return None
 
     @classmethod
     def meters(cls, runtime: Any) -> list[Meter]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.database import bandwidth, size_dist
 from simstack.kinds.servers import time_dist
 from simstack.lang.distributions import Const, Distribution, Uniform
@@ -37,6 +37,7 @@ from simstack.lang.schema import Field, boolean, name_ref
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.sharing import SharedRate
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake

@@ -52,12 +52,13 @@ import networkx as nx
 
 from simstack.errors import ModelError
 from simstack.io.paths import home_models_dir
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.servers import time_dist
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_number
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.database import bandwidth, size_dist
 from simstack.kinds.servers import time_dist
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
 

@@ -106,7 +106,6 @@ class QueueKind(Kind):
     doc = "bounded hand-off queue to consumer threads that run a handler request class"
     roles = frozenset({"send"})
     needs_host = True
-    provides_thread = True
     fields = {
         "kind": Field(str),
         "host": Field(str, help="host of the consumer threads"),
@@ -128,7 +127,7 @@ class QueueKind(Kind):
         """Each item starts one request of the handler class on a consumer thread (the
         queue's host and priority), a child of the sender's request."""
         name, handler = spec.name, spec.settings["handler"]
-        host, priority = cls.scope(spec)
+        host, priority = spec.host or "", spec.settings["priority"]
         scope = (ctx.cpus[host], priority)
         site = f"components.{name}>"  # the handler's call-site chain: its own random streams
         start, refuse = ctx.start, ctx.refuse
@@ -141,5 +140,5 @@ class QueueKind(Kind):
         runtime.connect(dispatch, dropped)
 
     @classmethod
-    def scope(cls, spec: ComponentSpec) -> tuple[str, int]:
+    def thread_scope(cls, spec: ComponentSpec) -> tuple[str, int] | None:
         return spec.host or "", spec.settings["priority"]

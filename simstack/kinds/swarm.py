@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, register
 from simstack.kinds.database import bandwidth
 from simstack.kinds.fileserver import Deferred
 from simstack.kinds.servers import time_dist
@@ -36,6 +36,7 @@ from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import non_negative, parse_count, parse_number
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.wake import Wake
 
 

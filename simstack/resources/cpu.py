@@ -22,7 +22,7 @@ from typing import Any
 import simpy
 
 from simstack.resources.meter import IdleMeter, LevelMeter, Meter
-from simstack.resources.sharing import Done
+from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
 
 
@@ -35,6 +35,7 @@ class FifoCpu:
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_queue", "_free")
+    exact_fusion = False  # an equal-priority job may slip in between two steps of a thread
 
     def __init__(self, env: simpy.Environment, cores: float, speed: float, meter: Meter):
         self.env = env
@@ -44,10 +45,13 @@ class FifoCpu:
         self._queue: deque[tuple[float, float, Any, bool]] = deque()
         self._free = cores
 
+    def meters(self) -> list[Meter]:
+        return [self.meter]
+
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         self.enter(demand, done, False)
 
-    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+    def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         """As ``submit``, for a caller that needs no timings: ``k()`` is called as is, so the
         runner hands its continuation straight over instead of wrapping it per job."""
         self.enter(demand, k, True)
@@ -111,7 +115,7 @@ class FifoCall:
         self.draw = draw
         self.station = station
 
-    def run(self, ctx: Any, k: Callable[[], None]) -> None:
+    def run(self, ctx: Any, k: K) -> None:
         self.station.enter(self.draw(ctx), k, True)
 
 
@@ -188,7 +192,7 @@ class PriorityCpu:
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         self._submit(demand, priority, done, owner, False)
 
-    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+    def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         """As ``submit``, calling ``k()`` without timings (no wrapper per job)."""
         self._submit(demand, priority, k, owner, True)
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
 
 import simpy
 
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
-
-Done = Callable[[float, float], None]
 
 
 class SharedRate:
@@ -54,6 +52,13 @@ class SharedRate:
         if n:
             self._virtual += (now - self._last) * self._per_job_rate(n)
         self._last = now
+
+    def meters(self) -> list[Meter]:
+        return [self.meter]
+
+    def submit_k(self, work: float, priority: int, k: K, owner: object = None) -> None:
+        """As ``submit``, for a caller that needs no timings."""
+        self.submit(work, priority, lambda _wait, _service: k(), owner)
 
     def submit(self, work: float, priority: int, done: Done, owner: object = None) -> None:
         now = self.env.now
