@@ -20,12 +20,12 @@ from simstack.engine.runners import Cursor, SpanRunner
 from simstack.kinds.base import Ctx
 from simstack.lang.distributions import Const, Uniform
 from simstack.lang.spec import Choose, Fork, Repeat, Step
+from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
     from simstack.engine.runners import Scope
 
-K = Callable[[], None]
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
 _DEFAULT_NAMES = {Choose: "choose", Repeat: "repeat", Fork: "all"}
 

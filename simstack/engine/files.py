@@ -8,7 +8,6 @@ and a cache in front of a swarm work the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simstack.errors import ModelError
@@ -17,11 +16,11 @@ from simstack.kinds.fileserver import Cache, lookup_counter
 from simstack.kinds.swarm import Swarm
 from simstack.lang.spec import FileOp
 from simstack.load.steps.lifecycle import ITEM, members
+from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
 
 
 # Names resolved once per replication: a step inside a replicated thread pool is compiled once

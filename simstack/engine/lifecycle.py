@@ -15,7 +15,6 @@ restart = ``restore`` (read the dump, map its memory); watchdog = ``fork`` with
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simstack.engine.callsites import site_of
@@ -24,13 +23,13 @@ from simstack.errors import ModelError
 from simstack.kinds.base import Ctx
 from simstack.lang.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
 from simstack.resources.memory import MemoryState, OutOfMemory, Process
+from simstack.resources.protocol import K
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
     from simstack.engine.runners import Scope
 
-K = Callable[[], None]
 STEPS = (Alloc, WriteMemory, ForkProcess, FileOp, Restore)
 
 

@@ -27,7 +27,6 @@ from simstack.engine.runners import (
     DelayRunner,
     FusedCpuRunner,
     HoldRunner,
-    K,
     ParallelRunner,
     PlainCallRunner,
     QueueRunner,
@@ -60,6 +59,7 @@ from simstack.lang.spec import (
 )
 from simstack.load import replicas
 from simstack.resources.disciplines import make_cpu
+from simstack.resources.protocol import K
 from simstack.tables.records import Recorder
 from simstack.tables.streamstats import SummaryRecorder
 

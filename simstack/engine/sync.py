@@ -27,11 +27,11 @@ from simstack.kinds.locks import LockRuntime
 from simstack.kinds.semaphores import Semaphore
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
+from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
 __all__ = ["PhasedRunner", "compile_sync", "has_reply"]
 
 

@@ -37,7 +37,7 @@ from simstack.lang.schema import Field, boolean, name_ref
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
-from simstack.resources.protocol import Done
+from simstack.resources.protocol import Done, K
 from simstack.resources.sharing import SharedRate
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
@@ -166,7 +166,7 @@ class Cache(Store):
         super().__init__(*args)
         self.backing_name = backing
         self.backing: Any = None  # bound before time starts (filesteps.bind_backing)
-        self.files: dict[str, list[Callable[[], None]] | None] = {}  # None: held; list: waiters
+        self.files: dict[str, list[K] | None] = {}  # None: held; list: waiters
         self.hits = 0
         self.misses = 0
 

@@ -20,9 +20,10 @@ from simstack.lang.schema import Field, integer, name_ref, one_of
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import K
 from simstack.resources.waitline import WaitingLine
 
-Dispatch = Callable[[Ctx, float, Callable[[], None]], None]  # run the handler for (ctx, enqueued_at, finished)
+Dispatch = Callable[[Ctx, float, K], None]  # run the handler for (ctx, enqueued_at, finished)
 Dropped = Callable[[Ctx, float], None]  # record the handler's request as turned away
 
 
@@ -46,7 +47,7 @@ class QueueRuntime(WaitingLine):
         self.drop = drop
         self.busy = 0
         self.items: deque[tuple[Ctx, float]] = deque()
-        self.blocked: deque[tuple[Ctx, float, Callable[[], None]]] = deque()
+        self.blocked: deque[tuple[Ctx, float, K]] = deque()
         self.dispatch: Dispatch = _unbound
         self.dropped: Dropped = _unbound
         self._done = 0  # consumers finished and not yet given the next item
@@ -56,7 +57,7 @@ class QueueRuntime(WaitingLine):
         self.dispatch = dispatch
         self.dropped = dropped
 
-    def put(self, ctx: Ctx, proceed: Callable[[], None]) -> None:
+    def put(self, ctx: Ctx, proceed: K) -> None:
         meter = self.meter
         now = self.env.now
         meter.arrivals += 1
@@ -132,7 +133,7 @@ class QueueKind(Kind):
         site = f"components.{name}>"  # the handler's call-site chain: its own random streams
         start, refuse = ctx.start, ctx.refuse
 
-        def dispatch(item: Ctx, since: float, finished: Callable[[], None]) -> None:
+        def dispatch(item: Ctx, since: float, finished: K) -> None:
             start(handler, name, item.item, scope, finished, parent=item.req.id, since=since, site=site)
 
         def dropped(item: Ctx, since: float) -> None:
