@@ -75,7 +75,7 @@ class LoadTrace:
         self.meters = [known[n] for n in trace.resources]
         self.rows: list[tuple] = []
         self._last = 0.0
-        self._areas = [(m._start, m._busy_area, m._queue_area) for m in self.meters]
+        self._areas = [m.areas() for m in self.meters]
         Wake(env, self.every, self._sample)
 
     def _sample(self, _event: object = None) -> None:
@@ -91,13 +91,14 @@ class LoadTrace:
         for i, m in enumerate(self.meters):
             m.touch(now)
             start, busy, queue = self._areas[i]
+            areas = m.areas()
             since = self._last
-            if m._start != start:  # reset at the end of the warm-up: its areas start there
+            if areas[0] != start:  # reset at the end of the warm-up: its areas start there
                 busy = queue = 0.0
-                since = m._start
+                since = areas[0]
             span = now - since
             self.rows.append((self.rep, now, m.name, m.kind, m.capacity,
-                              (m._busy_area - busy) / span if span > 0 else 0.0,
-                              (m._queue_area - queue) / span if span > 0 else 0.0))
-            self._areas[i] = (m._start, m._busy_area, m._queue_area)
+                              (areas[1] - busy) / span if span > 0 else 0.0,
+                              (areas[2] - queue) / span if span > 0 else 0.0))
+            self._areas[i] = areas
         self._last = now
