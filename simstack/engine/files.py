@@ -101,9 +101,9 @@ class FileRunner:
         if not r.rec.record_steps:
             store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, lambda _w, _s: k())
             return
-        start = r.env.now
+        start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, service, r.env.now))
+            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, service, r.env._now))
             k()
         store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, done)

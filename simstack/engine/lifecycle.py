@@ -37,7 +37,7 @@ def memory_state(r: Replication) -> MemoryState:
     """The replication's memory, made on first use (a model without memory steps has none)."""
     if r.memory is None:
         env = r.env
-        r.memory = MemoryState(r.rep, lambda: env.now, (
+        r.memory = MemoryState(r.rep, lambda: env._now, (
             (h.name, h.memory, h.memory_record == "processes") for h in r.spec.hosts.values()))
     state: MemoryState = r.memory
     return state

@@ -79,8 +79,8 @@ class LoadTrace:
         Wake(env, self.every, self._sample)
 
     def _sample(self, _event: object = None) -> None:
-        self.sample(self.env.now)
-        if self.env.now + self.every < self.horizon:  # the last interval ends at the horizon
+        self.sample(self.env._now)
+        if self.env._now + self.every < self.horizon:  # the last interval ends at the horizon
             Wake(self.env, self.every, self._sample)
 
     def sample(self, now: float) -> None:

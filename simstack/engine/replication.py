@@ -215,7 +215,7 @@ class Replication:
         self.next_id += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, since, False, item)
-        self.rec.request((req, parent, cls, workload, item, False, since, self.env.now, False, reason))
+        self.rec.request((req, parent, cls, workload, item, False, since, self.env._now, False, reason))
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:

@@ -204,11 +204,11 @@ class CallRunner:
         if not r.rec.record_steps:
             self.serve(ctx, lambda _w, _s: k())
             return
-        start = r.env.now
+        start = r.env._now
 
         def done(wait: float, service: float) -> None:
             r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait,
-                                service, r.env.now))
+                                service, r.env._now))
             k()
         self.serve(ctx, done)
 
@@ -241,10 +241,10 @@ class SpanRunner:
         if not r.rec.record_steps:
             self.inner.run(ctx, k)
             return
-        start = r.env.now
+        start = r.env._now
 
         def done() -> None:
-            end = r.env.now
+            end = r.env._now
             r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, 0.0,
                                 end - start, end))
             k()
@@ -387,7 +387,7 @@ class DeadlineRunner:
     def run(self, ctx: Ctx, k: K) -> None:
         def check() -> None:
             r = self.r
-            elapsed = r.env.now - ctx.req.start
+            elapsed = r.env._now - ctx.req.start
             if elapsed > self.deadline:
                 r.rec.deadlines.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.deadline,
                                         elapsed, elapsed - self.deadline))

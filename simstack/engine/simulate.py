@@ -182,7 +182,7 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
     tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
     with _fewer_collections():
         r.env.run(until=horizon)
-    end = r.env.now if horizon is None else horizon
+    end = r.env._now if horizon is None else horizon
     if tracer is not None:
         tracer.sample(end)
     r.rec.close()
@@ -279,7 +279,7 @@ def _meters(r: Replication) -> list[Meter]:
 def _reset_meters_at(r: Replication, when: float) -> None:
     def reset(_event: object) -> None:
         for meter in _meters(r):
-            meter.reset(r.env.now)
+            meter.reset(r.env._now)
     r.env.timeout(when).callbacks.append(reset)
 
 

@@ -122,7 +122,7 @@ class ReleaseRunner:
             req = ctx.req
             spec = self.r.spec
             raise ModelError(f"release of {self.what} by request {req.cls!r} (id {req.id}, step "
-                             f"{self.step.guard.name!r}) at t = {self.r.env.now:g} s has no matching acquire",
+                             f"{self.step.guard.name!r}) at t = {self.r.env._now:g} s has no matching acquire",
                              file=str(spec.file) if spec.file else None, path=self.step.guard.path)
         self.give(ctx)
         k()

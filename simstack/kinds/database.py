@@ -109,14 +109,14 @@ class DatabaseKind(Kind):
 
         def query(ctx: Ctx, done: Done) -> None:
             def granted(wait: float) -> None:
-                began = env.now
+                began = env._now
                 nbytes = size(ctx) if size else 0.0
 
                 def finish(*_args: object) -> None:
                     if write:
                         runtime.stored += nbytes
                     runtime.slots.release()
-                    done(wait, env.now - began)
+                    done(wait, env._now - began)
 
                 def transfer(_event: object) -> None:
                     if nbytes and runtime.link is not None:

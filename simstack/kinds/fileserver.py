@@ -109,7 +109,7 @@ class Store:
 
     def _sample(self) -> None:
         if self.load is not None:
-            self.load.append((self.env.now, self.meter.busy, self.meter.queue, self.transfers, self.reads))
+            self.load.append((self.env._now, self.meter.busy, self.meter.queue, self.transfers, self.reads))
 
     def meters(self) -> list[Meter]:
         return [self.meter] + ([self.link.meter] if self.link else [])
@@ -119,7 +119,7 @@ class Store:
         env = self.env
 
         def granted(wait: float) -> None:
-            began = env.now
+            began = env._now
             delay = self.latency(ctx)
             if self.lookup_each is not None:
                 delay += lookups * self.lookup_each
@@ -133,7 +133,7 @@ class Store:
                 self.reads += 1
                 self.bytes_served += nbytes
                 self._sample()
-                done(wait, env.now - began)
+                done(wait, env._now - began)
 
             def moved(*_args: object) -> None:
                 self.transfers -= 1
@@ -171,7 +171,7 @@ class Cache(Store):
         self.misses = 0
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
-        began = self.env.now
+        began = self.env._now
         state = self.files.get(file, False)
         if write:  # the file is held once written; readers waiting for a fetch read it now
             def stored(wait: float, service: float) -> None:
@@ -191,7 +191,7 @@ class Cache(Store):
             return
 
         def local() -> None:
-            self.serve(ctx, nbytes, lookups, lambda _w, _s: done(0.0, self.env.now - began))
+            self.serve(ctx, nbytes, lookups, lambda _w, _s: done(0.0, self.env._now - began))
         if isinstance(state, list):
             state.append(local)
             return

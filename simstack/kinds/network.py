@@ -58,13 +58,13 @@ class LinkKind(Kind):
         shared = runtime.shared
 
         def send(ctx: Ctx, done: Done) -> None:
-            began = env.now
+            began = env._now
             nbytes = size(ctx) if size else 0.0
 
             def arrived(_event: object) -> None:
                 if nbytes:
-                    shared.submit(nbytes, 0, lambda wait, service: done(wait, max(0.0, env.now - began - wait)))
+                    shared.submit(nbytes, 0, lambda wait, service: done(wait, max(0.0, env._now - began - wait)))
                 else:
-                    done(0.0, env.now - began)
+                    done(0.0, env._now - began)
             Wake(env, latency(ctx), arrived)
         return send

@@ -59,7 +59,7 @@ class QueueRuntime(WaitingLine):
 
     def put(self, ctx: Ctx, proceed: K) -> None:
         meter = self.meter
-        now = self.env.now
+        now = self.env._now
         meter.arrivals += 1
         meter.touch(now)
         if self.busy < self.consumers:
@@ -79,7 +79,7 @@ class QueueRuntime(WaitingLine):
         proceed()
 
     def _finished(self) -> None:
-        self.meter.touch(self.env.now)
+        self.meter.touch(self.env._now)
         self._done += 1
         self.hand_over()
 

@@ -65,12 +65,12 @@ class ServerKind(Kind):
         if station is None:
             def delay(ctx: Ctx, done: Done) -> None:
                 service = draw(ctx)
-                meter.touch(env.now)
+                meter.touch(env._now)
                 meter.busy += 1
                 meter.arrivals += 1
 
                 def finish(_event: object) -> None:
-                    meter.touch(env.now)
+                    meter.touch(env._now)
                     meter.busy -= 1
                     done(0.0, service)
                 Wake(env, service, finish)

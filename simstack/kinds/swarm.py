@@ -86,12 +86,12 @@ class Swarm:
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
         node = int(ctx.item % self.peers) if math.isfinite(self.peers) else ctx.req.id
-        now = self.env.now
+        now = self.env._now
         if node in self.held:
             done(0.0, 0.0)
             return
         if node in self.fetching:
-            self.fetching[node].append(lambda _w, _s: done(0.0, self.env.now - now))
+            self.fetching[node].append(lambda _w, _s: done(0.0, self.env._now - now))
             return
         self.fetching[node] = [done]
         if self.pending is not None:  # the seeds do not have the file yet
@@ -108,18 +108,18 @@ class Swarm:
             self._join(node, nbytes)
 
     def _join(self, node: int, nbytes: float) -> None:
-        joined = self.env.now
+        joined = self.env._now
 
         def delivered(_wait: float, _service: float) -> None:
             for waiter in self.fetching.pop(node):
-                waiter(0.0, self.env.now - joined)
+                waiter(0.0, self.env._now - joined)
         self.shared.submit(nbytes, 0, delivered, node)
 
     def _seeding(self, node: object) -> None:
         """A node has the whole file: it holds it from now on and seeds for its ``linger``."""
         assert isinstance(node, int)
         self.held.add(node)
-        self.finished.append((node, self.env.now))
+        self.finished.append((node, self.env._now))
         stay = self.linger(Ctx(None, node))
         if stay <= 0:
             return

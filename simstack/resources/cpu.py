@@ -67,7 +67,7 @@ class FifoCpu:
         if self._free:
             self._free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish).job = (now, service, done, plain)
+            Wake(self.env, service, self._finish, (now, service, done, plain))
         else:
             self._queue.append((now, service, done, plain))
             meter.queue = len(self._queue)
@@ -85,7 +85,7 @@ class FifoCpu:
         if queue:
             job = queue.popleft()
             meter.queue = len(queue)
-            Wake(self.env, job[1], self._finish).job = job
+            Wake(self.env, job[1], self._finish, job)
         else:
             self._free += 1
             meter.busy -= 1
@@ -259,7 +259,7 @@ class PriorityCpu:
             self.meter.busy = float(len(running))
         else:
             spinner.core_taken(now)
-        Wake(self.env, job.remaining, self._finish).job = (job, job.token)
+        Wake(self.env, job.remaining, self._finish, (job, job.token))
 
     def _stop(self, job: _Job, now: float) -> None:
         """``job`` leaves its core: its level is credited with the run (its one update)."""

@@ -62,7 +62,7 @@ class InfiniteCpu:
         meter.touch(self.env._now)
         meter.busy += 1
         service = demand / self.speed
-        Wake(self.env, service, self._finish).job = (service, done, plain)
+        Wake(self.env, service, self._finish, (service, done, plain))
 
     def _finish(self, event: Wake) -> None:
         service: float
@@ -125,7 +125,7 @@ class HolCpu:
     def _run(self, arrived: float, service: float, done: Any, owner: object, plain: bool) -> None:
         self._running += 1
         self.meter.busy = self._running
-        Wake(self.env, service, self._finish).job = (arrived, service, done, owner, plain)
+        Wake(self.env, service, self._finish, (arrived, service, done, owner, plain))
 
     def _finish(self, event: Wake) -> None:
         arrived: float

@@ -78,7 +78,7 @@ class SharedRate:
         self.submit(work, priority, lambda _wait, _service: k(), owner)
 
     def submit(self, work: float, priority: int, done: Done, owner: object = None) -> None:
-        now = self.env.now
+        now = self.env._now
         meter = self.meter
         meter.arrivals += 1
         meter.touch(now)
@@ -91,7 +91,7 @@ class SharedRate:
     def reshare(self, change: Callable[[], None]) -> None:
         """``change()`` alters what ``share`` reads (a seed leaves the swarm): the work done so
         far is credited at the old rate, the next departure rescheduled at the new one."""
-        now = self.env.now
+        now = self.env._now
         self.meter.touch(now)
         self._advance(now)
         change()
@@ -119,7 +119,7 @@ class SharedRate:
     def _finish(self, token: int) -> None:
         if token != self._token:
             return
-        now = self.env.now
+        now = self.env._now
         self.meter.touch(now)
         self._advance(now)
         finished = []
