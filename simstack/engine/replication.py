@@ -19,6 +19,7 @@ import simpy
 from simstack.engine import lifecycle
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import compile_flow, unrollable
+from simstack.engine.files import NameIndex
 from simstack.engine.runners import (
     ByItemRunner,
     CallRunner,
@@ -59,6 +60,7 @@ from simstack.lang.spec import (
 )
 from simstack.load import replicas
 from simstack.resources.disciplines import make_cpu
+from simstack.resources.memory import MemoryState
 from simstack.resources.protocol import K
 from simstack.tables.records import Recorder
 from simstack.tables.streamstats import SummaryRecorder
@@ -151,8 +153,8 @@ class Replication:
         self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
-        self.memory: Any = None  # simstack.resources.memory.MemoryState once a step takes memory
-        self.memos: dict[str, dict[Any, Any]] = {}  # per-replication lookups of simstack.engine.files
+        self.memory: MemoryState | None = None  # made by memory_state() for the first step that takes memory
+        self.index = NameIndex(spec.hosts, self.runtimes, self.cpus)  # names the file and memory steps resolve
         bind = BindContext(self.cpus, self.start, self.refuse)
         for c in spec.components.values():
             self.kinds[c.name].bind(c, self.runtimes[c.name], bind)
@@ -162,6 +164,16 @@ class Replication:
         or for ever (no event was left, so nothing could ever release what they wait for)."""
         return [(self.rep, req.id, req.cls, step, target, since) for req, step, target, since in self.waits.values()
                 if ran_dry or end - since >= end / 2]
+
+    def memory_state(self) -> MemoryState:
+        """The replication's memory, made on first use (a model without memory steps has none,
+        and no memory tables)."""
+        memory = self.memory
+        if memory is None:
+            env = self.env
+            memory = self.memory = MemoryState(self.rep, lambda: env._now, (
+                (h.name, h.memory, h.memory_record == "processes") for h in self.spec.hosts.values()))
+        return memory
 
     # -- randomness ---------------------------------------------------------------------
     def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
