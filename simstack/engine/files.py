@@ -81,7 +81,7 @@ def bind_backing(runtimes: Mapping[str, Any], runtime: Any, path: str, seen: tup
 
 
 class FileRunner:
-    """One file operation; recorded in the step table like a call."""
+    """One file operation, when steps are not recorded."""
 
     __slots__ = ("r", "stores", "file", "size", "count", "write", "name", "target")
 
@@ -96,16 +96,31 @@ class FileRunner:
         self.target = step.store
 
     def run(self, ctx: Ctx, k: K) -> None:
+        stores = self.stores
+        store = stores[ctx.item % len(stores)]
+        nbytes = self.size(ctx) if self.size else 0.0
+        store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, lambda _w, _s: k())
+
+
+class RecordedFileRunner(FileRunner):
+    """One file operation, recorded in the step table like a call."""
+
+    __slots__ = ()
+
+    def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
         stores = self.stores
         store = stores[ctx.item % len(stores)]
         nbytes = self.size(ctx) if self.size else 0.0
-        if not r.rec.record_steps:
-            store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, lambda _w, _s: k())
-            return
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, service, r.env._now))
+            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                       wait=wait, service=service, end=r.env._now)
             k()
         store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, done)
+
+
+def file_runner(r: Replication, step: FileOp, stream: str) -> FileRunner:
+    """The runner of a file operation, recorded when steps are."""
+    return (RecordedFileRunner if r.rec.record_steps else FileRunner)(r, step, stream)

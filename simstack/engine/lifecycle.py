@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simstack.engine.callsites import site_of
-from simstack.engine.files import FileRunner
+from simstack.engine.files import FileRunner, file_runner
 from simstack.errors import ModelError
 from simstack.kinds.base import Ctx
 from simstack.lang.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
@@ -37,7 +37,7 @@ def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
     """The runner of one lifecycle step (called from ``Replication._compile_action``)."""
     stream = f"{step.guard.path}:{step.guard.name}"
     if isinstance(step, FileOp):
-        return FileRunner(r, step, stream)
+        return file_runner(r, step, stream)
     mem = r.memory_state()
     if isinstance(step, ForkProcess):
         return ForkRunner(r, mem, step, scope)
@@ -47,7 +47,7 @@ def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
     if isinstance(step, WriteMemory):
         return WriteRunner(r, mem, here, step)
     assert isinstance(step, Restore)
-    return RestoreRunner(mem, here, FileRunner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
+    return RestoreRunner(mem, here, file_runner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
                          step.shared, step.read.file, step.guard.path)
 
 

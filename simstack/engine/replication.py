@@ -31,6 +31,9 @@ from simstack.engine.runners import (
     ParallelRunner,
     PlainCallRunner,
     QueueRunner,
+    RecordedCallRunner,
+    RecordedCpuRunner,
+    RecordedHoldRunner,
     Scope,
     SeqRunner,
     SpanRunner,
@@ -102,8 +105,8 @@ class Request:
         r.in_system -= 1
         if r.memory is not None:  # a process ends: its memory is freed
             r.memory.end(self.id)
-        r.rec.request((self, self.parent, self.cls, self.workload, self.item, self.warmup, self.start,
-                       r.env._now, not self.failed, self.reason))
+        r.rec.request(req=self, parent=self.parent, request=self.cls, workload=self.workload, item=self.item,
+                      warmup=self.warmup, start=self.start, end=r.env._now, ok=not self.failed, reason=self.reason)
         on_end = self.on_end
         if on_end is not None:
             on_end()
@@ -227,7 +230,8 @@ class Replication:
         self.next_id += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, since, False, item)
-        self.rec.request((req, parent, cls, workload, item, False, since, self.env._now, False, reason))
+        self.rec.request(req=req, parent=parent, request=cls, workload=workload, item=item, warmup=False,
+                         start=since, end=self.env._now, ok=False, reason=reason)
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
@@ -266,7 +270,10 @@ class Replication:
             cpu = scope[0]
             assert cpu is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it (graph)
             nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
-            return CpuRunner(self, cpu, scope[1], self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
+            draw = self.sampler(stream, step.demand)
+            if self.rec.record_steps:
+                return RecordedCpuRunner(self, cpu, scope[1], draw, step.per_byte, nbytes, g.name)
+            return CpuRunner(cpu, scope[1], draw, step.per_byte, nbytes)
         if isinstance(step, Delay):
             return DelayRunner(self, self.sampler(stream, step.duration), g.name)
         if isinstance(step, Hold):
@@ -278,20 +285,23 @@ class Replication:
             if tscope is not None:
                 inner = (self.cpus[tscope[0]], tscope[1])
             body = self.compile_body(step.body, inner, g.path)
-            return HoldRunner(self, acquire, release, body, g.name, step.target)
+            holding = RecordedHoldRunner if self.rec.record_steps else HoldRunner
+            return holding(self, acquire, release, body, g.name, step.target)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
                 sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))
                 if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
                     sub = PhasedRunner(sub)
-                return SpanRunner(self, sub, g.name, step.target)
+                return self.span(sub, g.name, step.target)
             kind = self.kinds[step.target]
             if not self.rec.record_steps:
                 serve_k = kind.bind_call_plain(self.runtimes[step.target], step.options, self.sampler, stream)
                 if serve_k is not None:
                     return PlainCallRunner(serve_k)
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
-            return CallRunner(self, serve, g.name, step.target)
+            if self.rec.record_steps:
+                return RecordedCallRunner(self, serve, g.name, step.target)
+            return CallRunner(serve)
         if isinstance(step, Send):
             if step.target in self.spec.requests:
                 return SpawnRunner(self, step.target, scope, site_of(self._site, g.path))
@@ -304,7 +314,12 @@ class Replication:
             return compile_flow(self, step, scope)
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
-        return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
+        return body if g.name == "steps" else self.span(body, g.name, "stage")
+
+    def span(self, inner: Any, name: str, target: str) -> Any:
+        """A named stage: its span recorded in the step table, or, when steps are not
+        recorded, the stage's body itself (nothing to do around it)."""
+        return SpanRunner(self, inner, name, target) if self.rec.record_steps else inner
 
     def _replica_compiler(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> Callable[[int], Any]:
         """Compiles ``step`` for one replica, later if need be, in the call-site chain of now."""

@@ -95,14 +95,35 @@ class Cursor:
 
 
 class CpuRunner:
-    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name", "submit_k")
+    """A CPU step when steps are not recorded: the demand goes to the host with the
+    continuation as is."""
+
+    __slots__ = ("submit_k", "priority", "draw", "per_byte", "nbytes")
+
+    def __init__(self, cpu: Discipline, priority: int, draw: Any, per_byte: float, nbytes: Any):
+        self.submit_k = cpu.submit_k  # takes the continuation as is
+        self.priority = priority
+        self.draw = draw
+        self.per_byte = per_byte
+        self.nbytes = nbytes
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        demand = self.draw(ctx)
+        if self.nbytes is not None:
+            demand += self.per_byte * self.nbytes(ctx)
+        self.submit_k(demand, self.priority, k, ctx)
+
+
+class RecordedCpuRunner:
+    """A CPU step that records its wait and service in the step table."""
+
+    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name")
 
     def __init__(self, r: Replication, cpu: Discipline, priority: int, draw: Any, per_byte: float, nbytes: Any,
                  name: str):
         self.r = r
         self.cpu = cpu
         self.priority = priority
-        self.submit_k = cpu.submit_k  # takes the continuation as is
         self.draw = draw
         self.per_byte = per_byte
         self.nbytes = nbytes
@@ -113,14 +134,11 @@ class CpuRunner:
         if self.nbytes is not None:
             demand += self.per_byte * self.nbytes(ctx)
         r = self.r
-        if not r.rec.record_steps:
-            self.submit_k(demand, self.priority, k, ctx)
-            return
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, "cpu", start, wait,
-                                service, r.env._now))
+            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component="cpu", start=start, wait=wait,
+                       service=service, end=r.env._now)
             k()
         self.cpu.submit(demand, self.priority, done, ctx)
 
@@ -138,6 +156,8 @@ class DelayRunner:
 
 
 class HoldRunner:
+    """A hold when steps are not recorded: take the component, run the body, give it back."""
+
     __slots__ = ("r", "acquire", "release", "body", "name", "target")
 
     def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str):
@@ -149,13 +169,26 @@ class HoldRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        hold = _Hold(self, ctx, k, self.r.env._now)
+        self.enter(_Hold(self, ctx, k, self.r.env._now))
+
+    def enter(self, hold: _Hold) -> None:
+        """Ask for the component; a request that waits is listed in ``r.waits`` until granted."""
+        ctx = hold.ctx
         if not self.acquire(ctx, hold.granted):
             ctx.req.fail(f"{self.target} full")
-            k()
+            hold.k()
         elif hold.state == 0:
             hold.state = 2
             self.r.waits[hold] = (ctx.req, self.name, self.target, hold.start)
+
+
+class RecordedHoldRunner(HoldRunner):
+    """A hold that records its wait and the time held in the step table."""
+
+    __slots__ = ()
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.enter(_RecordedHold(self, ctx, k, self.r.env._now))
 
 
 class _Hold:
@@ -180,17 +213,38 @@ class _Hold:
         self.runner.body.run(self.ctx, self.finished)
 
     def finished(self) -> None:
+        self.runner.release(self.ctx)
+        self.k()
+
+
+class _RecordedHold(_Hold):
+    __slots__ = ()
+
+    def finished(self) -> None:
         runner, ctx = self.runner, self.ctx
         runner.release(ctx)
         r = runner.r
-        if r.rec.record_steps:
-            end = r.env._now
-            r.rec.step((ctx.req, ctx.req.cls, runner.name, runner.target, self.start, self.wait,
-                        end - self.start - self.wait, end))
+        end = r.env._now
+        r.rec.step(req=ctx.req, request=ctx.req.cls, step=runner.name, component=runner.target, start=self.start,
+                   wait=self.wait, service=end - self.start - self.wait, end=end)
         self.k()
 
 
 class CallRunner:
+    """A call when steps are not recorded, to a kind that reports timings (``bind_call``)."""
+
+    __slots__ = ("serve",)
+
+    def __init__(self, serve: Any):
+        self.serve = serve
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.serve(ctx, lambda _w, _s: k())
+
+
+class RecordedCallRunner:
+    """A call that records its wait and service in the step table."""
+
     __slots__ = ("r", "serve", "name", "target")
 
     def __init__(self, r: Replication, serve: Any, name: str, target: str):
@@ -201,14 +255,11 @@ class CallRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
-        if not r.rec.record_steps:
-            self.serve(ctx, lambda _w, _s: k())
-            return
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait,
-                                service, r.env._now))
+            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                       wait=wait, service=service, end=r.env._now)
             k()
         self.serve(ctx, done)
 
@@ -226,7 +277,8 @@ class PlainCallRunner:
 
 class SpanRunner:
     """Records the span of a named stage (a named ``steps:`` block or a called request class),
-    so stage breakdowns come straight out of the step table."""
+    so stage breakdowns come straight out of the step table. Only made when steps are
+    recorded (``Replication.span``): otherwise the stage is its body itself."""
 
     __slots__ = ("r", "inner", "name", "target")
 
@@ -238,15 +290,12 @@ class SpanRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
-        if not r.rec.record_steps:
-            self.inner.run(ctx, k)
-            return
         start = r.env._now
 
         def done() -> None:
             end = r.env._now
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, 0.0,
-                                end - start, end))
+            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                       wait=0.0, service=end - start, end=end)
             k()
         self.inner.run(ctx, done)
 
@@ -389,8 +438,7 @@ class DeadlineRunner:
             r = self.r
             elapsed = r.env._now - ctx.req.start
             if elapsed > self.deadline:
-                r.rec.deadlines.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.deadline,
-                                        elapsed, elapsed - self.deadline))
+                r.rec.deadline(req=ctx.req, step=self.name, deadline=self.deadline, finished_after=elapsed)
                 if self.fail:
                     ctx.req.fail(f"deadline missed: {self.name}")
             k()

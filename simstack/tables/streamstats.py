@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from simstack.tables.records import CHUNK
+from simstack.tables.records import CHUNK, deadline_row
 
 BINS_PER_DECADE = 100
 LOW_DECADE, HIGH_DECADE = -9, 6
@@ -151,15 +151,16 @@ class SummaryRecorder:
     def __len__(self) -> int:
         return self.finished
 
-    def request(self, row: tuple) -> None:
+    def request(self, *, req: Any, parent: int, request: str, workload: str, item: int, warmup: bool,
+                start: float, end: float, ok: bool, reason: str) -> None:
+        """As ``Recorder.request``."""
         self.finished += 1
-        req, _parent, cls, workload, _item, warm, start, end, ok, _reason = row
         steps = self.pending.pop(req, None)
-        if warm or start < self.warmup:
+        if warmup or start < self.warmup:
             return
         if steps is not None:
             self._fold_steps(steps)
-        key = (cls, workload)
+        key = (request, workload)
         staged = self.requests.get(key)
         if staged is None:
             staged = self.requests[key] = _Staged(1)
@@ -171,15 +172,21 @@ class SummaryRecorder:
         if len(staged.rows) >= CHUNK:
             staged.flush()
 
-    def step(self, row: tuple) -> None:
-        req = row[0]
+    def step(self, *, req: Any, request: str, step: str, component: str, start: float, wait: float,
+             service: float, end: float) -> None:
+        """As ``Recorder.step``; kept until its request ends."""
         if req.warmup or req.start < self.warmup:
             return
+        row = (req, request, step, component, start, wait, service, end)
         steps = self.pending.get(req)
         if steps is None:
             self.pending[req] = [row]
         else:
             steps.append(row)
+
+    def deadline(self, *, req: Any, step: str, deadline: float, finished_after: float) -> None:
+        """As ``Recorder.deadline``."""
+        self.deadlines.append(deadline_row(self.rep, req, step, deadline, finished_after))
 
     def _fold_steps(self, rows: list[tuple]) -> None:
         for _req, cls, name, target, start, wait, service, end in rows:
