@@ -20,6 +20,7 @@ from simstack.engine import lifecycle
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import compile_flow, unrollable
 from simstack.engine.files import NameIndex
+from simstack.engine.recorded import RecordedCallRunner, RecordedCpuRunner, RecordedHoldRunner, SpanRunner
 from simstack.engine.runners import (
     ByItemRunner,
     CallRunner,
@@ -31,12 +32,8 @@ from simstack.engine.runners import (
     ParallelRunner,
     PlainCallRunner,
     QueueRunner,
-    RecordedCallRunner,
-    RecordedCpuRunner,
-    RecordedHoldRunner,
     Scope,
     SeqRunner,
-    SpanRunner,
     SpawnRunner,
     SubRequestRunner,
 )

@@ -4,7 +4,8 @@ A runner has one method, ``run(ctx, k)``: do the step's work for the request in 
 then call the continuation ``k``. Runners schedule raw SimPy events with callbacks
 (``components/wake.py``) instead of a process per request, so a customer costs about as
 many kernel events as the model has service completions. ``Replication`` compiles them;
-``branching`` and ``runners_sync`` add the control-flow and synchronisation runners.
+``control`` and ``sync`` add the control-flow and synchronisation runners, ``recorded`` the
+variants that record their step in the step table (recording is chosen when a step is compiled).
 """
 
 from __future__ import annotations
@@ -114,35 +115,6 @@ class CpuRunner:
         self.submit_k(demand, self.priority, k, ctx)
 
 
-class RecordedCpuRunner:
-    """A CPU step that records its wait and service in the step table."""
-
-    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name")
-
-    def __init__(self, r: Replication, cpu: Discipline, priority: int, draw: Any, per_byte: float, nbytes: Any,
-                 name: str):
-        self.r = r
-        self.cpu = cpu
-        self.priority = priority
-        self.draw = draw
-        self.per_byte = per_byte
-        self.nbytes = nbytes
-        self.name = name
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        demand = self.draw(ctx)
-        if self.nbytes is not None:
-            demand += self.per_byte * self.nbytes(ctx)
-        r = self.r
-        start = r.env._now
-
-        def done(wait: float, service: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component="cpu", start=start, wait=wait,
-                       service=service, end=r.env._now)
-            k()
-        self.cpu.submit(demand, self.priority, done, ctx)
-
-
 class DelayRunner:
     __slots__ = ("r", "draw", "name")
 
@@ -169,9 +141,9 @@ class HoldRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        self.enter(_Hold(self, ctx, k, self.r.env._now))
+        self.enter(HoldPass(self, ctx, k, self.r.env._now))
 
-    def enter(self, hold: _Hold) -> None:
+    def enter(self, hold: HoldPass) -> None:
         """Ask for the component; a request that waits is listed in ``r.waits`` until granted."""
         ctx = hold.ctx
         if not self.acquire(ctx, hold.granted):
@@ -182,16 +154,7 @@ class HoldRunner:
             self.r.waits[hold] = (ctx.req, self.name, self.target, hold.start)
 
 
-class RecordedHoldRunner(HoldRunner):
-    """A hold that records its wait and the time held in the step table."""
-
-    __slots__ = ()
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        self.enter(_RecordedHold(self, ctx, k, self.r.env._now))
-
-
-class _Hold:
+class HoldPass:
     """One pass through a hold: granted, runs the body, releases. An object rather than
     closures, so that nothing refers back to itself (freed at once, no garbage cycles)."""
 
@@ -217,19 +180,6 @@ class _Hold:
         self.k()
 
 
-class _RecordedHold(_Hold):
-    __slots__ = ()
-
-    def finished(self) -> None:
-        runner, ctx = self.runner, self.ctx
-        runner.release(ctx)
-        r = runner.r
-        end = r.env._now
-        r.rec.step(req=ctx.req, request=ctx.req.cls, step=runner.name, component=runner.target, start=self.start,
-                   wait=self.wait, service=end - self.start - self.wait, end=end)
-        self.k()
-
-
 class CallRunner:
     """A call when steps are not recorded, to a kind that reports timings (``bind_call``)."""
 
@@ -242,28 +192,6 @@ class CallRunner:
         self.serve(ctx, lambda _w, _s: k())
 
 
-class RecordedCallRunner:
-    """A call that records its wait and service in the step table."""
-
-    __slots__ = ("r", "serve", "name", "target")
-
-    def __init__(self, r: Replication, serve: Any, name: str, target: str):
-        self.r = r
-        self.serve = serve
-        self.name = name
-        self.target = target
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        start = r.env._now
-
-        def done(wait: float, service: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=wait, service=service, end=r.env._now)
-            k()
-        self.serve(ctx, done)
-
-
 class PlainCallRunner:
     """A call when steps are not recorded, to a kind that takes a bare continuation. Its
     ``run`` is the kind's prepared callable itself, not a method that calls it: one Python
@@ -273,31 +201,6 @@ class PlainCallRunner:
 
     def __init__(self, serve: Callable[[Ctx, K], None]):
         self.run = serve
-
-
-class SpanRunner:
-    """Records the span of a named stage (a named ``steps:`` block or a called request class),
-    so stage breakdowns come straight out of the step table. Only made when steps are
-    recorded (``Replication.span``): otherwise the stage is its body itself."""
-
-    __slots__ = ("r", "inner", "name", "target")
-
-    def __init__(self, r: Replication, inner: Any, name: str, target: str):
-        self.r = r
-        self.inner = inner
-        self.name = name
-        self.target = target
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        start = r.env._now
-
-        def done() -> None:
-            end = r.env._now
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=0.0, service=end - start, end=end)
-            k()
-        self.inner.run(ctx, done)
 
 
 class SubRequestRunner:

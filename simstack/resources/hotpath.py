@@ -37,7 +37,7 @@ ENV = "SIMSTACK_HOTPATH"
 # derive from ``Kind`` and stay Python, so a kind's per-call work lives in compiled helpers
 # (``cpu.FifoCall``).
 COMPILABLE = ("simstack.resources.meter", "simstack.resources.cpu", "simstack.resources.sharing",
-              "simstack.engine.runners", "simstack.engine.replication")
+              "simstack.engine.runners", "simstack.engine.recorded", "simstack.engine.replication")
 
 
 class _FromSource(importlib.abc.MetaPathFinder):
