@@ -104,13 +104,13 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     result.summary().to_csv(out_dir / "summary.csv", index=False)
     result.resources.to_csv(out_dir / "resources.csv", index=False)
     result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
-    if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
-        result.memory_peaks.to_csv(out_dir / "memory_peaks.csv", index=False)
+    if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)
+        result.table("memory_peaks").to_csv(out_dir / "memory_peaks.csv", index=False)
     if tables:
         result.requests.to_parquet(out_dir / "requests.parquet", index=False, compression="zstd")
         if not result.steps.empty:
             result.steps.to_parquet(out_dir / "steps.parquet", index=False, compression="zstd")
-        for name, frame in (("memory", result.memory), ("store_load", result.store_load)):
+        for name, frame in (("memory", result.table("memory")), ("store_load", result.table("store_load"))):
             if not frame.empty:
                 frame.to_parquet(out_dir / f"{name}.parquet", index=False, compression="zstd")
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,

@@ -10,7 +10,7 @@ value that could miss a spike. It costs one event per interval for all the trace
 resources together and nothing on the hot path.
 
 Asked for with the run setting ``trace: {resources: [nfs], every: 10s}`` (``simulate(...,
-trace=...)``); the rows are ``RunResult.load_trace``.
+trace=...)``); the rows are the run's ``load_trace`` table (``RunResult.table("load_trace")``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ def parse_trace(raw: object) -> Trace | None:
 
 
 class LoadTrace:
-    """Samples the named meters every ``every`` seconds until the run ends."""
+    """Samples the named meters every ``every`` seconds until the run ends: the
+    ``load_trace`` result table."""
+
+    TABLES = {"load_trace": TRACE_COLUMNS}  # the result table it adds
 
     def __init__(self, env: Any, rep: int, trace: Trace, meters: Sequence[Meter], horizon: float | None):
         known = {m.name: m for m in meters}
@@ -77,6 +80,10 @@ class LoadTrace:
         self._last = 0.0
         self._areas = [m.areas() for m in self.meters]
         Wake(env, self.every, self._sample)
+
+    def tables(self) -> dict[str, list[tuple]]:
+        """Its rows of ``TABLES``, for the run's result."""
+        return {"load_trace": self.rows}
 
     def _sample(self, _event: object = None) -> None:
         self.sample(self.env._now)

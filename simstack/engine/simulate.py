@@ -23,15 +23,15 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from simstack.engine.loadtrace import TRACE_COLUMNS, LoadTrace, Trace, parse_trace
+from simstack.engine.loadtrace import LoadTrace, Trace, parse_trace
 from simstack.engine.replication import Replication
 from simstack.errors import ConfigError
-from simstack.kinds.fileserver import LOAD_COLUMNS, load_rows
+from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
-from simstack.resources.memory import MEMORY_COLUMNS, PEAK_COLUMNS
+from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
@@ -66,12 +66,18 @@ class RunResult:
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
-    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
-    memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
-    store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
-    load_trace: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TRACE_COLUMNS)))
+    # The tables that kinds and engine features add (memory, memory_peaks, store_load, load_trace, ...):
+    # every one declared is here, empty with its columns when the run has none of it (``table``).
+    tables: dict[str, pd.DataFrame] = field(default_factory=lambda: result_tables({}))
 
     stats: list[SummaryRecorder] | None = None  # per replication, with record="summary"
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of ``tables`` by name (``result.table("memory_peaks")``)."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"no result table {name!r}; tables: {', '.join(sorted(self.tables))}") from None
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         if self.stats is not None:
@@ -110,7 +116,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     ``stage_summary()`` work from the statistics). ``jobs`` runs replications in that many
     processes; every replication draws from its own streams, so the tables are the same as
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
-    load over time in ``load_trace`` (``simstack.engine.loadtrace``).
+    load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
+    engine features add their own tables (``RunResult.tables``): memory, store load, ....
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
@@ -136,9 +143,6 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     else:
         full = recorders  # type: ignore[assignment]
     requests = requests_frame(parts(full, "requests"))
-    memory_rows = [row for o in outcomes for row in o.memory]
-    peak_rows = [row for o in outcomes for row in o.peaks]
-    load = [row for o in outcomes for row in o.load]
     if warmup == "mser5":
         requests = _truncate_mser5(requests)
     elif warmup:
@@ -147,11 +151,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
                      requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
-                     memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
-                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
-                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)),
-                     load_trace=pd.DataFrame.from_records([row for o in outcomes for row in o.trace],
-                                                          columns=list(TRACE_COLUMNS)),
+                     tables=result_tables(_gathered(o.tables for o in outcomes)),
                      stats=stats)  # type: ignore[arg-type]
 
 
@@ -164,10 +164,7 @@ class _Outcome:
     blocked: list[tuple]
     resources: list[dict[str, Any]]
     accounting: dict[str, Any]
-    memory: list[tuple]  # per-process memory rows (simstack.resources.memory)
-    peaks: list[tuple]   # per-host memory peaks
-    load: list[tuple]    # file-store load over time
-    trace: list[tuple] = field(default_factory=list)  # traced resources' load over time (loadtrace)
+    tables: dict[str, list[tuple]]  # rows of the tables kinds and engine features add (result_tables)
 
 
 def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
@@ -186,13 +183,40 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
     if tracer is not None:
         tracer.sample(end)
     r.rec.close()
+    sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
+    sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
     return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
                     [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
                     {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
                      "end_time": end},
-                    [] if r.memory is None else list(r.memory.rows),
-                    [] if r.memory is None else list(r.memory.peaks()),
-                    list(load_rows(rep, r.runtimes)), [] if tracer is None else tracer.rows)
+                    _gathered(sources))
+
+
+def declared_tables() -> dict[str, tuple[str, ...]]:
+    """Every table a run may add to its result, with its columns: the engine features' (memory,
+    load trace) and each registered kind's (``Kind.result_tables``)."""
+    declared: dict[str, tuple[str, ...]] = {**MemoryState.TABLES, **LoadTrace.TABLES}
+    for kind in REGISTRY.values():
+        for name, columns in kind.result_tables.items():
+            if declared.setdefault(name, columns) != columns:
+                raise ValueError(f"result table {name!r} of kind {kind.kind!r} has columns {columns}, "
+                                 f"declared elsewhere as {declared[name]}")
+    return declared
+
+
+def result_tables(rows: Mapping[str, list[tuple]]) -> dict[str, pd.DataFrame]:
+    """Every declared table from its rows (empty, with its columns, when there are none)."""
+    return {name: pd.DataFrame.from_records(rows.get(name, []), columns=list(columns))
+            for name, columns in declared_tables().items()}
+
+
+def _gathered(sources: Iterable[Mapping[str, list[tuple]]]) -> dict[str, list[tuple]]:
+    """The rows of each table, source after source (components in model order, replications in order)."""
+    out: dict[str, list[tuple]] = {}
+    for source in sources:
+        for name, rows in source.items():
+            out.setdefault(name, []).extend(rows)
+    return out
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(ResourceSummary))

@@ -69,6 +69,8 @@ class Kind:
     roles: ClassVar[frozenset[str]]
     needs_host: ClassVar[bool] = False
     call_options: ClassVar[dict[str, Field]] = {}
+    # Result tables the kind adds to a run (name -> columns, ``rep`` first), filled by ``tables``.
+    result_tables: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     @classmethod
     def validate(cls, spec: ComponentSpec) -> None:
@@ -111,6 +113,13 @@ class Kind:
     @classmethod
     def meters(cls, runtime: Any) -> list[Meter]:
         return [runtime.meter]
+
+    @classmethod
+    def tables(cls, rep: int, name: str, runtime: Any) -> dict[str, list[tuple]]:
+        """The rows component ``name`` adds to its kind's ``result_tables`` in replication
+        ``rep``, read once the replication has ended (desmod's ``get_result_hook``); the run
+        gathers them into ``RunResult.tables``. Most kinds add none."""
+        return {}
 
 
 REGISTRY: dict[str, type[Kind]] = {}

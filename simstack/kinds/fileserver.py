@@ -18,8 +18,8 @@ node serves at most ``clients`` at once from its upload ``bandwidth``.
 
 Both are used through ``read:`` and ``checkpoint:`` steps (``simstack.engine.files``); a
 file server also answers ``call:`` like a database. With ``record_load: true`` a store records
-its threads in use, callers waiting and transfers in flight at every change (the
-``store_load`` table: the load on an NFS server during a start-up storm).
+its threads in use, callers waiting and transfers in flight at every change (the result table
+``store_load``, added through ``Kind.tables``: the load on an NFS server during a start-up storm).
 """
 
 from __future__ import annotations
@@ -235,6 +235,8 @@ class FileServerKind(Kind):
               "threads": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "server threads")}
     call_options = _CALL
 
+    result_tables = {"store_load": LOAD_COLUMNS}
+
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Store:
         return Store(*_build(cls, spec, ctx, spec.settings["threads"]))
@@ -242,6 +244,10 @@ class FileServerKind(Kind):
     @classmethod
     def meters(cls, runtime: Store) -> list[Meter]:
         return runtime.meters()
+
+    @classmethod
+    def tables(cls, rep: int, name: str, runtime: Store) -> dict[str, list[tuple]]:
+        return _load_rows(rep, name, runtime)
 
     @classmethod
     def bind_call(cls, runtime: Store, options: Mapping[str, Any], sampler: SamplerFactory,
@@ -264,6 +270,8 @@ class CacheKind(Kind):
               "clients": Field(lambda v: parse_count(v, allow_inf=True), math.inf,
                                "clients served at once (the rest wait)")}
 
+    result_tables = {"store_load": LOAD_COLUMNS}
+
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Cache:
         return Cache(*_build(cls, spec, ctx, spec.settings["clients"]), backing=spec.settings["backing"])
@@ -271,6 +279,10 @@ class CacheKind(Kind):
     @classmethod
     def meters(cls, runtime: Cache) -> list[Meter]:
         return runtime.meters()
+
+    @classmethod
+    def tables(cls, rep: int, name: str, runtime: Cache) -> dict[str, list[tuple]]:
+        return _load_rows(rep, name, runtime)
 
 
 def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory, stream: str,
@@ -289,7 +301,8 @@ def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory,
     return lambda ctx: sum(min(entries, int(draw(ctx) * entries) + 1) for _ in range(files))
 
 
-def load_rows(rep: int, runtimes: Mapping[str, Any]) -> list[tuple]:
-    """The ``store_load`` rows of one replication's stores that record their load."""
-    return [(rep, *row[:1], name, *row[1:]) for name, rt in runtimes.items()
-            if isinstance(rt, Store) and rt.load is not None for row in rt.load]
+def _load_rows(rep: int, name: str, store: Store) -> dict[str, list[tuple]]:
+    """The ``store_load`` rows of a store that records its load (``record_load: true``)."""
+    if store.load is None:
+        return {}
+    return {"store_load": [(rep, row[0], name, *row[1:]) for row in store.load]}
