@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import gc
 import math
-import multiprocessing
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -21,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from simstack.engine.loadtrace import LoadTrace, Trace, parse_trace
+from simstack.engine.parallel import Workers
 from simstack.engine.replication import Replication
 from simstack.errors import ConfigError
+from simstack.io.progress import bar
 from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
 from simstack.lang.spec import ModelSpec
@@ -127,12 +125,10 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     started = time.perf_counter()
     run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
                   record=record, trace=parse_trace(trace))
-    # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
-    # cleared when done, so whatever is printed next starts on a clean line of its own.
-    bar = tqdm(total=replications, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
-               disable=None if progress else True, leave=False)
-    with bar:
-        outcomes = list(_run_all(run, replications, jobs, bar.update))
+    with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=replications) as shown, \
+            Workers(min(jobs, replications)) as workers:
+        outcomes = list(workers.map(run, [(rep,) for rep in range(replications)],
+                                    on_done=lambda _rep, _outcome: shown.update(1)))
     recorders = [o.recorder for o in outcomes]
     deadline_rows = [row for o in outcomes for row in o.deadlines]
     blocked_rows = [row for o in outcomes for row in o.blocked]
@@ -226,24 +222,6 @@ def _summary_row(rep: int, summary: ResourceSummary) -> dict[str, Any]:
     """A resources row: ``asdict`` deep-copies each value and cost 12 % of a 1,482-node farm
     run (12,000 meters); the fields are plain numbers and names."""
     return {"rep": rep, **{name: getattr(summary, name) for name in _SUMMARY_FIELDS}}
-
-
-def _run_all(run: Callable[[int], _Outcome], replications: int, jobs: int,
-             tick: Callable[[int], Any]) -> Iterator[_Outcome]:
-    """Outcomes in replication order, from this process or from ``jobs`` worker processes."""
-    if jobs == 1 or replications == 1:
-        for rep in range(replications):
-            yield run(rep)
-            tick(1)
-        return
-    # fork, where there is one, starts workers without re-importing anything.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods and sys.platform == "linux" else None)
-    with ProcessPoolExecutor(max_workers=min(jobs, replications), mp_context=context) as pool:
-        futures = [pool.submit(run, rep) for rep in range(replications)]
-        for future in futures:
-            yield future.result()
-            tick(1)
 
 
 def _check_engine_settings(record: str, jobs: int, warmup: float | str) -> None:
