@@ -42,7 +42,6 @@ from simstack.tables.results import (
     resources_table,
     step_summary,
     steps_frame,
-    t_interval,
 )
 from simstack.tables.streamstats import SummaryRecorder, latency_summary_from, stage_summary_from
 
@@ -79,7 +78,7 @@ class RunResult:
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, tuple(by), t_interval)
+            rows = latency_summary_from(self.stats, tuple(by))
             return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
         return latency_summary(self.requests, tuple(by))
 

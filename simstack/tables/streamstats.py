@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from simstack.tables.confidence import student_t_ci
 from simstack.tables.records import CHUNK, deadline_row
 
 BINS_PER_DECADE = 100
@@ -208,9 +209,8 @@ class SummaryRecorder:
         return {key: (staged.streams[0], self.failed[key]) for key, staged in self.requests.items()}
 
 
-def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str],
-                         interval: Any) -> list[dict[str, Any]]:
-    """Rows of ``RunResult.summary`` from the streams; ``interval`` is ``results.t_interval``."""
+def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of ``RunResult.summary`` from the streams."""
     fields = ("request", "workload")
     unknown = [b for b in by if b not in fields]
     if unknown:
@@ -234,7 +234,7 @@ def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]
         for rep, s, _ in parts:
             per_rep[rep] = per_rep[rep].merged(s) if rep in per_rep else s
         means = [s.mean for _, s in sorted(per_rep.items()) if s.count]
-        row["ci_low"], row["ci_high"] = interval(np.array(means))
+        _, row["ci_low"], row["ci_high"] = student_t_ci(np.array(means))
         rows.append(row)
     return rows
 
