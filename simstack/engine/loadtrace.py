@@ -4,7 +4,7 @@ waited, in each interval of a fixed length up to the horizon, for the resources 
 A utilisation row says a file server was 40 % busy over the whole run; a start-up storm
 is a few minutes of saturation and then nothing, which only a time series shows (``sar``
 on a server, sampled every few seconds). Every resource already keeps exact time-weighted
-areas under its busy and queue curves (``components.meter``); this samples those areas
+areas under its busy and queue curves (``resources.meter``); this samples those areas
 once per interval, so each row is the exact mean over its interval, not an instantaneous
 value that could miss a spike. It costs one event per interval for all the traced
 resources together and nothing on the hot path.

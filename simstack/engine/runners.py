@@ -2,7 +2,7 @@
 
 A runner has one method, ``run(ctx, k)``: do the step's work for the request in ``ctx``,
 then call the continuation ``k``. Runners schedule raw SimPy events with callbacks
-(``components/wake.py``) instead of a process per request, so a customer costs about as
+(``resources/wake.py``) instead of a process per request, so a customer costs about as
 many kernel events as the model has service completions. ``Replication`` compiles them;
 ``control`` and ``sync`` add the control-flow and synchronisation runners, ``recorded`` the
 variants that record their step in the step table (recording is chosen when a step is compiled).

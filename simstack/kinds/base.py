@@ -6,7 +6,11 @@ live on a host, and how to build its runtime. A kind plays one or more *roles*:
 it and waits: servers, databases, links) and ``send`` (a step hands work to it and goes on:
 queues). ``bind`` connects a built runtime to the rest of the model, and ``bind_call`` /
 ``bind_hold`` happen once per call site, all before time starts, so the hot path only runs
-small prepared callables. A model file can name only registered kinds, never Python.
+small prepared callables. Every hook is declared here with its default, so the engine calls
+it on any kind without probing: ``bind_call_plain`` (a call that needs no timings),
+``thread_scope`` (the threads a kind provides), ``meters`` and ``tables`` (what a kind adds
+to a run's result, like desmod's ``get_result_hook``). A model file can name only
+registered kinds, never Python.
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ class Cache(Store):
     def __init__(self, *args: Any, backing: str):
         super().__init__(*args)
         self.backing_name = backing
-        self.backing: Any = None  # bound before time starts (filesteps.bind_backing)
+        self.backing: Any = None  # bound before time starts (engine.files.bind_backing)
         self.files: dict[str, list[K] | None] = {}  # None: held; list: waiters
         self.hits = 0
         self.misses = 0
