@@ -18,6 +18,7 @@ from simstack.kinds.swarm import Swarm
 from simstack.lang.spec import FileOp
 from simstack.load.steps.lifecycle import ITEM, members
 from simstack.resources.protocol import Discipline, K
+from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
@@ -115,8 +116,8 @@ class RecordedFileRunner(FileRunner):
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=wait, service=service, end=r.env._now)
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                                wait=wait, service=service, end=r.env._now))
             k()
         store.fetch(ctx, self.file, nbytes, self.count(ctx), self.write, done)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from simstack.engine.runners import HoldPass, HoldRunner
 from simstack.kinds.base import Ctx
 from simstack.resources.protocol import Discipline, K
+from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
@@ -41,8 +42,8 @@ class RecordedCpuRunner:
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component="cpu", start=start, wait=wait,
-                       service=service, end=r.env._now)
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component="cpu", start=start,
+                                wait=wait, service=service, end=r.env._now))
             k()
         self.cpu.submit(demand, self.priority, done, ctx)
 
@@ -64,8 +65,8 @@ class RecordedHoldPass(HoldPass):
         runner.release(ctx)
         r = runner.r
         end = r.env._now
-        r.rec.step(req=ctx.req, request=ctx.req.cls, step=runner.name, component=runner.target, start=self.start,
-                   wait=self.wait, service=end - self.start - self.wait, end=end)
+        r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=runner.name, component=runner.target,
+                            start=self.start, wait=self.wait, service=end - self.start - self.wait, end=end))
         self.k()
 
 
@@ -85,8 +86,8 @@ class RecordedCallRunner:
         start = r.env._now
 
         def done(wait: float, service: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=wait, service=service, end=r.env._now)
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                                wait=wait, service=service, end=r.env._now))
             k()
         self.serve(ctx, done)
 
@@ -110,7 +111,7 @@ class SpanRunner:
 
         def done() -> None:
             end = r.env._now
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=0.0, service=end - start, end=end)
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                                wait=0.0, service=end - start, end=end))
             k()
         self.inner.run(ctx, done)

@@ -63,6 +63,7 @@ from simstack.resources.disciplines import make_cpu
 from simstack.resources.memory import MemoryState
 from simstack.resources.protocol import K
 from simstack.tables.records import Recorder
+from simstack.tables.rows import request_row
 from simstack.tables.streamstats import SummaryRecorder
 
 BLOCK = 256
@@ -102,8 +103,9 @@ class Request:
         r.in_system -= 1
         if r.memory is not None:  # a process ends: its memory is freed
             r.memory.end(self.id)
-        r.rec.request(req=self, parent=self.parent, request=self.cls, workload=self.workload, item=self.item,
-                      warmup=self.warmup, start=self.start, end=r.env._now, ok=not self.failed, reason=self.reason)
+        r.rec.request(request_row(req=self, parent=self.parent, request=self.cls, workload=self.workload,
+                                  item=self.item, warmup=self.warmup, start=self.start, end=r.env._now,
+                                  ok=not self.failed, reason=self.reason))
         on_end = self.on_end
         if on_end is not None:
             on_end()
@@ -227,8 +229,8 @@ class Replication:
         self.next_id += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, since, False, item)
-        self.rec.request(req=req, parent=parent, request=cls, workload=workload, item=item, warmup=False,
-                         start=since, end=self.env._now, ok=False, reason=reason)
+        self.rec.request(request_row(req=req, parent=parent, request=cls, workload=workload, item=item, warmup=False,
+                                     start=since, end=self.env._now, ok=False, reason=reason))
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:

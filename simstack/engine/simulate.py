@@ -114,7 +114,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     processes; every replication draws from its own streams, so the tables are the same as
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
     load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
-    engine features add their own tables (``RunResult.tables``): memory, store load, ....
+    engine features add their own tables (``RunResult.tables``: memory, store load, ...).
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)

@@ -28,6 +28,7 @@ from simstack.kinds.semaphores import Semaphore
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
 from simstack.resources.protocol import K
+from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
@@ -111,8 +112,8 @@ class RecordedAcquireRunner:
         start = r.env._now
 
         def granted(wait: float) -> None:
-            r.rec.step(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                       wait=wait, service=0.0, end=r.env._now)
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                                wait=wait, service=0.0, end=r.env._now))
             k()
         self.take(ctx, granted)
 

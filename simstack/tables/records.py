@@ -2,9 +2,9 @@
 
 One record per finished request and (optionally) per leaf step, one per deadline miss. Each
 schema is declared once (``REQUEST``, ``STEP``, ``DEADLINE``); every table follows it, and
-every producer fills a record by name through the recorder's method of that kind
-(``Recorder.request(req=..., ...)``, ``step``, ``deadline``), whose parameters are the schema's
-columns (a test holds them together), so no producer depends on the order of the columns.
+every producer fills a record by name: ``rows.request_row(req=..., ...)`` and
+``rows.step_row`` (compiled, so naming the columns costs nothing on the hot path), and
+``Recorder.deadline``, whose keywords are the schema's columns (a test holds them together).
 
 The recorder appends a record as a short tuple to a staging list (the cheapest thing Python
 can do on the hot path); every ``CHUNK`` records the list is moved, column by column, into typed
@@ -108,19 +108,17 @@ class Recorder:
     def __len__(self) -> int:
         return len(self.requests)
 
-    def request(self, *, req: Any, parent: int, request: str, workload: str, item: int, warmup: bool,
-                start: float, end: float, ok: bool, reason: str) -> None:
-        """One finished request (``REQUEST``; ``req`` is the request object, kept as its id)."""
+    def request(self, row: tuple) -> None:
+        """One finished request: a ``rows.request_row`` (its request object first, kept as its id)."""
         rows = self.requests.rows
-        rows.append((req, parent, request, workload, item, warmup, start, end, ok, reason))
+        rows.append(row)
         if len(rows) >= CHUNK:
             self.requests.flush()
 
-    def step(self, *, req: Any, request: str, step: str, component: str, start: float, wait: float,
-             service: float, end: float) -> None:
-        """One finished step (``STEP``; ``req`` is its request object, kept as its id)."""
+    def step(self, row: tuple) -> None:
+        """One finished step: a ``rows.step_row`` (its request object first, kept as its id)."""
         rows = self.steps.rows
-        rows.append((req, request, step, component, start, wait, service, end))
+        rows.append(row)
         if len(rows) >= CHUNK:
             self.steps.flush()
 

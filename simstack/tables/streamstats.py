@@ -152,16 +152,16 @@ class SummaryRecorder:
     def __len__(self) -> int:
         return self.finished
 
-    def request(self, *, req: Any, parent: int, request: str, workload: str, item: int, warmup: bool,
-                start: float, end: float, ok: bool, reason: str) -> None:
-        """As ``Recorder.request``."""
+    def request(self, row: tuple) -> None:
+        """As ``Recorder.request``: a ``rows.request_row``."""
         self.finished += 1
+        req, _parent, cls, workload, _item, warm, start, end, ok, _reason = row
         steps = self.pending.pop(req, None)
-        if warmup or start < self.warmup:
+        if warm or start < self.warmup:
             return
         if steps is not None:
             self._fold_steps(steps)
-        key = (request, workload)
+        key = (cls, workload)
         staged = self.requests.get(key)
         if staged is None:
             staged = self.requests[key] = _Staged(1)
@@ -173,12 +173,11 @@ class SummaryRecorder:
         if len(staged.rows) >= CHUNK:
             staged.flush()
 
-    def step(self, *, req: Any, request: str, step: str, component: str, start: float, wait: float,
-             service: float, end: float) -> None:
-        """As ``Recorder.step``; kept until its request ends."""
+    def step(self, row: tuple) -> None:
+        """As ``Recorder.step``: a ``rows.step_row``, kept until its request ends."""
+        req = row[0]
         if req.warmup or req.start < self.warmup:
             return
-        row = (req, request, step, component, start, wait, service, end)
         steps = self.pending.get(req)
         if steps is None:
             self.pending[req] = [row]
