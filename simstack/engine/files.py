@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import Ctx
+from simstack.kinds.base import Ctx, Kind
 from simstack.kinds.fileserver import Cache, lookup_counter
 from simstack.kinds.swarm import Swarm
 from simstack.lang.spec import FileOp
@@ -34,11 +34,13 @@ class NameIndex:
     died: every run of a model with file steps stayed in memory, about 55 MB per LHCb farm run.)
     """
 
-    __slots__ = ("hosts", "runtimes", "_host_by_cpu", "_names", "_stores")
+    __slots__ = ("hosts", "runtimes", "kinds", "_host_by_cpu", "_names", "_stores")
 
-    def __init__(self, hosts: Iterable[str], runtimes: Mapping[str, Any], cpus: Mapping[str, Discipline]):
+    def __init__(self, hosts: Iterable[str], runtimes: Mapping[str, Any], kinds: Mapping[str, type[Kind]],
+                 cpus: Mapping[str, Discipline]):
         self.hosts = list(hosts)
         self.runtimes = runtimes
+        self.kinds = kinds
         self._host_by_cpu = {id(cpu): name for name, cpu in cpus.items()}
         self._names: dict[tuple[str, str], list[str]] = {}
         self._stores: dict[str, list[Any]] = {}
@@ -61,23 +63,25 @@ class NameIndex:
         if name not in self._stores:
             self._stores[name] = [self.runtimes[n] for n in self.resolved("runtimes", name)]
             for runtime in self._stores[name]:
-                bind_backing(self.runtimes, runtime, path)
+                bind_backing(self.runtimes, self.kinds, runtime, path)
         return self._stores[name]
 
 
-def bind_backing(runtimes: Mapping[str, Any], runtime: Any, path: str, seen: tuple[int, ...] = ()) -> None:
-    """Give a cache or a seeded swarm (and the stores behind it) its backing store's runtime."""
+def bind_backing(runtimes: Mapping[str, Any], kinds: Mapping[str, type[Kind]], runtime: Any, path: str,
+                 seen: tuple[int, ...] = ()) -> None:
+    """Give a cache or a seeded swarm (and the stores behind it) its backing store's runtime:
+    a component whose kind can be read from (role ``read``)."""
     if not isinstance(runtime, Cache | Swarm) or runtime.backing_name is None or runtime.backing is not None:
         return
     if id(runtime) in seen:
         raise ModelError(f"{runtime.name!r} is its own backing store through a chain of stores",
                          path=path)
     name = runtime.backing_name
-    if name not in runtimes or not hasattr(runtimes[name], "fetch"):
-        known = sorted(n for n, rt in runtimes.items() if hasattr(rt, "fetch") and n != runtime.name)
+    if name not in runtimes or "read" not in kinds[name].roles:
+        known = sorted(n for n, kind in kinds.items() if "read" in kind.roles and n != runtime.name)
         raise ModelError(f"backing {name!r} of {runtime.name!r} is not a fileserver, cache or swarm; "
                          f"stores: {', '.join(known) or '(none)'}", path=f"components.{runtime.name}.backing")
-    bind_backing(runtimes, runtimes[name], path, seen + (id(runtime),))
+    bind_backing(runtimes, kinds, runtimes[name], path, seen + (id(runtime),))
     runtime.backing = runtimes[name]
 
 

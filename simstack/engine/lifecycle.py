@@ -41,7 +41,7 @@ def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
     mem = r.memory_state()
     if isinstance(step, ForkProcess):
         return ForkRunner(r, mem, step, scope)
-    here = _HostPicker(r, getattr(step, "host", None), scope, step.guard.path)
+    here = _HostPicker(r, step.host if isinstance(step, Alloc | Restore) else None, scope, step.guard.path)
     if isinstance(step, Alloc):
         return AllocRunner(mem, here, r.sampler(f"{stream}.bytes", step.bytes), step.shared, step.guard.path)
     if isinstance(step, WriteMemory):

@@ -156,7 +156,8 @@ class Replication:
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         self.memory: MemoryState | None = None  # made by memory_state() for the first step that takes memory
-        self.index = NameIndex(spec.hosts, self.runtimes, self.cpus)  # names the file and memory steps resolve
+        # the names that the file and memory steps resolve, each once
+        self.index = NameIndex(spec.hosts, self.runtimes, self.kinds, self.cpus)
         bind = BindContext(self.cpus, self.start, self.refuse)
         for c in spec.components.values():
             self.kinds[c.name].bind(c, self.runtimes[c.name], bind)
