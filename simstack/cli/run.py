@@ -82,11 +82,11 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
         group.add(out_dir / "summary.csv", csv_text(result.summary()))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
-        if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
-            group.add(out_dir / "memory_peaks.csv", csv_text(result.memory_peaks))
+        if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)
+            group.add(out_dir / "memory_peaks.csv", csv_text(result.table("memory_peaks")))
         if tables:
-            frames = {"requests": result.requests, "steps": result.steps, "memory": result.memory,
-                      "store_load": result.store_load}
+            frames = {"requests": result.requests, "steps": result.steps, "memory": result.table("memory"),
+                      "store_load": result.table("store_load")}
             for name, frame in frames.items():
                 if name == "requests" or not frame.empty:
                     frame.to_parquet(group.stage(out_dir / f"{name}.parquet"), index=False, compression="zstd")

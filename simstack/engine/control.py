@@ -16,16 +16,16 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from simstack.engine.runners import Cursor, SpanRunner
+from simstack.engine.runners import Cursor
 from simstack.kinds.base import Ctx
 from simstack.lang.distributions import Const, Uniform
 from simstack.lang.spec import Choose, Fork, Repeat, Step
+from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
     from simstack.engine.runners import Scope
 
-K = Callable[[], None]
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
 _DEFAULT_NAMES = {Choose: "choose", Repeat: "repeat", Fork: "all"}
 
@@ -49,7 +49,7 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
         runner = ForkRunner([_body(r, b, scope, g.path) for b in step.branches], step.join)
     if g.name == _DEFAULT_NAMES[type(step)]:
         return runner
-    return SpanRunner(r, runner, g.name, "stage")
+    return r.span(runner, g.name, "stage")
 
 
 def unrollable(step: Step) -> bool:

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import gc
 import math
-import multiprocessing
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -21,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
-from simstack.engine.loadtrace import TRACE_COLUMNS, LoadTrace, Trace, parse_trace
+from simstack.engine.loadtrace import LoadTrace, Trace, parse_trace
+from simstack.engine.parallel import Workers
 from simstack.engine.replication import Replication
 from simstack.errors import ConfigError
-from simstack.kinds.fileserver import LOAD_COLUMNS, load_rows
+from simstack.io.progress import bar
+from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
-from simstack.resources.memory import MEMORY_COLUMNS, PEAK_COLUMNS
+from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
@@ -44,7 +42,6 @@ from simstack.tables.results import (
     resources_table,
     step_summary,
     steps_frame,
-    t_interval,
 )
 from simstack.tables.streamstats import SummaryRecorder, latency_summary_from, stage_summary_from
 
@@ -66,16 +63,22 @@ class RunResult:
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
-    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
-    memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
-    store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
-    load_trace: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TRACE_COLUMNS)))
+    # The tables that kinds and engine features add (memory, memory_peaks, store_load, load_trace, ...):
+    # every one declared is here, empty with its columns when the run has none of it (``table``).
+    tables: dict[str, pd.DataFrame] = field(default_factory=lambda: result_tables({}))
 
     stats: list[SummaryRecorder] | None = None  # per replication, with record="summary"
 
+    def table(self, name: str) -> pd.DataFrame:
+        """One of ``tables`` by name (``result.table("memory_peaks")``)."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"no result table {name!r}; tables: {', '.join(sorted(self.tables))}") from None
+
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, tuple(by), t_interval)
+            rows = latency_summary_from(self.stats, tuple(by))
             return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
         return latency_summary(self.requests, tuple(by))
 
@@ -110,7 +113,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     ``stage_summary()`` work from the statistics). ``jobs`` runs replications in that many
     processes; every replication draws from its own streams, so the tables are the same as
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
-    load over time in ``load_trace`` (``simstack.engine.loadtrace``).
+    load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
+    engine features add their own tables (``RunResult.tables``: memory, store load, ...).
     """
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
@@ -120,12 +124,10 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     started = time.perf_counter()
     run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
                   record=record, trace=parse_trace(trace))
-    # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
-    # cleared when done, so whatever is printed next starts on a clean line of its own.
-    bar = tqdm(total=replications, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
-               disable=None if progress else True, leave=False)
-    with bar:
-        outcomes = list(_run_all(run, replications, jobs, bar.update))
+    with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=replications) as shown, \
+            Workers(min(jobs, replications)) as workers:
+        outcomes = list(workers.map(run, [(rep,) for rep in range(replications)],
+                                    on_done=lambda _rep, _outcome: shown.update(1)))
     recorders = [o.recorder for o in outcomes]
     deadline_rows = [row for o in outcomes for row in o.deadlines]
     blocked_rows = [row for o in outcomes for row in o.blocked]
@@ -136,9 +138,6 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     else:
         full = recorders  # type: ignore[assignment]
     requests = requests_frame(parts(full, "requests"))
-    memory_rows = [row for o in outcomes for row in o.memory]
-    peak_rows = [row for o in outcomes for row in o.peaks]
-    load = [row for o in outcomes for row in o.load]
     if warmup == "mser5":
         requests = _truncate_mser5(requests)
     elif warmup:
@@ -147,11 +146,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
                      requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
-                     memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
-                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
-                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)),
-                     load_trace=pd.DataFrame.from_records([row for o in outcomes for row in o.trace],
-                                                          columns=list(TRACE_COLUMNS)),
+                     tables=result_tables(_gathered(o.tables for o in outcomes)),
                      stats=stats)  # type: ignore[arg-type]
 
 
@@ -164,10 +159,7 @@ class _Outcome:
     blocked: list[tuple]
     resources: list[dict[str, Any]]
     accounting: dict[str, Any]
-    memory: list[tuple]  # per-process memory rows (simstack.resources.memory)
-    peaks: list[tuple]   # per-host memory peaks
-    load: list[tuple]    # file-store load over time
-    trace: list[tuple] = field(default_factory=list)  # traced resources' load over time (loadtrace)
+    tables: dict[str, list[tuple]]  # rows of the tables kinds and engine features add (result_tables)
 
 
 def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
@@ -182,17 +174,44 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
     tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
     with _fewer_collections():
         r.env.run(until=horizon)
-    end = r.env.now if horizon is None else horizon
+    end = r.env._now if horizon is None else horizon
     if tracer is not None:
         tracer.sample(end)
     r.rec.close()
+    sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
+    sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
     return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
                     [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
                     {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
                      "end_time": end},
-                    [] if r.memory is None else list(r.memory.rows),
-                    [] if r.memory is None else list(r.memory.peaks()),
-                    list(load_rows(rep, r.runtimes)), [] if tracer is None else tracer.rows)
+                    _gathered(sources))
+
+
+def declared_tables() -> dict[str, tuple[str, ...]]:
+    """Every table a run may add to its result, with its columns: the engine features' (memory,
+    load trace) and each registered kind's (``Kind.result_tables``)."""
+    declared: dict[str, tuple[str, ...]] = {**MemoryState.TABLES, **LoadTrace.TABLES}
+    for kind in REGISTRY.values():
+        for name, columns in kind.result_tables.items():
+            if declared.setdefault(name, columns) != columns:
+                raise ValueError(f"result table {name!r} of kind {kind.kind!r} has columns {columns}, "
+                                 f"declared elsewhere as {declared[name]}")
+    return declared
+
+
+def result_tables(rows: Mapping[str, list[tuple]]) -> dict[str, pd.DataFrame]:
+    """Every declared table from its rows (empty, with its columns, when there are none)."""
+    return {name: pd.DataFrame.from_records(rows.get(name, []), columns=list(columns))
+            for name, columns in declared_tables().items()}
+
+
+def _gathered(sources: Iterable[Mapping[str, list[tuple]]]) -> dict[str, list[tuple]]:
+    """The rows of each table, source after source (components in model order, replications in order)."""
+    out: dict[str, list[tuple]] = {}
+    for source in sources:
+        for name, rows in source.items():
+            out.setdefault(name, []).extend(rows)
+    return out
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(ResourceSummary))
@@ -202,24 +221,6 @@ def _summary_row(rep: int, summary: ResourceSummary) -> dict[str, Any]:
     """A resources row: ``asdict`` deep-copies each value and cost 12 % of a 1,482-node farm
     run (12,000 meters); the fields are plain numbers and names."""
     return {"rep": rep, **{name: getattr(summary, name) for name in _SUMMARY_FIELDS}}
-
-
-def _run_all(run: Callable[[int], _Outcome], replications: int, jobs: int,
-             tick: Callable[[int], Any]) -> Iterator[_Outcome]:
-    """Outcomes in replication order, from this process or from ``jobs`` worker processes."""
-    if jobs == 1 or replications == 1:
-        for rep in range(replications):
-            yield run(rep)
-            tick(1)
-        return
-    # fork, where there is one, starts workers without re-importing anything.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods and sys.platform == "linux" else None)
-    with ProcessPoolExecutor(max_workers=min(jobs, replications), mp_context=context) as pool:
-        futures = [pool.submit(run, rep) for rep in range(replications)]
-        for future in futures:
-            yield future.result()
-            tick(1)
 
 
 def _check_engine_settings(record: str, jobs: int, warmup: float | str) -> None:
@@ -270,7 +271,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
 def _meters(r: Replication) -> list[Meter]:
     meters: list[Meter] = []
     for cpu in r.cpus.values():
-        meters.extend(cpu.meters() if hasattr(cpu, "meters") else [cpu.meter])
+        meters.extend(cpu.meters())
     for name, runtime in r.runtimes.items():
         meters.extend(r.kinds[name].meters(runtime))
     return meters
@@ -279,7 +280,7 @@ def _meters(r: Replication) -> list[Meter]:
 def _reset_meters_at(r: Replication, when: float) -> None:
     def reset(_event: object) -> None:
         for meter in _meters(r):
-            meter.reset(r.env.now)
+            meter.reset(r.env._now)
     r.env.timeout(when).callbacks.append(reset)
 
 

@@ -27,11 +27,12 @@ from simstack.kinds.locks import LockRuntime
 from simstack.kinds.semaphores import Semaphore
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
+from simstack.resources.protocol import K
+from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
 __all__ = ["PhasedRunner", "compile_sync", "has_reply"]
 
 
@@ -83,6 +84,20 @@ def _key_of(key: str | None) -> Callable[[Ctx], object]:
 
 
 class AcquireRunner:
+    """An acquire when steps are not recorded."""
+
+    __slots__ = ("take",)
+
+    def __init__(self, take: Callable[[Ctx, Callable[[float], None]], None]):
+        self.take = take
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.take(ctx, lambda _wait: k())
+
+
+class RecordedAcquireRunner:
+    """An acquire that records its wait in the step table."""
+
     __slots__ = ("r", "take", "name", "target")
 
     def __init__(self, r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], name: str,
@@ -94,14 +109,11 @@ class AcquireRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         r = self.r
-        if not r.rec.record_steps:
-            self.take(ctx, lambda _wait: k())
-            return
         start = r.env._now
 
         def granted(wait: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, 0.0,
-                                r.env._now))
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+                                wait=wait, service=0.0, end=r.env._now))
             k()
         self.take(ctx, granted)
 
@@ -122,7 +134,7 @@ class ReleaseRunner:
             req = ctx.req
             spec = self.r.spec
             raise ModelError(f"release of {self.what} by request {req.cls!r} (id {req.id}, step "
-                             f"{self.step.guard.name!r}) at t = {self.r.env.now:g} s has no matching acquire",
+                             f"{self.step.guard.name!r}) at t = {self.r.env._now:g} s has no matching acquire",
                              file=str(spec.file) if spec.file else None, path=self.step.guard.path)
         self.give(ctx)
         k()
@@ -143,7 +155,7 @@ def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int)
     if isinstance(step, Acquire):
         def take(ctx: Ctx, granted: Callable[[float], None]) -> None:
             lock.acquire(key(ctx), write, granted, priority)
-        return AcquireRunner(r, take, step.guard.name, step.target)
+        return _acquire(r, take, step)
 
     def held(ctx: Ctx) -> bool:
         state = lock.keys.get(key(ctx))
@@ -156,6 +168,12 @@ def _semaphore(r: Replication, sem: Semaphore, step: Acquire | Release) -> Any:
     if isinstance(step, Acquire):
         def take(_ctx: Ctx, granted: Callable[[float], None]) -> None:
             sem.acquire(granted)
-        return AcquireRunner(r, take, step.guard.name, step.target)
+        return _acquire(r, take, step)
     return ReleaseRunner(r, lambda _ctx: sem.release(), lambda _ctx: not sem.full(), step,
                          f"semaphore {step.target!r} (all {sem.size:g} units already free)")
+
+
+def _acquire(r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], step: Acquire) -> Any:
+    if r.rec.record_steps:
+        return RecordedAcquireRunner(r, take, step.guard.name, step.target)
+    return AcquireRunner(take)

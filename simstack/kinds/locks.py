@@ -41,7 +41,7 @@ class _KeyState(WaitingLine):
     def _serve(self) -> None:
         """Grant the head of the line while it fits: a writer alone, a run of readers together."""
         meter = self.meter
-        now = self.env.now
+        now = self.env._now
         while self.waiting and not self.writer:
             _rank, _seq, since, write, granted = self.waiting[0]
             if write and self.readers:

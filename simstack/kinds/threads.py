@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
@@ -47,7 +46,6 @@ class ThreadsKind(Kind):
     doc = "a pool of threads of one priority on one host; hold it around steps"
     roles = frozenset({"hold"})
     needs_host = True
-    provides_thread = True
     fields = {
         "kind": Field(str),
         "host": Field(str, help="host whose cores run the threads' CPU steps"),
@@ -78,10 +76,10 @@ class ThreadsKind(Kind):
         return acquire, release
 
     @classmethod
-    def scope(cls, spec: ComponentSpec) -> tuple[str, int]:
+    def thread_scope(cls, spec: ComponentSpec) -> tuple[str, int] | None:
         return spec.host or "", spec.settings["priority"]
 
 
-def thread_scope(kind: Any, spec: ComponentSpec) -> tuple[str, int] | None:
+def thread_scope(kind: type[Kind], spec: ComponentSpec) -> tuple[str, int] | None:
     """(host, priority) that work inside this component runs at, if it is a thread."""
-    return kind.scope(spec) if getattr(kind, "provides_thread", False) else None
+    return kind.thread_scope(spec)

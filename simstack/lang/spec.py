@@ -291,7 +291,6 @@ class ModelSpec:
     components: Mapping[str, ComponentSpec] = field(hash=False)
     requests: Mapping[str, RequestSpec] = field(hash=False)
     workloads: Mapping[str, Workload] = field(hash=False)
-    raw: Mapping[str, Any] = field(hash=False, repr=False)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N
     # The validated graph, kept once built (``graph.validated_graph``); not an init field, so

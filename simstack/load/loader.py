@@ -107,7 +107,7 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, raw=doc, settings=settings, replicas=counts)
+        workloads=workloads, settings=settings, replicas=counts)
 
 
 # SETTINGS and read_yaml are re-exported: callers import them from here.

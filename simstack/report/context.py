@@ -29,7 +29,7 @@ from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
-from simstack.tables.results import t_interval
+from simstack.tables.confidence import student_t_ci
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Context:
         per_rep = self.per_replication(name, sel)
         if per_rep.size < 2:
             return mean, math.nan, math.nan
-        low, high = t_interval(per_rep)
+        _, low, high = student_t_ci(per_rep)
         if isinstance(self.study.metrics[name], RunMetric):  # a duration, rate, count or share: never below 0
             low = max(low, 0.0)
         return mean, low, high
@@ -137,7 +137,7 @@ def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tupl
     v = v[np.isfinite(v)]
     if v.size == 0:
         return math.nan, math.nan, math.nan
-    low, high = t_interval(v)
+    _, low, high = student_t_ci(v)
     return float(v.mean()), max(low, 0.0) if non_negative else low, high
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from simstack.tables.records import CHUNK
+from simstack.tables.confidence import student_t_ci
+from simstack.tables.records import CHUNK, deadline_row
 
 BINS_PER_DECADE = 100
 LOW_DECADE, HIGH_DECADE = -9, 6
@@ -152,6 +153,7 @@ class SummaryRecorder:
         return self.finished
 
     def request(self, row: tuple) -> None:
+        """As ``Recorder.request``: a ``rows.request_row``."""
         self.finished += 1
         req, _parent, cls, workload, _item, warm, start, end, ok, _reason = row
         steps = self.pending.pop(req, None)
@@ -172,6 +174,7 @@ class SummaryRecorder:
             staged.flush()
 
     def step(self, row: tuple) -> None:
+        """As ``Recorder.step``: a ``rows.step_row``, kept until its request ends."""
         req = row[0]
         if req.warmup or req.start < self.warmup:
             return
@@ -180,6 +183,10 @@ class SummaryRecorder:
             self.pending[req] = [row]
         else:
             steps.append(row)
+
+    def deadline(self, *, req: Any, step: str, deadline: float, finished_after: float) -> None:
+        """As ``Recorder.deadline``."""
+        self.deadlines.append(deadline_row(self.rep, req, step, deadline, finished_after))
 
     def _fold_steps(self, rows: list[tuple]) -> None:
         for _req, cls, name, target, start, wait, service, end in rows:
@@ -201,9 +208,8 @@ class SummaryRecorder:
         return {key: (staged.streams[0], self.failed[key]) for key, staged in self.requests.items()}
 
 
-def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str],
-                         interval: Any) -> list[dict[str, Any]]:
-    """Rows of ``RunResult.summary`` from the streams; ``interval`` is ``results.t_interval``."""
+def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of ``RunResult.summary`` from the streams."""
     fields = ("request", "workload")
     unknown = [b for b in by if b not in fields]
     if unknown:
@@ -227,7 +233,7 @@ def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]
         for rep, s, _ in parts:
             per_rep[rep] = per_rep[rep].merged(s) if rep in per_rep else s
         means = [s.mean for _, s in sorted(per_rep.items()) if s.count]
-        row["ci_low"], row["ci_high"] = interval(np.array(means))
+        _, row["ci_low"], row["ci_high"] = student_t_ci(np.array(means))
         rows.append(row)
     return rows
 

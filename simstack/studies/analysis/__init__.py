@@ -36,10 +36,9 @@ from simstack.studies.analysis.queues import (
     priority_preemptive_mm1,
 )
 from simstack.studies.analysis.solver import Solution, solve
-from simstack.tables.confidence import student_t_ci
 
 __all__ = ["Network", "Solution", "asymptotic_bounds", "balanced_job_bounds", "birth_death",
            "build_network", "erlang_b", "erlang_c", "generator_from_rates", "jackson_tandem", "mg1_pk",
            "mm1", "mm1_ps", "mm1_ps_sojourn", "mmc", "mva_closed", "mva_load_dependent", "mva_multiclass",
            "mva_schweitzer", "priority_nonpreemptive", "priority_preemptive_mm1", "solve", "stationary",
-           "student_t_ci", "threads_lock_chain"]
+           "threads_lock_chain"]

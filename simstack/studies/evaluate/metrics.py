@@ -212,13 +212,13 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
 def _memory_peak(metric: RunMetric, result: RunResult) -> float:
     """A statistic over hosts of each host's peak memory use (mean over replications), in
     ``metric.unit``; ``resource`` picks one host or every replica of a replicated one."""
-    peaks = result.memory_peaks
+    peaks = every = result.table("memory_peaks")
     if metric.resource is not None:
         host = peaks["host"]
         peaks = peaks[(host == metric.resource) | host.str.startswith(f"{metric.resource}[")]
         if peaks.empty:
             raise ModelError(f"metric {metric.name!r}: no memory recorded on host {metric.resource!r}; "
-                             f"hosts with memory: {', '.join(result.memory_peaks['host'].unique()) or '(none)'}")
+                             f"hosts with memory: {', '.join(every['host'].unique()) or '(none)'}")
     per_host = peaks.groupby("host")["peak_used"].mean().to_numpy(dtype=float)
     return _stat(per_host, metric.stat) / SIZE_UNITS[metric.unit]
 

@@ -18,7 +18,6 @@ from simstack.lang.units import parse_time
 from simstack.studies import analysis as A
 from simstack.studies.analysis.solve import run_solve, solve_model
 from simstack.studies.evaluate.metrics import calibrated_parameters
-from simstack.tables.results import t_interval
 
 # -- single stations ---------------------------------------------------------------------
 
@@ -88,11 +87,6 @@ def test_cobham_against_two_class_nonpreemptive_chain():
 def test_cobham_one_class_is_pollaczek_khinchine():
     w = A.priority_nonpreemptive([0.5], [1.0], scv=[0.25])[0]["W"]
     assert w == pytest.approx(A.mg1_pk(0.5, 1.0, 0.25)["W"], rel=1e-12)
-
-
-def test_results_interval_is_the_analysis_interval():
-    x = [4.1, 3.9, 4.4, 4.0, 4.6]
-    assert t_interval(x, 0.9) == pytest.approx(A.student_t_ci(x, 0.9)[1:], rel=1e-15)
 
 
 def test_stationary_rejects_a_matrix_that_is_not_a_generator():
