@@ -18,6 +18,7 @@ import yaml
 
 from simstack.errors import ModelError
 from simstack.studies.evaluate.capacity import FULL
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.metric_types import QuantileMetric, describe_metric, metric_unit
 from simstack.studies.schema.study import load_study
@@ -47,10 +48,10 @@ def sojourn_quantile(load: float, q: float) -> float:
     return -math.log(1 - q) / (1.0 - 0.1 * load)
 
 
-def _study(folder: Path, metrics: dict, defaults: dict | None = None) -> Path:
+def _study(folder: Path, metrics: dict, defaults: dict | None = None, checks: list | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "model.yaml").write_text(yaml.safe_dump(MODEL, sort_keys=False))
-    doc = {"defaults": {"replications": 4, "seed": 2, **(defaults or {})}, "metrics": metrics, "checks": []}
+    doc = {"defaults": {"replications": 4, "seed": 2, **(defaults or {})}, "metrics": metrics, "checks": checks or []}
     (folder / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return folder
 
@@ -133,3 +134,27 @@ def test_target_of_a_stated_precision_is_kept_as_given(evaluator: Evaluator) -> 
     metric = evaluator.study.metrics["p90"]
     assert isinstance(metric, QuantileMetric) and metric.precision is not None
     assert metric.precision.target == Target(relative=0.03) and metric.q == 0.9
+
+
+def test_a_check_states_its_precision_and_the_metric_keeps_its_replications(tmp_path: Path) -> None:
+    metrics = {name: METRICS[name] for name in ("mean", "mean_light")}
+    metrics["slowdown"] = {"type": "ratio", "a": "mean", "b": "mean_light"}  # no precision of its own
+    checks = [{"id": "slower_under_load", "metric": "mean_light", "less_than": "mean", "precision": {"relative": 0.05}},
+              {"id": "slowdown", "metric": "slowdown", "less_than": "mean", "precision": {"relative": 0.03}}]
+    study = load_study(_study(tmp_path / "mm1_load", metrics, checks=checks))
+    ev = Evaluator(study)
+    table = check_study(study, ev)
+    assert table["passed"].all()
+    stopped = {name for s in ev.stops.values() for name in s.intervals}
+    assert {"job.mean", "slowdown"} <= stopped  # the check's metrics ran to its precision
+    assert all(s.met for s in ev.stops.values())
+    before = ev.spent["replications"]
+    ev.value("slowdown")  # the metric itself: its own (fixed) replications, 4 per configuration
+    assert ev.spent["replications"] - before == 8
+
+
+def test_a_check_precision_on_a_metric_that_cannot_take_one_is_refused(tmp_path: Path) -> None:
+    metrics = {"busy": {"type": "utilisation", "resource": "station"}, "mean": METRICS["mean"]}
+    checks = [{"id": "c", "metric": "busy", "less_than": "mean", "precision": {"relative": 0.05}}]
+    with pytest.raises(ModelError, match=r"checks\[0\]\.precision: precision: a metric states its own precision only"):
+        load_study(_study(tmp_path / "mm1_load", metrics, checks=checks))

@@ -32,7 +32,14 @@ from simstack.load.precedence import ModelChoice, calibrated_parameters, choose,
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
 from simstack.studies.evaluate.sequential import decided_probe, paired_value
-from simstack.studies.schema.metric_types import PRECISE_TYPES, CapacityMetric, DifferenceMetric, RatioMetric, RunMetric
+from simstack.studies.schema.metric_types import (
+    PRECISE_TYPES,
+    CapacityMetric,
+    DifferenceMetric,
+    RatioMetric,
+    RunMetric,
+    with_precision,
+)
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
 from simstack.tables.intervals import Interval
@@ -91,12 +98,17 @@ class Evaluator:
         self._whatifs: dict[str, WhatIf] = {}
         self._start: int | None = None
 
-    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None) -> float:
+    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None,
+              precision: Precision | None = None) -> float:
         """The metric ``name`` (under ``extra``); a capacity search starts at ``start`` if given
-        (a neighbouring grid point's answer: only the cost depends on it, every answer is proven)."""
+        (a neighbouring grid point's answer: only the cost depends on it, every answer is proven);
+        ``precision`` (a check's own) as if the metric stated it."""
         outer, self._start = self._start, start
+        metric = self.study.metrics[name]
+        if precision is not None:
+            metric = with_precision(metric, precision, f"metrics.{name}")
         try:
-            return self.study.metrics[name].value(self, extra)
+            return metric.value(self, extra)
         finally:
             self._start = outer
 
@@ -152,8 +164,8 @@ class Evaluator:
     def paired(self, metric: RatioMetric | DifferenceMetric, extra: RunSelection | None) -> float:
         """A ratio or difference stopped at its own precision, pair by pair (cached)."""
         run = extra or RunSelection()
-        key = _key("paired", metric.name, run.scenario, run.whatif, sorted(run.parameters.items()),
-                   sorted(run.flags.items()), sorted(run.settings.items()))
+        key = _key("paired", metric.name, repr(metric.precision), run.scenario, run.whatif,
+                   sorted(run.parameters.items()), sorted(run.flags.items()), sorted(run.settings.items()))
         if key not in self.statistics:
             interval = paired_value(self, metric, extra)
             self.statistics[key], self.intervals[key] = interval.estimate, interval
@@ -163,8 +175,9 @@ class Evaluator:
         """The interval a ratio or difference with a precision stopped on (``paired``)."""
         self.paired(metric, extra)
         run = extra or RunSelection()
-        return self.intervals[_key("paired", metric.name, run.scenario, run.whatif, sorted(run.parameters.items()),
-                                   sorted(run.flags.items()), sorted(run.settings.items()))]
+        return self.intervals[_key("paired", metric.name, repr(metric.precision), run.scenario, run.whatif,
+                                   sorted(run.parameters.items()), sorted(run.flags.items()),
+                                   sorted(run.settings.items()))]
 
     def capacity(self, metric: CapacityMetric, run: RunSelection) -> int:
         """See ``simstack.studies.evaluate.capacity``; searches are cached by metric and selection."""

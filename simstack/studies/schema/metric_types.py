@@ -11,7 +11,7 @@ an evaluator (``simstack.studies.evaluate.metrics.Evaluator``), which owns the r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 from simstack.errors import ConfigError, ModelError
@@ -249,6 +249,22 @@ class DifferenceMetric(_Pair):
         if self.precision is not None:
             return ev.paired(self, extra)
         return ev.value(self.a, extra) - ev.value(self.b, extra)
+
+
+def with_precision(metric: Metric, precision: Precision, path: str) -> Metric:
+    """The metric as if it stated ``precision`` (a check's own): a request class's latency or
+    quantile, or a ratio or difference (paired); anything else is refused at ``path``."""
+    if precision.metrics:
+        raise ModelError("precision: a check's precision applies to its metric; metrics: is for sim.precision "
+                         "and defaults.precision", path=f"{path}.precision.metrics")
+    if isinstance(metric, RunMetric):
+        stated = replace(metric, precision=precision)
+        stated.check_precision(path)
+        return stated
+    if isinstance(metric, _Pair):
+        return replace(metric, precision=precision)
+    raise ModelError(f"precision: metric {metric.name!r} is a {getattr(metric, 'type', 'metric')}; a precision "
+                     "applies to a latency, a quantile, a ratio or a difference", path=f"{path}.precision")
 
 
 @dataclass(frozen=True)
