@@ -76,7 +76,7 @@ def stat_name(q: float | None) -> str:
     digits = repr(float(q))
     if not 0.0 < q < 1.0 or not digits.startswith("0."):
         raise ValueError(f"q(={q!r}) must be in (0, 1) and written in decimals")
-    return "p" + digits[2:]
+    return "p" + digits[2:].ljust(2, "0")  # 0.9 -> p90, as a percentile is written
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import simstack
-from simstack.engine.precise import simulate_until_precise, statistic
+from simstack.engine.precise import quantile_of, simulate_until_precise, stat_name, statistic
 from simstack.engine.simulate import LiveReplication, run_result
 from simstack.errors import ConfigError
 from simstack.lang.spec import ModelSpec
@@ -151,6 +151,16 @@ def test_statistics_are_named_request_dot_stat(spec: ModelSpec) -> None:
     with pytest.raises(ConfigError, match="'jobs.p99' names no request class; write REQUEST.STAT with REQUEST "
                                           "one of job, ping"):
         statistic("jobs.p99", spec.requests)
+
+
+@pytest.mark.parametrize(("q", "name"), [(0.9, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
+                                         (0.05, "p05"), (0.5, "median"), (None, "mean")])
+def test_a_quantile_is_named_as_a_percentile_is_written(spec: ModelSpec, q: float | None, name: str) -> None:
+    """A metric's q becomes the statistic the run stops on: 0.9 is p90 (the summary's and
+    run.json's name), not p9, and the name reads back as the same q."""
+    assert stat_name(q) == name
+    assert quantile_of(name) == q
+    assert statistic(f"job.{name}", spec.requests).name == f"job.{name}"
 
 
 def test_a_model_that_stops_by_itself_is_not_extended(tmp_path: Path) -> None:
