@@ -39,6 +39,7 @@ METRICS = {
     "mean": {"type": "latency", "request": "job"},
     "mean_light": {"type": "latency", "request": "job", "parameters": {"load": 3}},
     "slowdown": {"type": "ratio", "a": "mean", "b": "mean_light", "precision": {"relative": 0.03}},
+    "extra_wait": {"type": "difference", "a": "mean", "b": "mean_light", "precision": {"relative": 0.05}},
     "capacity": {"type": "capacity", "parameter": "load", "low": 1, "high": 9, "start": 3,
                  "conditions": {"p90_fixed": 5.0}, "decide": {"confidence": 0.95, "max_replications": 160}},
 }
@@ -87,6 +88,16 @@ def test_a_paired_ratio_stops_on_the_precision_of_the_ratio(evaluator: Evaluator
     iv = stopped.intervals["slowdown"]
     assert stopped.stopped == "precision" and iv.method == "paired ratio" and iv.relative_half_width <= 0.03
     truth = (1 / (1 - 0.5)) / (1 / (1 - 0.3))  # 1.4
+    assert abs(value - truth) <= 3 * iv.half_width, (value, iv)
+
+
+def test_a_paired_difference_stops_on_the_precision_of_the_difference(evaluator: Evaluator) -> None:
+    value = evaluator.value("extra_wait")
+    stopped = evaluator.stops["paired extra_wait"]
+    iv = stopped.intervals["extra_wait"]
+    assert stopped.stopped == "precision" and iv.method == "paired difference" and iv.relative_half_width <= 0.05
+    assert stopped.replications >= 20 and iv.units == stopped.replications
+    truth = 1 / (1 - 0.5) - 1 / (1 - 0.3)  # 0.571 s more at load 5 than at load 3
     assert abs(value - truth) <= 3 * iv.half_width, (value, iv)
 
 
