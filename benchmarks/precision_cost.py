@@ -9,8 +9,10 @@ or, for a study that ships none (``--inject``), with ``defaults.precision`` and 
 for each capacity added. It prints what each side spent (runs, replications, simulated
 events (in brackets: those the checks spent, the rest the capacities'), requests started, CPU
 seconds of this process and its workers) and how precise its
-latency metrics came out (the largest relative half-width of a 95 % interval among them:
-across the fixed replications "before", the interval each stopped on "after").
+targeted metrics came out (the largest relative half-width of a 95 % interval: of the
+metrics read at a precision across the fixed replications "before", of the statistics each
+run stopped on "after", which for a metric that cannot stop on its own statistic, a
+throughput say, are every request class's mean latency).
 
     python benchmarks/precision_cost.py                       # pipeline, gsi_fair, lhcb_hlt
     python benchmarks/precision_cost.py --models tango,slac_bsa,cms_conditions --inject 0.02
@@ -89,12 +91,13 @@ def _cpu() -> float:
 
 def fixed_half_width(ev: Evaluator, name: str) -> float:
     """A metric's relative 95 % half-width across the fixed replications it is read from (the
-    interval a precision would be judged by: Student-t, sectioning, or the paired ratio or
-    difference); NaN for a metric read per replication as neither."""
+    interval a precision would be judged by: Student-t over the replications' values,
+    sectioning for a percentile, or the paired ratio or difference); NaN for a step's span,
+    an extreme, or a metric not read per replication."""
     metric = ev.study.metrics[name]
     if isinstance(metric, RunMetric):
-        if metric.step is not None or metric.type not in ("latency", "quantile"):
-            return math.nan
+        if metric.step is not None or metric.stat in ("min", "max"):
+            return math.nan  # a step's span or an extreme: no interval across replications here
         result = ev.run(metric.run, needs_steps=False)
         values = [ev.in_replication(metric, result, rep) for rep in sorted(result.requests["rep"].unique())]
         iv = quantile_interval(values, q=metric.q) if metric.q is not None else mean_interval(values)
