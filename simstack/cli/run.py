@@ -23,7 +23,7 @@ from simstack.io.outputs import FileGroup, csv_text
 from simstack.lang.spec import ModelSpec
 from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose, load_chosen
+from simstack.load.precedence import calibrated_parameters, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import summary_text
@@ -48,12 +48,6 @@ def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
     if ref is None or ref == "":
         return None
     return load_whatif(str(ref), model_file.parent, plain(cfg.get("models_dir"), "models_dir"))
-
-
-def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags: the what-if first, then explicit overrides on top."""
-    choice = choose({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    return choice.parameters, choice.flags
 
 
 def chosen_spec(cfg: DictConfig) -> tuple[ModelSpec, Path, WhatIf | None, str | None]:

@@ -15,9 +15,10 @@ from hydra.errors import ConfigCompositionException
 
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
-from simstack.cli.run import model_overrides, run_settings
+from simstack.cli.run import run_settings
 from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import MODELS_DIR
+from simstack.load.precedence import choose
 from simstack.load.whatif import load_whatif
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,8 @@ def test_every_whatif_reads_and_names_only_real_parameters(whatif: str) -> None:
 
     cfg = _compose(f"whatif={whatif}")
     chosen = load_whatif(cfg.whatif)
-    params, flags = model_overrides(cfg, chosen)
+    choice = choose({}, chosen)  # the what-if's values, as the command line layers them
+    params, flags = choice.parameters, choice.flags
     model = whatif.split("/")[0]
     spec = simstack.load_model(model, scenario=chosen.scenario, parameters=params, flags=flags)
     assert set(flags) <= spec.declared_flags
