@@ -29,8 +29,9 @@ from simstack.cli.sweep import gather_main, sweep_job
 from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
+from simstack.io.safeyaml import read_yaml
 from simstack.load import precedence
-from simstack.load.loader import read_yaml, resolve_model_path
+from simstack.load.loader import resolve_model_path
 from simstack.load.precedence import calibrated_parameters, choose, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
 

@@ -58,6 +58,15 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
     return out
 
 
+def located(parse: Callable[[Any], Any], raw: object, path: str) -> Any:
+    """``parse(raw)``, with any ``ModelError`` it raises placed at ``path`` (the key path of a
+    value read outside ``read_fields``)."""
+    try:
+        return parse(raw)
+    except ModelError as exc:
+        raise exc.at(path=path) from None
+
+
 def one_of(*choices: str) -> Callable[[object], str]:
     def parse(value: object) -> str:
         if not isinstance(value, str) or value not in choices:

@@ -2,7 +2,7 @@
 
 Order of work: read YAML safely (``safeyaml``: no tags, no code), apply a scenario and the
 caller's parameter and flag overrides (``parameters``), substitute ``$parameter``
-references, then read each section with located errors (``sections``, ``stepparse``).
+references, then read each section with located errors (``sections``, ``steps.requests``).
 Graph-level checks (cycles, reachability) live in ``graph``.
 """
 
@@ -16,14 +16,13 @@ from simstack.errors import ModelError
 from simstack.io.paths import find_model_dir, home_models_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.distributions import data_dir
-from simstack.lang.schema import suggest, text
+from simstack.lang.schema import located, suggest, text
 from simstack.lang.spec import ModelSpec
 from simstack.load import replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
 from simstack.load.parameters import choose, or_empty, substitute
-from simstack.load.sections import SETTINGS
-from simstack.load.steps.requests import StepReader, _located
+from simstack.load.steps.requests import StepReader
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
@@ -75,8 +74,8 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         if key not in SECTIONS:
             raise ModelError(f"unknown section {key!r}{suggest(key, SECTIONS)}; expected: {', '.join(SECTIONS)}",
                              path=str(key))
-    name = _located(text, doc.get("name"), "name") if doc.get("name") is not None else None
-    description = _located(text, doc.get("description"), "description") if doc.get("description") else ""
+    name = located(text, doc.get("name"), "name") if doc.get("name") is not None else None
+    description = located(text, doc.get("description"), "description") if doc.get("description") else ""
     chosen = choose(doc, scenario, parameters, flags)
     params, flag_values = chosen.parameters, chosen.flags
 
@@ -110,6 +109,4 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
         workloads=workloads, raw=doc, settings=settings, replicas=counts)
 
 
-# SETTINGS and read_yaml are re-exported: callers import them from here.
-__all__ = ["MODELS_DIR", "SETTINGS", "build_spec", "load_model", "read_yaml",
-           "resolve_model_path", "_located"]
+__all__ = ["MODELS_DIR", "build_spec", "load_model", "resolve_model_path"]

@@ -17,10 +17,9 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.lang import expressions
-from simstack.lang.schema import Field, read_fields, suggest, text
+from simstack.lang.schema import Field, located, read_fields, suggest, text
 from simstack.lang.spec import Parameter
 from simstack.lang.units import quantity
-from simstack.load.steps.requests import _located
 
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -94,7 +93,7 @@ def _parameters(raw: object) -> dict[str, Parameter]:
             values = read_fields(value, fields, where)
             out[name] = Parameter(name, values["value"], values["free"], values["doc"])
         else:
-            out[name] = Parameter(name, _located(_scalar, value, where))
+            out[name] = Parameter(name, located(_scalar, value, where))
     return out
 
 
@@ -150,7 +149,7 @@ def _parameter_values(values: object, params: Mapping[str, Parameter], where: st
         if name not in params:
             raise ModelError(f"unknown parameter {name!r}{suggest(name, params)}; "
                              f"parameters: {', '.join(params) or '(none)'}", path=where)
-        _located(_scalar, value, f"{where}.{name}")
+        located(_scalar, value, f"{where}.{name}")
     return dict(values)
 
 

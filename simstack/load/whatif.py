@@ -18,8 +18,8 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.io.paths import model_dir_of
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, name_ref, read_fields, suggest, text
-from simstack.load.loader import read_yaml
 
 FOLDER = "whatif"
 NAMED = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")

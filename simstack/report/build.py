@@ -20,7 +20,7 @@ from tqdm import tqdm
 from simstack.errors import ConfigError, ModelError, SimstackError
 from simstack.io.atomic import write_text_atomic
 from simstack.io.paths import model_dir_of
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.report.context import Context
 from simstack.report.figures import BUILDERS
 from simstack.report.page import Part, heading, page

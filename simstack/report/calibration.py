@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec

@@ -24,7 +24,7 @@ import pandas as pd
 from simstack.errors import ConfigError, ModelError
 from simstack.io.atomic import replacing
 from simstack.io.paths import model_dir_of
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.fit.acceptance import RULE, describe, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges
 from simstack.studies.metrics import Evaluator

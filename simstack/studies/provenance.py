@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.io.atomic import write_text_atomic
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.schema.study import Study
 
 DECIDING_SECTIONS = ("defaults", "metrics", "predictions")

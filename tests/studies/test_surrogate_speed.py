@@ -112,8 +112,9 @@ def test_the_plan_sums_demands_in_the_walks_order() -> None:
 
 
 if __name__ == "__main__":  # write the reference from the solver on the path
+    from simstack.io.safeyaml import read_yaml
     from simstack.lang.units import quantity
-    from simstack.load.loader import build_spec, read_yaml
+    from simstack.load.loader import build_spec
 
     tango = model_dir_of("tango", None)
     spec = build_spec(read_yaml(tango / "model.yaml"), tango / "model.yaml")

@@ -39,9 +39,10 @@ from tqdm.auto import tqdm
 from simstack.errors import ModelError
 from simstack.io.atomic import replacing
 from simstack.io.paths import folder_file
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, at_least, one_of, read_fields
 from simstack.lang.units import quantity
-from simstack.load.loader import build_spec, read_yaml
+from simstack.load.loader import build_spec
 from simstack.studies.metrics import Evaluator, merge, write_yaml
 from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import RunSelection, Study

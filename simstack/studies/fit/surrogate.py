@@ -32,9 +32,10 @@ from scipy import optimize
 
 from simstack.errors import ModelError
 from simstack.io.atomic import replacing
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ClosedWorkload, ModelSpec
 from simstack.lang.units import parse_time
-from simstack.load.loader import build_spec, read_yaml
+from simstack.load.loader import build_spec
 from simstack.studies.analysis.network import HoldNode, Network, Visit, build_network
 from simstack.studies.analysis.solver import solve
 from simstack.studies.baselines import file_hash

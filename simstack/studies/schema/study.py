@@ -16,9 +16,9 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.io.paths import folder_file, inside
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, at_least, name_ref, one_of, read_fields
 from simstack.lang.units import parse_number
-from simstack.load.loader import read_yaml
 from simstack.report.section import report_field
 from simstack.studies.schema.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
 from simstack.studies.schema.options import SIDES
