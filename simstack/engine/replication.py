@@ -41,7 +41,7 @@ from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
 from simstack.kinds import lookup
 from simstack.kinds.base import BindContext, BuildContext, Ctx
 from simstack.kinds.threads import thread_scope
-from simstack.lang.distributions import Const, Distribution, Indexed
+from simstack.lang.samplers import Const, Distribution, Indexed
 from simstack.lang.spec import (
     Acquire,
     Call,

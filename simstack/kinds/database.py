@@ -17,7 +17,8 @@ from typing import Any
 
 from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
 from simstack.kinds.servers import time_dist
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.lang.distributions import parse_distribution
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field, boolean, read_fields
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import non_negative, parse_bandwidth, parse_count, parse_number, parse_size, positive

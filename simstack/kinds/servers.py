@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.lang.distributions import parse_distribution
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_time

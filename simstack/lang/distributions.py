@@ -6,7 +6,7 @@ the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``uniform
 ``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
 A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
 objects they become, which sample and know their mean and variance, live in
-``simstack.lang.samplers`` and are re-exported here.
+``simstack.lang.samplers``.
 """
 
 from __future__ import annotations
@@ -257,5 +257,4 @@ def _plain(text: object, raw: object, what: str) -> float:
     return value
 
 
-__all__ = ["KNOWN", "Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
-           "TruncatedNormal", "Uniform", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]
+__all__ = ["KNOWN", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]

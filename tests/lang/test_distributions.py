@@ -15,18 +15,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from simstack.errors import ModelError
-from simstack.lang.distributions import (
-    Const,
-    Empirical,
-    Exp,
-    Gamma,
-    Indexed,
-    Lognormal,
-    TruncatedNormal,
-    Uniform,
-    data_dir,
-    parse_distribution,
-)
+from simstack.lang.distributions import data_dir, parse_distribution
+from simstack.lang.samplers import Const, Empirical, Exp, Gamma, Indexed, Lognormal, TruncatedNormal, Uniform
 from simstack.lang.units import parse_size, parse_time
 
 KNOWN = "const, exp, lognormal, gamma, uniform, normal, empirical, indexed"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from simstack.errors import ModelError
 from simstack.kinds.workloads import type_of
-from simstack.lang.distributions import Distribution, Indexed
+from simstack.lang.samplers import Distribution, Indexed
 from simstack.lang.spec import (
     Call,
     ClosedWorkload,
