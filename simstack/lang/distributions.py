@@ -15,9 +15,8 @@ import csv
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simstack.errors import ModelError
@@ -34,6 +33,7 @@ from simstack.lang.samplers import (
     TruncatedNormal,
     Uniform,
 )
+from simstack.lang.schema import FolderParser
 
 ValueParser = Callable[[object], float]
 
@@ -50,22 +50,23 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "indexed": ("file", "column"),
 }
 KNOWN = ", ".join(_SIGNATURES)
-_DATA_DIR: ContextVar[Path | None] = ContextVar("simstack_data_dir", default=None)
 
 
-@contextmanager
-def data_dir(folder: Path | None) -> Iterator[None]:
-    """While a model is read, relative data files resolve against its folder.
+@dataclass(frozen=True)
+class DistributionField(FolderParser):
+    """The parser of a field that holds a distribution of ``unit`` (``parse_time``,
+    ``parse_size``). A component kind declares ``Field(DistributionField(parse_time))``
+    without knowing where the model lives; ``read_fields(..., folder=)`` hands it the model's
+    folder, so ``empirical(data.csv, col)`` means the same file wherever the model is read from."""
 
-    Component kinds parse their distributions without knowing where the model file lives;
-    the loader wraps the whole read in ``data_dir(model_folder)`` so that
-    ``empirical(data.csv, col)`` means the same file wherever it is written.
-    """
-    token = _DATA_DIR.set(folder)
-    try:
-        yield
-    finally:
-        _DATA_DIR.reset(token)
+    unit: ValueParser
+    folder: Path | None = None
+
+    def in_folder(self, folder: Path | None) -> DistributionField:
+        return replace(self, folder=folder)
+
+    def __call__(self, raw: object) -> Distribution:
+        return parse_distribution(raw, self.unit, self.folder)
 
 
 def _signature(name: str) -> str:
@@ -73,8 +74,9 @@ def _signature(name: str) -> str:
 
 
 def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | None = None) -> Distribution:
-    """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value."""
-    base = base_dir if base_dir is not None else _DATA_DIR.get()
+    """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value;
+    a data file is read from ``base_dir`` (the model's folder; None: the working directory)."""
+    base = base_dir
     if isinstance(raw, dict):
         if "dist" not in raw:
             raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {raw!r}")
@@ -257,4 +259,4 @@ def _plain(text: object, raw: object, what: str) -> float:
     return value
 
 
-__all__ = ["KNOWN", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]
+__all__ = ["KNOWN", "DistributionField", "ValueParser", "parse_count_distribution", "parse_distribution"]

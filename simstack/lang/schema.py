@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import difflib
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
@@ -25,6 +27,20 @@ class Field:
     help: str = ""
 
 
+class FolderParser(ABC):
+    """A parser whose value may name a data file (``empirical(latency.csv, ms)``): the file is
+    read from the folder ``read_fields`` is given, the model's own, passed explicitly so that
+    no global state says where a model lives."""
+
+    @abstractmethod
+    def in_folder(self, folder: Path | None) -> Callable[[Any], Any]:
+        """This parser, reading data files from ``folder`` (None: the working directory)."""
+
+    @abstractmethod
+    def __call__(self, raw: Any) -> Any:
+        """Parse ``raw``, reading data files from the working directory."""
+
+
 def suggest(word: object, options: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for a near miss among ``options``, else an empty string."""
     if not isinstance(word, str):
@@ -34,8 +50,9 @@ def suggest(word: object, options: Iterable[str]) -> str:
 
 
 def read_fields(raw: object, fields: Mapping[str, Field], path: str,
-                ignore: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``."""
+                ignore: tuple[str, ...] = (), folder: Path | None = None) -> dict[str, Any]:
+    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``. A field that may name
+    a data file (a ``FolderParser``) reads it from ``folder``, the model's folder."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path or None)
     unknown = [k for k in raw if k not in fields and k not in ignore]
@@ -51,8 +68,9 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
                 raise ModelError(f"missing required key {key!r}{hint}", path=path or None)
             out[key] = spec.default
             continue
+        parse = spec.parse.in_folder(folder) if isinstance(spec.parse, FolderParser) else spec.parse
         try:
-            out[key] = spec.parse(raw[key])
+            out[key] = parse(raw[key])
         except ModelError as exc:
             raise exc.at(path=f"{path}.{key}" if path else key) from None
     return out

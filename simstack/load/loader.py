@@ -15,7 +15,6 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import find_model_dir, home_models_dir
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.distributions import data_dir
 from simstack.lang.schema import located, suggest, text
 from simstack.lang.spec import ModelSpec
 from simstack.load import replicas
@@ -61,12 +60,6 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
                flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
     """A ``ModelSpec`` from an already-read document; errors carry key paths but no file
     (``load_model`` adds it). Relative data files resolve against ``path``'s folder."""
-    with data_dir(path.parent if path else None):
-        return _build_spec(doc, path, scenario, parameters, flags)
-
-
-def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: Mapping[str, Any] | None,
-                flags: Mapping[str, bool] | Iterable[str] | None) -> ModelSpec:
     if not isinstance(doc, Mapping):
         got = "an empty file" if doc is None else repr(doc)
         raise ModelError(f"a model file must be a mapping of sections ({', '.join(SECTIONS)}), got {got}")

@@ -95,7 +95,7 @@ def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None
         kind = lookup(spec["kind"])
         fields = dict(kind.fields)
         fields.setdefault("doc", Field(text, ""))
-        values = read_fields(spec, fields, where)
+        values = read_fields(spec, fields, where, folder=base_dir)
         host = spec.get("host")
         if host is not None and (not isinstance(host, str) or host not in hosts):
             raise ModelError(f"unknown host {host!r}{suggest(host, hosts)}; hosts: {', '.join(hosts) or '(none)'}",

@@ -204,7 +204,7 @@ class StepReader:
                 allowed = ", ".join(kind.call_options) or "none"
                 raise ModelError(f"unknown option {key!r} for a call to {kind.kind} {target!r}; "
                                  f"options: {allowed}", path=f"{path}.{key}")
-        options = read_fields(options_raw, kind.call_options, path)
+        options = read_fields(options_raw, kind.call_options, path, folder=self.base_dir)
         return Call(guard, target, {k: v for k, v in options.items() if v is not None})
 
     def _send(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Send:
@@ -270,3 +270,7 @@ class StepReader:
 
     def _size_dist(self, raw: object) -> Any:
         return parse_distribution(raw, parse_size, self.base_dir)
+
+    def fields(self, raw: object, fields: Mapping[str, Field], path: str) -> dict[str, Any]:
+        """``read_fields`` with data files read from the model's folder."""
+        return read_fields(raw, fields, path, folder=self.base_dir)
