@@ -19,7 +19,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import model_dir_of
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.schema import Field, name_ref, read_fields, suggest, text
+from simstack.lang.schema import Field, mapping, name_ref, read_fields, suggest, text
 
 FOLDER = "whatif"
 NAMED = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -74,7 +74,7 @@ def read_whatif(path: Path) -> WhatIf:
     if doc is None:
         doc = {}
     try:
-        values = read_fields(doc, {"parameters": Field(_mapping, {}), "flags": Field(_flags, {}),
+        values = read_fields(doc, {"parameters": Field(mapping, {}), "flags": Field(_flags, {}),
                                    "scenario": Field(name_ref, None), "doc": Field(text, "")}, "")
     except ModelError as exc:
         raise exc.at(file=str(path)) from None
@@ -86,14 +86,6 @@ def load_whatif(ref: str, model: str | Path | None = None,
     return read_whatif(find_whatif(ref, model, models_dir, named_only))
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping of parameter names to values, got {value!r}")
-    return {str(k): v for k, v in value.items()}
-
-
 def _flags(value: object) -> dict[str, bool]:
     """``{flag: true/false}`` or a list of flags to turn on."""
     if value is None:
@@ -102,7 +94,7 @@ def _flags(value: object) -> dict[str, bool]:
         return dict.fromkeys(value, True)
     if not isinstance(value, Mapping) or not all(isinstance(v, bool) for v in value.values()):
         raise ModelError(f"expected a mapping flag: true/false or a list of flags to turn on, got {value!r}")
-    return {str(k): bool(v) for k, v in value.items()}
+    return mapping(value)
 
 
 __all__ = ["WhatIf", "available", "find_whatif", "read_whatif", "load_whatif"]
