@@ -32,7 +32,7 @@ from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose, load_chosen
+from simstack.load.precedence import calibrated_parameters, load_chosen, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 
 CONFIG_DIR = str(config_dir())
@@ -84,7 +84,7 @@ def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
 
 def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
     """Parameters and flags: the what-if first, then explicit overrides on top."""
-    choice = choose({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
+    choice = stack_layers({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
     return choice.parameters, choice.flags
 
 

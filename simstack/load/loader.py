@@ -20,7 +20,7 @@ from simstack.lang.spec import ModelSpec
 from simstack.load import replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
-from simstack.load.parameters import choose, or_empty, substitute
+from simstack.load.parameters import or_empty, resolve_values, substitute
 from simstack.load.steps.requests import StepReader
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
@@ -69,7 +69,7 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
                              path=str(key))
     name = located(text, doc.get("name"), "name") if doc.get("name") is not None else None
     description = located(text, doc.get("description"), "description") if doc.get("description") else ""
-    chosen = choose(doc, scenario, parameters, flags)
+    chosen = resolve_values(doc, scenario, parameters, flags)
     params, flag_values = chosen.parameters, chosen.flags
 
     body = {k: substitute(v, params, k) for k, v in doc.items()

@@ -33,10 +33,11 @@ class Chosen:
     declared: frozenset[str]
 
 
-def choose(doc: Mapping[str, Any], scenario: str | None, parameters: Mapping[str, Any] | None,
-           flags: Mapping[str, bool] | Iterable[str] | None) -> Chosen:
+def resolve_values(doc: Mapping[str, Any], scenario: str | None, parameters: Mapping[str, Any] | None,
+                   flags: Mapping[str, bool] | Iterable[str] | None) -> Chosen:
     """The model's parameters and flags, then ``scenario``'s, then ``parameters`` and
-    ``flags``; every scenario is checked, chosen or not."""
+    ``flags``, with ``$name`` references between parameters resolved; every scenario is
+    checked, chosen or not."""
     params = _parameters(or_empty(doc, "parameters", {}))
     origin = {name: f"parameters.{name}" for name in params}
     flag_values = _flags(or_empty(doc, "flags", []))
@@ -239,4 +240,4 @@ def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[st
         raise (exc if exc.path else exc.at(path=path)) from None
 
 
-__all__ = ["Chosen", "choose", "or_empty", "substitute"]
+__all__ = ["Chosen", "or_empty", "resolve_values", "substitute"]

@@ -26,7 +26,7 @@ from simstack.errors import ModelError
 from simstack.io.atomic import write_text_atomic
 from simstack.lang.units import SIZE_UNITS
 from simstack.load.loader import load_model
-from simstack.load.precedence import ModelChoice, calibrated_parameters, choose, run_settings
+from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
 from simstack.load.whatif import load_whatif
 from simstack.studies.capacity import CapacityResult, find_capacity, last_ok
 from simstack.studies.schema.metric_types import CapacityMetric, RunMetric, RunSelection, merge
@@ -46,7 +46,7 @@ def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any
 def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None) -> ModelChoice:
     """Scenario, parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
     whatif = load_whatif(sel.whatif, model_dir, named_only=True) if sel.whatif else None  # from a study or CSV
-    return choose(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
+    return stack_layers(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
 
 
 def resolve(sel: RunSelection, base: Mapping[str, Any],

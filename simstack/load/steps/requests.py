@@ -1,7 +1,7 @@
 """Reading request classes: YAML step lists into ``spec`` step trees.
 
 Each step is a mapping with exactly one action (``cpu``, ``delay``, ``hold``, ``call``,
-``send``, ``parallel``, ``steps``; ``choose``, ``repeat``, ``all`` are read by ``branchparse``)
+``send``, ``parallel``, ``steps``; ``choose``, ``repeat``, ``all`` are read by ``steps.control``)
 plus optional modifiers (``name``, ``when``/``unless``
 a flag, ``deadline``, ``on_miss``). Flags are resolved here: a step whose condition is
 false is left out of the spec entirely, so it costs nothing at run time.

@@ -16,7 +16,7 @@ import pandas as pd
 
 from simstack.lang.spec import ModelSpec
 from simstack.load.loader import load_model, resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose
+from simstack.load.precedence import calibrated_parameters, stack_layers
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.solver import Solution, solve
 
@@ -65,6 +65,6 @@ def run_solve(model: str, scenario: str | None, parameters: Mapping[str, Any],
               flags: Mapping[str, bool]) -> None:
     """CLI task ``solve``: load the model as ``run`` would, solve it, print the tables."""
     model_file = resolve_model_path(model)
-    choice = choose(calibrated_parameters(model_file.parent), scenario=scenario, parameters=parameters, flags=flags)
+    choice = stack_layers(calibrated_parameters(model_file.parent), scenario=scenario, parameters=parameters, flags=flags)
     spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
     print_solution(spec, solve_model(spec))
