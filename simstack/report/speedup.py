@@ -35,7 +35,7 @@ from simstack.report.context import Context, names, selections
 from simstack.report.curve import axis
 from simstack.report.page import Part, Table
 from simstack.report.section import FigureSpec
-from simstack.report.whatifs import _relative, reason
+from simstack.report.whatifs import reason, relative
 from simstack.studies.metrics import merge
 from simstack.studies.schema.study import RunSelection
 
@@ -69,7 +69,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                 top, bottom = (base, sel) if o["measure"] == "time" else (sel, base)
                 try:
                     row[value_title("value", o["unit"])] = ctx.value(name, sel) * o["scale"]
-                    speedup, low, high = _relative(ctx, name, top, bottom)
+                    speedup, low, high = relative(ctx, name, top, bottom)
                 except SimstackError as exc:  # the model refuses this point: say so, go on
                     errors.append(exc)
                     speedup, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)
