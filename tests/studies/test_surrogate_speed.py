@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from simstack.io.paths import model_dir_of
-from simstack.studies.analysis.network import Fanout, HoldNode, Network, Node, Visit
+from simstack.studies.analysis.nodes import Fanout, HoldNode, Network, Node, Visit
 from simstack.studies.fit.surrogate import MvaCurves
 from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import load_study
@@ -94,7 +94,7 @@ def _walk_demands(nodes: list[Node], holds: dict[int, float], out: dict[str, flo
 
 
 def test_the_plan_sums_demands_in_the_walks_order() -> None:
-    from simstack.studies.analysis.network import Chain
+    from simstack.studies.analysis.nodes import Chain
     from simstack.studies.analysis.plan import Plan  # imported here: the script writes the reference on older code too
 
     rng = np.random.default_rng(5)

@@ -36,7 +36,8 @@ from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ClosedWorkload, ModelSpec
 from simstack.lang.units import parse_time
 from simstack.load.loader import build_spec
-from simstack.studies.analysis.network import HoldNode, Network, Visit, build_network
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.nodes import HoldNode, Network, Visit
 from simstack.studies.analysis.solver import solve
 from simstack.studies.baselines import file_hash
 from simstack.studies.metrics import chosen
