@@ -100,7 +100,8 @@ def test_a_second_phase_loads_the_stations_but_not_the_callers_response(tmp_path
 ])
 def test_a_construct_without_a_queueing_reading_is_refused_with_its_key_path(tmp_path: Path, steps: str,
                                                                             construct: str) -> None:
-    text = ("hosts: {h: {cores: 1}}\ncomponents: {sem: {kind: semaphore, size: 1}, pool: {kind: threads, host: h, size: 2}}\n"
+    text = ("hosts: {h: {cores: 1}}\n"
+            "components: {sem: {kind: semaphore, size: 1}, pool: {kind: threads, host: h, size: 2}}\n"
             "requests:\n  serve: [{hold: pool, steps: [{delay: 1ms}, reply, {delay: 1ms}]}]\n"
             f"  job: {steps}\n"
             "workloads: {w: {type: open, request: job, rate: 10/s}}\n")
