@@ -146,7 +146,7 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         text = args[key]
         try:
             parsed = float(text) if isinstance(text, str | int | float) and not isinstance(text, bool) else math.nan
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: a whole number of 400 digits
             parsed = math.nan
         if not math.isfinite(parsed):
             raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {text!r} in {raw!r}")
@@ -251,7 +251,7 @@ def parse_count_distribution(raw: object) -> Const | Geometric:
 def _plain(text: object, raw: object, what: str) -> float:
     try:
         value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
         raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"

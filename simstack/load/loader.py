@@ -15,7 +15,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import find_model_dir, home_models_dir
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.schema import located, suggest, text
+from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
 from simstack.load import replicas
 from simstack.load import sections as section
@@ -63,6 +63,7 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     if not isinstance(doc, Mapping):
         got = "an empty file" if doc is None else repr(doc)
         raise ModelError(f"a model file must be a mapping of sections ({', '.join(SECTIONS)}), got {got}")
+    plain_keys_and_numbers(doc)
     for key in doc:
         if key not in SECTIONS:
             raise ModelError(f"unknown section {key!r}{suggest(key, SECTIONS)}; expected: {', '.join(SECTIONS)}",

@@ -17,7 +17,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.lang import expressions
-from simstack.lang.schema import Field, located, read_fields, suggest, text
+from simstack.lang.schema import Field, located, plain_keys_and_numbers, read_fields, suggest, text
 from simstack.lang.spec import Parameter
 from simstack.lang.units import quantity
 
@@ -77,6 +77,7 @@ def _scalar(value: object) -> object:
     if value is not None and not isinstance(value, str | int | float | bool):
         raise ModelError(f"a parameter value must be a number, text such as 2ms or exp(1ms), true/false "
                          f"or null, got {value!r}")
+    plain_keys_and_numbers(value)  # an override's 400-digit number, as in a model file
     return value
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from simstack.errors import ConfigError, ModelError
 from simstack.io.safeyaml import read_yaml
+from simstack.lang.schema import mapping
 from simstack.lang.spec import ModelSpec
 from simstack.lang.units import parse_time
 from simstack.load.whatif import WhatIf
@@ -82,7 +83,10 @@ def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
     values = doc.get("parameters") if isinstance(doc, Mapping) else None
     if not isinstance(values, Mapping):
         raise ModelError("expected a 'parameters' mapping", file=str(path))
-    return dict(values)
+    try:
+        return mapping(values)  # parameter names, never yes: or ~:
+    except ModelError as exc:
+        raise exc.at(file=str(path), path="parameters") from None
 
 
 def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
