@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import find_model_dir, home_models_dir
+from simstack.io.paths import home_models_dir, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
@@ -29,16 +29,15 @@ MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are f
 
 
 def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
-    """A path to a YAML file or to a model folder, or a model name looked up along the search
-    path of ``simstack.io.paths``."""
-    path = Path(name_or_path)
+    """A path to a YAML file or to a model folder (``path/to/folder``, ``./mymodel``,
+    ``mymodel/``, ``.``), or a model name looked up along the search path of
+    ``simstack.io.paths``."""
+    path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
-            raise ModelError(f"model file {str(path)!r} not found")
+            raise ModelError(f"model file {str(name_or_path)!r} not found")
         return path
-    if len(path.parts) > 1 and (path / "model.yaml").is_file():
-        return path / "model.yaml"
-    return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
+    return model_dir_of(name_or_path, models_dir) / "model.yaml"
 
 
 def load_model(model: str | Path, *, scenario: str | None = None,

@@ -53,11 +53,10 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
         if not Path(ref).is_file():
             raise ModelError(f"what-if file {ref!r} not found")
         return Path(ref)
-    owner, _, name = ref.rpartition("/")
-    if not owner:
-        if model is None:
-            raise ModelError(f"what-if {ref!r} names no model; write whatif=<model>/{ref}")
-        owner = str(model)
+    written, _, name = ref.rpartition("/")
+    owner: str | Path | None = written or model  # a Path stays a folder, even a one-part one (mymodel)
+    if owner is None:
+        raise ModelError(f"what-if {ref!r} names no model; write whatif=<model>/{ref}")
     model_dir = model_dir_of(owner, models_dir)
     path = model_dir / FOLDER / f"{name}.yaml"
     if name and "\\" not in name and name not in (".", "..") and path.is_file():
