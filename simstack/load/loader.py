@@ -17,7 +17,8 @@ from simstack.io.paths import home_models_dir, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
-from simstack.load import replicas
+from simstack.lang.units import parse_time
+from simstack.load import limits, liveness, replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
 from simstack.load.parameters import or_empty, resolve_values, substitute
@@ -75,10 +76,14 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     body = {k: substitute(v, params, k) for k, v in doc.items()
             if k not in ("name", "description", "parameters", "scenarios", "flags")}
     base_dir = path.parent if path else None
-    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts")
+    settings = section.settings(or_empty(body, "settings", {}))  # first: its limits bound what is built
+    bounds = limits.limits_of(settings)
+    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts", bounds)
     hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
-    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components")
+    limits.check_hosts(hosts, bounds)
+    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
     components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
+    limits.check_components(components, bounds)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",
@@ -92,14 +97,18 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     reader = StepReader(tuple(hosts), {**components, **replicas.aliases(components, counts)}, set(raw_requests),
                         flag_values, base_dir)
     requests = {req_name: reader.request(req_name, raw) for req_name, raw in raw_requests.items()}
-    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads")
+    limits.check_requests(requests, components, bounds)
+    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads", bounds)
     workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
-    settings = section.settings(or_empty(body, "settings", {}))
-    return ModelSpec(
+    horizon = settings.get("horizon")
+    limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon))
+    spec = ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
         workloads=workloads, raw=doc, settings=settings, replicas=counts)
+    liveness.check(spec)  # zero-time cycles and lock-order deadlocks, where certain
+    return spec
 
 
 __all__ = ["MODELS_DIR", "build_spec", "load_model", "resolve_model_path"]

@@ -21,6 +21,7 @@ from simstack.kinds.workloads import names as workload_names
 from simstack.lang.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.lang.spec import ComponentSpec, HostSpec, Workload
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
+from simstack.load.limits import read_limits
 from simstack.resources.disciplines import DISCIPLINES
 
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
@@ -31,6 +32,7 @@ SETTINGS = {
                     "time left out of the statistics, or mser5"),
     "seed": Field(lambda v: _checked(_non_negative_int, v), None, "seed of the random streams"),
     "replications": Field(lambda v: _checked(parse_count, v), None, "independent replications"),
+    "limits": Field(read_limits, None, "bounds on counts, rates, arrivals and steps (raise them here)"),
 }
 
 
