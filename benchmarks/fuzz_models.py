@@ -67,7 +67,8 @@ RETYPED: list[Any] = [None, True, False, "", "x", "yes", [], {}, [1, 2], {"a": 1
                       "exp(", "inf", 3, 2.5, "2ms", "10/s", "1GB"]
 ODD_KEYS: list[Any] = [True, False, None, 1, 1.5, "", " ", "a b", "$x", "x" * 300]
 CHARACTERS = list(":-{}[],&*!#|>'\"%@`?\t ") + ["\n", "\x00", "\x1b", "é", "\u202e", "\\"]
-KINDS = ("tree", "tree", "numbers", "numbers", "keys", "text")
+KINDS = ("tree", "tree", "numbers", "numbers", "scale", "scale", "keys", "text")
+FACTORS = (0, -1, 1e-6, 1e-3, 0.5, 2, 10, 1000, 1e6, 1e9)
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,29 @@ def _parent(doc: Any, path: tuple[Any, ...]) -> Any:
     return doc
 
 
-def _leaf_like(value: Any) -> bool:
-    return not isinstance(value, dict | list)
+def _numeric(value: Any) -> bool:
+    """A number, or text with a number in it (``2ms``, ``exp($x)``, ``1 / $rate``)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (isinstance(value, str) and any(c.isdigit() for c in value))
+
+
+def _scaled(value: Any, factor: float) -> Any:
+    """``value`` with its (first) number multiplied: a plausible model with another magnitude."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value * factor
+    text = str(value)
+    start = next((i for i, c in enumerate(text) if c.isdigit()), None)
+    if start is None:
+        return value
+    end = start
+    while end < len(text) and (text[end].isdigit() or text[end] in ".eE"):
+        end += 1
+    try:
+        number = float(text[start:end]) * factor
+    except ValueError:
+        return value
+    return f"{text[:start]}{number:g}{text[end:]}"
 
 
 def mutate_tree(rng: random.Random, doc: Any, kind: str) -> str:
@@ -125,11 +147,11 @@ def mutate_tree(rng: random.Random, doc: Any, kind: str) -> str:
     path, value = rng.choice(places)
     parent, key = _parent(doc, path), path[-1]
     shown = ".".join(map(str, path))
-    if kind == "numbers":
-        leaves = [(p, v) for p, v in places if _leaf_like(v)]
-        path, value = rng.choice(leaves or places)
+    if kind in ("numbers", "scale"):
+        leaves = [(p, v) for p, v in places if _numeric(v)] or places
+        path, value = rng.choice(leaves)
         parent, key, shown = _parent(doc, path), path[-1], ".".join(map(str, path))
-        new = rng.choice(HUGE)
+        new = rng.choice(HUGE) if kind == "numbers" else _scaled(value, rng.choice(FACTORS))
         parent[key] = new
         return f"{shown} = {new!r}"[:200]
     if kind == "keys":
@@ -304,7 +326,8 @@ def _brief(result: dict[str, Any]) -> str:
     parts = []
     for stage, value in (failures(result) or result).items():
         if isinstance(value, dict):
-            frames = [line.strip() for line in value.get("traceback", "").splitlines() if line.strip().startswith("File")]
+            lines = value.get("traceback", "").splitlines()
+            frames = [line.strip() for line in lines if line.strip().startswith("File")]
             parts.append(f"{stage}: {value['error'][:300]} at {frames[-1] if frames else '?'}")
         else:
             parts.append(f"{stage}: {value}")

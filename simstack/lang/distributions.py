@@ -84,18 +84,32 @@ def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | N
         if not isinstance(name, str) or name not in _SIGNATURES:
             raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
         args = {str(k): v for k, v in raw.items() if k != "dist"}
-        return _build(name, args, parse_value, base, raw)
+        return _finite_moments(_build(name, args, parse_value, base, raw), raw)
     if isinstance(raw, str):
         match = _CALL.match(raw)
         if match:
             name, body = match.group(1), match.group(2)
             if name not in _SIGNATURES:
                 raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
-            return _build(name, _arguments(name, body, raw), parse_value, base, raw)
+            return _finite_moments(_build(name, _arguments(name, body, raw), parse_value, base, raw), raw)
         if "(" in raw or ")" in raw:
             raise ModelError(f"malformed distribution {raw!r}: write name(arguments) such as exp(2ms) or "
                              f"lognormal(5ms, 0.5); known: {KNOWN}")
     return Const(_non_negative(parse_value(raw), raw, raw))
+
+
+def _finite_moments(dist: Distribution, raw: object) -> Distribution:
+    """``dist``, if its mean, variance and squared cv are finite: ``gamma(1e308s, 1e308)`` is
+    a distribution on paper, but its variance and its sampler's parameters overflow."""
+    try:
+        cv = getattr(dist, "cv", 0.0)
+        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2))
+    except (OverflowError, ZeroDivisionError):
+        finite = False
+    if not finite:
+        raise ModelError(f"{raw!r} has no finite mean and variance (its values would overflow); "
+                         "write smaller values")
+    return dist
 
 
 def _arguments(name: str, body: str, raw: str) -> dict[str, object]:

@@ -59,7 +59,7 @@ def hosts(raw: object) -> dict[str, HostSpec]:
 
     fields = {
         "cores": Field(_cores, help="number of cores, or inf"),
-        "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
+        "speed": Field(_speed, 1.0),
         "discipline": Field(one_of(*DISCIPLINES), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
@@ -151,6 +151,16 @@ def _workload(name: str, spec: Mapping[str, Any], where: str, base_dir: Path | N
     common = {"type": Field(str), "request": Field(name_ref), "doc": Field(text, "")}
     values = read_fields(spec, {**common, **wtype.fields(base_dir)}, where)
     return wtype.read(name, values, spec, where)
+
+
+MIN_SPEED = 1e-9  # of the reference CPU: below it a step's time overflows (a denormal speed hung a run)
+
+
+def _speed(value: object) -> float:
+    speed = positive(parse_number(value), value)
+    if speed < MIN_SPEED:
+        raise ModelError(f"a host's speed is at least {MIN_SPEED:g} of the reference CPU, got {value!r}")
+    return speed
 
 
 def _non_negative_int(value: object) -> int:

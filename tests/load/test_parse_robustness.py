@@ -12,6 +12,7 @@ import pytest
 
 import simstack
 from simstack.errors import ModelError
+from simstack.lang.distributions import parse_distribution
 from simstack.lang.expressions import evaluate
 from simstack.lang.units import parse_bandwidth, parse_count, parse_number, parse_rate, parse_size, parse_time
 from simstack.load.precedence import calibrated_parameters
@@ -117,3 +118,19 @@ def test_a_float_is_still_a_float(tmp_path: Path) -> None:
     assert _load(tmp_path, MODEL.replace("think: 10ms", "think: 1e300")).workloads["users"].think.mean == 1e300
     with pytest.raises(ModelError, match="workloads.users.think"):
         _load(tmp_path, MODEL.replace("think: 10ms", "think: .nan"))
+
+
+@pytest.mark.parametrize("text", ["gamma(1e308s, 1e308)", "lognormal(1ms, 1e308)", "gamma(1e-200s, 1e200)",
+                                  "uniform(0, 1e308)", "normal(1e308, 1e308)"])
+def test_a_distribution_whose_moments_overflow_is_refused_when_read(text: str) -> None:
+    """Found by the fuzzer: these were read, then overflowed in the sampler at run time (and
+    in ``solve``'s variance)."""
+    with pytest.raises(ModelError, match="has no finite mean and variance"):
+        parse_distribution(text, parse_time)
+
+
+@pytest.mark.parametrize("speed", ["1.0e-320", "1.0e-10"])  # YAML reads a float with a dot
+def test_a_host_speed_whose_step_times_overflow_is_refused(tmp_path: Path, speed: str) -> None:
+    """Found by the fuzzer: a denormal speed made every step's time infinite and the run hung."""
+    with pytest.raises(ModelError, match=r"hosts\.app\.speed: a host's speed is at least 1e-09 of the reference"):
+        _load(tmp_path, MODEL.replace("{app: {cores: 2}}", f"{{app: {{cores: 2, speed: {speed}}}}}"))
