@@ -34,6 +34,7 @@ _EXAMPLES = {
 
 
 MIN_BANDWIDTH = 0.125  # bytes per second (1 b/s): below it a transfer's time overflows; 0 is refused apart
+MIN_RATE = 1e-9  # per second (one in 30 years): below it the time between events is infinite (1 / 1e-320)
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -99,19 +100,25 @@ def parse_size(value: object) -> float:
 
 
 def parse_rate(value: object) -> float:
-    """Events per second from ``3.2/s``, ``360Hz``, ``120/min`` or a bare number."""
+    """Events per second from ``3.2/s``, ``360Hz``, ``120/min`` or a bare number; a rate
+    above zero is at least one in 30 years (below that the time between events overflows)."""
     number, unit, per = _quantity(value, "rate")
     if per is None:
         if unit == "":
-            return number
-        if unit in HZ_UNITS:
-            return _finite(number * HZ_UNITS[unit], "rate", value)
-        raise ModelError(f"unknown rate unit {unit!r} in {value!r}; write a count per time unit such as "
-                         f"{_EXAMPLES['rate']} (units: {', '.join(HZ_UNITS)} or /{', /'.join(TIME_UNITS)})")
-    if unit != "":
+            rate = number
+        elif unit in HZ_UNITS:
+            rate = _finite(number * HZ_UNITS[unit], "rate", value)
+        else:
+            raise ModelError(f"unknown rate unit {unit!r} in {value!r}; write a count per time unit such as "
+                             f"{_EXAMPLES['rate']} (units: {', '.join(HZ_UNITS)} or /{', /'.join(TIME_UNITS)})")
+    elif unit != "":
         raise ModelError(f"unknown rate unit {unit + '/' + per!r} in {value!r}; a rate is a plain count "
                          f"per time unit such as {_EXAMPLES['rate']}")
-    return _finite(number / _unit(per, TIME_UNITS, "time", value), "rate", value)
+    else:
+        rate = _finite(number / _unit(per, TIME_UNITS, "time", value), "rate", value)
+    if 0 < rate < MIN_RATE:
+        raise ModelError(f"a rate is at least {MIN_RATE:g}/s (one in 30 years), got {shown(value)}")
+    return rate
 
 
 def parse_bandwidth(value: object) -> float:

@@ -134,3 +134,21 @@ def test_a_host_speed_whose_step_times_overflow_is_refused(tmp_path: Path, speed
     """Found by the fuzzer: a denormal speed made every step's time infinite and the run hung."""
     with pytest.raises(ModelError, match=r"hosts\.app\.speed: a host's speed is at least 1e-09 of the reference"):
         _load(tmp_path, MODEL.replace("{app: {cores: 2}}", f"{{app: {{cores: 2, speed: {speed}}}}}"))
+
+
+def test_a_rate_whose_period_is_infinite_is_refused() -> None:
+    """Found by the fuzzer: a periodic workload at 1e-320 Hz had an infinite period, which
+    the run could not turn into a fraction."""
+    with pytest.raises(ModelError, match=r"a rate is at least 1e-09/s \(one in 30 years\), got '1e-320/s'"):
+        parse_rate("1e-320/s")
+    assert parse_rate("0/s") == 0.0 and parse_rate("1/min") == pytest.approx(1 / 60)
+
+
+def test_solve_refuses_a_visit_too_large_for_its_arithmetic(tmp_path: Path) -> None:
+    """Found by the fuzzer: a 1e308-byte transfer loaded and ran, and solve overflowed squaring it."""
+    from simstack.studies.analysis.solve import solve_model
+
+    spec = _load(tmp_path, MODEL.replace("{call: db, bytes: 1KB}", "{call: db, bytes: 1.0e308}"))
+    with pytest.raises(ModelError, match=r"model\.yaml: a visit of 1e\+300 s .* to station 'db\.bandwidth' by "
+                                         r"'users' is too large for the analytic solver"):
+        solve_model(spec)

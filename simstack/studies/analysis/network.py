@@ -356,6 +356,21 @@ def _grouped(found: list[tuple[str, str]]) -> list[str]:
             for what, ps in paths.items()]
 
 
+def _too_large(nodes: list[Node]) -> Visit | None:
+    """A visit whose moments the solver's arithmetic cannot square (a 1e308-byte transfer)."""
+    for node in nodes:
+        if isinstance(node, Visit):
+            total = node.mean * node.visits
+            if not (math.isfinite(total * total) and math.isfinite(node.var * node.visits)):
+                return node
+        else:
+            for branch in [node.body] if isinstance(node, HoldNode) else node.branches:
+                found = _too_large(branch)
+                if found is not None:
+                    return found
+    return None
+
+
 def build_network(spec: ModelSpec) -> Network:
     """The queueing network of ``spec``; a ModelError lists every unsupported construct."""
     builder = _Builder(spec)
@@ -371,4 +386,10 @@ def build_network(spec: ModelSpec) -> Network:
                          f"model also has:\n  {listed}", file=str(spec.file) if spec.file else None)
     if not builder.net.chains:
         raise ModelError("no enabled workload to solve", file=str(spec.file) if spec.file else None)
+    for chain in builder.net.chains.values():
+        huge = _too_large(chain.body)
+        if huge is not None:
+            raise ModelError(f"a visit of {huge.mean:.3g} s (variance {huge.var:.3g}) to station {huge.station!r} "
+                             f"by {chain.name!r} is too large for the analytic solver's arithmetic",
+                             file=str(spec.file) if spec.file else None)
     return builder.net
