@@ -6,9 +6,12 @@ took a float workload name as a crash, the pure one ran)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import simstack
 from simstack.errors import ModelError
@@ -152,3 +155,46 @@ def test_solve_refuses_a_visit_too_large_for_its_arithmetic(tmp_path: Path) -> N
     with pytest.raises(ModelError, match=r"model\.yaml: a visit of 1e\+300 s .* to station 'db\.bandwidth' by "
                                          r"'users' is too large for the analytic solver"):
         solve_model(spec)
+
+
+# -- properties: whatever is written, a value or a located error ------------------------------
+WRITTEN = st.one_of(
+    st.text(max_size=40),
+    st.integers(min_value=-(10**500), max_value=10**500),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.builds(lambda n, u: f"{n}{u}", st.floats(allow_nan=True, allow_infinity=True) | st.integers(),
+              st.sampled_from(["", "ms", "h", "GB", "Gb/s", "/s", "kHz", "B/s", "/ns", "min"])),
+    st.builds(lambda a, op, b: f"= {a} {op} {b}", st.floats() | st.integers(-(10**30), 10**30),
+              st.sampled_from(["+", "-", "*", "/", "**"]), st.floats() | st.integers(-400, 400)),
+)
+
+
+@given(WRITTEN)
+@settings(max_examples=400, deadline=None)
+def test_every_parser_gives_a_finite_value_or_a_model_error(value: object) -> None:
+    for parse in (parse_time, parse_size, parse_rate, parse_bandwidth, parse_number):
+        try:
+            result = parse(value)
+        except ModelError:
+            continue
+        assert math.isfinite(result), (parse.__name__, value, result)
+    try:
+        assert parse_count(value) >= 1
+    except ModelError:
+        pass
+    for unit in (parse_time, parse_size):
+        try:
+            dist = parse_distribution(value if not isinstance(value, str) else f"gamma({value}, 2)", unit)
+        except ModelError:
+            continue
+        assert math.isfinite(dist.mean) and math.isfinite(dist.variance), (value, dist)
+
+
+@given(st.text(alphabet="0123456789.e+-*/() $mshGB", max_size=30))
+@settings(max_examples=400, deadline=None)
+def test_an_expression_is_a_finite_quantity_or_a_model_error(text: str) -> None:
+    try:
+        quantity = evaluate(text, lambda name: HUGE)
+    except ModelError:
+        return
+    assert math.isfinite(quantity.value), (text, quantity)
