@@ -252,7 +252,7 @@ def run_case(case: Case, folder: Path) -> dict[str, Any]:
     try:
         spec = load_model(path)
     except BaseException as exc:  # noqa: BLE001 - the point is to classify every exception
-        out["load"] = _outcome(exc)
+        out["load"] = outcome(exc)
         return out
     out["load"] = "ok"
     for stage, call in (("run", lambda: simulate(spec, seed=1, replications=1, horizon=case.horizon,
@@ -262,11 +262,12 @@ def run_case(case: Case, folder: Path) -> dict[str, Any]:
             call()
             out[stage] = "ok"
         except BaseException as exc:  # noqa: BLE001
-            out[stage] = _outcome(exc)
+            out[stage] = outcome(exc)
     return out
 
 
-def _outcome(exc: BaseException) -> str | dict[str, str]:
+def outcome(exc: BaseException) -> str | dict[str, str]:
+    """``refused`` for a located simstack error, else the exception and its traceback (a finding)."""
     if _located(exc):
         return "refused"
     return {"error": f"{type(exc).__name__}: {str(exc)[:500]}", "traceback": traceback.format_exc()[-3000:]}
@@ -283,7 +284,7 @@ def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             result = run_case(case, folder)
         except BaseException as exc:  # noqa: BLE001 - MemoryError while reporting, say
-            result = {"child": _outcome(exc)}
+            result = {"child": outcome(exc)}
         try:
             with os.fdopen(write, "w") as pipe:
                 json.dump(result, pipe)
@@ -321,7 +322,7 @@ def failures(result: dict[str, Any]) -> dict[str, Any]:
     return {stage: value for stage, value in result.items() if value not in ("ok", "refused")}
 
 
-def _brief(result: dict[str, Any]) -> str:
+def brief(result: dict[str, Any]) -> str:
     """Each failing stage's error and the line of simstack that raised it."""
     parts = []
     for stage, value in (failures(result) or result).items():
@@ -422,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.show:
             print(f"--- case {case.index} ({case.model}): {'; '.join(case.mutations)}\n{case.text}")
         if kind == "FAIL" or args.show:
-            print(f"case {case.index} {case.model} [{'; '.join(case.mutations)}]: {_brief(result)}", flush=True)
+            print(f"case {case.index} {case.model} [{'; '.join(case.mutations)}]: {brief(result)}", flush=True)
         if kind == "FAIL":
             found.append({"case": case.index, "model": case.model, "mutations": case.mutations,
                           "result": result})

@@ -23,7 +23,7 @@ def outcomes() -> list[tuple[fuzz_models.Case, dict]]:
 
 
 def test_every_mutated_model_runs_or_is_refused_with_a_located_error(outcomes: list) -> None:
-    found = [f"case {case.index} ({case.model}: {'; '.join(case.mutations)}): {fuzz_models._brief(result)}"
+    found = [f"case {case.index} ({case.model}: {'; '.join(case.mutations)}): {fuzz_models.brief(result)}"
              for case, result in outcomes if fuzz_models.verdict(result) == "FAIL"]
     assert not found, "\n".join(found)
 
@@ -49,7 +49,7 @@ def test_the_isolation_reports_a_crash_and_a_hang_as_findings(tmp_path) -> None:
     case = fuzz_models.Case(0, "pipeline", (), "name: x\n", 0.01)
     original = fuzz_models.run_case
     try:
-        fuzz_models.run_case = lambda c, folder: {"load": fuzz_models._outcome(KeyError("boom"))}
+        fuzz_models.run_case = lambda c, folder: {"load": fuzz_models.outcome(KeyError("boom"))}
         assert fuzz_models.verdict(fuzz_models.run_isolated(case, tmp_path)) == "FAIL"
         fuzz_models.run_case = lambda c, folder: __import__("time").sleep(60)  # type: ignore[assignment]
         result = fuzz_models.run_isolated(case, tmp_path, timeout=1.0)
