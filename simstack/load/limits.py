@@ -107,11 +107,11 @@ def check_hosts(hosts: Mapping[str, HostSpec], limits: Limits) -> None:
             limits.refuse("count", host.cores, "cores", f"hosts.{host.name}.cores")
 
 
-def check_components(components: Mapping[str, ComponentSpec], limits: Limits) -> None:
-    for comp in components.values():
-        for key, value in comp.settings.items():
-            if isinstance(value, int) and not isinstance(value, bool) and key not in NOT_COUNTS:
-                limits.refuse("count", value, f"{key}", f"components.{comp.name}.{key}")
+def check_component(comp: ComponentSpec, limits: Limits) -> None:
+    """Every whole number a component's settings hold (a pool's size, a hierarchy's devices)."""
+    for key, value in comp.settings.items():
+        if isinstance(value, int) and not isinstance(value, bool) and key not in NOT_COUNTS:
+            limits.refuse("count", value, f"{key}", f"components.{comp.name}.{key}")
 
 
 def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, Any], limits: Limits,
@@ -219,5 +219,5 @@ def check_requests(requests: Mapping[str, RequestSpec], components: Mapping[str,
         work._within(work.request(name), f"requests.{name}")
 
 
-__all__ = ["FIELDS", "Limits", "check_components", "check_requests", "check_workloads", "limits_of",
+__all__ = ["FIELDS", "Limits", "check_component", "check_requests", "check_workloads", "limits_of",
            "read_limits"]

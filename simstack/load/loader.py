@@ -82,8 +82,7 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
     limits.check_hosts(hosts, bounds)
     raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
-    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
-    limits.check_components(components, bounds)
+    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",

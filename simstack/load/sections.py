@@ -21,11 +21,12 @@ from simstack.kinds.workloads import names as workload_names
 from simstack.lang.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.lang.spec import ComponentSpec, HostSpec, Workload
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
-from simstack.load.limits import read_limits
+from simstack.load.limits import Limits, check_component, read_limits
 from simstack.resources.disciplines import DISCIPLINES
 
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
+DEFAULT_LIMITS = Limits()
 SETTINGS = {
     "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None, "simulated time of a run"),
     "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None,
@@ -81,8 +82,10 @@ def hosts(raw: object) -> dict[str, HostSpec]:
     return out
 
 
-def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None) -> dict[str, ComponentSpec]:
-    """The ``components`` section: each kind's own fields and checks (``simstack.kinds``)."""
+def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None,
+               bounds: Limits = DEFAULT_LIMITS) -> dict[str, ComponentSpec]:
+    """The ``components`` section: each kind's own fields and checks (``simstack.kinds``); its
+    counts are bounded before the kind's checks build anything from them (a hierarchy's graph)."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of component names, got {raw!r}", path="components")
     out = {}
@@ -106,6 +109,7 @@ def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None
             raise ModelError(f"a {kind.kind} runs on a host: add host: <one of {', '.join(hosts) or 'no hosts'}>",
                              path=where)
         component = ComponentSpec(name, kind.kind, host, values)
+        check_component(component, bounds)
         try:
             kind.validate(component)
         except ModelError as exc:

@@ -205,3 +205,12 @@ def test_taking_a_unit_twice_is_refused_unless_another_request_gives_it_back() -
                     "requests.a.steps[0]) and no other request gives it back: it would wait for itself for ever")
     signal = {**twice, "b": [{"release": "m"}]}  # b hands a unit over: a's second acquire waits for b
     build_spec(doc(signal, workloads=OPEN, components=comps), None)
+
+
+def test_a_component_count_is_bounded_before_the_kind_builds_anything_from_it() -> None:
+    """Found by the fuzzer: a hierarchy of 1.2e11 devices was built (for ever) by the kind's own
+    check while the model was read; the count is now refused before that check runs."""
+    hierarchy = {"lsa": {"kind": "hierarchy", "threads": 2, "node_cost": "1ms", "devices": 120_000_000_000,
+                         "depth": 2, "fanout": 3}}
+    assert "components.lsa.devices: devices of 120,000,000,000 is above the limit" in refused(
+        doc(components=hierarchy))
