@@ -93,7 +93,8 @@ def read_limits(raw: object) -> dict[str, Any]:
 
 
 def limits_of(settings: Mapping[str, Any]) -> Limits:
-    return Limits(**settings.get("limits", {}))
+    """The bounds in effect: the defaults, with those ``settings.limits`` raises (or lowers)."""
+    return Limits(**(settings.get("limits") or {}))
 
 
 def _number(value: float) -> str:

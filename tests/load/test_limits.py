@@ -110,9 +110,16 @@ def test_the_limit_is_named_and_raised_in_the_models_settings() -> None:
     ({"count": 0}, "settings.limits.count: must be > 0, got 0"),
     ({"rate": "fast"}, "settings.limits.rate: expected a rate such as"),
     ({"counts": 5}, "settings.limits.counts: unknown key 'counts' (did you mean 'count'?)"),
+    ({"count": ".inf"}, "settings.limits.count: expected a plain number"),
 ])
 def test_bad_limits_are_located(limits: dict[str, Any], message: str) -> None:
     assert message in refused(doc(settings={"limits": limits}))
+
+
+def test_limits_written_empty_are_the_defaults() -> None:
+    assert build_spec(doc(settings={"limits": None}), None).settings["limits"] is None
+    assert "above the limit" in refused(doc({"job": [{"repeat": 5e8, "steps": [{"delay": 1}]}]},
+                                            settings={"limits": None}))
 
 
 def test_the_shipped_models_are_within_the_default_limits() -> None:
