@@ -120,3 +120,22 @@ def test_solve_on_the_shipped_models_that_once_asserted_ends_in_a_located_error(
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "this model also has" in proc.stderr
     assert f"models/{model}/model.yaml: the analytic solver covers" in proc.stderr
+
+
+def test_erlang_b_of_a_huge_pool_stops_where_it_underflows(tmp_path: Path) -> None:
+    """Found by the fuzzer's long run: a queue of a million consumers made every sweep of the
+    solver run Erlang B's recursion a million times (minutes). It stops at the underflow,
+    where every later term is 0, so the value is the same to the bit."""
+    def full(c: int, a: float) -> float:
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return b
+
+    for c, a in [(5, 3.9), (300, 250.0), (2000, 40.0), (2000, 1999.0)]:
+        assert A.erlang_b(c, a) == full(c, a)
+    assert A.erlang_b(10**12, 0.5) == 0.0 and A.erlang_c(10**12, 0.5) == 0.0  # at once, not after 1e12 steps
+    text = ("hosts: {h: {cores: 1}}\ncomponents: {q: {kind: queue, host: h, handler: work, consumers: 1000000}}\n"
+            "requests: {job: [{send: q}], work: {host: h, steps: [{cpu: 1ms}]}}\n"
+            "workloads: {w: {type: open, request: job, rate: 10/s}}\n")
+    assert _solve(tmp_path, text).chains["w>q"].throughput == pytest.approx(10.0)
