@@ -357,8 +357,9 @@ def test_the_provenance_tracks_the_ranges_when_they_decide_the_numbers(lin: Path
 # --- item 5: the report draws renamed interval columns as the band --------------------------
 
 def _report(lin: Path, figures: list[dict]) -> list[list[dict]]:
-    from simstack.report.build import build_report
     from tests.report.test_report_cmd import plotted
+
+    from simstack.report.build import build_report
 
     doc = yaml.safe_load((lin / "checks.yaml").read_text())
     doc["predictions"]["interval"].update(low="t_low", high="t_high")
