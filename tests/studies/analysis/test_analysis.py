@@ -347,11 +347,12 @@ def test_tango_solves_and_saturates_at_the_lock():
     assert max(sol.utilisation[k] for k in sol.utilisation if math.isfinite(sol.stations[k].servers)) <= 1 + 1e-9
 
 
-def test_solve_prints_tables_of_the_model_the_command_line_loads(capsys):
+def test_solve_prints_tables_of_the_model_the_command_line_loads(capsys, tmp_path):
     """The command line's path: the model with its calibrated values, a what-if and explicit
     overrides stacked (``load_chosen``), then solved; the what-if's parameters reach the solver."""
     model_file = resolve_model_path("pipeline")
-    whatif = load_whatif("double_workers", model_file.parent)  # consoles: 24
+    (tmp_path / "busy.yaml").write_text("parameters: {consoles: 24}\n")
+    whatif = load_whatif(str(tmp_path / "busy.yaml"), model_file.parent)
     calibrated = calibrated_parameters(model_file.parent)
     solved = solve_model(load_chosen(model_file, calibrated, whatif))
     assert solved.chains["operators"].population == 24
