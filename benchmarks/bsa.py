@@ -29,7 +29,7 @@ from simstack.engine.simulate import RunResult
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec
 from simstack.load.loader import MODELS_DIR, build_spec
-from simstack.studies.metrics import calibrated_parameters
+from simstack.load.precedence import calibrated_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = MODELS_DIR / "slac_bsa" / "model.yaml"
@@ -80,7 +80,7 @@ def hog_cost(design: str, cores: int, n_pvs: int, threads: int, horizon: float) 
 
 def search(design: str, cores: int, threads: int, lock: bool) -> None:
     """One capacity search of the library (``simstack predict``'s), from the low bound."""
-    from simstack.studies.metrics import Evaluator
+    from simstack.studies.evaluate.metrics import Evaluator
     from simstack.studies.schema.study import load_study
 
     study = load_study(MODEL.parent)

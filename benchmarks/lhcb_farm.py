@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from simstack import simulate
 from simstack.load.loader import MODELS_DIR, load_model
-from simstack.studies.metrics import calibrated_parameters
+from simstack.load.precedence import calibrated_parameters
 
 FLAGS = ("local_cache", "fork", "checkpoint", "distribution")
 SHORT = {"local_cache": "cache"}

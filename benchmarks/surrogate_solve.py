@@ -20,9 +20,9 @@ from typing import Any
 from simstack.io.paths import model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.load.loader import build_spec
+from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.calibrate import quantity
 from simstack.studies.fit.surrogate import MvaCurves
-from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import load_study
 
 SERIES = ("c5n.2xlarge | C++ | c5n.2xlarge | C++ | attribute_read | False",

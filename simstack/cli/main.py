@@ -1,251 +1,93 @@
-"""The ``simstack`` command: a Hydra app over ``simulate``.
+"""The ``simstack`` command: the console entry point and the Hydra app.
 
-Hydra composes run settings and overrides; this module turns the composed config into
-plain arguments (no ``DictConfig`` goes further), reads the chosen what-if as data
-(``simstack.load.whatif``), calls the library, prints a summary and writes small tables,
-per-request records (Parquet) and a ``run.json`` (the simstack settings, seed, git
-commit, wall time) into Hydra's run directory. ``simstack check ...`` is
-``simstack task=check ...``. Overrides are checked first (``simstack.cli.overrides``), so a
-mistyped key is a simstack error (exit 2), not a Hydra one.
+``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``--version``),
+turns a leading task word into ``task=WORD`` and checks every override before Hydra sees it
+(``simstack.cli.overrides``), so a mistyped key is a simstack error (exit 2), not a Hydra
+one. The app dispatches the composed config to its task (``simstack.cli.tasks.TASKS``); a
+simstack error ends it with one line on standard error and exit code 2.
 """
 
 from __future__ import annotations
 
-import json
+import errno
+import importlib.util
+import io
+import itertools
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
-from simstack.engine.simulate import RunResult, simulate
+from simstack.cli.tasks import TASKS
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
-from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import calibrated_parameters, load_chosen, stack_layers
-from simstack.load.whatif import WhatIf, load_whatif
+from simstack.load.whatif import load_whatif
+from simstack.tables.console import printable
 
 CONFIG_DIR = str(config_dir())
-TASKS = ("run", "check", "calibrate", "predict", "solve", "report", "crosscheck")
 
 
-def plain(node: Any, where: str) -> Any:
-    """A config node as plain data, never resolving ``${...}``: an interpolation could read
-    the environment (``oc.env``) and carry its value into the outputs, so it is refused."""
-    value: Any = OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig | ListConfig) else node
-    if isinstance(value, dict):
-        return {k: plain(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, str) and "${" in value:
-        raise ConfigError(f"{where}: interpolation '${{...}}' is not allowed in simstack settings (got {value!r})")
-    return value
+def claimed_run_dir(base: str = "outputs") -> str:
+    """``BASE/DATE/TIME`` for a run, made here so that no other run can have it: two runs
+    started in the same second get ``TIME`` and ``TIME-2`` (``mkdir`` either makes a folder
+    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` through this."""
+    now = datetime.now()
+    stem = Path(base) / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
+    for n in itertools.count(1):
+        path = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return str(path)
+    raise AssertionError("unreachable")
 
 
-def switch(value: object, key: str, default: bool) -> bool:
-    """An on/off setting: true or false (null: ``default``), never a word taken as true."""
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, got {value!r}")
-    return value
+OmegaConf.register_new_resolver("simstack_run_dir", claimed_run_dir, use_cache=True, replace=True)
 
 
-def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The plain keyword arguments of ``simulate`` from a composed config; a setting left
-    null falls back to the model file's own ``settings`` (e.g. its natural horizon)."""
-    sim = plain(cfg.sim, "sim")
-    assert isinstance(sim, dict)
-    return {
-        **precedence.run_settings(model_settings, sim),
-        "record_steps": switch(sim.get("record_steps"), "sim.record_steps", False),
-        "progress": switch(sim.get("progress"), "sim.progress", False),
-        "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
-    }
-
-
-def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
-    """The what-if named by ``whatif=`` (``MODEL/NAME``, a name of the chosen model, or a path)."""
-    ref = plain(cfg.get("whatif"), "whatif")
-    if ref is None or ref == "":
-        return None
-    return load_whatif(str(ref), model_file.parent, plain(cfg.get("models_dir"), "models_dir"))
-
-
-def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags: the what-if first, then explicit overrides on top."""
-    choice = stack_layers({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    return choice.parameters, choice.flags
-
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).parent)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tables: bool) -> None:
-    """All files of one run, written only after the run succeeded: small CSV tables
-    (``summary.csv`` is what a sweep gathers), per-request records as Parquet (a third of
-    the CSV size, typed), per-step records only when they were recorded."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result.summary().to_csv(out_dir / "summary.csv", index=False)
-    result.resources.to_csv(out_dir / "resources.csv", index=False)
-    result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
-    if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
-        result.memory_peaks.to_csv(out_dir / "memory_peaks.csv", index=False)
-    if tables:
-        result.requests.to_parquet(out_dir / "requests.parquet", index=False, compression="zstd")
-        if not result.steps.empty:
-            result.steps.to_parquet(out_dir / "steps.parquet", index=False, compression="zstd")
-        for name, frame in (("memory", result.memory), ("store_load", result.store_load)):
-            if not frame.empty:
-                frame.to_parquet(out_dir / f"{name}.parquet", index=False, compression="zstd")
-    meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
-            "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
-            "wall_time_s": result.wall_time, "git_commit": git_commit(),
-            "parameters": {k: p.value for k, p in result.model.parameters.items()},
-            "flags": sorted(result.model.flags),
-            "config": dict(settings)}
-    (out_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
-
-
-def print_summary(result: RunResult) -> None:
-    from simstack.tables.console import print_summary as print_tables
-
-    print_tables(result)
-    print_blocked(result)
-
-
-def _chosen_spec(cfg: DictConfig) -> tuple[Any, Path, WhatIf | None, str | None]:
-    """The model as the command line chose it: file, what-if, calibrated values, overrides."""
-    models_dir = plain(cfg.get("models_dir"), "models_dir")
-    model_file = resolve_model_path(str(plain(cfg.model, "model")), models_dir)
-    whatif = chosen_whatif(cfg, model_file)
-    scenario = plain(cfg.scenario, "scenario")
-    spec = load_chosen(model_file, calibrated_parameters(model_file.parent), whatif, scenario=scenario,
-                       parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    return spec, model_file, whatif, scenario or (whatif.scenario if whatif else None)
-
-
-def print_blocked(result: RunResult, shown: int = 5) -> None:
-    """Warn about requests stuck at the end of the run (what they wait for, since when)."""
-    blocked = result.blocked
-    if blocked.empty:
-        return
-    print(f"warning: {len(blocked)} request(s) still blocked at the end with no progress (waiting for at least "
-          "half the run, or for ever); first ones:", file=sys.stderr)
-    for row in blocked.head(shown).itertuples(index=False):
-        print(f"  replication {row.rep}: {row.request} #{row.id} waits for {row.waits_for} at step "
-              f"{row.step!r} since t = {row.since:.6g} s", file=sys.stderr)
-
-
-def _run(cfg: DictConfig) -> None:
-    models_dir = plain(cfg.get("models_dir"), "models_dir")
-    spec, model_file, whatif, scenario = _chosen_spec(cfg)
-    if whatif:
-        print(f"what-if {whatif.name} ({whatif.file})")
-    kwargs = run_settings(cfg, spec.settings)
-    tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
-    result = simulate(spec, **kwargs)
-    print_summary(result)
-    settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
-                "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
-                "whatif_file": None if whatif is None else str(whatif.file),
-                "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
-                "sim": kwargs, "output": plain(cfg.output, "output")}
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    write_run(result, settings, out_dir, tables)
-    print(f"outputs written to {out_dir}")
+OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE,
+             errno.ENFILE)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 @sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
     try:
-        if cfg.task == "run":
-            _run(cfg)
-        elif cfg.task == "check":
-            from simstack.studies.check import run_check
-            chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)  # else every model
-            sys.exit(run_check(str(plain(cfg.model, "model")) if chosen else None,
-                               models_dir=plain(cfg.get("models_dir"), "models_dir"),
-                               measured=plain(cfg.get("measured"), "measured"),
-                               reference=plain(cfg.get("reference"), "reference"),
-                               jobs=_jobs(cfg) or 1))
-        elif cfg.task == "calibrate":
-            from simstack.studies.fit.calibrate import run_calibration
-            model, models_dir = _study(cfg)
-            alternative = plain(cfg.get("alternative"), "alternative")
-            holdout = plain(cfg.get("holdout"), "holdout")
-            run_calibration(model, models_dir=models_dir, progress=_progress(cfg),
-                            alternative=None if alternative in (None, "") else str(alternative),
-                            holdout=None if holdout in (None, "") else str(holdout), jobs=_jobs(cfg) or 1)
-        elif cfg.task == "crosscheck":
-            from simstack.studies.crosscheck import run_crosscheck
-            model, models_dir = _study(cfg)
-            sys.exit(run_crosscheck(model, models_dir=models_dir, progress=_progress(cfg)))
-        elif cfg.task == "predict":
-            from simstack.studies.predict import run_predict
-            model, models_dir = _study(cfg)
-            run_predict(model, models_dir=models_dir, jobs=_jobs(cfg), progress=_progress(cfg),
-                        where=plain(cfg.get("where"), "where") or {},
-                        parameters=plain(cfg.get("parameters"), "parameters") or {},
-                        flags=plain(cfg.get("flags"), "flags") or {})
-        elif cfg.task == "solve":
-            from simstack.studies.analysis.solve import print_solution, solve_model
-            spec = _chosen_spec(cfg)[0]
-            print_solution(spec, solve_model(spec))
-        elif cfg.task == "report":
-            from simstack.report.build import run_report
-            out = plain(cfg.get("out"), "out")
-            model, models_dir = _study(cfg)
-            run_report(model, models_dir=models_dir, out=str(out) if out else None)
-        else:
+        task = TASKS.get(str(cfg.task))
+        if task is None:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
+        code = task(cfg)
     except SimstackError as exc:
         _fail(exc)
-
-
-def _study(cfg: DictConfig) -> tuple[str, Any]:
-    """The model a study task works on, and where models are looked for besides."""
-    return str(plain(cfg.model, "model")), plain(cfg.get("models_dir"), "models_dir")
-
-
-def _progress(cfg: DictConfig) -> bool:
-    """A study task's progress bars (shown unless ``sim.progress=false``)."""
-    return switch(cfg.sim.get("progress"), "sim.progress", True)
-
-
-def _jobs(cfg: DictConfig) -> int | None:
-    """Processes for ``predict``, ``check`` and ``calibrate``: ``sim.jobs=N`` / ``--jobs N`` or
-    ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one)."""
-    chosen = None
-    for key, value in (("sim.jobs", cfg.sim.get("jobs")), ("jobs", cfg.get("jobs"))):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
-        if value > 1:
-            chosen = value
-    return chosen
+    except BrokenPipeError:  # the reader went away (| head): the results were written before printing
+        _quiet_stdout()
+        sys.exit(141)
+    except OSError as exc:  # a full disk, a folder without write permission: one line, the last good files kept
+        if exc.errno not in OS_ERRORS:
+            raise
+        _fail(SimstackError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")))
+    except KeyboardInterrupt:
+        _drop_empty_run_dir()
+        raise
+    _drop_empty_run_dir()  # a task that wrote nothing into Hydra's run folder (check, solve...) leaves none
+    if code:
+        sys.exit(code)
 
 
 def _fail(exc: SimstackError) -> None:
-    print(f"simstack: error: {exc}", file=sys.stderr)
+    print(f"simstack: error: {printable(str(exc))}", file=sys.stderr)
     _drop_empty_run_dir()
     sys.exit(2)
 
@@ -259,6 +101,8 @@ def _drop_empty_run_dir() -> None:
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.RUN:
         return
     out = Path(HydraConfig.get().runtime.output_dir)
+    if out.resolve() == Path.cwd().resolve():  # a study task's (hydra.run.dir=.): never the working folder
+        return
     log = out / f"{HydraConfig.get().job.name}.log"  # Hydra's log of the job, named after its module
     if not out.is_dir() or {p.name for p in out.iterdir()} - {".hydra", log.name} or (
             log.is_file() and log.stat().st_size):
@@ -284,8 +128,55 @@ def jobs_option(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """Console entry point: a leading task word becomes ``task=<word>``; overrides are
-    checked before Hydra runs, so their errors read like simstack's own."""
+    """Console entry point. Ctrl-C ends with one line and exit code 130; a closed pipe
+    (``simstack ... | head``) ends quietly, the results already written; what is printed on
+    standard output has its control characters escaped (a name from a received file cannot
+    drive the terminal)."""
+    sys.stdout = Printable(sys.stdout)
+    try:
+        _main()
+    except KeyboardInterrupt:
+        print("simstack: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(141)  # 128 + SIGPIPE, as a program killed by the closed pipe would
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point standard output at /dev/null so that Python's final flush
+    does not raise again (the recipe of Python's signal documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+
+
+class Printable(io.TextIOBase):
+    """Standard output with control characters escaped (``tables.console.printable``)."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+
+def _main() -> None:
+    """A leading task word becomes ``task=<word>``; overrides are checked before Hydra runs,
+    so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
         sys.exit(gather_main(sys.argv[2:]))
     if sys.argv[1:2] == ["--version"]:  # the version and which build of the hot path runs
@@ -294,6 +185,9 @@ def main() -> None:
         from simstack.resources.hotpath import describe
         print(f"simstack {version('simstack')} ({describe()})")
         return None
+    if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (their own argument syntax)
+        from simstack.cli.lqn import main as lqn
+        sys.exit(lqn(sys.argv[1:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
@@ -302,13 +196,27 @@ def main() -> None:
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
+        if "hydra/launcher=ray" in sys.argv[1:] and importlib.util.find_spec("ray") is None:
+            raise ConfigError("hydra/launcher=ray runs the sweep on Ray, which is not installed here: "
+                              "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
         if not tasks or tasks[-1] == "task=run":
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
+    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+        sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
+
+
+def _quiet_hydra(task: str) -> list[str]:
+    """Hydra's own files are a sweep's business (``simstack gather`` reads each job's
+    ``.hydra/``); a single run records its settings in ``run.json`` and a study task writes
+    into the model's folder, so Hydra writes nothing of its own there: no config copy, no log
+    file that a full disk could fail, no folder at all for a study task."""
+    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    return quiet if task == "task=run" else [*quiet, "hydra.run.dir=."]
 
 
 def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:

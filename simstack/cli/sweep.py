@@ -172,7 +172,22 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
     wall = meta.get("wall_time_s")
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
+    table["dropped"], table["dropped_at"] = _drops(job) if state == "ok" and job is not None else (0, "")
     return table
+
+
+def _drops(job: Path) -> tuple[int, str]:
+    """Work a job's resources turned away (a full queue that drops, a refused connection): the
+    number and where, so that a sweep whose jobs ran cannot pass for one that lost nothing."""
+    path = job / "resources.csv"
+    if not path.is_file():
+        return 0, ""
+    resources = pd.read_csv(path)
+    if "drops" not in resources.columns:
+        return 0, ""
+    per = resources.groupby("resource", sort=False)["drops"].sum()
+    per = per[per > 0]
+    return int(per.sum()), ", ".join(f"{name} {int(n):,}" for name, n in per.items())
 
 
 def gather(sweep_dir: Path) -> pd.DataFrame:
@@ -199,15 +214,35 @@ def outcome_line(table: pd.DataFrame) -> str:
     jobs = table.drop_duplicates("job")
     ok = int((jobs["status"] == "ok").sum())
     line = f"{ok} of {len(jobs)} jobs ok"
+    swept = varying_overrides(table)
+    losses = _losses(table, jobs, swept)
+    if losses:
+        line += f"; with losses (dropped work or failed requests): {losses}"
     bad = jobs[jobs["status"] != "ok"]
     if bad.empty:
         return line
-    swept = varying_overrides(table)
     items = []
     for _, row in bad.iterrows():
         label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
         items.append(f"{label}: {row['error']}")
     return f"{line}; {'failed' if (bad['status'] == 'failed').all() else 'failed or missing'}: " + "; ".join(items)
+
+
+def _losses(table: pd.DataFrame, jobs: pd.DataFrame, swept: list[str]) -> str:
+    """The ok jobs that dropped work or failed requests, each with what it lost."""
+    items = []
+    for _, row in jobs[jobs["status"] == "ok"].iterrows():
+        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
+        lost = []
+        if row.get("dropped", 0):
+            lost.append(f"dropped at {row['dropped_at']}")
+        own = table[table["job"] == row["job"]]
+        if "failed" in own.columns:
+            failing = own[pd.to_numeric(own["failed"], errors="coerce").fillna(0) > 0]
+            lost += [f"{r['request']} failed {float(r['failed']):.1%}" for _, r in failing.iterrows()]
+        if lost:
+            items.append(f"{label}: {'; '.join(lost)}")
+    return "; ".join(items)
 
 
 def _raw_key(table: pd.DataFrame, column: str) -> str:
@@ -229,7 +264,7 @@ def _report(sweep_dir: Path) -> int:
     table, line = write_gathered(sweep_dir)
     print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
           f"and {sweep_dir / 'sweep_report.html'}")
-    print(line, file=sys.stdout if line.endswith(" ok") else sys.stderr)
+    print(line, file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
     return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 

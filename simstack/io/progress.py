@@ -9,7 +9,7 @@ everywhere (``sim.progress=false``).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tqdm import tqdm
@@ -20,3 +20,12 @@ def bar(items: Iterable[Any] | None = None, *, desc: str, shown: bool = True, un
     """A tqdm bar over ``items`` (or counting to ``total``) under the one policy above."""
     return tqdm(items, desc=desc, unit=unit, total=total, file=sys.stderr, disable=None if shown else True,
                 leave=False, **options)
+
+
+def notes(shown: bool = True) -> Callable[[str], None]:
+    """A writer of one-line progress notes (a long fit's evaluations), on standard error so
+    that results printed on standard output stay clean; nothing when not ``shown``."""
+    def note(text: str) -> None:
+        if shown:
+            print(text, file=sys.stderr, flush=True)
+    return note

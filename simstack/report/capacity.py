@@ -12,36 +12,18 @@ runs); the table says which points pass.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from plotly.subplots import make_subplots
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean, integer, name_ref, text
 from simstack.report.common import colour
-from simstack.report.context import Context, selection
+from simstack.report.context import Context
+from simstack.report.legible import escaped
 from simstack.report.page import Part, Table
 from simstack.report.predictions import filtered
-from simstack.report.section import FigureSpec, mapping
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
-
-
-def series(raw: object) -> dict[str, tuple[RunSelection, dict[str, Any] | None]]:
-    out = {}
-    for label, value in mapping(raw).items():
-        value = mapping(value or {})
-        row = value.pop("capacity_row", None)
-        try:
-            out[str(label)] = (selection(value), None if row is None else mapping(row))
-        except ModelError as exc:
-            raise exc.at(path=str(label)) from None
-    return out
-
-
-FIELDS = {"metric": Field(name_ref), "series": Field(series), "width": Field(integer, 3),
-          "file": Field(text, "predictions.csv"), "column": Field(name_ref, None), "log_y": Field(boolean, True)}
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection, merge
 
 
 def capacity_of(ctx: Context, fig_spec: FigureSpec, label: str, sel: RunSelection, row: dict | None) -> int:
@@ -57,6 +39,7 @@ def capacity_of(ctx: Context, fig_spec: FigureSpec, label: str, sel: RunSelectio
     return int(hits[o["column"]].iloc[0])
 
 
+@builds("capacity")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     metric = ctx.metric(o["metric"], f"{fig_spec.path}.metric")
@@ -86,8 +69,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             fig.add_scatter(x=(one[metric.parameter] - one["capacity"]).tolist(), y=y.tolist(), mode="lines+markers",
                             name=label, legendgroup=label, showlegend=col == 1, line={"color": colour(i)}, row=1,
                             col=col, customdata=one[[of, metric.parameter]].values.tolist(),
-                            hovertemplate=f"{metric.parameter}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
-                                          f"<extra>{label}</extra>")
+                            hovertemplate=f"{escaped(metric.parameter)}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
+                                          f"<extra>{escaped(label)}</extra>")
         # no annotation text: on a log axis Plotly reads an annotation's y as a power of ten
         fig.add_hline(y=below, line={"dash": "dash", "color": "grey"}, row=1, col=col)
         fig.update_xaxes(title_text=f"{metric.parameter} minus the capacity", row=1, col=col)

@@ -16,47 +16,21 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.lang.schema import Field, name_ref, read_fields, text
-from simstack.lang.units import parse_number
 from simstack.report.common import (
-    AXIS_FIELDS,
     MEASURED_MARKER,
     colour,
     error_bars,
     measured_frame,
-    measured_list,
     style_axes,
     value_title,
 )
-from simstack.report.context import Context, names, selections
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
 from simstack.report.whatifs import reason
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
-
-
-def axis(raw: object) -> tuple[str, dict[str, RunSelection]]:
-    """``{parameter: NAME, values: [...]}`` or ``{name: LABEL, values: {value: selection}}``."""
-    values = read_fields(raw, {"parameter": Field(name_ref, None), "name": Field(text, None),
-                               "values": Field(lambda v: v)}, "")
-    if (values["parameter"] is None) == (values["name"] is None):
-        raise ModelError("an axis needs exactly one of parameter: NAME (with a list of values) or name: LABEL "
-                         "(with a mapping of value: selection)")
-    if values["parameter"] is not None:
-        if not isinstance(values["values"], list) or not values["values"]:
-            raise ModelError(f"expected a non-empty list of values, got {values['values']!r}", path="values")
-        return values["parameter"], {str(v): RunSelection(parameters={values["parameter"]: v})
-                                     for v in values["values"]}
-    try:
-        return values["name"], selections(values["values"])
-    except ModelError as exc:
-        raise exc.at(path="values") from None
-
-
-FIELDS = {"metrics": Field(names), "axis": Field(axis), "series": Field(selections, {"": RunSelection()}),
-          "label": Field(text, None),
-          "threshold": Field(parse_number, None), "measured": Field(measured_list, []), **AXIS_FIELDS}
+from simstack.studies.schema.metric_types import describe_metric, metric_unit
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import merge
 
 
 def _x(value: str) -> float | str:
@@ -88,6 +62,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@builds("metric")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     x_name = o["axis"][0]
@@ -121,7 +96,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
         table = wide(table if len(o["metrics"]) > 1 else table.assign(metric=""), x_name)
     has_ci = table["ci_low"].notna().any() if "ci_low" in table else False
-    y_title = value_title(o["label"] or ", ".join(o["metrics"]), o["unit"]) + (", 95% CI" if has_ci else "")
+    named = o["label"] or ", ".join(describe_metric(m, ctx.study.metrics) for m in o["metrics"])
+    unit = o["unit"] or (metric_unit(o["metrics"][0], ctx.study.metrics) if o["scale"] == 1 else "")
+    y_title = value_title(named, unit) + (", 95% CI" if has_ci else "")
     style_axes(fig, o, x_name, y_title)
     return [fig, Table(table)]
 

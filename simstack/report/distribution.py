@@ -10,14 +10,13 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, integer, name_ref, text
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
-FIELDS = {"file": Field(text), "column": Field(name_ref), "unit": Field(text, ""), "bins": Field(integer, 24)}
 
-
+@builds("distribution")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     data = ctx.table(o["file"], f"{fig_spec.path}.file")

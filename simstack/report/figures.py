@@ -1,11 +1,14 @@
-"""The figure types a ``report:`` section may list, each one small module with ``FIELDS``
-(its keys, parsed with located errors) and ``build(context, figure) -> [figure, table]``."""
+"""The figure builders of a report page, one small module per figure type.
+
+Importing this module registers every builder (``simstack.report.registry``); ``builder``
+finds the one for a figure type. Each module draws one kind of figure from a
+``Context`` (the study, its cached runs, the report's run settings) and returns its parts:
+a Plotly figure and the table of the numbers plotted.
+"""
 
 from __future__ import annotations
 
-from types import ModuleType
-
-from simstack.report import (
+from simstack.report import (  # noqa: F401  (imported to register their builders)
     calibration,
     capacity,
     curve,
@@ -22,21 +25,15 @@ from simstack.report import (
     utilisation,
     whatifs,
 )
+from simstack.report.registry import BUILDERS, Builder
+from simstack.studies.schema.report import FIGURES
 
-BUILDERS: dict[str, ModuleType] = {
-    "stages": stages,            # where the time goes, per configuration (step records)
-    "metric": curve,             # a metric against an axis, CIs, measured points
-    "capacity": capacity,        # failure curves around each configuration's capacity
-    "utilisation": utilisation,  # utilisation per resource
-    "topology": topology,        # the model's graph
-    "whatifs": whatifs,          # a metric across what-ifs, bars with CIs
-    "predictions": predictions,  # predictions.csv (with intervals) against measurements
-    "parity": parity,            # every prediction against its measurement
-    "distribution": distribution,  # a column of a data file: histogram, share of the largest
-    "calibration": calibration,  # calibrated.yaml: residuals of the targets, fitted values
-    "speedup": speedup,          # a metric over its value at a reference axis point, CIs of the ratio
-    "hierarchy": hierarchy,      # a settings hierarchy, coloured by the runs that recalculate it
-    "per_item": per_item,        # failure fraction per item, latency box plots per run or item
-    "timeline": timeline,        # requests of a class done against time (a start-up's progress)
-    "load": load,                # a resource's busy servers and queue over time (run trace)
-}
+
+def builder(kind: str) -> Builder:
+    """The builder of figure type ``kind`` (every type of the schema has one)."""
+    return BUILDERS[kind]
+
+
+def missing_builders() -> list[str]:
+    """Figure types of the schema without a builder (a test keeps this empty)."""
+    return [kind for kind in FIGURES if kind not in BUILDERS]

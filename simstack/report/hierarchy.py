@@ -23,16 +23,15 @@ import plotly.graph_objects as go
 
 from simstack.errors import ModelError
 from simstack.kinds.hierarchy import affected, changed_parameter, hierarchy_graph
-from simstack.lang.schema import Field, name_ref
 from simstack.lang.spec import Call, ModelSpec
 from simstack.load.graph import walk
 from simstack.report.common import colour
-from simstack.report.context import Context, selection, selections
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
 from simstack.report.topology import spec_of
+from simstack.studies.schema.report import FigureSpec
 
-FIELDS = {"component": Field(name_ref, None), "run": Field(selection, None), "runs": Field(selections, {})}
 UNTOUCHED = "#d9d9d9"
 
 
@@ -99,6 +98,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[nx.DiGraph, dict[str, 
     return graph, roots, pd.DataFrame(rows)
 
 
+@builds("hierarchy")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     graph, roots, table = evaluate(ctx, fig_spec)
     pos = layout(graph)

@@ -20,38 +20,16 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ConfigError, ModelError
-from simstack.lang.schema import Field, boolean, name_ref, one_of
-from simstack.lang.units import TIME_UNITS, parse_time
+from simstack.lang.units import TIME_UNITS
 from simstack.report.common import colour, style_axes
-from simstack.report.context import Context, selections
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection, merge
 
 MEASURES = {"busy": "busy servers", "queue": "waiting callers", "utilisation": "utilisation"}
 DASH = {"busy": "solid", "queue": "dot", "utilisation": "dash"}
-
-
-def _measures(value: object) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    bad = [v for v in items if v not in MEASURES]
-    if not items or bad:
-        raise ModelError(f"expected some of {', '.join(MEASURES)}, got {value!r}")
-    return tuple(items)
-
-
-def _interval(value: object) -> float:
-    seconds = parse_time(value)
-    if not seconds > 0:
-        raise ModelError(f"expected a time > 0, got {value!r}")
-    return seconds
-
-
-FIELDS = {"resource": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
-          "every": Field(_interval, 10.0), "show": Field(_measures, ("busy", "queue")),
-          "time_unit": Field(one_of("us", "ms", "s", "min", "h"), "s"),
-          "log_y": Field(boolean, False)}
 
 
 def traced(ctx: Context, fig_spec: FigureSpec, sel: RunSelection) -> pd.DataFrame:
@@ -104,6 +82,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataF
     return pd.concat(lines, ignore_index=True), pd.DataFrame(summary)
 
 
+@builds("load")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     points, summary = evaluate(ctx, fig_spec)

@@ -10,18 +10,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, name_ref, text
-from simstack.lang.units import parse_number
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.predictions import filtered, keys_of, measured_file
-from simstack.report.section import FigureSpec, mapping
-
-FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
-          "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),
-          "scale": Field(parse_number, 1.0), "unit": Field(text, "")}
+from simstack.report.predictions import filtered, keys_of
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
 
+@builds("parity")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     pred = filtered(ctx.table(o["file"], f"{fig_spec.path}.file"), o["where"], f"{fig_spec.path}.where")

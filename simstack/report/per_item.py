@@ -5,7 +5,7 @@ A capacity says how many PVs a design carries; it does not say which ones go fir
 SLAC's BSA the PVs of a pulse are queued in index order, so the last ones miss the next
 fiducial first, and the failure share per PV shows it as a rising edge. The top panel is
 the failure fraction of ``request`` per item, one line per run (``lineage``: a request
-also fails when work it sent failed, as in ``simstack.studies.metrics.failure_by_item``); the
+also fails when work it sent failed, as in ``simstack.studies.evaluate.metrics.failure_by_item``); the
 bottom panel holds latency box plots of the successful requests (or of one ``step``'s span
 in them), one box per run, or per item and run with ``boxes: item``. A box spans the
 quartiles with the median as its line and the mean dashed; the whiskers end at the 1st and
@@ -23,19 +23,14 @@ from plotly.subplots import make_subplots
 
 from simstack.engine.simulate import RunResult
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean, name_ref, one_of, text
-from simstack.lang.units import parse_number
 from simstack.report.common import colour, value_title
-from simstack.report.context import Context, selections
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
 from simstack.report.stages import spans
-from simstack.studies.metrics import failure_by_item
-from simstack.studies.schema.study import RunSelection
+from simstack.studies.evaluate.metrics import failure_by_item
+from simstack.studies.schema.report import FigureSpec
 
-FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
-          "step": Field(text, None), "lineage": Field(boolean, True), "boxes": Field(one_of("run", "item"), "run"),
-          "threshold": Field(parse_number, None), "scale": Field(parse_number, 1.0), "unit": Field(text, "")}
 PERCENTILES = {"p1": 1, "q1": 25, "median": 50, "q3": 75, "p99": 99}
 
 
@@ -83,6 +78,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataF
     return pd.DataFrame(failures), pd.DataFrame(boxes)
 
 
+@builds("per_item")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     failures, boxes = evaluate(ctx, fig_spec)

@@ -21,32 +21,19 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, name_ref, read_fields, text
-from simstack.lang.units import parse_number
 from simstack.report.common import (
-    AXIS_FIELDS,
     colour,
     error_bars,
     measured_frame,
-    measured_list,
     style_axes,
     value_title,
 )
-from simstack.report.context import Context, names
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec, mapping
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
 INTERVAL = ("low", "high")
-
-
-def measured_file(raw: object) -> dict[str, Any]:
-    return read_fields(raw, {"file": Field(text), "value": Field(name_ref), "where": Field(mapping, {})}, "")
-
-
-FIELDS = {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
-          "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
-          "measured_file": Field(measured_file, None), "measured_scale": Field(parse_number, 1.0),
-          "low": Field(name_ref, None), "high": Field(name_ref, None), **AXIS_FIELDS}
 
 
 def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFrame:
@@ -109,6 +96,7 @@ def _numeric(values: pd.Series) -> list[Any]:
     return as_numbers.tolist() if as_numbers.notna().all() else values.astype(str).tolist()
 
 
+@builds("predictions")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     pred = ctx.table(o["file"], f"{fig_spec.path}.file")

@@ -20,30 +20,20 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.lang.schema import Field, boolean, one_of, text
-from simstack.lang.units import parse_number
 from simstack.report.common import (
     MEASURED_MARKER,
     colour,
     error_bars,
     measured_frame,
-    measured_list,
     style_axes,
     value_title,
 )
-from simstack.report.context import Context, names, selections
-from simstack.report.curve import axis
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
+from simstack.report.registry import builds
 from simstack.report.whatifs import reason, relative
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
-
-FIELDS = {"metrics": Field(names), "axis": Field(axis), "relative_to": Field(text),
-          "series": Field(selections, {"": RunSelection()}), "measure": Field(one_of("time", "rate"), "time"),
-          "ideal": Field(boolean, False), "measured": Field(measured_list, []), "label": Field(text, None),
-          "log_x": Field(boolean, False), "log_y": Field(boolean, False), "scale": Field(parse_number, 1.0),
-          "unit": Field(text, "")}
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import merge
 
 
 def _line(name: str, series: str, several: bool) -> str:
@@ -86,6 +76,7 @@ def _number(value: str) -> float | None:
         return None
 
 
+@builds("speedup")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     x_name, points = o["axis"]

@@ -17,16 +17,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, name_ref, one_of
 from simstack.report.common import colour
-from simstack.report.context import Context, names, selections, with_ci
+from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.schema.study import RunSelection
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
-FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
-          "steps": Field(names, None), "unit": Field(one_of("ms", "s", "us"), "ms"),
-          "per": Field(one_of("request", "occurrence"), "request")}
 FACTOR = {"s": 1.0, "ms": 1e3, "us": 1e6}
 
 
@@ -65,6 +61,7 @@ def pooled(durations: pd.Series, reps: pd.Series) -> tuple[float, float, float]:
     return float(durations.mean()), low, high
 
 
+@builds("stages")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     factor, unit = FACTOR[o["unit"]], o["unit"]

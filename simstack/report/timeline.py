@@ -17,25 +17,15 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean, name_ref, one_of
 from simstack.lang.units import TIME_UNITS
 from simstack.report.common import colour, style_axes
-from simstack.report.context import Context, selections
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.schema.study import RunSelection
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection
 
-FIELDS = {"request": Field(name_ref), "runs": Field(selections, {"model": RunSelection()}),
-          "time_unit": Field(one_of("us", "ms", "s", "min", "h"), "s"),
-          "points": Field(lambda v: _at_least(v, 2), 400), "share": Field(boolean, False),
-          "log_x": Field(boolean, False), "log_y": Field(boolean, False)}
 SHARES = (0.1, 0.5, 0.9, 1.0)
-
-
-def _at_least(value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ModelError(f"expected a whole number >= {low}, got {value!r}")
-    return value
 
 
 def ends(ctx: Context, fig_spec: FigureSpec, sel: RunSelection) -> tuple[np.ndarray, int]:
@@ -81,6 +71,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> tuple[pd.DataFrame, pd.DataF
     return pd.concat(lines, ignore_index=True), pd.DataFrame(summary)
 
 
+@builds("timeline")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     points, summary = evaluate(ctx, fig_spec)

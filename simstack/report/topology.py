@@ -13,17 +13,16 @@ import networkx as nx
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.lang.schema import Field
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
-from simstack.report.context import Context, selection
+from simstack.report.context import Context
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.metrics import chosen
-from simstack.studies.schema.study import RunSelection
+from simstack.report.registry import builds
+from simstack.studies.evaluate.metrics import chosen
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection
 
-FIELDS = {"run": Field(selection, None)}
 COLUMNS = {"workload": 0, "request": 1, "component": 2, "host": 3}
 NODE_COLOURS = {"workload": "#7f7f7f", "request": "#1f77b4", "component": "#2ca02c", "host": "#d62728"}
 EDGE_COLOURS = {"calls": "#1f77b4", "holds": "#2ca02c", "sends": "#ff7f0e", "handles": "#e377c2",
@@ -54,9 +53,10 @@ def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
 
 def _label(node: str, data: dict) -> str:
     extra = {k: v for k, v in data.items() if k != "type" and v is not None}
-    return node + "".join(f"<br>{k}: {v}" for k, v in extra.items())
+    return node + "".join(f"<br>{k}: {v}" for k, v in extra.items())  # escaped with the figure (report.legible)
 
 
+@builds("topology")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     graph = graph_of(ctx, fig_spec)
     pos = positions(graph)

@@ -13,15 +13,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean
 from simstack.report.common import colour, error_bars
-from simstack.report.context import Context, names, selections, with_ci
+from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.schema.study import RunSelection
-
-FIELDS = {"runs": Field(selections, {"model": RunSelection()}), "resources": Field(names, None),
-          "kinds": Field(names, None), "stacked": Field(boolean, False)}
+from simstack.report.registry import builds
+from simstack.studies.schema.report import FigureSpec
 
 
 def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
@@ -49,6 +45,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@builds("utilisation")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     table = evaluate(ctx, fig_spec)

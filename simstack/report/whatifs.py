@@ -17,16 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError, SimstackError
-from simstack.lang.schema import Field, name_ref, text
-from simstack.report.common import AXIS_FIELDS, MEASURED_MARKER, colour, error_bars, measured_list, value_title
-from simstack.report.context import Context, selections, with_ci
+from simstack.report.common import MEASURED_MARKER, colour, error_bars, value_title
+from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
-from simstack.report.section import FigureSpec
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import RunSelection
-
-FIELDS = {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(selections, {"": RunSelection()}),
-          "relative_to": Field(text, None), "measured": Field(measured_list, []), **AXIS_FIELDS}
+from simstack.report.registry import builds
+from simstack.studies.schema.metric_types import describe_metric, metric_unit
+from simstack.studies.schema.report import FigureSpec
+from simstack.studies.schema.selection import RunSelection, merge
 
 
 def relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
@@ -72,6 +69,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@builds("whatifs")
 def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     o = fig_spec.options
     table = evaluate(ctx, fig_spec)
@@ -95,10 +93,11 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                             offsetgroup=str(run), legendgroup="measured", showlegend=run == frame["run"].iloc[0],
                             marker={**MEASURED_MARKER, "color": "black"}, hovertemplate=f"measured {run}: %{{y:.4g}}")
         table = table.merge(frame.assign(measured=frame["measured"] * scale), on=["group", "run"], how="left")
-    y = f"{value_title(o['metric'], o['unit'])}" if o["relative_to"] is None else \
-        f"{o['relative_to']} / run ({o['metric']})"
+    what = o["label"] or describe_metric(o["metric"], ctx.study.metrics)
+    y = value_title(what, o["unit"] or (metric_unit(o["metric"], ctx.study.metrics) if o["scale"] == 1 else "")) \
+        if o["relative_to"] is None else f"{o['relative_to']} / run ({what})"
     fig.update_layout(barmode="group", scattermode="group",
-                      title=fig_spec.title or f"{o['metric']} across configurations",
+                      title=fig_spec.title or f"{what} across configurations",
                       yaxis_title=y + ", 95% CI", yaxis_type="log" if o["log_y"] else None)
     if table.get("refused") is not None and table["refused"].notna().any():
         refused = table[table["refused"].notna()]

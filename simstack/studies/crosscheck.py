@@ -26,86 +26,29 @@ fails when |analytic / simulated - 1| exceeds its case's ``tolerance``.
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
-from simstack.io.paths import folder_file
-from simstack.lang.schema import Field, at_least, name_ref, read_fields
-from simstack.lang.units import parse_number
-from simstack.studies.metrics import Evaluator, calibrated_parameters, merge
-from simstack.studies.rowtargets import Series, point_selection, read_rows
-from simstack.studies.schema.study import MetricSpec, RunSelection, Study
+from simstack.io.outputs import output_path, write_table
+from simstack.io.progress import notes
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.solver import solve
+from simstack.studies.evaluate.metrics import Evaluator, calibrated_parameters, measurement_window
+from simstack.studies.evaluate.rowtargets import Series
+from simstack.studies.fit.surrogate import MvaCurves
+from simstack.studies.schema.crosscheck import CrosscheckSpec
+from simstack.studies.schema.rows import point_selection, read_rows
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import Study
 from simstack.tables.confidence import student_t_ci
-
-
-@dataclass(frozen=True)
-class CrosscheckCase:
-    name: str
-    points: str
-    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    flags: Mapping[str, bool] = field(default_factory=dict, hash=False)
-    flag_columns: Mapping[str, str] = field(default_factory=dict, hash=False)
-    replications: int = 4
-    tolerance: float = 0.05
-
-
-@dataclass(frozen=True)
-class CrosscheckSpec:
-    metric: str
-    cases: tuple[CrosscheckCase, ...]
-    scale: float = 1.0
-    write: str | None = None
-
-
-def read_crosscheck(raw: object, metrics: Mapping[str, MetricSpec]) -> CrosscheckSpec:
-    """The study's ``crosscheck`` section (``study.py`` hands it over)."""
-    where = "crosscheck"
-    top = read_fields(raw, {"metric": Field(name_ref), "scale": Field(parse_number, 1.0),
-                            "write": Field(folder_file, None), "cases": Field(_mapping), "doc": Field(str, "")}, where)
-    metric: Any = metrics.get(top["metric"])
-    if metric is None:
-        raise ModelError(f"unknown metric {top['metric']!r}; metrics: {', '.join(metrics)}", path=f"{where}.metric")
-    mean_latency = metric.type == "latency" and getattr(metric, "stat", "mean") == "mean"
-    if metric.type != "throughput" and not mean_latency or metric.request is None or metric.step is not None:
-        raise ModelError(f"the analytic solver gives a request's throughput and mean latency; metric "
-                         f"{top['metric']!r} is {metric.type}"
-                         + (f" ({metric.stat})" if metric.type == "latency" else "")
-                         + (f" of step {metric.step!r}" if metric.step else ""),
-                         path=f"{where}.metric")
-    if not top["cases"]:
-        raise ModelError("expected at least one case: NAME: {points: FILE.csv, ...}", path=f"{where}.cases")
-    cases = []
-    for name, case in top["cases"].items():
-        c = read_fields(case, {"points": Field(str), "parameters": Field(_mapping, {}), "flags": Field(_mapping, {}),
-                               "flag_columns": Field(_mapping, {}), "replications": Field(at_least(1), 4),
-                               "tolerance": Field(parse_number, 0.05), "doc": Field(str, "")},
-                        f"{where}.cases.{name}")
-        c.pop("doc")
-        if c["replications"] < 2:
-            raise ModelError(f"replications must be at least 2 (a confidence interval), got {c['replications']}",
-                             path=f"{where}.cases.{name}.replications")
-        cases.append(CrosscheckCase(name=str(name), **c))
-    return CrosscheckSpec(top["metric"], tuple(cases), top["scale"], top["write"])
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping, got {value!r}")
-    return dict(value)
 
 
 def crosscheck(study: Study, spec: CrosscheckSpec, progress: bool = False) -> pd.DataFrame:
     """One row per point: analytic, simulated mean and 95 % half-width, relative difference."""
-    from simstack.studies.fit.surrogate import MvaCurves
-
     if study.predictions is None:
         raise ModelError("crosscheck points name the axes of a predictions section", file=str(study.path))
     axes = study.predictions.axes
@@ -113,6 +56,7 @@ def crosscheck(study: Study, spec: CrosscheckSpec, progress: bool = False) -> pd
     base = calibrated_parameters(study.path.parent)
     curves = MvaCurves(study, metric.request or "", "")
     ev = Evaluator(study)
+    say = notes(progress)
     rows = []
     for case in spec.cases:
         where = f"crosscheck.cases.{case.name}.points"
@@ -136,28 +80,21 @@ def crosscheck(study: Study, spec: CrosscheckSpec, progress: bool = False) -> pd
                          "simulated": round(mean, 1), "ci95": round((high - low) / 2, 1),
                          "rel_diff": round(diff, 5), "within_ci": _within(analytic, low, high),
                          "tolerance": case.tolerance, "passed": bool(abs(diff) <= case.tolerance)})
-            if progress:
-                print(f"  {case.name} {i + 1}/{len(table)}: analytic {analytic:.6g}, simulated {mean:.6g} "
-                      f"({diff:+.2%})", file=sys.stderr, flush=True)
+            say(f"  {case.name} {i + 1}/{len(table)}: analytic {analytic:.6g}, simulated {mean:.6g} ({diff:+.2%})")
     return pd.DataFrame(rows)
 
 
 def _throughput_per_replication(result: Any, request: str) -> np.ndarray:
     """Completions of ``request`` per second of the recorded window, one per replication
     (the throughput metric's value, replication by replication)."""
-    from simstack.studies.metrics import _window
-
     req = result.requests
     done = req[~req["warmup"] & (req["request"] == request) & req["ok"]]
     counts = done.groupby("rep").size().reindex(range(result.replications), fill_value=0)
-    return counts.to_numpy(dtype=float) / _window(result)
+    return counts.to_numpy(dtype=float) / measurement_window(result)
 
 
 def _mean_response(curves: Any, series: Series, values: Any, request: str) -> float:
     """The solver's mean response time of ``request`` (throughput-weighted over its chains)."""
-    from simstack.studies.analysis.network import build_network
-    from simstack.studies.analysis.solver import solve
-
     chains = [c for c in solve(build_network(curves.spec(series, values, None))).chains.values()
               if c.request == request]
     if not chains:
@@ -181,28 +118,18 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                                              failed=("passed", lambda p: int((~p).sum()))).reset_index()
 
 
-def run_crosscheck(model: str, *, models_dir: str | Iterable[str] | None = None, progress: bool = True) -> int:
-    """CLI task ``crosscheck``: solve and simulate every point, write the table, exit 1 on a failure."""
-    from simstack.io.paths import model_dir_of
-    from simstack.studies.schema.study import load_study
-
-    study = load_study(model_dir_of(model, models_dir))
-    spec = getattr(study, "crosscheck", None)
+def crosscheck_into(study: Study, progress: bool = False) -> tuple[pd.DataFrame, Path | None]:
+    """Solve and simulate every point of the study's ``crosscheck`` section; the table is
+    written to its ``write`` file (whole or not at all) when it names one."""
+    spec = study.crosscheck
     if spec is None:
         raise ModelError("no crosscheck section", file=str(study.path))
-    started = time.perf_counter()
     table = crosscheck(study, spec, progress=progress)
-    if spec.write:
-        path = study.path.parent / spec.write
-        with replacing(path) as tmp:
-            table.to_csv(tmp, index=False)
-        print(f"wrote {path}")
-    with pd.option_context("display.width", 200, "display.precision", 4):
-        print(summary(table).to_string(index=False))
-    bad = int((~table["passed"]).sum())
-    print(f"crosscheck {study.model}: {len(table)} points, {bad} beyond tolerance, "
-          f"{time.perf_counter() - started:.0f} s")
-    return 1 if bad else 0
+    if not spec.write:
+        return table, None
+    path = output_path(study.folder, spec.write, "crosscheck.write")
+    write_table(path, table)
+    return table, path
 
 
 def _within(value: float, low: float, high: float) -> bool:

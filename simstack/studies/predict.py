@@ -14,26 +14,32 @@ printed and recorded in the provenance.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from simstack.errors import ConfigError, ModelError
-from simstack.io.atomic import replacing
-from simstack.io.paths import model_dir_of
+from simstack.io.outputs import FileGroup, csv_text, output_path, sha256_text
+from simstack.io.progress import notes
 from simstack.io.safeyaml import read_yaml
-from simstack.studies.fit.acceptance import RULE, describe, fitted, judge, verdicts
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.fit.acceptance import RULE, Verdict, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges
-from simstack.studies.metrics import Evaluator
-from simstack.studies.provenance import provenance, write_meta
-from simstack.studies.readings import POINT, Reading, plan, run_in_parallel, run_in_sequence
-from simstack.studies.schema.metric_types import CapacityMetric, RunSelection, merge
+from simstack.studies.provenance import meta_path, meta_text, provenance
+from simstack.studies.readings import (
+    POINT,
+    Reading,
+    plan,
+    run_in_parallel,
+    run_in_sequence,
+)
+from simstack.studies.schema.metric_types import CapacityMetric
 from simstack.studies.schema.prediction_grid import PredictionSpec
-from simstack.studies.schema.study import Study, load_study
-from simstack.tables.console import format_table
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import Study
 
 
 def _spec(study: Study) -> PredictionSpec:
@@ -65,9 +71,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
     readings = interval_readings(study, Evaluator(study).base_parameters)
     tasks = plan(study, points, readings, pred.metric, pred.value_columns,
                  [warm.get(_key(p.columns, pred.columns)) for p in points])
-    if progress and len(tasks) < len(points) * len(readings):
-        print(f"predicting {study.model}: {len(points)} points x {len(readings)} readings, "
-              f"{len(tasks)} distinct runs")
+    if len(tasks) < len(points) * len(readings):
+        notes(progress)(f"predicting {study.model}: {len(points)} points x {len(readings)} readings, "
+                        f"{len(tasks)} distinct runs")
     run = run_in_parallel if jobs > 1 and len(tasks) > 1 else run_in_sequence
     done = run(study, tasks, jobs, progress, lambda t: t.point.label())
     by_use = {use: task for task in tasks for use in task.users}
@@ -148,13 +154,7 @@ def _committed(study: Study) -> dict[tuple[str, ...], int]:
 
 
 def prediction_path(study: Study) -> Path:
-    return study.path.parent / _spec(study).file
-
-
-def _write_csv(table: pd.DataFrame, path: Path) -> None:
-    """Written whole or not at all: a temporary file beside the target, then renamed."""
-    with replacing(path) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.10g")
+    return output_path(study.folder, _spec(study).file, "predictions.file")
 
 
 def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
@@ -173,43 +173,55 @@ def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, A
     return keep
 
 
-def run_predict(model: str, *, models_dir: str | Iterable[str] | None = None, jobs: int | None = None,
-                where: Mapping[str, Any] | None = None, parameters: Mapping[str, Any] | None = None,
-                flags: Mapping[str, bool] | None = None, progress: bool = True) -> None:
-    """CLI task ``predict``: evaluate the study's grid into its predictions file (``jobs``
-    processes; None: the study's own ``jobs:``), or print only the points ``where`` selects,
-    under ``parameters`` and ``flags`` if given, and write nothing."""
-    study = load_study(model_dir_of(model, models_dir))
-    where = dict(where or {})
+@dataclass(frozen=True)
+class Predictions:
+    """A study's predictions as evaluated: the table, the capacity searches behind it, and the
+    files written (none for a selection of a few points)."""
+
+    table: pd.DataFrame
+    runs: list[dict[str, Any]]
+    written: tuple[Path, ...] = ()
+
+
+def interval_plan(study: Study) -> tuple[list[Verdict], int]:
+    """The verdict on each alternative of the interval (said before hours of runs) and how many
+    more evaluations each point takes for it (a fit without recorded ranges fails here)."""
+    judged = verdicts(study)
+    more = len(interval_readings(study, Evaluator(study).base_parameters)) - 1 if judged else 0
+    return judged, more
+
+
+def predict_selection(study: Study, where: Mapping[str, Any], parameters: Mapping[str, Any] | None = None,
+                      flags: Mapping[str, bool] | None = None, jobs: int | None = None,
+                      progress: bool = False) -> Predictions:
+    """Only the points ``where`` selects (``+where.cores=32``), under ``parameters`` and ``flags``
+    if given; the committed predictions are left as they are."""
     overrides = RunSelection(parameters=dict(parameters or {}), flags=dict(flags or {}))
-    if (overrides.parameters or overrides.flags) and not where:
-        raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
-                          "predictions hold the model's own values")
+    runs: list[dict[str, Any]] = []
+    table = predict(study, keep=selected(study, where), progress=progress, jobs=jobs, runs=runs, extra=overrides)
+    return Predictions(table, runs)
+
+
+def write_predictions(study: Study, jobs: int | None = None, progress: bool = False) -> Predictions:
+    """Every point of the grid into the predictions file, with the capacity searches' file
+    and the provenance (``predictions_meta.json``), each written whole."""
     seed = int({**study.defaults}.get("seed", 1))
     # the provenance of the inputs as they were read, before hours of runs
     meta = provenance(study, Evaluator(study).base_parameters, seed, f"simstack predict model={study.model}")
     judged = verdicts(study)
-    for verdict in judged:
-        print(f"interval: {describe(verdict)}")
     if judged:
         meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
-        readings = interval_readings(study, Evaluator(study).base_parameters)[1:]  # a fit without ranges fails here
-        entering = sum(v.enters for v in judged)
-        print(f"interval: up to {len(readings)} more evaluations per point: {entering} alternative(s) in the "
-              f"envelope, {len(readings) - entering} with a fitted parameter at an end of its range; a run "
-              "that another reading already makes is made once")
     runs: list[dict[str, Any]] = []
-    table = predict(study, keep=selected(study, where) if where else None, progress=progress,
-                    jobs=jobs, runs=runs, extra=overrides)
-    print(format_table(table))
-    if where:
+    table = predict(study, progress=progress, jobs=jobs, runs=runs)
+    pred = _spec(study)
+    path = output_path(study.folder, pred.file, "predictions.file")
+    text = csv_text(table, float_format="%.10g")
+    with FileGroup() as group:  # the table, its capacity searches and its provenance: all or none
+        group.add(path, text)
         if runs:
-            print(format_table(pd.DataFrame(runs)))
-        print("(a selection: the committed predictions are left as they are)")
-        return
-    path = prediction_path(study)
-    _write_csv(table, path)
-    if runs:
-        _write_csv(pd.DataFrame(runs), path.with_name(_spec(study).runs_file or f"{path.stem}_runs.csv"))
-    write_meta(path, {**meta, "rows": len(table), "jobs": jobs or _spec(study).jobs})
-    print(f"wrote {path}")
+            runs_file = pred.runs_file or f"{pred.file[:-len('.csv')]}_runs.csv"  # beside the table
+            group.add(output_path(study.folder, runs_file, "predictions.runs_file"),
+                      csv_text(pd.DataFrame(runs), float_format="%.10g"))
+        group.add(meta_path(path), meta_text({**meta, "rows": len(table), "jobs": jobs or pred.jobs,
+                                              "table_sha256": sha256_text(text)}))
+    return Predictions(table, runs, tuple(group))

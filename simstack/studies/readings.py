@@ -11,23 +11,23 @@ if each had been run: every run has the study's seed.
 
 A capacity search is warm-started: the point's own reading from the committed row (or the
 previous point's answer), an alternative's from the point's answer. Only the cost depends on
-the start, since every answer is proven (c holds, c + 1 does not; ``simstack.studies.capacity``).
+the start, since every answer is proven (c holds, c + 1 does not; ``simstack.studies.evaluate.capacity``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from simstack.studies.capacity import CapacityResult
-from simstack.studies.metrics import Evaluator, chosen
-from simstack.studies.schema.metric_types import CapacityMetric, RunSelection
+from simstack.engine.parallel import Workers
+from simstack.io.progress import bar
+from simstack.studies.evaluate.capacity import CapacityResult
+from simstack.studies.evaluate.metrics import Evaluator, chosen
+from simstack.studies.schema.metric_types import CapacityMetric
 from simstack.studies.schema.prediction_grid import Alternative, GridPoint
+from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 
 POINT = "point"  # the name of a point's own reading
@@ -99,8 +99,7 @@ def evaluate(study: Study, ev: Evaluator, task: Task, start: int | None) -> Outc
     """One task with ``ev`` (whose base parameters are the task's reading's)."""
     selection = task.reading.selection(task.point)
     searches = len(ev.searches)
-    ev.start = start
-    value = ev.value(task.metric, selection)
+    value = ev.value(task.metric, selection, start=start)
     extra = {column: ev.value(m, selection) for column, m in task.extra_columns.items()}
     search = None
     metric = study.metrics[task.metric]
@@ -124,16 +123,21 @@ def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
     previous: int | None = None
     answers: dict[int, int] = {}
     done: dict[str, Outcome] = {}
-    bar = tqdm(tasks, desc=f"predicting {study.model}", unit="run", disable=None if progress else True)
-    for task in bar:
+    runs = bar(tasks, desc=f"predicting {study.model}", unit="run", shown=progress)
+    current = [""]  # the task a search reports on
+
+    def searching(text: str) -> None:
+        runs.set_postfix_str(f"{current[0]}: {text}")
+
+    for task in runs:
+        current[0] = on_point(task)
         fit = json.dumps(sorted(task.reading.parameters.items()), default=str)
         if fit not in evaluators:
-            evaluators[fit] = Evaluator(study, task.reading.parameters, jobs=jobs)
-        ev = evaluators[fit]
-        ev.on_progress = (lambda text, t=task: bar.set_postfix_str(f"{on_point(t)}: {text}")) if progress else None
+            evaluators[fit] = Evaluator(study, task.reading.parameters, jobs=jobs,
+                                        on_progress=searching if progress else None)
         own = task.reading.name == POINT
         start = (task.start if task.start is not None else previous) if own else answers.get(task.index, task.start)
-        done[task.key] = evaluate(study, ev, task, start)
+        done[task.key] = evaluate(study, evaluators[fit], task, start)
         if own and isinstance(study.metrics[task.metric], CapacityMetric):
             previous = answers[task.index] = int(done[task.key].value)
     return done
@@ -141,17 +145,17 @@ def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
 
 def run_in_parallel(study: Study, tasks: Sequence[Task], jobs: int, progress: bool,
                     on_point: Callable[[Task], str]) -> dict[str, Outcome]:
-    """Tasks side by side in ``jobs`` processes (``concurrent.futures``), the largest expected
-    load first so that no long search starts last."""
+    """Tasks side by side in ``jobs`` processes, the largest expected load first so that no
+    long search starts last."""
     order = sorted(tasks, key=lambda t: -(t.start or 0))
     done: dict[str, Outcome] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool, \
-            tqdm(total=len(tasks), desc=f"predicting {study.model} ({jobs} jobs)", unit="run",
-                 disable=None if progress else True) as bar:
-        futures = {pool.submit(_elsewhere, study, task, task.start): task for task in order}
-        for future in as_completed(futures):
-            task = futures[future]
-            done[task.key] = future.result()
-            bar.set_postfix_str(f"done: {on_point(task)}")
-            bar.update(1)
+    with Workers(jobs) as workers, bar(total=len(tasks), desc=f"predicting {study.model} ({jobs} jobs)", unit="run",
+                                       shown=progress) as runs:
+        def finished(index: int, _outcome: Outcome) -> None:
+            runs.set_postfix_str(f"done: {on_point(order[index])}")
+            runs.update(1)
+
+        outcomes = workers.map(_elsewhere, [(study, task, task.start) for task in order], on_done=finished)
+        for task, outcome in zip(order, outcomes, strict=True):
+            done[task.key] = outcome
     return done

@@ -14,8 +14,7 @@ gets four significant digits per value, and only there do magnitudes no table sh
 from __future__ import annotations
 
 import math
-import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +28,17 @@ SIGNIFICANT = 4
 DURATIONS = ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high", "mean_wait", "mean_service")
 SHARES = ("utilisation", "failed")
 MISSING = "-"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7f, *range(0x80, 0xa0)) if c not in (0x0a, 0x09)}
+
+
+def printable(text: str, *, lines: bool = True) -> str:
+    """``text`` with every control character written as ``\\xNN`` (a name from a received
+    file must not move the cursor, clear the screen or set the title of the terminal it is
+    printed on); newlines and tabs are kept where ``lines`` allows them."""
+    out = text.translate(_CONTROL)
+    return out if lines else out.replace("\n", "\\x0a").replace("\t", "\\x09")
 
 
 def number(value: Any) -> str:
@@ -90,9 +100,10 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
         if aligned and decimals is not None:
             cells = [MISSING if not math.isfinite(v) else _fixed(v, decimals) for v in series.astype(float)]
         else:
-            cells = [number(v) for v in series]
-        width = max([len(str(col)), *map(len, cells)])
-        columns.append([str(col).rjust(width), *(c.rjust(width) for c in cells)])
+            cells = [printable(number(v), lines=False) for v in series]
+        header = printable(str(col), lines=False)
+        width = max([len(header), *map(len, cells)])
+        columns.append([header.rjust(width), *(c.rjust(width) for c in cells)])
     if not columns:
         return "(no columns)"
     lines = ["  ".join(row) for row in zip(*columns, strict=True)]
@@ -139,17 +150,22 @@ def stage_table(result: RunResult) -> pd.DataFrame:
 
 
 def resource_table(result: RunResult) -> pd.DataFrame:
-    return with_units(result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]])
+    """Every resource that did something; one that never worked, queued or dropped (a host
+    whose components do no CPU work) is left out of the printed table, not of resources.csv."""
+    table = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
+    busy = (table["utilisation"].fillna(1) > 0) | (table["mean_queue"] > 0) | (table["drops"] > 0)
+    shown = with_units(table[busy])
+    shown.attrs["idle"] = list(table.loc[~busy, "resource"])
+    return shown
 
 
-def print_summary(result: RunResult, file: IO[str] | None = None) -> None:
-    """The run header on its own line, then latency, stage and resource tables."""
-    out = file or sys.stdout
-    print(run_header(result), file=out)
-    print(format_table(latency_table(result)), file=out)
-    print(file=out)
+def summary_text(result: RunResult) -> str:
+    """The run header on its own line, then latency, stage and resource tables, as printed."""
+    parts = [run_header(result), format_table(latency_table(result)), ""]
     if not result.steps.empty:
-        print("where the time goes (per step, recorded requests):", file=out)
-        print(format_table(stage_table(result)), file=out)
-        print(file=out)
-    print(format_table(resource_table(result)), file=out)
+        parts += ["where the time goes (per step, recorded requests):", format_table(stage_table(result)), ""]
+    resources = resource_table(result)
+    parts.append(format_table(resources))
+    if resources.attrs.get("idle"):
+        parts.append(f"idle, not shown: {', '.join(resources.attrs['idle'])}")
+    return "\n".join(parts)

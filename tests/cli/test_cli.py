@@ -13,8 +13,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 
-from simstack.cli.main import CONFIG_DIR, model_overrides, run_settings
+from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
+from simstack.cli.run import model_overrides, run_settings
 from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import MODELS_DIR
 from simstack.load.whatif import load_whatif
@@ -53,8 +54,8 @@ def test_a_whatif_is_found_by_bare_name_and_by_path() -> None:
 
 def test_a_mistyped_whatif_lists_the_existing_ones() -> None:
     with pytest.raises(ModelError, match=r"unknown what-if 'pipeline/setings_cache' \(did you mean "
-                       r"'settings_cache'\?\); what-ifs of pipeline: pipeline/double_workers, "
-                       r"pipeline/settings_cache"):
+                       r"'settings_cache'\?\); what-ifs of pipeline: pipeline/double_consoles, "
+                       r"pipeline/double_workers, pipeline/settings_cache"):
         load_whatif("pipeline/setings_cache")
     with pytest.raises(ModelError, match=r"what-if 'settings_cache' names no model; write "
                        r"whatif=<model>/settings_cache"):
@@ -195,8 +196,8 @@ def test_a_bad_process_count_is_a_clear_error(tmp_path: Path, args: list[str], m
 def test_a_mistyped_whatif_on_the_command_line_exits_2(tmp_path: Path) -> None:
     done = _simstack("model=pipeline", "whatif=pipeline/nope", cwd=tmp_path)
     assert done.returncode == 2
-    assert "simstack: error: unknown what-if 'pipeline/nope'; what-ifs of pipeline: pipeline/double_workers, " \
-           "pipeline/settings_cache" in done.stderr
+    assert "simstack: error: unknown what-if 'pipeline/nope'; what-ifs of pipeline: pipeline/double_consoles, " \
+           "pipeline/double_workers, pipeline/settings_cache" in done.stderr
 
 
 def test_a_sweep_is_gathered_into_one_table(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from simstack.errors import DataError, ModelError
 from simstack.io.atomic import write_text_atomic
-from simstack.studies.check import read_measured
+from simstack.studies.evaluate.check import read_measured
 from simstack.studies.fit.calibrate import calibrate
 from simstack.studies.schema.study import load_study
 
@@ -135,7 +135,7 @@ def test_an_error_names_the_file_the_bad_value_comes_from(tmp_path: Path) -> Non
 
 
 def test_a_metric_error_names_the_study_and_metric(study_dir: Path) -> None:
-    from simstack.studies.check import check_study
+    from simstack.studies.evaluate.check import check_study
 
     checks = study_dir / "checks.yaml"
     checks.write_text(checks.read_text().replace("parameters: {rate: 0.25/s}}", "whatif: nope}"))

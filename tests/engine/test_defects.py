@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simstack.cli.main import print_summary
+from simstack.cli.run import print_summary
 from simstack.errors import ModelError
 from simstack.load.graph import build_graph
 from simstack.load.loader import build_spec

@@ -15,7 +15,7 @@ from simstack.load.graph import build_graph
 from simstack.load.loader import build_spec
 from simstack.resources.meter import Meter
 from simstack.resources.sharing import SharedRate
-from simstack.studies.metrics import _failed_lineage
+from simstack.studies.evaluate.metrics import _failed_lineage
 
 
 def run(doc: dict[str, Any], **kwargs: Any):

@@ -15,13 +15,16 @@ import yaml
 
 from simstack.lang.units import parse_bandwidth
 from simstack.load.loader import MODELS_DIR, load_model
-from simstack.studies.baselines import file_hash
-from simstack.studies.check import check_study
+from simstack.load.precedence import calibrated_parameters
+from simstack.load.whatif import load_whatif
 from simstack.studies.crosscheck import crosscheck
-from simstack.studies.metrics import calibrated_parameters, read_whatif
+from simstack.studies.evaluate.baselines import file_hash
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.predict import predict
 from simstack.studies.provenance import inputs_fingerprint
 from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL = MODELS_DIR / "cms_conditions"
 PHASES = ["load_iovs", "fetch_payloads", "deserialise"]
@@ -139,7 +142,7 @@ def test_data_files_are_reproduced_by_their_script() -> None:
 @pytest.mark.parametrize("whatif", [None, "cms_conditions/split_payloads", "cms_conditions/all_combined"])
 def test_payload_count_matches_the_sizes_file(whatif: str | None) -> None:
     """indexed() wraps around silently, so n_payloads must equal the file's rows."""
-    params = read_whatif(whatif)[0] if whatif else {}
+    params = dict(load_whatif(whatif, named_only=True).parameters) if whatif else {}
     spec = load_model(MODEL / "model.yaml", parameters=params)
     n = spec.parameters["n_payloads"].value
     sizes = pd.read_csv(MODEL / spec.parameters["sizes_file"].value)
@@ -150,7 +153,7 @@ def test_payload_count_matches_the_sizes_file(whatif: str | None) -> None:
 
 @pytest.mark.parametrize("whatif", ["more_db_concurrency", "all_combined"])
 def test_doubled_db_bandwidth_follows_the_calibration(whatif: str) -> None:
-    doubled = parse_bandwidth(read_whatif(f"cms_conditions/{whatif}")[0]["db_bandwidth"])
+    doubled = parse_bandwidth(load_whatif(f"cms_conditions/{whatif}", named_only=True).parameters["db_bandwidth"])
     assert doubled == pytest.approx(2 * _calibrated()["db_bandwidth"], rel=1e-6)
 
 

@@ -13,9 +13,11 @@ import pytest
 from simstack import ModelError, load_model, simulate
 from simstack.kinds.hierarchy import affected, affected_devices, generate_hierarchy, makespan
 from simstack.load.loader import MODELS_DIR, build_spec
-from simstack.studies.check import check_study
-from simstack.studies.metrics import read_whatif
+from simstack.load.whatif import load_whatif
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL_DIR = MODELS_DIR / "gsi_fair"
 
@@ -114,7 +116,8 @@ def test_a_bypass_trim_of_timing_relevant_settings_is_refused() -> None:
 
 
 def test_the_bypass_whatif_is_refused_for_scenario_1_3() -> None:
-    params, flags = read_whatif("gsi_fair/bypass")
+    bypass = load_whatif("gsi_fair/bypass", named_only=True)
+    params, flags = dict(bypass.parameters), dict(bypass.flags)
     with pytest.raises(ModelError, match=r"Bypass Trim refused"):
         load_model("gsi_fair", scenario="s1_3", parameters=params, flags=flags)
 
@@ -137,7 +140,8 @@ def test_scenarios_order_by_size_in_every_configuration(check_table: pd.DataFram
 
 
 def _beam_holds(whatif: str, k: int) -> pd.DataFrame:
-    params, flags = read_whatif(whatif)
+    chosen = load_whatif(whatif, named_only=True)
+    params, flags = dict(chosen.parameters), dict(chosen.flags)
     params = {**params, "k_beams": k}
     result = simulate(load_model("gsi_fair", scenario="s1_1", parameters=params, flags=flags), seed=2)
     recorded = result.requests[~result.requests["warmup"]]
@@ -165,7 +169,7 @@ def test_new_mode_four_beams_finish_within_a_third_more_than_one() -> None:
 
 
 def test_fresh_timings_with_a_slower_persist_are_flagged_there_and_only_there() -> None:
-    from simstack.studies.check import compare_measurements, read_measured
+    from simstack.studies.evaluate.check import compare_measurements, read_measured
 
     study = load_study(MODEL_DIR)
     table = compare_measurements(study, read_measured(MODEL_DIR / "example_new_timings.csv"), None)

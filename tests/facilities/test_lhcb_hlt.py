@@ -9,10 +9,13 @@ import pandas as pd
 import pytest
 
 from simstack.load.loader import MODELS_DIR, load_model
-from simstack.studies.check import check_study
-from simstack.studies.metrics import calibrated_parameters, read_whatif
+from simstack.load.precedence import calibrated_parameters
+from simstack.load.whatif import load_whatif
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.predict import predict
 from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL = MODELS_DIR / "lhcb_hlt"
 ALL = "cache+fork+checkpoint+distribution"
@@ -78,7 +81,8 @@ def test_whatifs_load() -> None:
     names = sorted(p.stem for p in (MODEL / "whatif").glob("*.yaml"))
     assert {"local_cache", "fork", "checkpoint", "checkpoint_distribution", "all"} <= set(names)
     for name in names:
-        params, flags = read_whatif(name, MODEL)
+        chosen = load_whatif(name, MODEL, named_only=True)
+        params, flags = dict(chosen.parameters), dict(chosen.flags)
         load_model(MODEL / "model.yaml", parameters=params, flags=flags)
 
 

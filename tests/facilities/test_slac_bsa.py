@@ -20,13 +20,17 @@ from simstack.io.paths import model_dir_of
 from simstack.lang.distributions import parse_distribution
 from simstack.lang.units import parse_count, parse_rate, parse_time
 from simstack.load.loader import load_model
-from simstack.studies.capacity import FULL, SCREEN, probe
-from simstack.studies.check import check_study
-from simstack.studies.metrics import Evaluator, calibrated_parameters
+from simstack.load.precedence import calibrated_parameters
+from simstack.studies.evaluate.capacity import FULL, SCREEN, probe
+from simstack.studies.evaluate.check import check_study
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.provenance import inputs_fingerprint
-from simstack.studies.schema.metric_types import CapacityMetric, merge
+from simstack.studies.schema.metric_types import CapacityMetric
 from simstack.studies.schema.prediction_grid import GridPoint
-from simstack.studies.schema.study import RunSelection, Study, load_study
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import Study, load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL_DIR = model_dir_of("slac_bsa")
 STUDY = load_study(MODEL_DIR)

@@ -15,9 +15,12 @@ from simstack import simulate
 from simstack.io.paths import model_dir_of
 from simstack.lang.units import parse_time
 from simstack.load.loader import load_model
-from simstack.studies.metrics import Evaluator, calibrated_parameters
-from simstack.studies.schema.metric_types import merge
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.load.precedence import calibrated_parameters
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL_DIR = model_dir_of("slac_bsa")
 STUDY = load_study(MODEL_DIR)

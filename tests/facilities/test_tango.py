@@ -15,11 +15,17 @@ import pandas as pd
 import pytest
 
 from simstack.io.paths import model_dir_of
-from simstack.studies.fit.surrogate import MvaCurves, SurrogateCalibration
-from simstack.studies.metrics import Evaluator, calibrated_parameters, merge
+from simstack.load.precedence import calibrated_parameters
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.rowtargets import Series
+from simstack.studies.fit.surrogate import MvaCurves
 from simstack.studies.predict import predict
-from simstack.studies.rowtargets import Series, point_selection
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.studies.schema.calibration import SurrogateCalibration
+from simstack.studies.schema.rows import point_selection
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL_DIR = model_dir_of("tango", None)
 KEYS = ["client_instance", "client_language", "server_instance", "server_language", "operation"]

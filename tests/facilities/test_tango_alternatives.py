@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 
 from simstack.io.paths import model_dir_of
+from simstack.lang.units import quantity
+from simstack.load.precedence import calibrated_parameters
 from simstack.studies.analysis.network import build_network
-from simstack.studies.fit.calibrate import quantity
+from simstack.studies.evaluate.rowtargets import Series, target_series
 from simstack.studies.fit.surrogate import MvaCurves
-from simstack.studies.metrics import calibrated_parameters, merge
-from simstack.studies.rowtargets import Series, point_selection, target_series
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.studies.schema.rows import point_selection
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
 
 MODEL_DIR = model_dir_of("tango", None)
 STALLS = ["stall_absolute", "stall_python_only"]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from simstack.load.precedence import run_settings, stack_layers
 from simstack.load.whatif import WhatIf
-from simstack.studies.metrics import Evaluator, chosen
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.studies.evaluate.metrics import Evaluator, chosen
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import load_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 WHATIF = WhatIf("faster", Path("faster.yaml"), parameters={"service": 0.3, "rate": "0.4/s"},

@@ -19,10 +19,12 @@ from simstack import load_model, simulate
 from simstack.errors import ModelError
 from simstack.kinds.hierarchy import affected, generate_hierarchy
 from simstack.report.build import build_report
-from simstack.studies.metrics import calibrated_parameters, failure_by_item
+from simstack.studies.evaluate.metrics import calibrated_parameters, failure_by_item
 from simstack.tables.results import t_interval
 from tests.report.test_report_cmd import plotted
 from tests.report.test_reports import _screenshot
+
+pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

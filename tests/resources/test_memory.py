@@ -230,27 +230,27 @@ def test_host_by_item_places_each_process_on_its_node() -> None:
 def test_study_metrics_read_memory_peaks_and_end_times() -> None:
     """memory_peak: a statistic over hosts of each host's peak (here 2 GB and 1 GB, in GB);
     end_time: a statistic of when requests ended (the last process ready at 3 s)."""
-    from simstack.studies.metrics import _statistic
-    from simstack.studies.schema.metric_types import RunMetric as MetricSpec
-    from simstack.studies.schema.study import RunSelection
+    from simstack.studies.evaluate.metrics import _statistic
+    from simstack.studies.schema.metric_types import RunMetric
+    from simstack.studies.schema.selection import RunSelection
 
     doc = {"hosts": {"node[0]": {"cores": 1}, "node[1]": {"cores": 1}, "other": {"cores": 1}},
            "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 3}]},
            "workloads": {"go": {"type": "closed", "clients": 3, "count": 1, "request": "p"}}}
     res = simulate(build_spec(doc, None), seed=1)
-    metric = MetricSpec(name="m", type="memory_peak", run=RunSelection(), stat="max", unit="GB")
+    metric = RunMetric(name="m", type="memory_peak", run=RunSelection(), stat="max", unit="GB")
     assert _statistic(metric, res) == pytest.approx(2.0)
-    mean = MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="node", unit="GB")
+    mean = RunMetric(name="m", type="memory_peak", run=RunSelection(), resource="node", unit="GB")
     assert _statistic(mean, res) == pytest.approx(1.5)
-    ended = MetricSpec(name="t", type="end_time", run=RunSelection(), request="p", stat="max")
+    ended = RunMetric(name="t", type="end_time", run=RunSelection(), request="p", stat="max")
     assert _statistic(ended, res) == pytest.approx(3.0)
     with pytest.raises(ModelError, match="no memory recorded on host 'nod'"):
-        _statistic(MetricSpec(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
+        _statistic(RunMetric(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
 
 
 def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:
     """memory_peaks.csv always, memory.parquet with the tables; nothing for a model without memory."""
-    from simstack.cli.main import write_run
+    from simstack.cli.run import write_run
 
     res = _run(_fork(3, 0.4))
     write_run(res, {}, tmp_path / "run", tables=True)

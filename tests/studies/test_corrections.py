@@ -15,10 +15,12 @@ import pytest
 
 from simstack.errors import ModelError
 from simstack.lang.units import parse_time
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.calibrate import calibrate
-from simstack.studies.metrics import Evaluator
-from simstack.studies.schema.metric_types import RunSelection
+from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # calibrations
 
 MODEL = """\
 name: biased

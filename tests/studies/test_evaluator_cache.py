@@ -13,8 +13,9 @@ from simstack import simulate
 from simstack.engine.replication import Replication
 from simstack.load.loader import build_spec
 from simstack.report.context import Context
-from simstack.studies.metrics import Evaluator
-from simstack.studies.schema.study import RunSelection, load_study
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import load_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 

@@ -1,4 +1,4 @@
-"""Further prediction columns and one-sided checks (``simstack.studies.schema.options``), on the M/M/1
+"""Further prediction columns and one-sided checks (``predictions.value_columns`` and a check's ``side``), on the M/M/1
 study of test_study.py: service 0.5 s at rate 0.5/s gives W = 1 / (2 - 0.5) = 0.67 s and a
 utilisation of 0.25."""
 
@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from simstack.errors import ModelError
-from simstack.studies.check import check_study
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.predict import predict
-from simstack.studies.schema.options import within
-from simstack.studies.schema.study import load_study
+from simstack.studies.schema.study import load_study, within
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 

@@ -162,8 +162,8 @@ def test_bad_rows_and_points_name_the_row(tiny: Path) -> None:
         predict(load_study(tiny))
 
 
-def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path, capsys) -> None:
-    from simstack.studies.rowcompare import print_row_errors
+def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path) -> None:
+    from simstack.studies.evaluate.rowcompare import row_errors
 
     measured = "  measured: {rows: rows.csv, value: per_s, by: [host], tolerance: 0.1}\n"
     _write(tiny, STUDY.replace("  digits: 1\n", "  digits: 1\n" + measured))
@@ -171,21 +171,21 @@ def test_check_compares_predictions_with_the_measured_rows_they_cover(tiny: Path
         tiny / "predictions.csv", index=False)
     pd.DataFrame({"host": ["one", "two", "two"], "clients": [1, 3, 6], "per_s": [100.0, 250.0, 9.0]}).to_csv(
         tiny / "rows.csv", index=False)
-    assert print_row_errors(load_study(tiny)) is False  # median of |0| and |0.2| = 0.1
-    out = capsys.readouterr().out
-    assert "2 rows, median |relative error| 10.0% (tolerance 10%)" in out
+    compared = row_errors(load_study(tiny))
+    assert compared is not None and not compared.out_of_tolerance  # median of |0| and |0.2| = 0.1
+    assert compared.summary["rows"] == 2 and compared.summary["median_abs_error"] == pytest.approx(0.1)
     pd.DataFrame({"host": ["two"], "clients": [3], "per_s": [100.0]}).to_csv(tiny / "rows.csv", index=False)
-    assert print_row_errors(load_study(tiny)) is True
+    assert row_errors(load_study(tiny)).out_of_tolerance  # type: ignore[union-attr]
     pd.DataFrame({"host": ["two"], "clients": [6], "per_s": [100.0]}).to_csv(tiny / "rows.csv", index=False)
     with pytest.raises(ModelError, match=r"checks.yaml: predictions.measured: no row of rows.csv is at a point"):
-        print_row_errors(load_study(tiny))
+        row_errors(load_study(tiny))
 
 
-def test_crosscheck_task_without_a_section_says_so(tiny: Path) -> None:
-    from simstack.studies.crosscheck import run_crosscheck
+def test_crosscheck_without_a_section_says_so(tiny: Path) -> None:
+    from simstack.studies.crosscheck import crosscheck_into
 
     with pytest.raises(ModelError, match=r"checks.yaml: no crosscheck section"):
-        run_crosscheck(str(tiny), progress=False)
+        crosscheck_into(load_study(tiny))
 
 
 def test_per_client_data_is_averaged_over_the_clients_present_at_each_step(tiny: Path) -> None:
@@ -194,9 +194,9 @@ def test_per_client_data_is_averaged_over_the_clients_present_at_each_step(tiny:
     treatment of the Tango model's former MVA); while the clients present have the same
     demand it equals a separate solve at each count, after that both are approximations of
     the heterogeneous clients and stay close."""
+    from simstack.studies.evaluate.rowtargets import Series
     from simstack.studies.fit.surrogate import MvaCurves
-    from simstack.studies.rowtargets import Series
-    from simstack.studies.schema.study import RunSelection
+    from simstack.studies.schema.selection import RunSelection
 
     pd.DataFrame({"w": [1.0, 1.0, 1.0, 1.0, 3.0, 3.0]}).to_csv(tiny / "weights.csv", index=False)
     weighted = '{name: work, cpu: {per_byte: $demand, bytes: "indexed(weights.csv, w)"}}'

@@ -22,9 +22,11 @@ import yaml
 
 from simstack.io.paths import model_dir_of
 from simstack.studies.analysis.nodes import Fanout, HoldNode, Network, Node, Visit
+from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves
-from simstack.studies.rowtargets import target_series
 from simstack.studies.schema.study import load_study
+
+pytestmark = pytest.mark.slow  # the Tango surrogate on 1,899 rows
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tango_surrogate_reference.json"
 FILES = ("model.yaml", "data/placement.csv", "data/standard_tests.csv")

@@ -14,7 +14,7 @@ import yaml
 from simstack import simulate
 from simstack.load.loader import build_spec
 from simstack.resources import hotpath
-from simstack.tables.console import format_table, number, print_summary, resource_table
+from simstack.tables.console import format_table, number, resource_table, summary_text
 from simstack.testing.terminal import run_in_terminal, run_logged
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
@@ -68,7 +68,7 @@ def test_missing_values_and_empty_tables() -> None:
 def test_printed_summary_has_units_in_headers_and_no_scientific_notation(capsys: pytest.CaptureFixture[str]
                                                                          ) -> None:
     result = simulate(build_spec(MODEL, None), seed=1, replications=2, horizon=5.0, warmup=0.5)
-    print_summary(result)
+    print(summary_text(result))
     out = capsys.readouterr().out
     assert out.splitlines()[0] == ("model tiny: 2 replications, seed 1, horizon 5 s, warm-up 0.5 s, "
                                    f"wall {result.wall_time:.2f} s, hot path {hotpath.label()}")

@@ -281,7 +281,7 @@ def _settle_queues(s: _State, sweep: _Sweep, damping: float, change: float) -> f
         for k in s.plan.chains[name].stations:
             old_q = q[k]
             new_q = x * qpart.get(k, 0.0)
-            step = abs(new_q - old_q) / (new_q if new_q > 1.0 else 1.0)
+            step = abs(new_q - old_q) / (max(1.0, new_q))
             if step > change:  # max(), as NaN-blind
                 change = step
             q[k] = old_q + damping * (new_q - old_q)

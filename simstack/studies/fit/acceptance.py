@@ -20,9 +20,8 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
-from simstack.studies.schema.options import within
 from simstack.studies.schema.prediction_grid import Alternative
-from simstack.studies.schema.study import Study
+from simstack.studies.schema.study import Study, within
 
 RULE = ("an alternative enters the envelope only if every calibration target (for a surrogate calibration: "
         "every check its confirmation ran) is within its check's tolerance, by the residuals of its calibrated file")

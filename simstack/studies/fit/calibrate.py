@@ -19,117 +19,65 @@ one. ``calibrated.yaml`` is left as it is.
 from __future__ import annotations
 
 import datetime as dt
-import math
-import sys
-import time
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import optimize
-from tqdm import tqdm
 
+from simstack.engine.parallel import Workers
 from simstack.errors import ConfigError, ModelError
-from simstack.io.paths import model_dir_of
+from simstack.io.outputs import FileGroup, output_path, yaml_text
+from simstack.io.progress import bar
 from simstack.lang.units import quantity
 from simstack.load.loader import load_model
-from simstack.studies.baselines import file_hash, read_baselines, row_value, select_row
-from simstack.studies.check import check_study
+from simstack.studies.evaluate.baselines import file_hash, read_baselines, row_value, select_row
+from simstack.studies.evaluate.metrics import resolve
+from simstack.studies.evaluate.search import bisect
+from simstack.studies.fit.candidate import Fit, TargetErrors
+from simstack.studies.fit.confirm import confirmation, residuals
+from simstack.studies.fit.surrogate import calibrate_with_surrogate
 from simstack.studies.fit.uncertainty import budget, read_repeats, uncertainty
-from simstack.studies.metrics import Evaluator, resolve, write_yaml
-from simstack.studies.schema.metric_types import RunSelection
+from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
-from simstack.studies.schema.study import CheckSpec, Study, load_study
-from simstack.tables.console import number
-
-
-class Fit:
-    """Maps the unit cube to parameter values (log scale for wide positive ranges)."""
-
-    def __init__(self, names: tuple[str, ...], bounds: Mapping[str, tuple[float, float]]):
-        self.names = names
-        self.low = np.array([bounds[n][0] for n in names])
-        self.high = np.array([bounds[n][1] for n in names])
-        self.log = (self.low > 0) & (self.high / np.where(self.low > 0, self.low, 1) > 10)
-
-    def values(self, x: np.ndarray) -> dict[str, float]:
-        out = {}
-        for name, low, high, log, xi in zip(self.names, self.low, self.high, self.log, x, strict=True):
-            out[name] = float(low * (high / low) ** xi if log else low + xi * (high - low))
-        return out
-
-
-class Under(Evaluator):
-    """An evaluator that reads every metric under an alternative reading of the model
-    (``Alternative.over``: the alternative's selection on top of the metric's own), so the
-    targets and checks are those of the alternative."""
-
-    def __init__(self, study: Study, parameters: Mapping[str, Any], alternative: Alternative):
-        super().__init__(study, parameters)
-        self.alternative = alternative
-
-    def value(self, name: str, extra: RunSelection | None = None) -> float:
-        return super().value(name, self.alternative.over(extra))
-
-
-def evaluator(study: Study, parameters: Mapping[str, Any], alternative: Alternative | None = None) -> Evaluator:
-    """The evaluator of a candidate: plain, or under an alternative reading."""
-    return Evaluator(study, parameters) if alternative is None else Under(study, parameters, alternative)
-
-
-@dataclass(frozen=True)
-class TargetErrors:
-    """The relative error of every target at a point of the unit cube: what the fit
-    minimises. Plain data, so that worker processes can evaluate it."""
-
-    study: Study  # with the calibration seed
-    fit: Fit
-    alternative: Alternative | None
-    targets: tuple[CheckSpec, ...]
-    measured: Mapping[str, float]
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        ev = evaluator(self.study, self.fit.values(x), self.alternative)
-        return np.array([(ev.value(c.metric) - self.measured[c.id]) / self.measured[c.id] for c in self.targets])
+from simstack.studies.schema.study import Study
 
 
 @dataclass
 class _SideBySide:
-    """``workers=`` for ``least_squares``: a Jacobian's points simulated in the pool, each
+    """``workers=`` for ``least_squares``: a Jacobian's points simulated by the workers, each
     remembered and counted like a point simulated here."""
 
-    pool: ProcessPoolExecutor
+    workers: Workers
     errors: TargetErrors
     seen: dict[tuple[float, ...], np.ndarray]
-    bars: list[Any]
+    counted: Callable[[], None]
 
     def __call__(self, _fun: Any, points: Iterable[np.ndarray]) -> list[np.ndarray]:
         points = [np.array(p, dtype=float) for p in points]
         keys = [tuple(np.round(p, 12)) for p in points]
         todo = {k: p for k, p in zip(keys, points, strict=True) if k not in self.seen}
-        for key, value in zip(todo, self.pool.map(self.errors, todo.values()), strict=True):
+        for key, value in zip(todo, self.workers.map(self.errors, [(p,) for p in todo.values()]), strict=True):
             self.seen[key] = value
-            self.bars[-1].update(1)
+            self.counted()
         return [self.seen[k] for k in keys]
 
 
 def calibrate(study: Study, progress: bool = True, alternative: Alternative | None = None,
               jobs: int = 1) -> dict[str, Any]:
     """Fit the calibration parameters to the targets; with ``alternative``, under that reading;
-    ``jobs`` processes simulate each Jacobian's points."""
+    ``jobs`` processes simulate each Jacobian's points (the same points and arithmetic as one
+    after another, so the same fit)."""
     if study.calibration is None:
         raise ModelError("no calibration section", file=str(study.path))
     cal = study.calibration
     if alternative is not None:
-        _fits_free(study, alternative, cal.parameters)
-    from simstack.studies.fit.surrogate import SurrogateCalibration, calibrate_with_surrogate
+        check_free_under(study, alternative, cal.parameters)
     if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
         return calibrate_with_surrogate(study, cal, progress, alternative)
-    spec = load_model(study.path.parent / "model.yaml")
+    spec = load_model(study.folder / "model.yaml")
     bounds = {}
     for name in cal.parameters:
         param = spec.parameters.get(name)
@@ -154,16 +102,14 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     repeats: dict[str, np.ndarray] = {}
     repeats_file: dict[str, Any] = {}
     if cal.uncertainty == "bootstrap":  # read before any simulation: a bad file fails at once
-        repeats, repeats_file = read_repeats(study.path.parent, cal.repeats, cal.targets, str(study.path))
+        repeats, repeats_file = read_repeats(study.folder, cal.repeats, cal.targets, str(study.path))
     fit = Fit(cal.parameters, bounds)
     label = study.model if alternative is None else f"{study.model} ({alternative.name})"
-    bar = _budget_bar(label, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations),
-                      progress)
-    errors = TargetErrors(_with_seed(study, cal.seed), fit, alternative, tuple(targets), measured)
+    bars = [_budget_bar(label, simulation_budget(cal.method, len(cal.parameters), cal.max_evaluations), progress)]
+    errors = TargetErrors(study.with_seed(cal.seed), fit, alternative, tuple(targets), measured)
     seen: dict[tuple[float, ...], np.ndarray] = {}
-    bars = [bar]
 
-    def residuals(x: np.ndarray) -> np.ndarray:
+    def target_errors(x: np.ndarray) -> np.ndarray:
         key = tuple(np.round(x, 12))
         if key not in seen:
             seen[key] = errors(x)
@@ -171,33 +117,28 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         return seen[key]
 
     if cal.method == "bisect":
-        x = _bisect(residuals, len(cal.parameters), cal.max_evaluations)
+        x = sign_change(target_errors, len(cal.parameters), cal.max_evaluations)
     else:
-        start = np.full(len(cal.parameters), 0.5)
-        with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else nullcontext() as pool:
-            # the finite-difference points of a Jacobian side by side; the same points and
-            # arithmetic as one after another, so the same fit
-            workers = None if pool is None else _SideBySide(pool, errors, seen, bars)
-            result = optimize.least_squares(residuals, start, bounds=(0.0, 1.0), diff_step=0.02,
-                                            max_nfev=cal.max_evaluations, x_scale=1.0, workers=workers)
-        x = result.x
-    bar.close()
+        with Workers(jobs) as workers:
+            side_by_side = None if jobs == 1 else _SideBySide(workers, errors, seen, lambda: bars[-1].update(1))
+            fitted = optimize.least_squares(target_errors, np.full(len(cal.parameters), 0.5), bounds=(0.0, 1.0),
+                                            diff_step=0.02, max_nfev=cal.max_evaluations, x_scale=1.0,
+                                            workers=side_by_side)
+        x = fitted.x
+    bars[-1].close()
     evaluations = len(seen)
     spread = None
     if cal.uncertainty != "none":
         bars.append(_budget_bar(f"{label}: {cal.uncertainty}", budget(cal.uncertainty, len(cal.parameters)), progress))
-        spread = uncertainty(cal.uncertainty, residuals, fit.values, x, targets, measured, repeats, cal.seed)
+        spread = uncertainty(cal.uncertainty, target_errors, fit.values, x, targets, measured, repeats, cal.seed)
         bars[-1].close()
     values = fit.values(x)
-    final = check_study(study, evaluator(_with_seed(study, cal.seed), values, alternative))
     result = {
         "parameters": values,
         "method": cal.method,
         "seed": cal.seed,
         "evaluations": evaluations,
-        "residuals": [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
-                       "rel_error": float(r["rel_error"])} for r in final.to_dict("records")
-                      if r["check"] in cal.targets],
+        "residuals": residuals(confirmation(study, cal.seed, values, alternative), only=cal.targets),
         "rows": [{"check": c.id, **dict(c.baseline)} for c in targets],  # type: ignore[arg-type]
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),
@@ -212,7 +153,44 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     return result
 
 
-def _fits_free(study: Study, alternative: Alternative, parameters: tuple[str, ...]) -> None:
+def calibrate_into(study: Study, progress: bool = True, alternative: Alternative | None = None,
+                   jobs: int = 1) -> tuple[dict[str, Any], Path]:
+    """``calibrate``, then its result written whole to ``calibrated.yaml`` (or the alternative's
+    ``calibrated:`` file); returns the result and the file."""
+    if alternative is None:
+        path = output_path(study.folder, "calibrated.yaml", "calibration")
+    else:
+        path = output_path(study.folder, str(alternative.calibrated),
+                           f"predictions.interval.alternatives.{alternative.name}.calibrated")
+    result = calibrate(study, progress=progress, alternative=alternative, jobs=jobs)
+    with FileGroup() as group:
+        group.add(path, yaml_text(result))
+    return result, path
+
+
+def sign_change(errors: Callable[[np.ndarray], np.ndarray], n: int, budget: int) -> np.ndarray:
+    """One parameter, one monotone target: the point of the unit interval where the relative
+    error changes sign, by bisection within ``budget`` evaluations (the ends included)."""
+    if n != 1:
+        raise ModelError("method: bisect fits exactly one parameter")
+    low, high = np.array([0.0]), np.array([1.0])
+    r_low, r_high = errors(low)[0], errors(high)[0]
+    if r_low * r_high > 0:
+        return low if abs(r_low) < abs(r_high) else high
+    steps = [0]
+
+    def close(a: np.ndarray, b: np.ndarray) -> bool:
+        steps[0] += 1
+        return steps[0] > max(1, budget - 2) or (steps[0] > 1 and float(abs(b[0] - a[0])) < 1e-4)
+
+    def same_side(x: np.ndarray) -> bool:
+        return bool((errors(x)[0] > 0) == (r_low > 0))
+
+    inside, outside = bisect(same_side, low, high, close)
+    return inside if abs(errors(inside)[0]) <= abs(errors(outside)[0]) else outside
+
+
+def check_free_under(study: Study, alternative: Alternative, parameters: tuple[str, ...]) -> None:
     """An alternative that sets a calibration parameter (itself or through its what-if) would
     override every candidate value: nothing could be fitted."""
     fixed, _ = resolve(alternative.selection, {}, study.path.parent)
@@ -259,81 +237,8 @@ def simulation_budget(method: str, n_parameters: int, max_evaluations: int) -> i
 def _budget_bar(model: str, budget: int, progress: bool) -> Any:
     """Simulations against the budget with the time left at most, on stderr and only on a
     terminal (no carriage returns in logs)."""
-    return tqdm(total=budget, desc=f"calibrating {model}", unit="simulation", file=sys.stderr,
-                disable=None if progress else True, leave=False,
-                bar_format="{desc}: {n_fmt} of at most {total_fmt} simulations |{bar}| "
-                           "{elapsed} elapsed, at most {remaining} left")
+    return bar(total=budget, desc=f"calibrating {model}", unit="simulation", shown=progress,
+               bar_format="{desc}: {n_fmt} of at most {total_fmt} simulations |{bar}| "
+                          "{elapsed} elapsed, at most {remaining} left")
 
 
-def _with_seed(study: Study, seed: int) -> Study:
-    from dataclasses import replace
-
-    return replace(study, defaults={**study.defaults, "seed": seed})
-
-
-def _bisect(residuals: Any, n: int, budget: int) -> np.ndarray:
-    """One parameter, one monotone target: the point where the relative error changes sign."""
-    if n != 1:
-        raise ModelError("method: bisect fits exactly one parameter")
-    low, high = np.array([0.0]), np.array([1.0])
-    r_low, r_high = residuals(low)[0], residuals(high)[0]
-    if r_low * r_high > 0:
-        return low if abs(r_low) < abs(r_high) else high
-    for _ in range(max(1, budget - 2)):
-        mid = (low + high) / 2
-        r_mid = residuals(mid)[0]
-        if r_mid == 0:
-            return mid
-        if (r_mid > 0) == (r_low > 0):
-            low, r_low = mid, r_mid
-        else:
-            high, r_high = mid, r_mid
-        if float(high[0] - low[0]) < 1e-4:
-            break
-    return low if abs(r_low) <= abs(r_high) else high
-
-
-def run_calibration(model: str, *, models_dir: str | Iterable[str] | None = None, alternative: str | None = None,
-                    holdout: str | None = None, progress: bool = True, jobs: int = 1) -> None:
-    """CLI task ``calibrate``: fit the model's free parameters into ``calibrated.yaml``, or
-    with ``alternative`` (a name or ``all``) each alternative's into its own file, or with
-    ``holdout`` (a value or ``all``) the leave-one-out folds of ``calibration.leave_out``.
-    ``jobs``: processes simulating each Jacobian's points (a simulated least-squares fit)."""
-    model_dir = model_dir_of(model, models_dir)
-    study = load_study(model_dir)
-    if holdout:  # leave one value out (simstack.studies.fit.holdout); calibrated.yaml untouched
-        from simstack.studies.fit.holdout import run_leave_out
-        return run_leave_out(study, holdout, progress=progress)
-    if not alternative:
-        _calibrate_into(study, model_dir / "calibrated.yaml", progress, jobs=jobs)
-        return
-    chosen = chosen_alternatives(study, alternative)
-    for alt in chosen:  # every one checked before the first simulation
-        _fits_free(study, alt, study.calibration.parameters if study.calibration else ())
-    for alt in chosen:
-        _calibrate_into(study, model_dir / str(alt.calibrated), progress, alt, jobs)
-
-
-def _calibrate_into(study: Study, path: Path, progress: bool, alternative: Alternative | None = None,
-                    jobs: int = 1) -> None:
-    started = time.perf_counter()
-    result = calibrate(study, progress=progress, alternative=alternative, jobs=jobs)
-    write_yaml(path, result)
-    runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
-    under = "" if alternative is None else f" under alternative {alternative.name}"
-    print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
-    print(f"wrote {path}")
-    spread = result.get("uncertainty") or {}
-    if spread:
-        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
-              f"{result['uncertainty_simulations']} more simulations")
-    for name, value in result["parameters"].items():
-        span = spread.get(name)
-        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
-    for row in result["residuals"]:
-        err = row["rel_error"]
-        print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
-              f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
-
-
-__all__ = ["calibrate", "chosen_alternatives", "evaluator", "run_calibration", "quantity", "Path"]

@@ -31,8 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simstack.studies.rowtargets import Series
-from simstack.studies.schema.study import RunSelection, Study
+from simstack.studies.evaluate.rowtargets import Series
+from simstack.studies.fit.candidate import as_written
+from simstack.studies.fit.confirm import confirmation
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import Study
 
 MARGIN = 0.8  # check_weight holds a check's row within this share of its tolerance
 
@@ -171,8 +174,6 @@ def corrected_fit(study: Study, cal: Any, table: pd.DataFrame, curves: Any, writ
     """Rounds of output space mapping after a surrogate calibration's plain fit ``start`` (SciPy's
     result; ``simstack.studies.fit.surrogate``: ``curves`` its solver, ``fitted`` its least-squares fit from a
     start with row multipliers, ``written`` the model file's values of the parameters)."""
-    from simstack.studies.fit.surrogate import _as_written, _confirmation
-
     names = list(written)
     points = check_points(study, table, curves.request, alternative)
     say(f"  corrections: up to {cal.corrections} rounds on {len(points)} checks the surrogate answers "
@@ -182,7 +183,7 @@ def corrected_fit(study: Study, cal: Any, table: pd.DataFrame, curves: Any, writ
         return dict(zip(names, map(float, x), strict=True))
 
     def info(fit: Any) -> dict[str, Any]:
-        values = {n: _as_written(written[n], float(v)) for n, v in zip(names, fit.x, strict=True)}
+        values = {n: as_written(written[n], float(v)) for n, v in zip(names, fit.x, strict=True)}
         return {"evaluations": int(fit.nfev), "converged": bool(fit.status > 0), "stopped": str(fit.message),
                 "parameters": values}
 
@@ -191,5 +192,5 @@ def corrected_fit(study: Study, cal: Any, table: pd.DataFrame, curves: Any, writ
         return again.x, info(again)
 
     return correct(cal.corrections, len(table), points, start.x, info(start),
-                   lambda x: _confirmation(study, cal.seed, as_values(x), alternative),
+                   lambda x: confirmation(study, cal.seed, as_values(x), alternative),
                    lambda x: surrogate_at(points, lambda s: curves.value(s, as_values(x))), refit, say)

@@ -25,81 +25,31 @@ replaced, the others kept) and the fits to the same name with ``.yaml``.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
-from simstack.io.paths import folder_file
+from simstack.io.outputs import FileGroup, csv_text, output_path, yaml_text
+from simstack.io.progress import bar, notes
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.schema import Field, at_least, one_of, read_fields
 from simstack.lang.units import quantity
 from simstack.load.loader import build_spec
-from simstack.studies.metrics import Evaluator, merge, write_yaml
-from simstack.studies.rowtargets import target_series
-from simstack.studies.schema.study import RunSelection, Study
-
-WHERE = "calibration.leave_out"
-
-
-@dataclass(frozen=True)
-class LeaveOut:
-    """Which column's values are left out in turn, and what the left-out rows are compared by."""
-
-    column: str
-    write: str
-    fallback: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    by: tuple[str, ...] = ()
-    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    where: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
-    max_evaluations: int | None = None
-    jacobian: str | None = None  # the folds' (default: the calibration's)
-
-
-def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
-    """The ``leave_out`` mapping of a surrogate calibration."""
-    c = read_fields(raw, {"column": Field(str), "write": Field(folder_file), "fallback": Field(_mapping, {}),
-                          "by": Field(_names, ()), "settings": Field(_mapping, {}), "where": Field(_where, {}),
-                          "max_evaluations": Field(at_least(1), None),
-                          "jacobian": Field(one_of("differences", "broyden"), None),
-                          "doc": Field(str, "")}, WHERE)
-    c.pop("doc")
-    if c["column"] not in match:
-        raise ModelError(f"column {c['column']!r} is not a match column of the targets; match: {', '.join(match)}",
-                         path=f"{WHERE}.column")
-    if not c["write"].endswith(".csv"):
-        raise ModelError(f"expected a .csv file name, got {c['write']!r}", path=f"{WHERE}.write")
-    return LeaveOut(**c)
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping, got {value!r}")
-    return {str(k): v for k, v in value.items()}
-
-
-def _names(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ModelError(f"expected a list of column names, got {value!r}")
-    return tuple(value)
-
-
-def _where(value: object) -> dict[str, tuple[str, ...]]:
-    return {k: tuple(map(str, v)) if isinstance(v, list) else (str(v),) for k, v in _mapping(value).items()}
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.rowtargets import target_series
+from simstack.studies.fit.surrogate import MvaCurves, calibrate_with_surrogate
+from simstack.studies.schema.calibration import LEAVE_OUT as WHERE
+from simstack.studies.schema.calibration import LeaveOut, SurrogateCalibration
+from simstack.studies.schema.selection import RunSelection, merge
+from simstack.studies.schema.study import Study
 
 
 def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
     """Fit without each chosen value's rows, simulate them; returns (and writes) the rows."""
-    from simstack.studies.fit.surrogate import MvaCurves, SurrogateCalibration, calibrate_with_surrogate
-
     cal = study.calibration
     if not isinstance(cal, SurrogateCalibration) or cal.leave_out is None or cal.rows is None:
         raise ModelError("holdout= needs a surrogate calibration with a leave_out section",
@@ -125,11 +75,11 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
         else list(cal.parameters)
     start = {n: quantity(model.parameters[n].value) for n in names}
     curves = MvaCurves(study, metric.request or "", cal.rows.population)
-    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
+    say = notes(progress)
     say(f"leave-out {lo.column}: finding which parameters each of {len(series)} series depends on")
     deps = [set(curves.dependencies(s, start, names)) for s in series]
-    out_path = model_dir / lo.write
-    fits_path = out_path.with_suffix(".yaml")
+    out_path = output_path(model_dir, lo.write, f"{WHERE}.write")
+    fits_path = output_path(model_dir, Path(lo.write).with_suffix(".yaml").as_posix(), f"{WHERE}.write")
     rows = pd.read_csv(out_path, dtype={lo.column: str}) if out_path.exists() else pd.DataFrame()
     fits: dict[str, Any] = dict(read_yaml(fits_path)) if fits_path.exists() else {}
     plan = {}
@@ -158,8 +108,9 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
                        "fit": result["fit"], "fit_seconds": result["seconds"],
                        "simulated_rows": int(held["simulated"].notna().sum()),
                        "simulation_seconds": round(time.perf_counter() - started, 1), "date": result["date"]}
-        _write(rows, out_path)
-        write_yaml(fits_path, fits)
+        with FileGroup() as group:  # the rows and the fits of the folds so far: both or neither
+            group.add(out_path, csv_text(rows))
+            group.add(fits_path, yaml_text(fits))
     return rows
 
 
@@ -203,7 +154,7 @@ def _held_out_rows(study: Study, table: pd.DataFrame, measured: np.ndarray, seri
             if simulate:
                 jobs.append((len(records) - 1, merge(s.selection, RunSelection(
                     parameters={targets.population: int(n)}, settings=dict(lo.settings)))))
-    for k, selection in tqdm(jobs, desc=f"simulating {lo.column} = {value}", disable=None if progress else True):
+    for k, selection in bar(jobs, desc=f"simulating {lo.column} = {value}", shown=progress):
         records[k]["simulated"] = round(ev.value(targets.metric, selection) * targets.scale, 1)
     out = pd.DataFrame.from_records(records)
     out.insert(0, "left_out", value)
@@ -231,23 +182,3 @@ def error_table(rows: pd.DataFrame, column: str, by: tuple[str, ...], value: str
                                                                   strict=True)} if by else {}),
                              "all": float(err["_e"].median()), "rows": len(err)}], index=["all left out"])
     return pd.concat([table, overall])
-
-
-def _write(rows: pd.DataFrame, path: Path) -> None:
-    with replacing(path) as tmp:
-        rows.to_csv(tmp, index=False)
-
-
-def run_leave_out(study: Study, which: str, progress: bool = True) -> None:
-    """``simstack calibrate model=M holdout=VALUE|all``: the fits, the rows, the error table."""
-    from simstack.studies.fit.surrogate import SurrogateCalibration
-
-    rows = leave_out(study, which, progress)
-    cal = study.calibration
-    assert isinstance(cal, SurrogateCalibration) and cal.leave_out is not None
-    lo = cal.leave_out
-    print(f"wrote {study.path.parent / lo.write} and {Path(lo.write).with_suffix('.yaml')}")
-    for value, label in (("simulated_rel_error", "simulated"), ("surrogate_rel_error", "surrogate (MVA)")):
-        if rows[value].notna().any():
-            print(f"median |relative error| of the left-out rows, {label}, by {' / '.join(lo.by) or 'value'}:")
-            print(error_table(rows, lo.column, lo.by, value).to_string(float_format=lambda v: f"{v:.3f}"))

@@ -3,7 +3,7 @@
 Simulating every measured configuration for every candidate parameter set would take
 hours; approximate MVA of the same model file (``simstack.studies.analysis``) answers a whole
 load curve in a fraction of a second. So ``calibration: {surrogate: mva, targets: {rows:
-...}}`` fits the free parameters to CSV rows (``simstack.studies.rowtargets``) with the solver
+...}}`` fits the free parameters to CSV rows (``simstack.studies.evaluate.rowtargets``) with the solver
 standing in for the simulator, then runs the study's checks once in the simulator with
 the fitted values (the confirmation), so the gap between surrogate and simulator is
 stated in ``calibrated.yaml`` beside the fit. How close the two are in general is what
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,17 +30,22 @@ import pandas as pd
 from scipy import optimize
 
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
+from simstack.io.outputs import output_path, write_table
+from simstack.io.progress import notes
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ClosedWorkload, ModelSpec
-from simstack.lang.units import parse_time
+from simstack.lang.units import quantity
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.nodes import HoldNode, Network, Visit
 from simstack.studies.analysis.solver import solve
-from simstack.studies.baselines import file_hash
-from simstack.studies.metrics import chosen
-from simstack.studies.rowtargets import Series, target_series
+from simstack.studies.evaluate.baselines import file_hash
+from simstack.studies.evaluate.metrics import chosen
+from simstack.studies.evaluate.rowtargets import Series, target_series
+from simstack.studies.fit.candidate import as_written
+from simstack.studies.fit.confirm import confirmation, residuals
+from simstack.studies.fit.corrections import CheckBands, corrected_fit
+from simstack.studies.fit.jacobians import BroydenJacobian
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.study import Study
 
@@ -180,8 +184,6 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
                              alternative: Any = None) -> dict[str, Any]:
     """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator.
     ``alternative`` (``simstack.studies.schema.prediction_grid.Alternative``) goes on top of every series."""
-    from simstack.lang.units import quantity
-
     assert cal.rows is not None and study.predictions is not None
     model_file = study.path.parent / "model.yaml"
     model = build_spec(read_yaml(model_file), model_file)
@@ -202,7 +204,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         series = [dataclasses.replace(s, selection=alternative.over(s.selection)) for s in series]
     curves = MvaCurves(study, metric.request or "", cal.rows.population)
     started = time.perf_counter()
-    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
+    say = notes(progress)
     say(f"calibrating {study.model}: {len(names)} parameters on {len(table)} rows ({len(series)} series) "
         f"through {cal.surrogate}")
     start_values = dict(zip(names, x0, strict=True))
@@ -224,7 +226,6 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
 
     bands = None
     if cal.check_weight > 0:  # the checks' rows held inside their tolerance (simstack.studies.fit.corrections)
-        from simstack.studies.fit.corrections import CheckBands
         bands = CheckBands.of(study, table, curves.request, cal.check_weight, alternative)
         say(f"  check_weight {cal.check_weight:g}: {len(bands.rows)} checks' rows held within "
             f"{bands.margin:g} x their tolerance")
@@ -243,7 +244,6 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         fun: Any = residuals
         jac: Any = "2-point"
         if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (fit.jacobians)
-            from simstack.studies.fit.jacobians import BroydenJacobian
             jac = BroydenJacobian(residuals, low, high, scale)
             fun = jac.fun
         return optimize.least_squares(fun, start, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
@@ -253,7 +253,6 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     fit = fitted(x0, np.ones(len(table)))
     x_fit, multipliers, rounds = fit.x, np.ones(len(table)), None
     if cal.corrections and cal.confirm and study.checks:
-        from simstack.studies.fit.corrections import corrected_fit
         written = {n: model.parameters[n].value for n in names}
         x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say)
     values = dict(zip(names, map(float, x_fit), strict=True))
@@ -266,9 +265,10 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         rows_file = Path(cal.write_rows)
         if alternative is not None:
             rows_file = rows_file.with_name(f"{rows_file.stem}_{alternative.name}{rows_file.suffix}")
-        _write_rows(study.path.parent / rows_file, table, pred * cal.rows.scale, measured * cal.rows.scale)
+        _write_rows(output_path(study.folder, rows_file.as_posix(), "calibration.write_rows"), table,
+                    pred * cal.rows.scale, measured * cal.rows.scale)
     result: dict[str, Any] = {
-        "parameters": {n: _as_written(model.parameters[n].value, v) for n, v in values.items()},
+        "parameters": {n: as_written(model.parameters[n].value, v) for n, v in values.items()},
         "method": f"least squares ({cal.loss}, f_scale {cal.f_scale:g}) on {cal.residual} errors of "
                   f"{len(table)} rows, model solved by approximate MVA (simstack.studies.analysis)",
         "surrogate": cal.surrogate,
@@ -295,21 +295,10 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         if len(rounds) > 1:  # the adopted parameters are the last round's fit
             result.update(converged=rounds[-1]["converged"], stopped=rounds[-1]["stopped"])
     elif cal.confirm and study.checks:
-        result["residuals"] = _confirm(study, cal.seed, values, alternative)
+        result["residuals"] = residuals(confirmation(study, cal.seed, values, alternative))
     if alternative is not None:
         result["alternative"] = alternative.name
     return result
-
-
-def _as_written(model_value: Any, value: float) -> Any:
-    """Times in microseconds when the model writes the parameter as a time, else a number."""
-    if isinstance(model_value, str):
-        try:
-            parse_time(model_value)
-        except ModelError:
-            return round(value, 6)
-        return f"{value * 1e6:.6g}us"
-    return round(value, 6)
 
 
 def _summary(table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray, by: tuple[str, ...]) -> dict[str, Any]:
@@ -326,21 +315,6 @@ def _summary(table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray, by: tu
 
 def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray) -> None:
     out = table.assign(surrogate=np.round(pred, 1), rel_error=np.round(pred / measured - 1, 5))
-    with replacing(path) as tmp:
-        out.to_csv(tmp, index=False)
+    write_table(path, out)
 
 
-def _confirmation(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> pd.DataFrame:
-    """The study's checks in the simulator with the fitted values (under ``alternative``)."""
-    from simstack.studies.check import check_study
-    from simstack.studies.fit.calibrate import _with_seed, evaluator
-
-    return check_study(_with_seed(study, seed), evaluator(_with_seed(study, seed), values, alternative))
-
-
-def _confirm(study: Study, seed: int, values: Mapping[str, float], alternative: Any = None) -> list[dict[str, Any]]:
-    """The confirmation as the calibrated file records it: each check with a measured value."""
-    table = _confirmation(study, seed, values, alternative)
-    return [{"check": r["check"], "predicted": float(r["predicted"]), "measured": float(r["measured"]),
-             "rel_error": float(r["rel_error"])} for r in table.to_dict("records")
-            if isinstance(r.get("measured"), int | float) and np.isfinite(float(r["measured"]))]

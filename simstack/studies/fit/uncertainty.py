@@ -6,7 +6,8 @@ computed and ``calibrated.yaml`` is written as before):
 - ``profile``: for each fitted parameter, the others held at their fitted values, the range
   over which the fit stays *acceptable* (every target within its check's tolerance, the rule
   of ``simstack.studies.fit.acceptance``). From the optimum the parameter steps outwards on each side,
-  doubling the step (0.02, 0.04, ... of its range in the fit's unit cube), until a target
+  doubling the step (0.02, 0.04, ... of its range in the fit's unit cube, each from the last
+  acceptable point: the search of ``simstack.studies.evaluate.search``), until a target
   leaves its tolerance or the declared ``free: [low, high]`` bound is reached; bisection then
   narrows the bracket to 1 % of its distance from the optimum and keeps its acceptable end.
   Holding the others fixed is cheap (at most 14 simulations per side) but gives a range
@@ -33,9 +34,9 @@ import numpy as np
 
 from simstack.errors import ModelError
 from simstack.io.paths import inside
-from simstack.studies.baselines import file_hash, read_baselines, row_value
-from simstack.studies.schema.options import within
-from simstack.studies.schema.study import CheckSpec
+from simstack.studies.evaluate.baselines import file_hash, read_baselines, row_value
+from simstack.studies.evaluate.search import bisect, gallop
+from simstack.studies.schema.study import CheckSpec, within
 
 STEP = 0.02  # the profile's first step, in the unit cube of the parameter's range
 PRECISION = 0.01  # bisection stops at this fraction of the bracket's distance from the optimum
@@ -79,25 +80,19 @@ def _moved(x0: np.ndarray, j: int, value: float) -> np.ndarray:
 
 def _edge(residuals: Residuals, accept: Callable[[np.ndarray], bool], x0: np.ndarray, j: int,
           direction: int) -> float:
-    """The last acceptable unit-cube coordinate of parameter ``j`` on one side of the fit."""
+    """The last acceptable unit-cube coordinate of parameter ``j`` on one side of the fit:
+    galloping out from the fit in steps of STEP, 2 STEP, 4 STEP, ..., then bisecting to
+    PRECISION of the distance from the fit (``simstack.studies.evaluate.search``)."""
     start = float(x0[j])
     limit = 1.0 if direction > 0 else 0.0
-    inside, step = start, STEP
-    while inside != limit:
-        trial = min(start + step, 1.0) if direction > 0 else max(start - step, 0.0)
-        if not accept(residuals(_moved(x0, j, trial))):
-            outside = trial
-            break
-        inside, step = trial, step * 2
-    else:
+
+    def holds(value: float) -> bool:
+        return accept(residuals(_moved(x0, j, value)))
+
+    inside, outside = gallop(holds, start, limit, STEP)
+    if outside is None:
         return limit
-    while abs(outside - inside) > PRECISION * abs(outside - start):
-        mid = (inside + outside) / 2
-        if accept(residuals(_moved(x0, j, mid))):
-            inside = mid
-        else:
-            outside = mid
-    return inside
+    return float(bisect(holds, inside, outside, lambda a, b: abs(b - a) <= PRECISION * abs(b - start))[0])
 
 
 def bootstrap(residuals: Residuals, values: Values, x0: np.ndarray, measured: Sequence[float],

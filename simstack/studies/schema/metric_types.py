@@ -5,7 +5,7 @@ rate, a resource's utilisation), a combination of two other metrics (a ratio, a 
 or a capacity (the largest load at which other metrics stay within bounds). The ``type:`` key
 of a metric picks its class from ``METRIC_TYPES``; each class parses its own keys, so a new
 type is one class and one ``@metric_type`` line. A metric knows how to compute its value from
-an evaluator (``simstack.studies.metrics.Evaluator``), which owns the runs and their cache.
+an evaluator (``simstack.studies.evaluate.metrics.Evaluator``), which owns the runs and their cache.
 """
 
 from __future__ import annotations
@@ -15,50 +15,27 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from simstack.errors import ModelError
-from simstack.lang.schema import Field, at_least, boolean, name_ref, one_of, read_fields
+from simstack.lang.schema import (
+    Field,
+    at_least,
+    boolean,
+    mapping,
+    name_ref,
+    names,
+    one_of,
+    read_fields,
+)
 from simstack.lang.units import SIZE_UNITS, parse_number
+from simstack.studies.schema.selection import (
+    SELECTION_KEYS,
+    RunSelection,
+    merge,
+    selection_within,
+)
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
              "memory_peak", "end_time")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
-SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
-
-
-@dataclass(frozen=True)
-class RunSelection:
-    """Which simulation a metric reads: scenario, what-if, overrides and run settings."""
-
-    scenario: str | None = None
-    whatif: str | None = None
-    parameters: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    flags: Mapping[str, bool] = field(default_factory=dict, hash=False)
-    settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
-
-
-def merge(base: RunSelection, top: RunSelection) -> RunSelection:
-    """``top`` over ``base``: its scenario / what-if if set, its values over ``base``'s."""
-    return RunSelection(top.scenario or base.scenario, top.whatif or base.whatif,
-                        {**base.parameters, **top.parameters}, {**base.flags, **top.flags},
-                        {**base.settings, **top.settings})
-
-
-def parse_selection(raw: Mapping[str, Any], path: str) -> RunSelection:
-    values = read_fields({k: raw[k] for k in SELECTION_KEYS if k in raw}, {
-        "scenario": Field(name_ref, None), "whatif": Field(name_ref, None),
-        "parameters": Field(mapping, {}), "flags": Field(mapping, {}), "settings": Field(mapping, {}),
-    }, path)
-    return RunSelection(**values)
-
-
-def mapping(value: object) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping, got {value!r}")
-    return dict(value)
-
-
-def names(value: object) -> tuple[str, ...]:
-    items = value if isinstance(value, list) else [value]
-    return tuple(name_ref(v) for v in items)
 
 
 def numbers(value: object) -> tuple[float, ...]:
@@ -146,7 +123,7 @@ class RunMetric(Metric):
         values = read_fields(own, {"doc": Field(str, ""), **cls.keys}, path)
         if raw["type"] == "utilisation" and not values.get("resource"):
             raise ModelError("a utilisation metric needs resource: <name>", path=path)
-        return cls(name=name, type=raw["type"], run=parse_selection(raw, path), **values)
+        return cls(name=name, type=raw["type"], run=selection_within(raw, path), **values)
 
 
 @dataclass(frozen=True)
@@ -186,7 +163,7 @@ class DifferenceMetric(_Pair):
 @dataclass(frozen=True)
 class CapacityMetric(Metric):
     """The largest value of ``parameter`` in [low, high] at which every condition holds
-    (each named metric at or below its bound). Found by ``simstack.studies.capacity``: galloping
+    (each named metric at or below its bound). Found by ``simstack.studies.evaluate.capacity``: galloping
     out from ``start``, then bisection; with ``screen`` settings (e.g. a shorter horizon),
     short runs find the boundary and full runs prove it (c holds, c + 1 does not)."""
 
@@ -239,10 +216,58 @@ class CapacityMetric(Metric):
                              path=path)
         if not values["low"] <= values["high"]:
             raise ModelError(f"capacity: low (={values['low']}) must be <= high (={values['high']})", path=path)
-        return cls(name=name, run=parse_selection(raw, path), conditions=conditions, **values)
+        return cls(name=name, run=selection_within(raw, path), conditions=conditions, **values)
 
 
 def _conditions(value: object) -> tuple[tuple[str, float], ...]:
     if not isinstance(value, Mapping) or not value:
         raise ModelError(f"expected a mapping of metric: bound (the metric must stay <= bound), got {value!r}")
     return tuple((name_ref(k), parse_number(v)) for k, v in value.items())
+
+
+# The unit of a run metric's value, by type (memory_peak: its own size unit).
+RUN_UNITS = {"latency": "s", "end_time": "s", "throughput": "1/s", "count": "requests", "failure_rate": "share",
+             "deadline_misses": "share", "utilisation": "share", "backlog": "requests"}
+
+
+def metric_unit(name: str, metrics: Mapping[str, Metric]) -> str:
+    """The unit a metric's value is in, for tables and axes: seconds, per second, a share, a
+    size unit, the load parameter of a capacity, a ratio, or a difference's own."""
+    metric = metrics[name]
+    if isinstance(metric, RunMetric):
+        return metric.unit if metric.type == "memory_peak" else RUN_UNITS.get(metric.type, "")
+    if isinstance(metric, CapacityMetric):
+        return metric.parameter
+    if isinstance(metric, RatioMetric):
+        return "ratio"
+    if isinstance(metric, DifferenceMetric):
+        return metric_unit(metric.a, metrics)
+    return ""
+
+
+_TYPE_WORDS = {"latency": "latency", "throughput": "throughput", "count": "completed requests",
+               "failure_rate": "failure rate", "utilisation": "utilisation", "deadline_misses": "deadline misses",
+               "backlog": "requests in the system", "memory_peak": "peak memory", "end_time": "end time"}
+_STAT_WORDS = {"mean": "mean", "median": "median", "min": "least", "max": "largest", "p95": "95th percentile",
+               "p99": "99th percentile", "p999": "99.9th percentile"}
+
+
+def describe_metric(name: str, metrics: Mapping[str, Metric]) -> str:
+    """A metric in words, for an axis that has no label of its own: "mean latency of trim",
+    "utilisation of app.cpu", "capacity in pvs", "fetch_1 / fetch_8"."""
+    metric = metrics[name]
+    if isinstance(metric, RunMetric):
+        what = _TYPE_WORDS.get(metric.type, metric.type)
+        if metric.type in ("latency", "end_time", "memory_peak"):
+            what = f"{_STAT_WORDS.get(metric.stat, metric.stat)} {what}"
+        subject = metric.resource if metric.type in ("utilisation", "memory_peak") else metric.request
+        if metric.step is not None:
+            subject = f"step {metric.step} of {metric.request or 'any request'}"
+        return f"{what} of {subject}" if subject else what
+    if isinstance(metric, CapacityMetric):
+        return f"capacity in {metric.parameter}"
+    if isinstance(metric, RatioMetric):
+        return f"{metric.a} / {metric.b}"
+    if isinstance(metric, DifferenceMetric):
+        return f"{metric.a} - {metric.b}"
+    return name

@@ -29,11 +29,23 @@ from functools import reduce
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import folder_file
-from simstack.lang.schema import Field, at_least, boolean, name_ref, read_fields
+from simstack.io.outputs import output_name
+from simstack.lang.schema import (
+    Field,
+    at_least,
+    boolean,
+    mapping,
+    name_ref,
+    read_fields,
+)
 from simstack.lang.units import parse_number
-from simstack.studies.schema.metric_types import RunSelection, mapping, merge, parse_selection
-from simstack.studies.schema.options import read_columns
+from simstack.studies.schema.rows import MeasuredRows
+from simstack.studies.schema.selection import (
+    SELECTION_KEYS,
+    RunSelection,
+    merge,
+    parse_selection,
+)
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,7 @@ def pick(axes: Mapping[str, list[AxisValue]], raw: object, path: str) -> tuple[t
 
 
 def _only_selection(extra: Mapping[str, Any], path: str) -> None:
-    unknown = [k for k in extra if k not in ("scenario", "whatif", "parameters", "flags", "settings")]
+    unknown = [k for k in extra if k not in SELECTION_KEYS]
     if unknown:
         raise ModelError(f"unknown key {unknown[0]!r}; a point names axes and may add scenario, whatif, "
                          "parameters, flags or settings", path=f"{path}.{unknown[0]}")
@@ -183,10 +195,14 @@ def parse_interval(raw: object, path: str) -> Interval:
         where = f"{path}.alternatives.{name}"
         sel = dict(sel or {})
         calibrated = sel.pop("calibrated", None)
-        if calibrated is not None and (not isinstance(calibrated, str) or "/" in calibrated
-                                       or "\\" in calibrated or calibrated.startswith(".")):
-            raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
-                             path=f"{where}.calibrated")
+        if calibrated is not None:
+            if not isinstance(calibrated, str) or "/" in calibrated or "\\" in calibrated:
+                raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
+                                 path=f"{where}.calibrated")
+            try:
+                output_name("fit")(calibrated)
+            except ModelError as exc:
+                raise exc.at(path=f"{where}.calibrated") from None
         alts.append(Alternative(name_ref(name), parse_selection(sel, where), calibrated))
     if not alts:
         raise ModelError("expected at least one alternative", path=f"{path}.alternatives")
@@ -216,16 +232,16 @@ class PredictionSpec:
     runs_file: str | None = None
     digits: int | None = None  # round the written values (None: as computed)
     value_columns: Mapping[str, str] = field(default_factory=dict, hash=False)  # further value columns: metric each
-    measured: Any = None  # simstack.studies.rowcompare.MeasuredRows: the file against measured rows, in check
+    measured: MeasuredRows | None = None  # the file against measured rows, in check (evaluate.rowcompare)
 
 
 def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec:
     """The ``predictions`` section; every metric it names must exist."""
-    p = read_fields(raw, {"file": Field(folder_file, "predictions.csv"), "axes": Field(mapping),
+    p = read_fields(raw, {"file": Field(output_name("table"), "predictions.csv"), "axes": Field(mapping),
                           "metric": Field(name_ref), "value_column": Field(str), "scale": Field(scale, 1.0),
                           "points": Field(list, None), "columns": Field(_names, None),
                           "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
-                          "runs_file": Field(folder_file, None), "doc": Field(str, ""),
+                          "runs_file": Field(output_name("table"), None), "doc": Field(str, ""),
                           "digits": Field(at_least(0), None), "value_columns": Field(lambda v: v, None)}, "predictions")
 
     def known(name: str | None, where: str) -> None:
@@ -265,3 +281,24 @@ def _positive(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ModelError(f"expected a whole number >= 1, got {value!r}")
     return value
+
+
+def read_columns(raw: object, metrics: Mapping[str, Any], value_column: str,
+                 where_: str = "predictions.value_columns") -> dict[str, str]:
+    """``predictions.value_columns``: further value columns, each filled by its own metric at
+    the same grid point (the same runs: the evaluator caches them), so one row can carry the
+    memory per node *and* the configuration time of a configuration (None: no extra column)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected a mapping of column: metric, got {raw!r}", path=where_)
+    columns: dict[str, str] = {}
+    for column, metric in raw.items():
+        where = f"{where_}.{column}"
+        if not isinstance(column, str) or column == value_column:
+            raise ModelError(f"a further value column needs a new name, not {column!r} (value_column is "
+                             f"{value_column!r})", path=where)
+        if not isinstance(metric, str) or metric not in metrics:
+            raise ModelError(f"unknown metric {metric!r}; metrics: {', '.join(metrics)}", path=where)
+        columns[column] = metric
+    return columns

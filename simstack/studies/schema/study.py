@@ -3,8 +3,10 @@
 It names the baseline CSV, the *metrics* the model predicts (each a statistic of a run
 in some scenario and what-if, or a ratio, difference or capacity built from others), the
 *checks* that compare metrics with baseline rows or with each other, the *calibration*
-(which free parameters to fit to which checks) and the *predictions* grid written to
-``predictions.csv``. It is data, read with located errors like a model file.
+(which free parameters to fit to which checks), the *predictions* grid written to
+``predictions.csv``, the *crosscheck* of the analytic solver and the *report* page. It is
+data, read here once with located errors like a model file; each section's reader lives in
+its own module of this folder, and nothing here imports the studies that use it.
 """
 
 from __future__ import annotations
@@ -17,17 +19,20 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import folder_file, inside
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.schema import Field, at_least, name_ref, one_of, read_fields
+from simstack.lang.schema import Field, mapping, name_ref, one_of, read_fields
 from simstack.lang.units import parse_number
-from simstack.report.section import report_field
-from simstack.studies.schema.metric_types import Metric, RunSelection, mapping, parse_metric, parse_selection
-from simstack.studies.schema.options import SIDES
+from simstack.studies.schema.calibration import CalibrationSpec, read_calibration
+from simstack.studies.schema.crosscheck import CrosscheckSpec, read_crosscheck
+from simstack.studies.schema.metric_types import Metric, parse_metric
+from simstack.studies.schema.outputs import check_outputs
 from simstack.studies.schema.prediction_grid import PredictionSpec, parse_predictions
+from simstack.studies.schema.report import ReportSpec, parse_report
+from simstack.studies.schema.rows import listed_points, read_measured_rows
 
-__all__ = ["CalibrationSpec", "CheckSpec", "Metric", "MetricSpec", "PredictionSpec", "RunSelection", "Study",
-           "load_study"]
-
-MetricSpec = Metric  # the base class of every metric type (simstack.studies.schema.metric_types)
+# A baseline check is two-sided by default; ``at_least`` / ``at_most`` make it one-sided, for
+# claims such as "reduced by more than 90 %": the prediction passes when it is at least (at
+# most) the measured value, less (plus) the tolerance.
+SIDES = ("both", "at_least", "at_most")
 
 
 @dataclass(frozen=True)
@@ -38,18 +43,20 @@ class CheckSpec:
     tolerance: float = 0.1
     less_than: str | None = None
     doc: str = ""
-    side: str = "both"  # both | at_least | at_most (simstack.studies.schema.options)
+    side: str = "both"  # one of SIDES
+
+    def passes(self, error: float) -> bool:
+        """Whether a relative error against the baseline is within this check's tolerance, on its side."""
+        return within(error, self.tolerance, self.side)
 
 
-@dataclass(frozen=True)
-class CalibrationSpec:
-    parameters: tuple[str, ...]
-    targets: tuple[str, ...]
-    method: str = "least_squares"  # least_squares | bisect
-    seed: int = 1
-    max_evaluations: int = 60
-    uncertainty: str = "none"  # none | profile | bootstrap (simstack.studies.fit.uncertainty)
-    repeats: str | None = None  # a CSV beside the model: check, value[, unit], one row per measured repeat
+def within(error: float, tolerance: float, side: str = "both") -> bool:
+    """Whether a relative error passes a band of ``tolerance`` on ``side`` (one of SIDES)."""
+    if side == "at_least":
+        return error >= -tolerance
+    if side == "at_most":
+        return error <= tolerance
+    return abs(error) <= tolerance
 
 
 @dataclass(frozen=True)
@@ -62,11 +69,21 @@ class Study:
     checks: tuple[CheckSpec, ...]
     calibration: CalibrationSpec | None
     predictions: PredictionSpec | None
-    crosscheck: Any = None  # simstack.studies.crosscheck.CrosscheckSpec: analytic against simulated
+    crosscheck: CrosscheckSpec | None = None
+    report: ReportSpec | None = None
+
+    @property
+    def folder(self) -> Path:
+        """The model's folder, where every file the study names lives."""
+        return self.path.parent
+
+    def with_seed(self, seed: int) -> Study:
+        """The same study with every run on ``seed`` (a calibration's own seed)."""
+        return replace(self, defaults={**self.defaults, "seed": seed})
 
 
 def load_study(model_dir: Path) -> Study:
-    path = model_dir / "checks.yaml"
+    path = inside(model_dir, "checks.yaml", "checks.yaml")  # not through a link out of the folder
     if not path.is_file():
         raise ModelError(f"model {model_dir.name!r} has no checks.yaml (nothing to check)", file=str(path))
     doc = read_yaml(path)
@@ -76,43 +93,15 @@ def load_study(model_dir: Path) -> Study:
         raise exc.at(file=str(path)) from None
 
 
-_selection = parse_selection
-_mapping = mapping
-
-
-def _points_file(model_dir: Path, name: str, axes: object) -> list[dict[str, str]]:
-    """``points: FILE.csv``: one row per point, one column per axis (values as the axes write them)."""
-    from simstack.studies.rowtargets import listed_points
-
-    if not isinstance(axes, Mapping):
-        raise ModelError("points from a file need mapping-form axes", path="predictions.points")
-    by_value = {axis: {str(v): None for v in values} for axis, values in axes.items() if isinstance(values, Mapping)}
-    return listed_points(model_dir, name, by_value)  # type: ignore[arg-type]
-
-
-def _measured_rows(value: object) -> Any:
-    from simstack.studies.rowcompare import read_measured_rows
-
-    return read_measured_rows(value)
-
-
-def _study(doc: Any, model_dir: Path, path: Path) -> Study:
-    fields = {"baselines": Field(folder_file, None), "defaults": Field(_mapping, {}), "metrics": Field(_mapping),
-              "checks": Field(lambda v: v, []), "calibration": Field(_mapping, None),
-              "predictions": Field(_mapping, None), "doc": Field(str, ""), "crosscheck": Field(_mapping, None),
-              "report": report_field()}
-    top = read_fields(doc, fields, "")
-    metrics = {n: parse_metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
-    for m in metrics.values():
-        for ref in m.refs:
-            if ref not in metrics:
-                raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=f"metrics.{m.name}")
+def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]:
+    if not isinstance(raw, list):
+        raise ModelError(f"expected a list of checks, got {raw!r}", path="checks")
     checks = []
-    for i, raw in enumerate(top["checks"] or []):
+    for i, item in enumerate(raw):
         where = f"checks[{i}]"
-        values = read_fields(raw, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(_mapping, None),
-                                   "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
-                                   "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both")}, where)
+        values = read_fields(item, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(mapping, None),
+                                    "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
+                                    "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both")}, where)
         for ref in (values["metric"], values["less_than"]):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=where)
@@ -123,35 +112,48 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     ids = [c.id for c in checks]
     if len(set(ids)) != len(ids):
         raise ModelError(f"check ids must be unique, got {ids}", path="checks")
-    calibration: CalibrationSpec | None = None
-    surrogate = isinstance(top["calibration"], Mapping) and "surrogate" in top["calibration"]
-    if surrogate:  # fitted through an analytic solver to CSV rows: simstack.studies.fit.surrogate
-        from simstack.studies.schema.calibration import read_surrogate_calibration
-        raw_axes = top["predictions"].get("axes") if top["predictions"] else None
-        calibration = read_surrogate_calibration(top["calibration"], metrics,
-                                                 raw_axes if isinstance(raw_axes, Mapping) else {})
-    if top["calibration"] is not None and not surrogate:
-        c = read_fields(top["calibration"], {"parameters": Field(list), "targets": Field(list),
-                                             "method": Field(one_of("least_squares", "bisect"), "least_squares"),
-                                             "seed": Field(at_least(0), 1), "max_evaluations": Field(at_least(1), 60),
-                                             "uncertainty": Field(one_of("none", "profile", "bootstrap"), "none"),
-                                             "repeats": Field(folder_file, None), "doc": Field(str, "")}, "calibration")
-        unknown = [t for t in c["targets"] if t not in ids]
-        if unknown:
-            raise ModelError(f"unknown check {unknown[0]!r}; checks: {', '.join(ids)}", path="calibration.targets")
-        calibration = CalibrationSpec(tuple(c["parameters"]), tuple(c["targets"]), c["method"], c["seed"],
-                                      c["max_evaluations"], c["uncertainty"], c["repeats"])
-    predictions = None
-    if top["predictions"] is not None:
-        raw_pred = dict(top["predictions"])
-        measured = _measured_rows(raw_pred.pop("measured")) if raw_pred.get("measured") is not None else None
-        if isinstance(raw_pred.get("points"), str):  # a CSV file of points beside the study
-            raw_pred["points"] = _points_file(model_dir, raw_pred["points"], raw_pred.get("axes"))
-        predictions = replace(parse_predictions(raw_pred, metrics), measured=measured)
+    return tuple(checks)
+
+
+def _predictions(raw: Mapping[str, Any], metrics: Mapping[str, Metric], model_dir: Path) -> PredictionSpec:
+    raw = dict(raw)
+    measured = read_measured_rows(raw.pop("measured"), "predictions.measured") \
+        if raw.get("measured") is not None else None
+    if isinstance(raw.get("points"), str):  # a CSV file of points beside the study
+        axes = raw.get("axes")
+        if not isinstance(axes, Mapping):
+            raise ModelError("points from a file need mapping-form axes", path="predictions.points")
+        by_value = {axis: {str(v): None for v in values}
+                    for axis, values in axes.items() if isinstance(values, Mapping)}
+        raw["points"] = listed_points(model_dir, raw["points"], by_value)
+    return replace(parse_predictions(raw, metrics), measured=measured)
+
+
+def _study(doc: Any, model_dir: Path, path: Path) -> Study:
+    fields = {"baselines": Field(folder_file, None), "defaults": Field(mapping, {}), "metrics": Field(mapping),
+              "checks": Field(lambda v: v, []), "calibration": Field(mapping, None),
+              "predictions": Field(mapping, None), "doc": Field(str, ""), "crosscheck": Field(lambda v: v, None),
+              "report": Field(lambda v: v, None)}
+    top = read_fields(doc, fields, "")
+    metrics = {n: parse_metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
+    for m in metrics.values():
+        for ref in m.refs:
+            if ref not in metrics:
+                raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=f"metrics.{m.name}")
+    checks = _checks(top["checks"] or [], metrics)
+    raw_axes = top["predictions"].get("axes") if top["predictions"] else None
+    axes = raw_axes if isinstance(raw_axes, Mapping) else {}
+    calibration = None if top["calibration"] is None else \
+        read_calibration(top["calibration"], metrics, tuple(c.id for c in checks), axes)
+    predictions = None if top["predictions"] is None else _predictions(top["predictions"], metrics, model_dir)
     baselines = inside(model_dir, top["baselines"], "baselines") if top["baselines"] else None
-    crosscheck = None
-    if top["crosscheck"] is not None:  # simstack.studies.crosscheck
-        from simstack.studies.crosscheck import read_crosscheck
-        crosscheck = read_crosscheck(top["crosscheck"], metrics)
-    return Study(model_dir.name, path, baselines, top["defaults"], metrics, tuple(checks), calibration, predictions,
-                 crosscheck)
+    crosscheck = None if top["crosscheck"] is None else read_crosscheck(top["crosscheck"], metrics)
+    report = None
+    if top["report"] is not None:
+        try:
+            report = parse_report(top["report"])
+        except ModelError as exc:
+            raise exc.at(path="report") from None
+    check_outputs(doc, model_dir)  # no output over an input, none twice (the names are checked above)
+    return Study(model_dir.name, path, baselines, top["defaults"], metrics, checks, calibration, predictions,
+                 crosscheck, report)

@@ -20,7 +20,7 @@ from simstack.load.precedence import load_chosen
 from simstack.load.whatif import load_whatif
 from simstack.studies import analysis as A
 from simstack.studies.analysis.solve import print_solution, solve_model
-from simstack.studies.metrics import calibrated_parameters
+from simstack.studies.evaluate.metrics import calibrated_parameters
 from simstack.tables.results import t_interval
 
 # -- single stations ---------------------------------------------------------------------

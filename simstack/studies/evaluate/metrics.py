@@ -1,7 +1,7 @@
 """Evaluating a study's metrics by running the model, with every run cached.
 
 A metric reads one statistic of one run (scenario + what-if + overrides + settings) or
-combines other metrics (ratio, difference, capacity: see ``simstack.studies.capacity``). Runs are keyed by
+combines other metrics (ratio, difference, capacity: see ``simstack.studies.evaluate.capacity``). Runs are keyed by
 everything that defines them, so twenty metrics over four configurations cost four
 runs; all runs share the study's seed, so comparisons use common random numbers.
 Which value wins (calibrated values, what-if, the metric's own; the study's defaults over
@@ -13,39 +13,32 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from simstack.engine.parallel import Workers
 from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ModelError
-from simstack.io.atomic import write_text_atomic
 from simstack.lang.units import SIZE_UNITS
 from simstack.load.loader import load_model
 from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
-from simstack.load.whatif import load_whatif
-from simstack.studies.capacity import CapacityResult, find_capacity, last_ok
-from simstack.studies.schema.metric_types import CapacityMetric, RunMetric, RunSelection, merge
+from simstack.load.whatif import WhatIf, load_whatif
+from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
+from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
+from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 
-__all__ = ["Evaluator", "calibrated_parameters", "chosen", "failure_by_item", "last_ok", "merge", "read_whatif",
-           "resolve", "write_yaml"]
 
-
-def read_whatif(name: str, model_dir: Path | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags of a what-if named in a study: ``<model>/<name>`` or a name of the
-    model in ``model_dir`` (``models/<model>/whatif/<name>.yaml``), never a path."""
-    chosen = load_whatif(name, model_dir, named_only=True)  # named in a study, never a path
-    return dict(chosen.parameters), dict(chosen.flags)
-
-
-def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None) -> ModelChoice:
-    """Scenario, parameters and flags of a selection: ``base`` values, then its what-if, then its own."""
-    whatif = load_whatif(sel.whatif, model_dir, named_only=True) if sel.whatif else None  # from a study or CSV
+def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None,
+           whatifs: Callable[[str], WhatIf] | None = None) -> ModelChoice:
+    """Scenario, parameters and flags of a selection: ``base`` values, then its what-if, then its own.
+    A what-if named in a study is a name, never a path; ``whatifs`` reads one (default: from its file)."""
+    read = whatifs or (lambda name: load_whatif(name, model_dir, named_only=True))
+    whatif = read(sel.whatif) if sel.whatif else None
     return stack_layers(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
 
 
@@ -56,65 +49,116 @@ def resolve(sel: RunSelection, base: Mapping[str, Any],
     return choice.parameters, choice.flags
 
 
+def _key(*parts: Any) -> str:
+    return json.dumps(parts, default=str)
+
+
 class Evaluator:
-    """Computes metrics by name; owns the run cache. ``jobs`` > 1 lets a capacity search prove
-    its answer with runs side by side; ``start`` is where the next capacity search starts
-    (a neighbouring grid point's answer); ``on_progress`` hears what a search is running.
+    """Computes a study's metrics by name; owns the runs and their cache.
 
-    Every statistic a metric read is kept (a number per metric and selection), but only the
-    ``keep_runs`` most recently used runs: a run of the whole LHCb farm holds about 100 MB,
-    and ``simstack predict`` over its 48 points reached 5.7 GB keeping them all. A run
-    dropped and asked for again is simulated again, with the same result."""
+    A run is keyed by what it resolves to (scenario, every parameter and flag after the
+    what-if, run settings) before anything is built, so two selections that mean the same
+    run share it and a cached run costs no model build. Every statistic a metric read is kept
+    (a number per metric and selection), but only the ``keep_runs`` most recently used runs: a
+    run of the whole LHCb farm holds about 100 MB, and ``simstack predict`` over its 48 points
+    reached 5.7 GB keeping them all. A run dropped and asked for again is simulated again,
+    with the same result (every run has the study's seed). ``jobs`` > 1 lets a capacity
+    search prove its answer with runs side by side; ``on_run`` hears of each new run,
+    ``on_progress`` of what a capacity search is trying."""
 
-    def __init__(self, study: Study, parameters: Mapping[str, Any] | None = None,
-                 on_run: Callable[[str], None] | None = None, jobs: int = 1, keep_runs: int = 4):
+    def __init__(self, study: Study, parameters: Mapping[str, Any] | None = None, *,
+                 on_run: Callable[[str], None] | None = None, on_progress: Callable[[str], None] | None = None,
+                 jobs: int = 1, keep_runs: int = 4):
         self.study = study
-        self.model_dir = study.path.parent
+        self.model_dir = study.folder
         self.base_parameters = dict(calibrated_parameters(self.model_dir) if parameters is None else parameters)
         self.on_run = on_run
+        self.on_progress = on_progress
         self.jobs = jobs
-        self.start: int | None = None
-        self.on_progress: Callable[[str], None] | None = None
-        self.runs: OrderedDict[str, RunResult] = OrderedDict()  # least recently used first
         self.keep_runs = keep_runs
+        self.runs: OrderedDict[str, RunResult] = OrderedDict()  # least recently used first
         self.statistics: dict[str, float] = {}
         self.searches: dict[str, CapacityResult] = {}
+        self._whatifs: dict[str, WhatIf] = {}
+        self._start: int | None = None
 
-    def value(self, name: str, extra: RunSelection | None = None) -> float:
-        return self.study.metrics[name].value(self, extra)
+    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None) -> float:
+        """The metric ``name`` (under ``extra``); a capacity search starts at ``start`` if given
+        (a neighbouring grid point's answer: only the cost depends on it, every answer is proven)."""
+        outer, self._start = self._start, start
+        try:
+            return self.study.metrics[name].value(self, extra)
+        finally:
+            self._start = outer
+
+    def values_once(self, names: Sequence[str], run: RunSelection) -> tuple[float, ...]:
+        """Several metrics at one selection, without keeping the runs they made (a capacity
+        probe at a high load: millions of request rows; its statistics are kept)."""
+        before = set(self.runs)
+        try:
+            return tuple(self.value(name, run) for name in names)
+        finally:
+            for key in set(self.runs) - before:
+                del self.runs[key]
 
     def statistic(self, metric: RunMetric, run: RunSelection) -> float:
-        key = json.dumps([run.scenario, run.whatif, sorted(run.parameters.items()), sorted(run.flags.items()),
-                          sorted(run.settings.items()), metric.type, metric.request, metric.step, metric.stat,
-                          metric.resource, metric.lineage, metric.group, metric.unit], default=str)
+        key = _key(run.scenario, run.whatif, sorted(run.parameters.items()), sorted(run.flags.items()),
+                   sorted(run.settings.items()), metric.type, metric.request, metric.step, metric.stat,
+                   metric.resource, metric.lineage, metric.group, metric.unit)
         if key not in self.statistics:
             self.statistics[key] = _statistic(metric, self.run(run, needs_steps=metric.step is not None))
         return self.statistics[key]
 
     def capacity(self, metric: CapacityMetric, run: RunSelection) -> int:
-        """See ``simstack.studies.capacity``; searches are cached by metric and selection."""
-        key = json.dumps([metric.name, run.scenario, run.whatif, sorted(run.parameters.items()),
-                          sorted(run.flags.items()), sorted(run.settings.items())], default=str)
+        """See ``simstack.studies.evaluate.capacity``; searches are cached by metric and selection."""
+        key = _key(metric.name, run.scenario, run.whatif, sorted(run.parameters.items()),
+                   sorted(run.flags.items()), sorted(run.settings.items()))
         if key not in self.searches:
-            self.searches[key] = find_capacity(self, metric, run, self.start, self.jobs, self.on_progress)
+            self.searches[key] = find_capacity(self, metric, run, self._start, self.jobs, self.on_progress)
         return self.searches[key].capacity
 
+    def probes_side_by_side(self, metric: CapacityMetric, run: RunSelection, loads: Sequence[int],
+                            stage: str) -> list[Probe]:
+        """Capacity probes at several loads, each in a worker process with its own evaluator
+        (the same runs with the same seed as here, so the same verdicts)."""
+        with Workers(len(loads)) as workers:
+            return list(workers.map(_probe_elsewhere, [(self.study, self.base_parameters, metric.name, run, n, stage)
+                                                       for n in loads]))
+
+    def whatif(self, name: str) -> WhatIf:
+        """A what-if the study names, read once."""
+        if name not in self._whatifs:
+            self._whatifs[name] = load_whatif(name, self.model_dir, named_only=True)
+        return self._whatifs[name]
+
+    def choice(self, sel: RunSelection) -> ModelChoice:
+        """What ``sel`` resolves to under this evaluator's parameters."""
+        return chosen(sel, self.base_parameters, self.model_dir, self.whatif)
+
     def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
-        choice = chosen(sel, self.base_parameters, self.model_dir)
+        choice = self.choice(sel)
+        key = _key(choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
+                   sorted({**self.study.defaults, **sel.settings}.items()), needs_steps)
+        if key in self.runs:
+            self.runs.move_to_end(key)
+            return self.runs[key]
         spec = load_model(self.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
                           flags=choice.flags)
         settings = run_settings(spec.settings, self.study.defaults, sel.settings)
-        key = json.dumps([choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
-                          sorted(settings.items()), needs_steps], default=str)
-        if key in self.runs:
-            self.runs.move_to_end(key)
-        else:
-            if self.on_run:
-                self.on_run(key)
-            self.runs[key] = simulate(spec, **settings, record_steps=needs_steps)
-            while len(self.runs) > max(1, self.keep_runs):
-                self.runs.popitem(last=False)
+        if self.on_run:
+            self.on_run(key)
+        self.runs[key] = simulate(spec, **settings, record_steps=needs_steps)
+        while len(self.runs) > max(1, self.keep_runs):
+            self.runs.popitem(last=False)
         return self.runs[key]
+
+
+def _probe_elsewhere(study: Study, parameters: Mapping[str, Any], name: str, run: RunSelection,
+                     n: int, stage: str) -> Probe:
+    """One capacity probe in a worker process, with its own evaluator (the probe is small to send back)."""
+    metric = study.metrics[name]
+    assert isinstance(metric, CapacityMetric)
+    return probe(Evaluator(study, parameters), metric, run, n, stage)
 
 
 def _statistic(metric: RunMetric, result: RunResult) -> float:
@@ -137,7 +181,7 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
     if metric.type == "memory_peak":
         return _memory_peak(metric, result)
     ok = recorded[recorded["ok"]]
-    window = _window(result)
+    window = measurement_window(result)
     if metric.type == "count":
         return len(ok) / result.replications
     if metric.type == "throughput":
@@ -208,7 +252,8 @@ def _failed_lineage(requests: Any) -> set[tuple[int, int]]:
     return failed
 
 
-def _window(result: RunResult) -> float:
+def measurement_window(result: RunResult) -> float:
+    """The seconds of a run that count: from the end of the warm-up to the horizon (or the mean end)."""
     end = result.horizon if result.horizon is not None else float(result.accounting["end_time"].mean())
     warm = result.warmup if isinstance(result.warmup, int | float) else 0.0
     return max(end - warm, 1e-12)
@@ -220,8 +265,3 @@ def _stat(values: np.ndarray, stat: str) -> float:
     if stat in ("p95", "p99", "p999"):
         return float(np.percentile(values, {"p95": 95, "p99": 99, "p999": 99.9}[stat]))
     return float(getattr(np, stat)(values))
-
-
-def write_yaml(path: Path, doc: Mapping[str, Any]) -> None:
-    """A result file (``calibrated.yaml``, hold-out fits), written whole or not at all."""
-    write_text_atomic(path, yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False))

@@ -1,4 +1,4 @@
-"""Measured rows of a CSV file as calibration targets, and a CSV file of prediction points.
+"""Rows of a CSV file a study names: calibration targets, prediction points, measurements.
 
 A benchmark campaign is a table: one row per configuration and load level, one column per
 knob (instance size, language, number of clients) and one for the measured value. Rather
@@ -18,7 +18,14 @@ series at once) and which boolean columns set flags::
       flags: {far_pair: far_pair}    # flag: boolean column
 
 ``points: FILE.csv`` in ``predictions`` uses the same matching: each row of the file names
-one value per axis, and only those points are evaluated.
+one value per axis, and only those points are evaluated. ``predictions.measured`` names the
+measured rows the committed predictions are compared with in ``simstack check``::
+
+    measured:
+      rows: data/standard_tests.csv
+      value: sum_count_15s          # compared with value_column, same units
+      by: [[server_language, client_language, operation], [server_instance], [client_instance]]
+      tolerance: 0.15               # the largest median |relative error| accepted
 """
 
 from __future__ import annotations
@@ -29,15 +36,14 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from simstack.errors import ModelError
+from simstack.io.outputs import read_cell
 from simstack.io.paths import folder_file, inside
 from simstack.lang.schema import Field, name_ref, read_fields
 from simstack.lang.units import parse_number
-from simstack.studies.metrics import merge
-from simstack.studies.schema.study import MetricSpec, RunSelection
+from simstack.studies.schema.selection import RunSelection, merge
 
 
 @dataclass(frozen=True)
@@ -54,21 +60,10 @@ class RowTargets:
     exclude: tuple[tuple[str, str], ...] = ()  # (column, value): rows left out (simstack.studies.fit.holdout)
 
 
-@dataclass(frozen=True)
-class Series:
-    """Rows that differ only in the population: one selection, one analytic curve."""
-
-    selection: RunSelection = field(hash=False)
-    populations: tuple[int, ...]
-    rows: np.ndarray = field(hash=False, compare=False)  # row positions, one per population entry
-    label: str = ""
-
-
-def read_row_targets(raw: object, metrics: Mapping[str, MetricSpec], axes: Mapping[str, Any],
-                     where: str) -> RowTargets:
+def read_row_targets(raw: object, metrics: Mapping[str, Any], axes: Mapping[str, Any], where: str) -> RowTargets:
     """The ``targets: {rows: ...}`` mapping of a calibration, checked against the study."""
     values = read_fields(raw, {"rows": Field(folder_file), "measured": Field(str), "metric": Field(name_ref),
-                               "match": Field(_strings), "population": Field(str),
+                               "match": Field(column_names), "population": Field(str),
                                "scale": Field(parse_number, 1.0), "flags": Field(_flag_columns, {}),
                                "doc": Field(str, "")}, where)
     values.pop("doc")
@@ -82,7 +77,25 @@ def read_row_targets(raw: object, metrics: Mapping[str, MetricSpec], axes: Mappi
     return RowTargets(**values)
 
 
-def _strings(value: object) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class MeasuredRows:
+    """Measured rows the committed predictions are compared with (``predictions.measured``)."""
+
+    rows: str
+    value: str
+    by: tuple[tuple[str, ...], ...] = ()
+    tolerance: float = 0.15
+
+
+def read_measured_rows(raw: object, where: str = "") -> MeasuredRows:
+    values = read_fields(raw, {"rows": Field(folder_file), "value": Field(str), "by": Field(_groups, ()),
+                               "tolerance": Field(parse_number, 0.15), "doc": Field(str, "")}, where)
+    values.pop("doc")
+    return MeasuredRows(**values)
+
+
+def column_names(value: object) -> tuple[str, ...]:
+    """A list of column names."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ModelError(f"expected a list of column names, got {value!r}")
     return tuple(value)
@@ -94,6 +107,18 @@ def _flag_columns(value: object) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
+def _groups(value: object) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(value, list):
+        raise ModelError(f"expected a list of groupings (a column or a list of columns), got {value!r}")
+    out = []
+    for group in value:
+        cols = [group] if isinstance(group, str) else group
+        if not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols):
+            raise ModelError(f"expected a column or a list of columns, got {group!r}")
+        out.append(tuple(cols))
+    return tuple(out)
+
+
 def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) -> pd.DataFrame:
     """A data file of the model, every value as text, with the columns the study names."""
     path = inside(model_dir, name, where)
@@ -101,6 +126,7 @@ def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) 
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ModelError(f"cannot read the rows file {name!r}: {exc}", path=where) from None
+    table = table.rename(columns=read_cell).map(read_cell)  # as written, before any neutral apostrophe
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise ModelError(f"{name} has no column {missing[0]!r}; columns: {', '.join(table.columns)}",
@@ -123,40 +149,7 @@ def point_selection(point: Mapping[str, str], axes: Mapping[str, Mapping[str, Ru
     return reduce(merge, parts, RunSelection())
 
 
-def target_series(model_dir: Path, targets: RowTargets, axes: Mapping[str, Mapping[str, RunSelection]],
-                  metric: MetricSpec, where: str) -> tuple[pd.DataFrame, np.ndarray, list[Series]]:
-    """The rows, their measured values (in metric units, i.e. divided by ``scale``) and the
-    series they form."""
-    columns = (*targets.match, targets.population, targets.measured, *targets.flags.values())
-    table = read_rows(model_dir, targets.rows, columns, f"{where}.rows")
-    for column, value in targets.exclude:
-        table = table[table[column] != value].reset_index(drop=True)
-    measured = pd.to_numeric(table[targets.measured], errors="coerce").to_numpy(dtype=float)
-    population = pd.to_numeric(table[targets.population], errors="coerce")
-    bad = np.flatnonzero(~np.isfinite(measured) | (measured <= 0) | population.isna()
-                         | (population.fillna(0) < 1) | (population.fillna(0) % 1 != 0))
-    if bad.size:
-        raise ModelError(f"{targets.rows} row {int(bad[0]) + 2}: {targets.measured} must be a positive number "
-                         f"and {targets.population} a whole number >= 1", path=f"{where}.rows")
-    for flag, column in targets.flags.items():
-        odd = ~table[column].isin(["True", "False", "true", "false"])
-        if odd.any():
-            raise ModelError(f"{targets.rows} row {int(np.flatnonzero(odd)[0]) + 2}: column {column!r} "
-                             f"(flag {flag}) must be true or false", path=f"{where}.flags")
-    keys = [*targets.match, *targets.flags.values()]
-    series = []
-    for key, group in table.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        point = {a: str(v) for a, v in zip(targets.match, key[:len(targets.match)], strict=True)}
-        sel = point_selection(point, axes, f"{where}.match")
-        flags = {f: str(table.at[group.index[0], c]).lower() == "true" for f, c in targets.flags.items()}
-        sel = merge(merge(metric.run, sel), RunSelection(flags=flags))  # type: ignore[attr-defined]
-        series.append(Series(sel, tuple(int(v) for v in population[group.index]), group.index.to_numpy(),
-                             " | ".join(map(str, key))))
-    return table, measured / targets.scale, series
-
-
-def listed_points(model_dir: Path, name: str, axes: Mapping[str, Mapping[str, RunSelection]]) -> list[dict[str, str]]:
+def listed_points(model_dir: Path, name: str, axes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
     """The rows of ``predictions.points``: one value of every axis per row, in file order."""
     where = "predictions.points"
     table = read_rows(model_dir, name, tuple(axes), where)

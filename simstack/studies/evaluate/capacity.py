@@ -20,16 +20,13 @@ length; when the screen was wrong the proof stage keeps searching with full runs
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from simstack.studies.schema.metric_types import CapacityMetric, RunSelection, merge
-
-if TYPE_CHECKING:
-    from simstack.studies.metrics import Evaluator
-    from simstack.studies.schema.study import Study
+from simstack.studies.evaluate.search import boundary
+from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.selection import RunSelection, merge
 
 SCREEN, FULL = "screen", "full"
 
@@ -71,61 +68,23 @@ class CapacityResult:
         return row
 
 
-def last_ok(ok: Callable[[int], bool], good: int, bad: int) -> int:
-    """Bisection: the n in [good, bad) with ok(n) and not ok(n + 1), given ok(good), not ok(bad)."""
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+class Probes(Protocol):
+    """What a capacity search needs of the evaluator behind it (``simstack.studies.evaluate.metrics``)."""
+
+    def values_once(self, names: Sequence[str], run: RunSelection) -> tuple[float, ...]: ...
+    def probes_side_by_side(self, metric: CapacityMetric, run: RunSelection, loads: Sequence[int],
+                            stage: str) -> list[Probe]: ...
 
 
-def boundary(ok: Callable[[int], bool], start: int, low: int, high: int) -> int:
-    """The c in [low - 1, high] with ok(c) and not ok(c + 1), galloping out from ``start``."""
-    start = min(max(start, low), high)
-    if ok(start):
-        good, step = start, 1
-        while True:
-            if good >= high:
-                return high
-            probe = min(high, good + step)
-            if not ok(probe):
-                return last_ok(ok, good, probe)
-            good, step = probe, step * 2
-    bad, step = start, 1
-    while True:
-        if bad <= low:
-            return low - 1
-        probe = max(low, bad - step)
-        if ok(probe):
-            return last_ok(ok, probe, bad)
-        bad, step = probe, step * 2
-
-
-def probe(ev: Evaluator, metric: CapacityMetric, run: RunSelection, n: int, stage: str) -> Probe:
-    """Evaluate every condition at load ``n``; the runs are dropped afterwards (a long run at
-    a high load holds millions of request rows), only the condition values are kept."""
+def probe(ev: Probes, metric: CapacityMetric, run: RunSelection, n: int, stage: str) -> Probe:
+    """Evaluate every condition at load ``n``; the runs are not kept (a long run at a high load
+    holds millions of request rows), only the condition values."""
     settings = dict(metric.screen or {}) if stage == SCREEN else {}
     at = merge(run, RunSelection(parameters={metric.parameter: n}, settings=settings))
-    before = set(ev.runs)
     started = time.perf_counter()
-    values = tuple(ev.value(name, at) for name, _ in metric.conditions)
-    for key in set(ev.runs) - before:
-        del ev.runs[key]
+    values = ev.values_once([name for name, _ in metric.conditions], at)
     ok = all(v <= bound for v, (_, bound) in zip(values, metric.conditions, strict=True))
     return Probe(n, stage, values, ok, time.perf_counter() - started)
-
-
-def _probe_elsewhere(study: Study, parameters: Mapping[str, Any], name: str, run: RunSelection,
-                     n: int, stage: str) -> Probe:
-    """One probe in a worker process, with its own evaluator (the probe is small to send back)."""
-    from simstack.studies.metrics import Evaluator
-
-    metric = study.metrics[name]
-    assert isinstance(metric, CapacityMetric)
-    return probe(Evaluator(study, parameters), metric, run, n, stage)
 
 
 def proof_candidates(metric: CapacityMetric, screened: int, above: Probe | None, jobs: int) -> list[int]:
@@ -140,7 +99,7 @@ def proof_candidates(metric: CapacityMetric, screened: int, above: Probe | None,
     return chosen[:jobs]
 
 
-def find_capacity(ev: Evaluator, metric: CapacityMetric, run: RunSelection, start: int | None = None,
+def find_capacity(ev: Probes, metric: CapacityMetric, run: RunSelection, start: int | None = None,
                   jobs: int = 1, report: Callable[[str], None] | None = None) -> CapacityResult:
     """Capacity of ``metric`` at ``run``: screen (if the metric has ``screen`` settings), then prove."""
     started = time.perf_counter()
@@ -164,10 +123,8 @@ def find_capacity(ev: Evaluator, metric: CapacityMetric, run: RunSelection, star
             loads = proof_candidates(metric, result.screened, seen.get((result.screened + 1, SCREEN)), jobs)
             if report is not None:
                 report(f"{metric.parameter}={', '.join(map(str, loads))} ({FULL}, side by side)")
-            with ProcessPoolExecutor(max_workers=len(loads)) as pool:
-                for done in pool.map(_probe_elsewhere, *zip(*[(ev.study, ev.base_parameters, metric.name, run,
-                                                               n, FULL) for n in loads], strict=True)):
-                    seen[(done.n, FULL)] = done
+            for done in ev.probes_side_by_side(metric, run, loads, FULL):
+                seen[(done.n, FULL)] = done
     result.capacity = boundary(ok_at(FULL), first, metric.low, metric.high)
     result.wall = time.perf_counter() - started
     return result

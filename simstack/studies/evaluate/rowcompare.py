@@ -25,38 +25,8 @@ import numpy as np
 import pandas as pd
 
 from simstack.errors import ModelError
-from simstack.io.paths import folder_file
-from simstack.lang.schema import Field, read_fields
-from simstack.lang.units import parse_number
-from simstack.studies.rowtargets import read_rows
+from simstack.studies.schema.rows import MeasuredRows, read_rows
 from simstack.studies.schema.study import Study
-
-
-@dataclass(frozen=True)
-class MeasuredRows:
-    rows: str
-    value: str
-    by: tuple[tuple[str, ...], ...] = ()
-    tolerance: float = 0.15
-
-
-def read_measured_rows(raw: object, where: str = "") -> MeasuredRows:
-    values = read_fields(raw, {"rows": Field(folder_file), "value": Field(str), "by": Field(_groups, ()),
-                               "tolerance": Field(parse_number, 0.15), "doc": Field(str, "")}, where)
-    values.pop("doc")
-    return MeasuredRows(**values)
-
-
-def _groups(value: object) -> tuple[tuple[str, ...], ...]:
-    if not isinstance(value, list):
-        raise ModelError(f"expected a list of groupings (a column or a list of columns), got {value!r}")
-    out = []
-    for group in value:
-        cols = [group] if isinstance(group, str) else group
-        if not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols):
-            raise ModelError(f"expected a column or a list of columns, got {group!r}")
-        out.append(tuple(cols))
-    return tuple(out)
 
 
 def compare_rows(study: Study, spec: MeasuredRows) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
@@ -85,22 +55,32 @@ def summary(matched: pd.DataFrame, spec: MeasuredRows) -> Mapping[str, float]:
             "within_tolerance": float(np.mean(err <= spec.tolerance))}
 
 
-def print_row_errors(study: Study) -> bool:
-    """Print the comparison when the study asks for it; True when the median is out of tolerance."""
-    spec = getattr(study.predictions, "measured", None)
+@dataclass(frozen=True)
+class RowErrors:
+    """The committed predictions against the measured rows they cover: the matched rows, the
+    median |error| per grouping, and the verdict against the study's tolerance."""
+
+    predictions: str  # the predictions file
+    spec: MeasuredRows
+    matched: pd.DataFrame
+    by: Mapping[str, pd.DataFrame]
+
+    @property
+    def summary(self) -> Mapping[str, float]:
+        return summary(self.matched, self.spec)
+
+    @property
+    def out_of_tolerance(self) -> bool:
+        return bool(self.summary["median_abs_error"] > self.spec.tolerance)
+
+
+def row_errors(study: Study) -> RowErrors | None:
+    """The comparison when the study asks for it (``predictions.measured``), else None."""
+    spec = study.predictions.measured if study.predictions is not None else None
     if spec is None:
-        return False
+        return None
     try:
         matched, by = compare_rows(study, spec)
     except ModelError as exc:
         raise exc.at(file=str(study.path)) from None
-    s = summary(matched, spec)
-    bad = s["median_abs_error"] > spec.tolerance
-    print(f"{study.predictions.file if study.predictions else ''} against {spec.rows}: {s['rows']} rows, "  # noqa: E501
-          f"median |relative error| {s['median_abs_error']:.1%} (tolerance {spec.tolerance:.0%}), "
-          f"{s['within_tolerance']:.0%} of rows within it" + (" OUT OF TOLERANCE" if bad else ""))
-    with pd.option_context("display.width", 200, "display.precision", 3):
-        for name, table in by.items():
-            print(f"  by {name}:")
-            print(table.to_string(index=False))
-    return bool(bad)
+    return RowErrors(study.predictions.file if study.predictions else "", spec, matched, by)

@@ -15,33 +15,32 @@ new timings stochastically larger (p < 0.01) and the median grew by more than 5%
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
-from tqdm import tqdm
 
+from simstack.engine.parallel import Workers
 from simstack.errors import DataError, ModelError, SimstackError
 from simstack.io.paths import known_models, model_dir_of
 from simstack.io.plaindata import check_csv_text
-from simstack.studies.baselines import read_baselines, row_value, select_row
-from simstack.studies.metrics import Evaluator
-from simstack.studies.schema.options import within
-from simstack.studies.schema.study import RunSelection, Study, load_study
-from simstack.tables.console import format_table, number, with_units
+from simstack.io.progress import bar
+from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
+from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
+from simstack.studies.schema.metric_types import metric_unit
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import Study, load_study
+from simstack.tables.console import number
 
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
 ALPHA = 0.01
 MIN_SLOWDOWN = 0.05
-# Columns whose rows hold different quantities (seconds, ratios, counts): printed with
-# significant digits per value rather than one number of decimals per column.
-MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
 
 
 def check_study(study: Study, evaluator: Evaluator | None = None, progress: str | None = None) -> pd.DataFrame:
@@ -50,7 +49,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     ev = evaluator or Evaluator(study)
     table = read_baselines(study.baselines) if study.baselines else None
     rows = []
-    for check in _bar(study.checks, progress, "check"):
+    for check in bar(study.checks, desc=progress or "", unit="check", shown=progress is not None):
         try:
             predicted = ev.value(check.metric)
         except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
@@ -62,13 +61,15 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
             row = select_row(table, check.baseline, f"{study.path}: check {check.id}")
             measured = row_value(row, f"{study.path}: check {check.id}")
             error = (predicted - measured) / measured if measured else math.inf
-            passed = within(error, check.tolerance, check.side)
+            passed = check.passes(error)
             rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
-                         "rel_error": error, "tolerance": check.tolerance, "passed": passed})
+                         "unit": metric_unit(check.metric, study.metrics), "rel_error": error,
+                         "tolerance": check.tolerance, "passed": passed})
         else:
             bound = ev.value(check.less_than)  # type: ignore[arg-type]
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
-                         "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
+                         "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
+                         "rel_error": math.nan, "tolerance": math.nan,
                          "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
     return pd.DataFrame(rows)
 
@@ -111,7 +112,8 @@ def compare_measurements(study: Study, measured: pd.DataFrame, reference: pd.Dat
     ev = Evaluator(study)
     rows = []
     groups = measured.groupby(["scenario", "whatif", "request", "step"])
-    for keys, group in _bar(groups, progress, "stage", total=groups.ngroups):
+    for keys, group in bar(groups, desc=progress or "", unit="stage", total=groups.ngroups,
+                           shown=progress is not None):
         scenario, whatif, request, step = (str(k) for k in keys)
         where = f"{source}: scenario {scenario!r}, request {request!r}, step {step!r}"
         sel = RunSelection(scenario=scenario or None, whatif=whatif or None)
@@ -157,53 +159,57 @@ def _slower(new: np.ndarray, old: np.ndarray) -> bool:
     return bool(p < ALPHA and np.median(new) > (1 + MIN_SLOWDOWN) * np.median(old))
 
 
-def _bar(items: Any, label: str | None, unit: str, total: int | None = None) -> Any:
-    """A progress bar over a model's checks, on stderr and only on a terminal; cleared when
-    done so the table printed next starts on its own line."""
-    if label is None:
-        return items
-    return tqdm(items, desc=label, unit=unit, total=total, file=sys.stderr, disable=None, leave=False)
+@dataclass(frozen=True)
+class ModelCheck:
+    """One model's regression check: its table (baseline checks, or measured stages against
+    the model with ``measured``), how long it took, and its committed predictions against the
+    measured rows they cover (baseline checks only, when the study asks for it)."""
+
+    study: Study
+    label: str  # "tango (3 of 5)"
+    table: pd.DataFrame
+    seconds: float
+    measured: bool = False
+    rows: RowErrors | None = None
+
+    @property
+    def failures(self) -> int:
+        """Checks out of tolerance, or stages slower than the model or the reference."""
+        if self.table.empty:
+            return 0
+        if self.measured:
+            flags = [c for c in self.table.columns if c.startswith("slower_than")]
+            return int(self.table[flags].any(axis=1).sum())
+        return int((~self.table["passed"].astype(bool)).sum())
+
+    @property
+    def failed(self) -> bool:
+        return self.failures > 0 or (self.rows is not None and self.rows.out_of_tolerance)
 
 
-def run_check(model: str | None, *, models_dir: Any = None, measured: str | None = None,
-              reference: str | None = None, jobs: int = 1) -> int:
-    """CLI task ``check`` on one model, or on every model with a ``checks.yaml`` when
-    ``model`` is None (``jobs`` models side by side); returns the process exit code."""
-    names = [model] if model is not None else models_with_checks(models_dir)
-    studies = [load_study(model_dir_of(name, models_dir)) for name in names]  # every file read first
-    if len(names) > 1:
-        print(f"checking {len(names)} models: {', '.join(names)}"
-              + (f" ({jobs} side by side)" if jobs > 1 else ""), flush=True)
+def check_models(names: list[str], models_dir: Any = None, *, measured: str | None = None,
+                 reference: str | None = None, jobs: int = 1, progress: bool = True) -> Iterator[ModelCheck]:
+    """Every named model's check, in the order of ``names``, each as soon as it and those
+    before it are done (``jobs`` models side by side: the same runs, seeds and tables as one
+    after another). Every study and measurement file is read before the first run."""
+    studies = [load_study(model_dir_of(name, models_dir)) for name in names]
     labels = [f"{study.model} ({index} of {len(names)})" for index, study in enumerate(studies, 1)]
     if measured:
         fresh, earlier = read_measured(Path(measured)), read_measured(Path(reference)) if reference else None
-        tables: Iterator[tuple[pd.DataFrame, float]] = (
-            _timed(compare_measurements, study, fresh, earlier, measured, progress=label)
-            for study, label in zip(studies, labels, strict=True))
-    elif jobs > 1 and len(names) > 1:
-        tables = _side_by_side(names, models_dir, jobs)
-    else:
-        tables = (_timed(check_study, study, progress=label) for study, label in zip(studies, labels, strict=True))
-    failed = False
-    for study, label, (table, seconds) in zip(studies, labels, tables, strict=True):
-        if measured:
-            flags = [c for c in table.columns if c.startswith("slower_than")]
-            bad = int(table[flags].any(axis=1).sum())
-            verdict = f"{len(table)} stage(s), {bad} slower"
-            shown = with_units(table, durations=tuple(c for c in table.columns if c.endswith("_median")))
-        else:
-            bad = int((~table["passed"]).sum())
-            verdict = f"{len(table)} check(s), {bad} out of tolerance"
-            shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
-        failed |= bad > 0
-        print(f"{label}: {verdict}, {seconds:.1f} s", flush=True)
-        print(format_table(shown, mixed=MIXED_COLUMNS))
-        if not measured:  # predictions.csv against the measured rows it covers (simstack.studies.rowcompare)
-            from simstack.studies.rowcompare import print_row_errors
-            failed |= print_row_errors(study)
-        print(flush=True)
-    print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
-    return 1 if failed else 0
+        for study, label in zip(studies, labels, strict=True):
+            table, seconds = _timed(compare_measurements, study, fresh, earlier, measured,
+                                    progress=label if progress else None)
+            yield ModelCheck(study, label, table, seconds, measured=True)
+        return
+    if jobs > 1 and len(names) > 1:
+        with Workers(jobs) as workers:
+            for study, label, (table, seconds) in zip(studies, labels, workers.map(
+                    _check_elsewhere, [(name, models_dir) for name in names]), strict=True):
+                yield ModelCheck(study, label, table, seconds, rows=row_errors(study))
+        return
+    for study, label in zip(studies, labels, strict=True):
+        table, seconds = _timed(check_study, study, progress=label if progress else None)
+        yield ModelCheck(study, label, table, seconds, rows=row_errors(study))
 
 
 def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> tuple[pd.DataFrame, float]:
@@ -214,13 +220,3 @@ def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> t
 def _check_elsewhere(name: str, models_dir: Any) -> tuple[pd.DataFrame, float]:
     """One model's checks in a worker process (it reads the model's files itself)."""
     return _timed(check_study, load_study(model_dir_of(name, models_dir)))
-
-
-def _side_by_side(names: list[str], models_dir: Any, jobs: int) -> Iterator[tuple[pd.DataFrame, float]]:
-    """Each model's checks in one of ``jobs`` processes, yielded in the order of ``names``
-    as soon as it and every model before it are done. The runs, seeds and so the tables
-    are those of the serial check."""
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_check_elsewhere, name, models_dir) for name in names]
-        for future in futures:
-            yield future.result()

@@ -1,0 +1,67 @@
+"""Settings from a composed Hydra config, as plain checked values: no ``DictConfig`` goes further.
+
+Every task reads its settings through these, so a setting means the same in each: a node as
+plain data (an interpolation, which could read the environment, is refused), on/off
+switches that are true or false and nothing else, a number of processes that is a whole
+number >= 1, and the model a study task works on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from simstack.errors import ConfigError
+
+
+def plain(node: Any, where: str) -> Any:
+    """A config node as plain data, never resolving ``${...}``: an interpolation could read
+    the environment (``oc.env``) and carry its value into the outputs, so it is refused."""
+    value: Any = OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig | ListConfig) else node
+    if isinstance(value, dict):
+        return {k: plain(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str) and "${" in value:
+        raise ConfigError(f"{where}: interpolation '${{...}}' is not allowed in simstack settings (got {value!r})")
+    return value
+
+
+def switch(value: object, key: str, default: bool) -> bool:
+    """An on/off setting: true or false (null: ``default``), never a word taken as true."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+def optional_text(cfg: DictConfig, key: str) -> str | None:
+    """A setting that names something (``alternative=``, ``out=``), or None when left empty."""
+    value = plain(cfg.get(key), key)
+    return None if value in (None, "") else str(value)
+
+
+def study_model(cfg: DictConfig) -> tuple[str, Any]:
+    """The model a study task works on, and where models are looked for besides."""
+    return str(plain(cfg.model, "model")), plain(cfg.get("models_dir"), "models_dir")
+
+
+def progress(cfg: DictConfig) -> bool:
+    """A study task's progress bars (shown unless ``sim.progress=false``)."""
+    return switch(cfg.sim.get("progress"), "sim.progress", True)
+
+
+def jobs(cfg: DictConfig) -> int | None:
+    """Processes for ``predict``, ``check`` and ``calibrate``: ``sim.jobs=N`` / ``--jobs N`` or
+    ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one)."""
+    chosen = None
+    for key, value in (("sim.jobs", cfg.sim.get("jobs")), ("jobs", cfg.get("jobs"))):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
+        if value > 1:
+            chosen = value
+    return chosen

@@ -1,0 +1,220 @@
+"""The study tasks of the ``simstack`` command: read settings, call the library, print.
+
+One function per task, each taking the composed config and returning the process's exit
+code; ``TASKS`` is the table the Hydra app dispatches through. The library functions they
+call return data (tables, fitted values, the files written); every line a task prints is
+printed here.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from simstack.cli.options import jobs, optional_text, plain, progress, study_model
+from simstack.cli.run import chosen_spec, run
+from simstack.errors import ConfigError
+from simstack.io.paths import model_dir_of
+from simstack.report.build import write_report
+from simstack.studies.analysis.solve import chain_table, solve_model, station_table
+from simstack.studies.crosscheck import crosscheck_into, summary
+from simstack.studies.evaluate.check import ModelCheck, check_models, models_with_checks
+from simstack.studies.evaluate.rowcompare import RowErrors
+from simstack.studies.fit.acceptance import describe
+from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives
+from simstack.studies.fit.holdout import error_table, leave_out
+from simstack.studies.predict import interval_plan, predict_selection, write_predictions
+from simstack.studies.provenance import stale_calibration
+from simstack.studies.schema.calibration import SurrogateCalibration
+from simstack.studies.schema.prediction_grid import Alternative
+from simstack.studies.schema.study import Study, load_study
+from simstack.tables.console import format_table, number, with_units
+
+# Columns whose rows hold different quantities (seconds, ratios, counts): printed with
+# significant digits per value rather than one number of decimals per column.
+MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
+
+
+def check(cfg: DictConfig) -> int:
+    """``simstack check``: every model with a ``checks.yaml`` (``jobs`` side by side), or one."""
+    chosen = any(o.startswith("model=") for o in HydraConfig.get().overrides.task)  # else every model
+    model, models_dir = study_model(cfg)
+    names = [model] if chosen else models_with_checks(models_dir)
+    side_by_side = jobs(cfg) or 1
+    if len(names) > 1:
+        print(f"checking {len(names)} models: {', '.join(names)}"
+              + (f" ({side_by_side} side by side)" if side_by_side > 1 else ""), flush=True)
+    failed = False
+    for result in check_models(names, models_dir, measured=plain(cfg.get("measured"), "measured"),
+                               reference=plain(cfg.get("reference"), "reference"), jobs=side_by_side):
+        print_check(result)
+        failed |= result.failed
+    print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
+    return 1 if failed else 0
+
+
+def print_check(result: ModelCheck) -> None:
+    stale = stale_calibration(result.study.folder)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
+    table = result.table
+    if result.measured:
+        verdict = f"{len(table)} stage(s), {result.failures} slower"
+        shown = with_units(table, durations=tuple(c for c in table.columns if c.endswith("_median")))
+    else:
+        verdict = f"{len(table)} check(s), {result.failures} out of tolerance"
+        shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
+    print(f"{result.label}: {verdict}, {result.seconds:.1f} s", flush=True)
+    if not table.empty:
+        print(format_table(shown, mixed=MIXED_COLUMNS))
+    if result.rows is not None:
+        print_row_errors(result.rows)
+    print(flush=True)
+
+
+def print_row_errors(rows: RowErrors) -> None:
+    """The committed predictions against the measured rows they cover."""
+    s = rows.summary
+    print(f"{rows.predictions} against {rows.spec.rows}: {s['rows']} rows, median |relative error| "
+          f"{s['median_abs_error']:.1%} (tolerance {rows.spec.tolerance:.0%}), {s['within_tolerance']:.0%} of rows "
+          "within it" + (" OUT OF TOLERANCE" if rows.out_of_tolerance else ""))
+    for name, table in rows.by.items():
+        print(f"  by {name}:")
+        print(format_table(with_units(table, durations=(), shares=("median_abs_error",))))
+
+
+def calibrate(cfg: DictConfig) -> int:
+    """``simstack calibrate``: the model's fit into ``calibrated.yaml``; with ``alternative=``
+    (a name or ``all``) each alternative's into its own file; with ``holdout=`` (a value or
+    ``all``) the leave-one-value-out folds of ``calibration.leave_out``."""
+    model, models_dir = study_model(cfg)
+    study = load_study(model_dir_of(model, models_dir))
+    alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
+    if holdout:
+        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg)))
+        return 0
+    if not alternative:
+        _calibrate_into(study, progress(cfg), None, jobs(cfg) or 1)
+        return 0
+    chosen = chosen_alternatives(study, alternative)
+    for alt in chosen:  # every one checked before the first simulation
+        check_free_under(study, alt, study.calibration.parameters if study.calibration else ())
+    for alt in chosen:
+        _calibrate_into(study, progress(cfg), alt, jobs(cfg) or 1)
+    return 0
+
+
+def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, processes: int) -> None:
+    started = time.perf_counter()
+    result, path = calibrate_into(study, progress=shown, alternative=alternative, jobs=processes)
+    runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
+    under = "" if alternative is None else f" under alternative {alternative.name}"
+    print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
+    print(f"wrote {path}")
+    spread = result.get("uncertainty") or {}
+    if spread:
+        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
+              f"{result['uncertainty_simulations']} more simulations")
+    for name, value in result["parameters"].items():
+        span = spread.get(name)
+        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
+    for row in result["residuals"]:
+        err = row["rel_error"]
+        print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
+              f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
+
+
+def print_leave_out(study: Study, rows: pd.DataFrame) -> None:
+    """The files the folds wrote and the median error tables of the left-out rows."""
+    cal = study.calibration
+    assert isinstance(cal, SurrogateCalibration) and cal.leave_out is not None
+    lo = cal.leave_out
+    print(f"wrote {study.folder / lo.write} and {Path(lo.write).with_suffix('.yaml')}")
+    for value, label in (("simulated_rel_error", "simulated"), ("surrogate_rel_error", "surrogate (MVA)")):
+        if rows[value].notna().any():
+            print(f"median |relative error| of the left-out rows, {label}, by {' / '.join(lo.by) or 'value'}:")
+            table = error_table(rows, lo.column, lo.by, value)
+            print(format_table(table.reset_index(names=lo.column)))
+
+
+def predict(cfg: DictConfig) -> int:
+    """``simstack predict``: the study's grid into its predictions file (``jobs`` processes;
+    none: the study's own ``jobs:``), or with ``+where.COLUMN=VALUE`` only those points,
+    under parameter and flag overrides if given, printed and never written."""
+    model, models_dir = study_model(cfg)
+    study = load_study(model_dir_of(model, models_dir))
+    where = plain(cfg.get("where"), "where") or {}
+    parameters = plain(cfg.get("parameters"), "parameters") or {}
+    flags = plain(cfg.get("flags"), "flags") or {}
+    if (parameters or flags) and not where:
+        raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
+                          "predictions hold the model's own values")
+    judged, more = interval_plan(study)
+    for verdict in judged:
+        print(f"interval: {describe(verdict)}")
+    if judged:
+        entering = sum(v.enters for v in judged)
+        print(f"interval: up to {more} more evaluations per point: {entering} alternative(s) in the envelope, "
+              f"{more - entering} with a fitted parameter at an end of its range; a run that another reading "
+              "already makes is made once")
+    if where:
+        found = predict_selection(study, where, parameters, flags, jobs=jobs(cfg), progress=progress(cfg))
+        print(format_table(found.table))
+        if found.runs:
+            print(format_table(pd.DataFrame(found.runs)))
+        print("(a selection: the committed predictions are left as they are)")
+        return 0
+    made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg))
+    print(format_table(made.table))
+    print(f"wrote {made.written[0]}")
+    return 0
+
+
+def crosscheck(cfg: DictConfig) -> int:
+    """``simstack crosscheck``: solve and simulate every point; exit 1 when one is beyond tolerance."""
+    model, models_dir = study_model(cfg)
+    study = load_study(model_dir_of(model, models_dir))
+    started = time.perf_counter()
+    table, path = crosscheck_into(study, progress=progress(cfg))
+    if path is not None:
+        print(f"wrote {path}")
+    print(format_table(with_units(summary(table), durations=(),
+                                  shares=("median_abs_diff", "max_abs_diff", "within_ci"))))
+    bad = int((~table["passed"]).sum())
+    print(f"crosscheck {study.model}: {len(table)} points, {bad} beyond tolerance, "
+          f"{time.perf_counter() - started:.0f} s")
+    return 1 if bad else 0
+
+
+def report(cfg: DictConfig) -> int:
+    """``simstack report``: the page of the study's ``report:`` section (``out=`` or ``reports/MODEL.html``)."""
+    model, models_dir = study_model(cfg)
+    model_dir = model_dir_of(model, models_dir)
+    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True)
+    print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
+    print(path)
+    return 0
+
+
+def solve(cfg: DictConfig) -> int:
+    """``simstack solve``: approximate MVA of the model as ``run`` would load it; nothing simulated."""
+    spec = chosen_spec(cfg)[0]
+    solution = solve_model(spec)
+    print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+    print(format_table(chain_table(solution)))
+    print()
+    print(format_table(station_table(solution)))
+    return 0
+
+
+TASKS: dict[str, Callable[[DictConfig], int]] = {
+    "run": run, "check": check, "calibrate": calibrate, "predict": predict, "solve": solve, "report": report,
+    "crosscheck": crosscheck}
+

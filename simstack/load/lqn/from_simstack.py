@@ -1,0 +1,200 @@
+"""A simstack model as an LQN model: the part of simstack's language that LQNS and LINE read.
+
+The reverse of ``to_simstack``: a ``threads`` pool is a task, a request class that holds it
+an entry of that task, a class started by a closed workload a reference task (named after
+the workload), any other class with a ``host:`` an infinite task, a ``semaphore`` a semaphore
+task; an open workload is the entry's open arrival rate. An entry's steps become phases when
+they are the phase pattern the importer writes (CPU slices around calls, a ``reply`` between
+phase 1 and 2), otherwise an activity graph (``choose`` an OR-fork and join, ``all`` an
+AND-fork and (quorum) join, ``repeat: geometric(m)`` a loop). What has no LQN counterpart
+(databases, links, locks, fan-outs, memory, a fixed repeat around more than calls) is
+refused with the request class and step it is at. Import -> export -> import gives back the
+same model (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.lang.samplers import Const, Exp
+from simstack.lang.spec import (
+    Acquire,
+    ClosedWorkload,
+    Hold,
+    ModelSpec,
+    OpenWorkload,
+    Release,
+    RequestSpec,
+    Sequence,
+    Step,
+)
+from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph
+from simstack.load.lqn.lqn_model import Entry, LqnModel, Processor, Task
+
+DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol"}
+
+
+def from_simstack(spec: ModelSpec) -> LqnModel:
+    """The LQN model of ``spec``, or a ``ModelError`` naming what has no counterpart."""
+    return _Exporter(spec).model()
+
+
+class _Exporter:
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.entries: list[Entry] = []
+        self.tasks: dict[str, dict[str, Any]] = {}  # name -> fields, entries appended as found
+        self.graphs: dict[str, TaskGraph] = {}
+
+    def fail(self, where: str, message: str) -> ModelError:
+        return ModelError(message, path=where)
+
+    def model(self) -> LqnModel:
+        for name, comp in self.spec.components.items():
+            if comp.kind == "threads":
+                self.task(name, "fcfs", str(comp.host), comp.settings["size"],
+                          priority=int(comp.settings.get("priority", 0)))
+            elif comp.kind == "semaphore":
+                size = comp.settings["size"]
+                initial = comp.settings.get("initial")
+                self.task(name, "semaphore", "", size, initially=None if initial in (None, size) else int(initial))
+            else:
+                raise self.fail(f"components.{name}", f"kind {comp.kind!r} has no LQN counterpart (only threads "
+                                                      f"pools and semaphores are tasks)")
+        starters = self.workloads()
+        wrappers = {f"{n}.work": n for n, r in self.spec.requests.items() if _forwarder(r) is not None}
+        for name, req in self.spec.requests.items():
+            if name not in wrappers:
+                self.entry(name, req, starters.get(name), wrappers)
+        tasks = []
+        for tname, t in self.tasks.items():
+            if not t["entries"]:
+                continue
+            graph = self.graphs.get(tname)
+            tasks.append(Task(tname, t["processor"], t["scheduling"], 0, tuple(t["entries"]), t["multiplicity"],
+                              priority=t["priority"], think=t["think"], initially=t["initially"],
+                              activities=tuple(graph.activities) if graph else (),
+                              precedences=tuple(graph.precedences) if graph else (),
+                              replies=tuple(graph.replies) if graph else ()))
+        used = {t.processor for t in tasks}
+        processors = tuple(self.processor(h) for h in self.spec.hosts if h in used)
+        return LqnModel(self.spec.name, self.spec.name, processors, tuple(tasks), tuple(self.entries),
+                        comment=self.spec.description)
+
+    def processor(self, name: str) -> Processor:
+        host = self.spec.hosts[name]
+        if math.isinf(host.cores):
+            return Processor(name, "inf", 0, math.inf, speed=host.speed)
+        return Processor(name, DISCIPLINES[host.discipline], 0, int(host.cores), speed=host.speed)
+
+    def task(self, name: str, scheduling: str, processor: str, multiplicity: float, *, priority: int = 0,
+             think: float = 0.0, initially: int | None = None) -> None:
+        self.tasks[name] = {"processor": processor, "scheduling": scheduling, "multiplicity": multiplicity,
+                            "priority": priority, "think": think, "initially": initially, "entries": []}
+
+    def workloads(self) -> dict[str, tuple[str, Any]]:
+        out: dict[str, tuple[str, Any]] = {}
+        for name, wl in self.spec.workloads.items():
+            where = f"workloads.{name}"
+            if wl.request in out:
+                raise self.fail(where, f"request class {wl.request!r} is started by two workloads; LQN gives an "
+                                       f"entry one source")
+            if isinstance(wl, ClosedWorkload):
+                if not isinstance(wl.think, Exp | Const) or (isinstance(wl.think, Const) and wl.think.value):
+                    raise self.fail(where, f"think time {wl.think!r}: an LQN reference task thinks exponentially")
+                if not math.isinf(wl.count):
+                    raise self.fail(where, "a closed workload with a count has no LQN counterpart (clients cycle "
+                                           "for ever)")
+            elif isinstance(wl, OpenWorkload):
+                if not isinstance(wl.interarrival, Exp) or not math.isinf(wl.count) or wl.start:
+                    raise self.fail(where, f"open arrivals {wl.interarrival!r}: LQN open arrivals are Poisson, "
+                                           f"for ever")
+            else:
+                raise self.fail(where, f"a {type(wl).__name__} has no LQN counterpart (closed or open only)")
+            out[wl.request] = (name, wl)
+        return out
+
+    def entry(self, name: str, req: RequestSpec, started: tuple[str, Any] | None, wrappers: dict[str, str]) -> None:
+        where = f"requests.{name}"
+        forward = _forwarder(req)
+        work = self.spec.requests[f"{name}.work"] if forward is not None else req
+        body, task, semaphore = self.unwrap(name, work, started)
+        rate = 0.0
+        if started is not None and isinstance(started[1], OpenWorkload):
+            rate = 1 / started[1].interarrival.mean
+        steps = StepsToLqn(where, set(self.spec.requests) - set(wrappers))
+        ref = self.tasks[task]["scheduling"] == "ref"
+        phases = steps.phases(body, allow_reply=not ref, entry=name)
+        start = None
+        if phases is None:
+            graph = self.graphs.setdefault(task, TaskGraph())
+            start = graph.add_entry(name, body, steps)
+            phases = ()
+        forwards = steps.forwards(forward) if forward is not None else ()
+        self.entries.append(Entry(name, task, 0, phases=phases, start=start, open_rate=rate, forwards=forwards,
+                                  semaphore=semaphore))
+        self.tasks[task]["entries"].append(name)
+
+    def unwrap(self, name: str, req: RequestSpec, started: tuple[str, Any] | None) -> tuple[tuple[Step, ...], str,
+                                                                                           str | None]:
+        """The steps of an entry and its task: a pool held around them, a semaphore taken
+        before or given back after them, or the class itself on its host."""
+        where = f"requests.{name}"
+        body = req.body
+        if len(body) == 1 and isinstance(body[0], Hold) and self.kind(body[0].target) == "threads":
+            return _stage(body[0].body), body[0].target, None
+        if len(body) == 2 and isinstance(body[0], Acquire) and self.kind(body[0].target) == "semaphore":
+            self.sem_host(body[0].target, req, where)
+            return _stage(body[1:]), body[0].target, "wait"
+        if len(body) == 2 and isinstance(body[1], Release) and self.kind(body[1].target) == "semaphore":
+            self.sem_host(body[1].target, req, where)
+            return _stage(body[:1]), body[1].target, "signal"
+        if req.host is None:
+            raise self.fail(where, "a request class that holds no thread pool needs host: to be an LQN task")
+        if started is not None and isinstance(started[1], ClosedWorkload):
+            wl = started[1]
+            self.task(started[0], "ref", req.host, wl.clients, priority=req.priority, think=wl.think.mean)
+            return _stage(body), started[0], None
+        if name in self.tasks:
+            raise self.fail(where, f"the class {name!r} and a component have one name; an infinite task is named "
+                                   f"after its class")
+        self.task(name, "inf", req.host, math.inf, priority=req.priority)
+        return _stage(body), name, None
+
+    def kind(self, name: str) -> str | None:
+        comp = self.spec.components.get(name)
+        return comp.kind if comp is not None else None
+
+    def sem_host(self, sem: str, req: RequestSpec, where: str) -> None:
+        if req.host is None:
+            raise self.fail(where, "a semaphore's entry needs host: (the processor its work runs on)")
+        task = self.tasks[sem]
+        if task["processor"] not in ("", req.host):
+            raise self.fail(where, f"the entries of semaphore {sem!r} run on two hosts")
+        task["processor"] = req.host
+
+
+def _stage(body: tuple[Step, ...]) -> tuple[Step, ...]:
+    """The steps inside the stage an imported entry wraps them in (or the steps as they are)."""
+    if len(body) == 1 and isinstance(body[0], Sequence):
+        return body[0].body
+    return body
+
+
+def _forwarder(req: RequestSpec) -> tuple[Step, ...] | None:
+    """``[call X.work, <forward>]``: an entry that forwards (as the importer writes it)."""
+    from simstack.lang.spec import Call
+
+    body = req.body
+    if len(body) == 2 and isinstance(body[0], Call) and body[0].target.endswith(".work"):
+        return body[1:]
+    return None
+
+
+def to_lqnx(spec: ModelSpec) -> str:
+    """The ``.lqnx`` text of ``spec`` (``simstack export lqn``)."""
+    from simstack.load.lqn.lqnx_writer import write_lqnx
+
+    return write_lqnx(from_simstack(spec))

@@ -1,0 +1,59 @@
+"""Values read from an LQN file, checked where they are read: numbers, counts and names.
+
+Every refusal names the file and the line (``model.lqnx: line 12: ...``), echoes the value
+and says what was expected, like simstack's own model errors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from simstack.errors import ModelError
+from simstack.load.lqn.lqn_model import MAX_CALLS, MAX_COPIES, MAX_NAME
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+
+
+def located(source: str, line: int, message: str) -> ModelError:
+    return ModelError(message, file=source, path=f"line {line}")
+
+
+def number(text: str, what: str, source: str, line: int, *, upper: float = math.inf) -> float:
+    """A finite, non-negative number (a time, a rate, a mean count)."""
+    if text.startswith("$"):
+        raise located(source, line, f"{what} is the variable {text!r}: SPEX/LQX variables are not read; "
+                                    f"give the value (for example with lqn2lqn's --no-lqx or lqsim's output model)")
+    try:
+        value = float(text)
+    except ValueError:
+        raise located(source, line, f"{what} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise located(source, line, f"{what} must be a finite number >= 0, got {text!r}")
+    if value > upper:
+        raise located(source, line, f"{what} must be at most {upper:g}, got {text!r}")
+    return value
+
+
+def count(text: str, what: str, source: str, line: int, *, infinite: bool = False, least: int = 1) -> float:
+    """A whole number of copies (multiplicity, replication, tokens), ``inf`` if allowed."""
+    if infinite and text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    value = number(text, what, source, line)
+    if value != int(value) or value < least:
+        raise located(source, line, f"{what} must be a whole number >= {least}, got {text!r}")
+    if value > MAX_COPIES:
+        raise located(source, line, f"{what} must be at most {MAX_COPIES}, got {text!r} (refused as too large)")
+    return int(value)
+
+
+def calls(text: str, what: str, source: str, line: int) -> float:
+    return number(text, what, source, line, upper=MAX_CALLS)
+
+
+def name(text: str, what: str, source: str, line: int) -> str:
+    """An identifier: letters, digits, ``_``, ``.``, ``-`` (what both grammars produce)."""
+    if len(text) > MAX_NAME or not _NAME.match(text):
+        raise located(source, line, f"{what} {text[:MAX_NAME]!r} is not a name (letters, digits, '_', '.', '-', "
+                                    f"at most {MAX_NAME} characters)")
+    return text

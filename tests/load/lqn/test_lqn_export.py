@@ -1,0 +1,147 @@
+"""``simstack export lqn``: the subset of simstack that maps back to LQN, and the round trip
+import -> export -> import, which must give back the same model document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from simstack.cli.lqn import main as interop_main
+from simstack.errors import ModelError
+from simstack.load.loader import build_spec, load_model
+from simstack.load.lqn.from_simstack import from_simstack, to_lqnx
+from simstack.load.lqn.lqn_text import read_lqn_text
+from simstack.load.lqn.lqnx import read_lqnx
+from simstack.load.lqn.to_simstack import to_simstack
+
+from .test_lqn_exact import CLOSED, FORWARD, GEOMETRIC, MM1, TWO_PHASE, graph_model
+from .test_lqn_import import REPLICATED, TEXT
+
+SEMAPHORE = """
+G "a semaphore taken by one entry and given back by another; a deterministic client" 1e-5 50 -1
+P 2
+  p terminals i
+  p cpu h m 2
+-1
+T 4
+  t clients r cycle -1 terminals z 0.5 m 3
+  t lock S signal wait -1 cpu
+  t app n use -1 cpu 2 m 2
+  t other n spare -1 cpu 1 i
+-1
+E 5
+  s cycle 0.1 0.2 -1
+  f cycle 1 1 -1
+  y cycle use 2 -1
+  z cycle spare 0 1 -1
+  s use 0.05 -1
+  y use wait 1 -1
+  z use signal 1 -1
+  P signal
+  V wait
+  s signal 0.01 -1
+  s wait 0.02 -1
+  s spare 0.3 -1
+  c spare 0.5 -1
+-1
+"""
+
+MODELS = {
+    "M/M/1": MM1, "closed": CLOSED, "geometric calls": GEOMETRIC, "two phases": TWO_PHASE, "forwarding": FORWARD,
+    "grammars": TEXT, "semaphore, priorities, sends": SEMAPHORE,
+    "AND-join": graph_model("a -> b & c; b & c -> d; d[serve]"),
+    "quorum": graph_model("a -> b & c; b & c (1) -> d; d[serve]"),
+    "OR, reply on a branch": graph_model("a -> (0.4) b + (0.6) c; b[serve] + c -> d"),
+    "loop": graph_model("a -> 2.5 * b, d; d[serve]"),
+}
+
+
+def doc_without_description(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "description"}
+
+
+@pytest.mark.parametrize("label", list(MODELS))
+def test_import_export_import_is_the_identity(label: str) -> None:
+    first = to_simstack(read_lqn_text(MODELS[label], "m.lqn"), "m").doc
+    xml = to_lqnx(build_spec(first, None))
+    second = to_simstack(read_lqnx(xml.encode(), "m.lqnx"), "m").doc
+    assert doc_without_description(second) == doc_without_description(first)
+
+
+def test_replicated_model_round_trips_written_out() -> None:
+    first = to_simstack(read_lqnx(REPLICATED, "rep.lqnx"), "rep").doc
+    second = to_simstack(read_lqnx(to_lqnx(build_spec(first, None)).encode(), "rep.lqnx"), "rep").doc
+    assert doc_without_description(second) == doc_without_description(first)
+
+
+HAND_WRITTEN = """
+name: hand
+hosts:
+  app: {cores: 2, discipline: ps}
+  users: {cores: inf}
+components:
+  workers: {kind: threads, host: app, size: 4}
+requests:
+  browse:
+    host: users
+    steps:
+      - {cpu: exp(10ms)}
+      - {call: page}
+      - {delay: exp(20ms)}
+  page:
+    - hold: workers
+      steps:
+        - {cpu: 2ms}
+        - choose:
+            - {p: 0.3, steps: [{cpu: exp(5ms)}]}
+            - {p: 0.7, steps: []}
+        - reply
+        - {cpu: "gamma(1ms, 0.5)"}
+workloads:
+  people: {type: closed, request: browse, clients: 10, think: exp(1s)}
+"""
+
+
+def test_a_hand_written_model_exports_what_it_means() -> None:
+    spec = build_spec(yaml.safe_load(HAND_WRITTEN), None)
+    lqn = from_simstack(spec)
+    assert [(p.name, p.scheduling, p.multiplicity) for p in lqn.processors] == [("app", "ps", 2),
+                                                                                ("users", "inf", float("inf"))]
+    people = lqn.task("people")
+    assert (people.scheduling, people.multiplicity, people.think, people.entries) == ("ref", 10, 1.0, ("browse",))
+    assert lqn.entry("browse").phases[0].demand == 0.01  # the delay after the call is a second activity
+    page = lqn.entry("page")
+    assert page.start is not None and not page.phases  # a choose: an activity graph
+    workers = lqn.task("workers")
+    assert ("page_a" in workers.activities[0].name and
+            {p.post_kind for p in workers.precedences} >= {"or", "single"})
+    again = to_simstack(read_lqnx(to_lqnx(spec).encode(), "hand.lqnx"), "hand").doc
+    page_steps = again["requests"]["page"]["steps"][0]["steps"]
+    assert page_steps[0] == {"cpu": "const(0.002)"} and "choose" in page_steps[1] and "reply" in page_steps
+    assert page_steps[-1] == {"cpu": "gamma(0.001, 0.5)"}
+
+
+def test_what_has_no_lqn_counterpart_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ModelError, match=r"components.device_lock: kind 'lock' has no LQN counterpart"):
+        from_simstack(load_model("pipeline"))
+    doc = yaml.safe_load(HAND_WRITTEN)
+    doc["requests"]["page"][0]["steps"].insert(0, {"parallel": {"count": 2, "limit": 2},
+                                                    "steps": [{"cpu": "1ms"}]})
+    with pytest.raises(ModelError, match=r"requests.page.steps\[0\].steps\[0\]: a parallel step has no LQN"):
+        from_simstack(build_spec(doc, None))
+    assert interop_main(["export", "lqn", "model=pipeline", f"out={tmp_path / 'p.lqnx'}"]) == 2
+    assert "simstack: error: " in capsys.readouterr().err and not (tmp_path / "p.lqnx").exists()
+
+
+def test_export_command_writes_a_file_that_imports(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.yaml").write_text(HAND_WRITTEN)
+    out = tmp_path / "hand.lqnx"
+    assert interop_main(["export", "lqn", f"model={folder}", f"out={out}"]) == 0
+    assert interop_main(["import", str(out), f"out={tmp_path / 'back'}"]) == 0
+    assert set(load_model(tmp_path / "back").requests) == {"browse", "page"}
+    assert interop_main(["export", "lqn", f"model={folder}", f"out={tmp_path / 'hand.xml'}"]) == 2

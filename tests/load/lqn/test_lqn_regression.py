@@ -1,0 +1,47 @@
+"""A cheap sample of the LQNS regression suite, imported, simulated and compared with the
+lqsim results stored beside the models, entry by entry.
+
+The LQNS repository's licence does not allow its models to be copied into simstack, so this
+test reads them from a checkout named by ``SIMSTACK_LQNS_REGRESSION`` (the path of its
+``models/regression`` folder) and is skipped without one; ``benchmarks/lqn_regression.py``
+runs the whole suite the same way (docs/lqn.md). The sample covers phases, a second phase,
+forwarding, open arrivals, multiservers, activity graphs (AND, OR, loops, quorum),
+replication and semaphores, each run in a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from simstack.load.lqn.lqn_results import read_results
+from simstack.load.lqn.lqnx import read_lqnx
+from simstack.load.lqn.to_simstack import time_scale, to_simstack
+from simstack.studies.evaluate.lqn_compare import compare, entry_throughputs
+from simstack.testing import SEED_OFFSET
+
+FOLDER = os.environ.get("SIMSTACK_LQNS_REGRESSION")
+SAMPLE = ["01-sanity", "03-sanity", "05-sanity", "09-sanity", "21-multiserver", "41-activities", "44-activities",
+          "50-replication", "60-semaphore", "88-quorum", "92-open"]
+
+pytestmark = pytest.mark.skipif(not FOLDER, reason="SIMSTACK_LQNS_REGRESSION (an LQNS checkout's "
+                                                   "models/regression) is not set")
+
+
+@pytest.mark.parametrize("name", SAMPLE)
+def test_entry_throughputs_agree_with_lqsim(name: str) -> None:
+    folder = Path(str(FOLDER))
+    model = folder / f"{name}.lqnx"
+    imported = to_simstack(read_lqnx(model.read_bytes(), model.name), name)
+    lqsim = read_results((folder / "sim-results" / f"{name}.lqxo").read_bytes(), f"{name}.lqxo")
+    scale = time_scale(imported.doc)
+    sim = entry_throughputs(imported, seed=17 + SEED_OFFSET, horizon=2000 * scale, warmup=100 * scale,
+                            replications=4)
+    rows = compare(imported, lqsim, sim, rel=0.03)
+    assert rows, f"{name}: no entry to compare"
+    for r in rows:
+        print(f"VALIDATION {name} {r.entry}: lqsim {r.lqsim.value:.4g} ± {r.lqsim.half_width:.2g}, simstack "
+              f"{r.simstack.value:.4g} ± {r.simstack.half_width:.2g} ({'ok' if r.ok else 'MISS'})")
+    assert all(r.ok for r in rows), [r.entry for r in rows if not r.ok]
