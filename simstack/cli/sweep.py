@@ -209,6 +209,8 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
 
 def outcome_line(table: pd.DataFrame) -> str:
     """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``."""
+    from simstack.report.sweep import varying_overrides  # the report's plotting stack only when a sweep ends
+
     jobs = table.drop_duplicates("job")
     ok = int((jobs["status"] == "ok").sum())
     line = f"{ok} of {len(jobs)} jobs ok"
@@ -246,17 +248,6 @@ def _losses(table: pd.DataFrame, jobs: pd.DataFrame, swept: list[str]) -> str:
 def _raw_key(table: pd.DataFrame, column: str) -> str:
     """The override as typed (``+parameters.consoles``) for a column (``parameters.consoles``)."""
     return table.attrs.get("override_keys", {}).get(column, column)
-
-
-def override_columns(table: pd.DataFrame) -> list[str]:
-    """The override columns: those between ``job`` and ``status``."""
-    cols = list(table.columns)
-    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
-
-
-def varying_overrides(table: pd.DataFrame) -> list[str]:
-    jobs = table.drop_duplicates("job")
-    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
 
 
 def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:

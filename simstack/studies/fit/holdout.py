@@ -36,8 +36,9 @@ import pandas as pd
 from simstack.errors import ModelError
 from simstack.io.outputs import FileGroup, csv_text, output_path, yaml_text
 from simstack.io.progress import bar, notes
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.units import quantity
-from simstack.load.loader import build_spec, read_yaml
+from simstack.load.loader import build_spec
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves, calibrate_with_surrogate

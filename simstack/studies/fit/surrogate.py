@@ -32,10 +32,12 @@ from scipy import optimize
 from simstack.errors import ModelError
 from simstack.io.outputs import output_path, write_table
 from simstack.io.progress import notes
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ClosedWorkload, ModelSpec
 from simstack.lang.units import quantity
-from simstack.load.loader import build_spec, read_yaml
-from simstack.studies.analysis.network import HoldNode, Network, Visit, build_network
+from simstack.load.loader import build_spec
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.nodes import HoldNode, Network, Visit
 from simstack.studies.analysis.solver import solve
 from simstack.studies.evaluate.baselines import file_hash
 from simstack.studies.evaluate.metrics import chosen
