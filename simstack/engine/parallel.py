@@ -1,30 +1,78 @@
 """Independent pieces of work side by side: the one place a study goes parallel.
 
 Replications of a run, the points of a prediction grid, the loads a capacity proof tries,
-the finite-difference points of a calibration's Jacobian, the models of ``simstack check``:
-each is a pure function of plain, picklable data, so it can run in another process and
-come back. ``Workers(jobs)`` owns the pool; ``map`` hands back the results in the order of
-the items (so the tables a study writes never depend on which worker finished first) and
-tells ``on_done`` about each as it finishes (a progress bar). With one job, or one item,
-nothing leaves this process: the same calls, the same results.
+the finite-difference points of a calibration's Jacobian, the models of ``simstack check``,
+the left-out rows of a calibration's folds: each is a pure function of plain, picklable data,
+so it can run in another process, or on another machine, and come back. ``Workers(jobs)``
+owns the pool; ``map`` hands back the results in the order of the items (so the tables a
+study writes never depend on which worker finished first) and tells ``on_done`` about each
+as it finishes (a progress bar). With one job, or one item, nothing leaves this process:
+the same calls, the same results.
 
-Worker processes are forked where the platform allows it (Linux): a fork starts without
-re-importing NumPy, pandas and SciPy, which a fresh interpreter takes about a second for.
-Each worker asks the kernel to end it when its parent dies, so a killed study leaves no
-orphans behind.
+Where the work runs is the *backend*, like the transport under a control system's channel
+access: the request and the answer are the same whichever wire carries them.
+
+- ``Processes()`` (the default): worker processes on this machine, forked where the
+  platform allows it (Linux: no re-import of NumPy, pandas and SciPy, which a fresh
+  interpreter takes about a second for). Each worker asks the kernel to end it when its
+  parent dies, so a killed study leaves no orphans. A worker that dies (the kernel's
+  out-of-memory killer, a signal) breaks the pool: its unfinished items run once more in a
+  fresh pool, with a notice; a second loss in the same map ends the study with one line.
+- ``RayCluster(address)`` (``simstack.engine.raypool``): Ray tasks on a running cluster, or
+  on a Ray started here. The items and the model folders they name travel with the tasks,
+  so worker nodes need only the installed package; Ray reruns the tasks of a lost worker.
+
+A study does not choose its backend: the command line does, once, with ``using(backend)``
+around the task (``backend=ray``), and every ``Workers`` opened inside it (by a prediction,
+its capacity proofs, a run's replications) takes that one unless given another. That is the
+only state this module keeps, and it decides where work runs, never what it computes: every
+backend gives the same bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+from simstack.errors import SimstackError
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+Items = list[tuple[Any, ...]]
+Notice = Callable[[str], None]
+
+
+def stderr_notice(text: str) -> None:
+    """The default notice: one line on standard error (results stay clean on standard output)."""
+    print(f"simstack: {text}", file=sys.stderr, flush=True)
+
+
+class Pool(Protocol):
+    """An open backend: runs ``fn(*item)`` for the items it is given, reporting each result
+    with its index as it completes (in any order)."""
+
+    def completed(self, fn: Callable[..., Any], items: Items) -> Iterator[tuple[int, Any]]: ...
+    def close(self, cancel: bool = False) -> None: ...
+
+
+class Backend(Protocol):
+    """Where ``Workers`` runs its items: ``open(jobs)`` gives a pool that keeps at most
+    ``jobs`` items running at once."""
+
+    @property
+    def name(self) -> str: ...
+
+    def open(self, jobs: int) -> Pool: ...
+    def release(self) -> None: ...
 
 
 def _die_with_parent() -> None:
@@ -46,19 +94,106 @@ def _context() -> Any:
     return multiprocessing.get_context("fork" if forking else None)
 
 
+@dataclass(frozen=True)
+class Processes:
+    """Worker processes on this machine (see the module docstring)."""
+
+    notice: Notice = field(default=stderr_notice, compare=False)
+    name: str = "processes"
+
+    def open(self, jobs: int) -> Pool:
+        return _ProcessPool(jobs, self.notice)
+
+    def release(self) -> None:
+        """Nothing to let go of: each ``Workers`` ends its own processes."""
+
+
+class _ProcessPool:
+    """A ``ProcessPoolExecutor`` replaced once per map when one of its workers dies."""
+
+    def __init__(self, jobs: int, notice: Notice):
+        self.jobs = jobs
+        self.notice = notice
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_context(),
+                                                 initializer=_die_with_parent)
+        return self._executor
+
+    def close(self, cancel: bool = False) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=cancel)
+            self._executor = None
+
+    def completed(self, fn: Callable[..., Any], items: Items) -> Iterator[tuple[int, Any]]:
+        todo = dict(enumerate(items))
+        for attempt in (1, 2):
+            futures: dict[Future[Any], int] = {self._pool().submit(fn, *todo[i]): i for i in todo}
+            try:
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in sorted(done, key=futures.__getitem__):
+                        result = future.result()  # fn's own exception ends the map with it
+                        del todo[futures[future]]
+                        yield futures[future], result
+                return
+            except BrokenProcessPool:
+                # the results that came back before the pool broke are kept; the rest run again
+                for future, index in sorted(futures.items(), key=lambda pair: pair[1]):
+                    if index in todo and future.done() and not future.cancelled() and future.exception() is None:
+                        del todo[index]
+                        yield index, future.result()
+                broken, self._executor = self._executor, None
+                if broken is not None:  # its workers are gone: nothing left to wait for
+                    broken.shutdown(wait=False, cancel_futures=True)
+                if attempt == 2:
+                    raise SimstackError(
+                        f"a worker process died twice in one step of this study ({len(todo)} of {len(items)} "
+                        "items unfinished; killed by the out-of-memory killer or a signal?): run with fewer "
+                        "jobs, or on a machine with more memory") from None
+                self.notice(f"a worker process died (killed by the out-of-memory killer or a signal?); "
+                            f"running its {len(todo)} unfinished item(s) of {len(items)} again in a fresh pool")
+            finally:
+                for future in futures:
+                    future.cancel()
+
+
+_BACKEND: ContextVar[Backend | None] = ContextVar("simstack_backend", default=None)
+_DEFAULT = Processes()
+
+
+def current() -> Backend:
+    """The backend a ``Workers`` opened now would use (``Processes()`` unless ``using`` says else)."""
+    return _BACKEND.get() or _DEFAULT
+
+
+@contextlib.contextmanager
+def using(backend: Backend) -> Iterator[Backend]:
+    """Every ``Workers`` opened inside (without a backend of its own) runs on ``backend``."""
+    token = _BACKEND.set(backend)
+    try:
+        yield backend
+    finally:
+        _BACKEND.reset(token)
+
+
 class Workers:
-    """A pool of ``jobs`` worker processes, opened once and used for several maps (the
-    Jacobians of one fit); with ``jobs`` = 1 every map runs here, in order.
+    """A pool of ``jobs`` workers, opened once and used for several maps (the Jacobians of
+    one fit); with ``jobs`` = 1 every map runs here, in order.
 
     >>> with Workers(2) as workers:
     ...     squares = list(workers.map(pow, [(2, 2), (3, 2)]))
     """
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, backend: Backend | None = None):
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
         self.jobs = jobs
-        self._pool: Executor | None = None
+        self.backend = backend if backend is not None else current()
+        self._pool: Pool | None = None
 
     def __enter__(self) -> Workers:
         return self
@@ -69,14 +204,8 @@ class Workers:
 
     def close(self, cancel: bool = False) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=cancel)
+            self._pool.close(cancel)
             self._pool = None
-
-    def _executor(self) -> Executor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_context(),
-                                             initializer=_die_with_parent)
-        return self._pool
 
     def map(self, fn: Callable[..., R], items: Iterable[Sequence[Any]],
             on_done: Callable[[int, R], Any] | None = None) -> Iterator[R]:
@@ -91,26 +220,27 @@ class Workers:
                     on_done(index, result)
                 yield result
             return
-        pool = self._executor()
-        futures: dict[Future[R], int] = {pool.submit(fn, *item): index for index, item in enumerate(args)}
+        if self._pool is None:
+            self._pool = self.backend.open(self.jobs)
         done: dict[int, R] = {}
         following = 0
+        arriving = self._pool.completed(fn, args)
         try:
-            for future in as_completed(futures):
-                index = futures[future]
-                done[index] = future.result()
+            for index, result in arriving:
+                done[index] = result
                 if on_done is not None:
-                    on_done(index, done[index])
+                    on_done(index, result)
                 while following in done:
                     yield done.pop(following)
                     following += 1
         finally:
-            for future in futures:
-                future.cancel()
+            close = getattr(arriving, "close", None)
+            if close is not None:  # an abandoned map cancels what has not started
+                close()
 
 
 def parallel_map(fn: Callable[..., R], items: Iterable[Sequence[Any]], jobs: int,
                  on_done: Callable[[int, R], Any] | None = None) -> list[R]:
-    """``[fn(*item) for item in items]`` in ``jobs`` processes, in the order of ``items``."""
+    """``[fn(*item) for item in items]`` in ``jobs`` workers, in the order of ``items``."""
     with Workers(jobs) as workers:
         return list(workers.map(fn, items, on_done))
