@@ -19,9 +19,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from simstack.cli.options import backend
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
 from simstack.cli.tasks import TASKS
+from simstack.engine.parallel import using
 from simstack.errors import SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
@@ -38,7 +40,12 @@ def app(cfg: DictConfig) -> None:
         task = TASKS.get(str(cfg.task))
         if task is None:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
-        code = task(cfg)
+        chosen = backend(cfg)
+        with using(chosen):  # every Workers the task opens runs there (simstack.engine.parallel)
+            try:
+                code = task(cfg)
+            finally:
+                chosen.release()
     except SimstackError as exc:
         _fail(exc)
     if code:

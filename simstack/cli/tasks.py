@@ -94,7 +94,7 @@ def calibrate(cfg: DictConfig) -> int:
     study = load_study(model_dir_of(model, models_dir))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
-        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg)))
+        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
         return 0
     if not alternative:
         _calibrate_into(study, study.folder / "calibrated.yaml", progress(cfg), None, jobs(cfg) or 1)

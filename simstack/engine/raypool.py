@@ -67,6 +67,10 @@ class RayCluster:
             raise ConfigError(f"backend=ray: could not start or join {where}: {' '.join(str(exc).split())[:300]}"
                               ) from None
         _STARTED.append(True)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        self.notice(f"Ray: {'joined the cluster at ' + self.address if self.address else 'started a local Ray'} "
+                    f"({len(nodes)} node(s), {cpus} CPUs)")
         return ray
 
     def cpus(self) -> int:
