@@ -1,6 +1,7 @@
 """The ``simstack`` command: the console entry point and the Hydra app.
 
-``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``--version``),
+``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``experiments``,
+``--version``), expands ``+experiment=NAME`` into its sweep (``simstack.cli.experiments``),
 turns a leading task word into ``task=WORD`` and checks every override before Hydra sees it
 (``simstack.cli.overrides``), so a mistyped key is a simstack error (exit 2), not a Hydra
 one. The app dispatches the composed config to its task (``simstack.cli.tasks.TASKS``); a
@@ -19,6 +20,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from simstack.cli.experiments import expand
 from simstack.cli.options import backend
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
@@ -108,11 +110,18 @@ def main() -> None:
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
+    if sys.argv[1:2] == ["experiments"]:  # the named experiments, one line each
+        from simstack.cli.experiments import main as experiments
+        sys.exit(experiments(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
+        swept = expand(sys.argv[1:])  # +experiment=NAME: its sweep's overrides (experiments/NAME.yaml)
+        if swept != sys.argv[1:]:
+            print(f"simstack {' '.join(swept)}", file=sys.stderr, flush=True)
+            sys.argv[1:] = swept
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
         if not tasks or tasks[-1] == "task=run":

@@ -72,6 +72,9 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     the CSV size, typed), per-step records only when they were recorded."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result.summary().to_csv(out_dir / "summary.csv", index=False)
+    stages = result.stage_summary()
+    if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
+        stages.to_csv(out_dir / "stages.csv", index=False)
     result.resources.to_csv(out_dir / "resources.csv", index=False)
     result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
     if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
