@@ -34,11 +34,13 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -161,6 +163,46 @@ class _ProcessPool:
                     future.cancel()
 
 
+@dataclass
+class MapTrace:
+    """One map as it ran: its items' own seconds (wall and CPU, measured where each ran) and
+    the map's span on the submitting side."""
+
+    jobs: int
+    started: float
+    ended: float = 0.0
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+
+@dataclass
+class StudyTrace:
+    """Every map a study made, in order (``benchmarks/cluster.py`` projects a cluster from it)."""
+
+    maps: list[MapTrace] = field(default_factory=list)
+
+
+_TRACE: ContextVar[StudyTrace | None] = ContextVar("simstack_trace", default=None)
+
+
+@contextlib.contextmanager
+def traced() -> Iterator[StudyTrace]:
+    """Record every ``Workers.map`` inside: when it started and ended, and each item's seconds."""
+    trace = StudyTrace()
+    token = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(token)
+
+
+def _timed(fn: Callable[..., R], *item: Any) -> tuple[float, float, R]:
+    """``fn(*item)`` with its wall and CPU seconds, measured where it runs."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn(*item)
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
 _BACKEND: ContextVar[Backend | None] = ContextVar("simstack_backend", default=None)
 _DEFAULT = Processes()
 
@@ -213,6 +255,12 @@ class Workers:
         and every item before it are done; ``on_done(index, result)`` hears of each result as
         it arrives (in any order). An exception in ``fn`` ends the map with that exception."""
         args = [tuple(item) for item in items]
+        trace = _TRACE.get()
+        if trace is not None:  # benchmarks/cluster.py: each item timed where it runs
+            return self._traced(trace, fn, args, on_done)
+        return self._map(fn, args, on_done)
+
+    def _map(self, fn: Callable[..., R], args: Items, on_done: Callable[[int, R], Any] | None) -> Iterator[R]:
         if self.jobs == 1 or len(args) <= 1:
             for index, item in enumerate(args):
                 result = fn(*item)
@@ -237,6 +285,20 @@ class Workers:
             close = getattr(arriving, "close", None)
             if close is not None:  # an abandoned map cancels what has not started
                 close()
+
+    def _traced(self, trace: StudyTrace, fn: Callable[..., R], args: Items,
+                on_done: Callable[[int, R], Any] | None) -> Iterator[R]:
+        record = MapTrace(self.jobs, time.perf_counter())
+        trace.maps.append(record)
+        try:
+            timed = self._map(partial(_timed, fn), args,
+                              None if on_done is None else lambda i, done: on_done(i, done[2]))
+            for wall, cpu, result in timed:
+                record.wall.append(wall)
+                record.cpu.append(cpu)
+                yield result
+        finally:
+            record.ended = time.perf_counter()
 
 
 def parallel_map(fn: Callable[..., R], items: Iterable[Sequence[Any]], jobs: int,

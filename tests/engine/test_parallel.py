@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from simstack.engine.parallel import Processes, Workers, current, parallel_map, using
+from simstack.engine.parallel import Processes, Workers, current, parallel_map, traced, using
 from simstack.errors import ModelError, SimstackError
 
 
@@ -118,3 +118,22 @@ def test_the_backend_chosen_around_a_task_reaches_every_workers_inside_it() -> N
             assert own.backend != chosen
     assert chosen.maps == [5]
     assert isinstance(current(), Processes)
+
+
+def _busy(seconds: float) -> float:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
+def test_a_traced_study_records_each_map_and_each_items_own_seconds() -> None:
+    with traced() as trace, Workers(2) as workers:
+        assert list(workers.map(_busy, [(0.05,), (0.15,), (0.1,)])) == [0.05, 0.15, 0.1]
+        assert list(workers.map(_busy, [(0.02,)])) == [0.02]  # one item: here
+    assert [len(m.cpu) for m in trace.maps] == [3, 1] and [m.jobs for m in trace.maps] == [2, 2]
+    for record, wanted in zip(trace.maps, ([0.05, 0.15, 0.1], [0.02]), strict=True):
+        assert record.cpu == pytest.approx(wanted, abs=0.02)  # CPU seconds, in the order of the items
+        assert all(w >= c - 0.01 for w, c in zip(record.wall, record.cpu, strict=True))
+        assert record.ended - record.started >= max(wanted)
+    assert list(parallel_map(_busy, [(0.01,), (0.01,)], jobs=2)) == [0.01, 0.01]  # untraced outside
