@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from simstack.engine import shipping
-from simstack.engine.parallel import Items, Notice, Pool, stderr_notice
+from simstack.engine.parallel import Items, Notice, Pool, split_shared, stderr_notice, unpacked, with_shared
 from simstack.errors import ConfigError, SimstackError
 
 POLL_S = 2.0  # how often the cluster's nodes are looked at while tasks run
@@ -84,19 +85,23 @@ class RayCluster:
             _STARTED.clear()
 
 
-def _run_shipped(folders: list[tuple[str, str, str, list[Any]]], payload: bytes) -> tuple[bool, bytes]:
-    """One item on a node: the folders it names copied here (once per node), then ``fn(*item)``;
-    its result, or its error, packed with those paths as the submitting machine's."""
+def _run_shipped(folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
+                 positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes]:
+    """One item on a node: the folders it names copied here (once per node), the map's shared
+    part fetched and unpickled (once per worker process), then ``fn(*item)``; its result, or
+    its error, packed with those paths as the submitting machine's."""
     import ray
 
     tokens = []
     for token, name, origin, ref in folders:
         shipping.receive(token, name, origin, partial(ray.get, ref[0]))
         tokens.append(token)
-    fn, item = shipping.unpack(payload)
+    key, ref = shared
+    common = unpacked(key, b"", lambda _: shipping.unpack(ray.get(ref[0])))
+    rest = shipping.unpack(payload)
     back = shipping.Returning(tokens)
     try:
-        result = fn(*item)
+        result = with_shared(common, positions, rest)
     except Exception as exc:  # the error itself goes back, as from a worker process
         return False, shipping.pack(shipping.as_sent(exc, tokens), back)
     return True, shipping.pack(result, back)
@@ -127,7 +132,9 @@ class _RayPool:
     def completed(self, fn: Callable[..., Any], items: Items) -> Iterator[tuple[int, Any]]:
         ray = self.ray
         outgoing = shipping.Outgoing()
-        payloads = [shipping.pack((fn, item), outgoing) for item in items]
+        common, positions, rests = split_shared(fn, items)
+        shared = (uuid.uuid4().hex, [ray.put(shipping.pack(common, outgoing))])  # once per map
+        payloads = [shipping.pack(rest, outgoing) for rest in rests]
         folders = [(f.token, f.name, f.origin, [ray.put(f)]) for f in outgoing.folders.values()]
         alive, lost = self._nodes(), dict[str, str]()
         waiting = list(range(len(items)))[::-1]
@@ -137,7 +144,7 @@ class _RayPool:
         def submit() -> None:
             while waiting and len(running) < self.jobs:
                 index = waiting.pop()
-                running[self.task.remote(folders, payloads[index])] = index
+                running[self.task.remote(folders, shared, positions, payloads[index])] = index
 
         try:
             submit()

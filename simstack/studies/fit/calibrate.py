@@ -75,7 +75,7 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     if alternative is not None:
         check_free_under(study, alternative, cal.parameters)
     if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
-        return calibrate_with_surrogate(study, cal, progress, alternative)
+        return calibrate_with_surrogate(study, cal, progress, alternative, jobs)
     spec = load_model(study.folder / "model.yaml")
     bounds = {}
     for name in cal.parameters:

@@ -98,7 +98,7 @@ def leave_out(study: Study, which: str, progress: bool = True, jobs: int = 1) ->
             cal, parameters=tuple(fitted), confirm=False, write_rows=None,
             max_evaluations=lo.max_evaluations or cal.max_evaluations, jacobian=lo.jacobian or cal.jacobian,
             rows=dataclasses.replace(cal.rows, exclude=((lo.column, value),)))
-        result = calibrate_with_surrogate(study, fold_cal, progress)
+        result = calibrate_with_surrogate(study, fold_cal, progress, jobs=jobs)
         params = _with_fallbacks(result["parameters"], names, lo.fallback, model)
         started = time.perf_counter()
         held = _held_out_rows(study, table, measured, series, value, lo, curves, params, progress, jobs)
