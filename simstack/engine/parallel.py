@@ -77,6 +77,7 @@ class Backend(Protocol):
 
     def open(self, jobs: int) -> Pool: ...
     def release(self) -> None: ...
+    def nested(self, jobs: int, items: int) -> int: ...
 
 
 # --- what every item of a map shares travels once -------------------------------------------
@@ -154,6 +155,10 @@ class Processes:
     def release(self) -> None:
         """Nothing to let go of: each ``Workers`` ends its own processes."""
 
+    def nested(self, jobs: int, items: int) -> int:
+        """One: the machine's cores are already busy with the map's own items."""
+        return 1
+
 
 class _ProcessPool:
     """A ``ProcessPoolExecutor`` replaced once per map when one of its workers dies."""
@@ -218,6 +223,7 @@ class MapTrace:
 
     jobs: int
     started: float
+    here: bool  # the items ran in the submitting process (one job, or one item)
     ended: float = 0.0
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
@@ -297,6 +303,12 @@ class Workers:
             self._pool.close(cancel)
             self._pool = None
 
+    def nested(self, items: int) -> int:
+        """How many workers each of ``items`` items may use for maps of its own (a capacity
+        search inside a prediction's item proving two loads at once): 1 on processes, more on
+        a cluster whose cores outnumber the items."""
+        return 1 if self.jobs == 1 else self.backend.nested(self.jobs, items)
+
     def map(self, fn: Callable[..., R], items: Iterable[Sequence[Any]],
             on_done: Callable[[int, R], Any] | None = None) -> Iterator[R]:
         """``fn(*item)`` for every item, yielded in the order of ``items``, each as soon as it
@@ -336,7 +348,7 @@ class Workers:
 
     def _traced(self, trace: StudyTrace, fn: Callable[..., R], args: Items,
                 on_done: Callable[[int, R], Any] | None) -> Iterator[R]:
-        record = MapTrace(self.jobs, time.perf_counter())
+        record = MapTrace(self.jobs, time.perf_counter(), self.jobs == 1 or len(args) <= 1)
         trace.maps.append(record)
         try:
             timed = self._map(partial(_timed, fn), args,

@@ -27,10 +27,20 @@ from functools import partial
 from typing import Any
 
 from simstack.engine import shipping
-from simstack.engine.parallel import Items, Notice, Pool, split_shared, stderr_notice, unpacked, with_shared
+from simstack.engine.parallel import (
+    Items,
+    Notice,
+    Pool,
+    split_shared,
+    stderr_notice,
+    unpacked,
+    using,
+    with_shared,
+)
 from simstack.errors import ConfigError, SimstackError
 
 POLL_S = 2.0  # how often the cluster's nodes are looked at while tasks run
+NESTED = 4  # the most workers an item's own maps get
 _STARTED: list[bool] = []  # whether this process connected to Ray itself (and so disconnects)
 
 
@@ -78,6 +88,11 @@ class RayCluster:
         """The cluster's CPUs (what ``jobs`` defaults to with this backend)."""
         return max(1, int(self.connect().cluster_resources().get("CPU", 1)))
 
+    def nested(self, jobs: int, items: int) -> int:
+        """The cluster's spare share per item, at most ``NESTED`` (a capacity proof's c and c + 1,
+        and a neighbour or two): an item's own maps become Ray tasks too."""
+        return max(1, min(NESTED, jobs // max(1, items)))
+
     def release(self) -> None:
         """Disconnect, when this process connected (a task inside a Ray job leaves its Ray be)."""
         if _STARTED:
@@ -85,11 +100,12 @@ class RayCluster:
             _STARTED.clear()
 
 
-def _run_shipped(folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
+def _run_shipped(backend: RayCluster, folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
                  positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes]:
     """One item on a node: the folders it names copied here (once per node), the map's shared
-    part fetched and unpickled (once per worker process), then ``fn(*item)``; its result, or
-    its error, packed with those paths as the submitting machine's."""
+    part fetched and unpickled (once per worker process), then ``fn(*item)`` on ``backend`` (its
+    own maps are Ray tasks too); its result, or its error, packed with those paths as the
+    submitting machine's."""
     import ray
 
     tokens = []
@@ -101,7 +117,8 @@ def _run_shipped(folders: list[tuple[str, str, str, list[Any]]], shared: tuple[s
     rest = shipping.unpack(payload)
     back = shipping.Returning(tokens)
     try:
-        result = with_shared(common, positions, rest)
+        with using(backend):
+            result = with_shared(common, positions, rest)
     except Exception as exc:  # the error itself goes back, as from a worker process
         return False, shipping.pack(shipping.as_sent(exc, tokens), back)
     return True, shipping.pack(result, back)
@@ -144,7 +161,7 @@ class _RayPool:
         def submit() -> None:
             while waiting and len(running) < self.jobs:
                 index = waiting.pop()
-                running[self.task.remote(folders, shared, positions, payloads[index])] = index
+                running[self.task.remote(self.backend, folders, shared, positions, payloads[index])] = index
 
         try:
             submit()

@@ -98,3 +98,26 @@ def test_ray_runs_again_the_task_of_a_killed_worker_process(backend: RayCluster,
         out = list(workers.map(_killed_once, [(marker, n) for n in range(4)]))
     assert out == [0, 10, 20, 30]
     assert Path(marker).exists()  # it was killed once, and its result is the same
+
+
+def _square(n: int) -> tuple[int, str]:
+    import ray as here
+
+    return n * n, here.get_runtime_context().get_task_id() or ""
+
+
+def _nested(n: int) -> tuple[str, list[tuple[int, str]]]:
+    """An item whose own map (a capacity proof's loads) goes to the cluster too."""
+    from simstack.engine.parallel import current
+
+    with Workers(2) as workers:
+        return current().name, list(workers.map(_square, [(n,), (n + 1,)]))
+
+
+def test_an_items_own_maps_are_ray_tasks_too(backend: RayCluster) -> None:
+    assert backend.nested(jobs=8, items=2) == 4 and backend.nested(jobs=2, items=10) == 1
+    with Workers(2, backend) as workers:
+        out = list(workers.map(_nested, [(1,), (3,)]))
+    assert [name for name, _ in out] == ["ray", "ray"]
+    assert [[n for n, _ in inner] for _, inner in out] == [[1, 4], [9, 16]]
+    assert all(task for _, inner in out for _, task in inner)  # each ran as a task of its own
