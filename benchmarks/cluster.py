@@ -246,7 +246,8 @@ def slac_from_runs(serial_s: float) -> dict[str, Any]:
     runs = pd.read_csv(model_dir_of("slac_bsa", None) / "predictions_runs.csv")
     cpu_per_wall = 61.0 / (runs["wall_s"].sum() / 60)  # the run's 61 CPU-minutes (README) over its summed wall
     seconds = (runs["wall_s"] * cpu_per_wall).tolist()
-    order = sorted(range(len(seconds)), key=lambda i: -seconds[i])  # the study submits the largest first
+    # the study submits the largest expected load first: the committed capacity the search starts from
+    order = sorted(range(len(seconds)), key=lambda i: -int(runs["capacity"].iloc[i]))
     return {"study": "slac-predict", "jobs": 2, "serial_s": serial_s, "cpu_per_wall": cpu_per_wall,
             "maps": [{"jobs": 2, "here": False, "cpu": [seconds[i] for i in order]}],
             "searches": runs[["runs", "full_runs"]].iloc[order].to_dict("records")}

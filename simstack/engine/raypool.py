@@ -95,19 +95,52 @@ class RayCluster:
 
     def release(self) -> None:
         """Disconnect, when this process connected (a task inside a Ray job leaves its Ray be)."""
+        _LEDGER.clear()
         if _STARTED:
             _ray().shutdown()
             _STARTED.clear()
 
 
-def _run_shipped(backend: RayCluster, folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
+class _Attempts:
+    """How often each item started (an actor beside the submitting process): an item that
+    started twice lost its worker process or node once and was run again by Ray."""
+
+    def __init__(self) -> None:
+        self.starts: dict[tuple[str, int], int] = {}
+
+    def started(self, step: str, index: int) -> None:
+        self.starts[step, index] = self.starts.get((step, index), 0) + 1
+
+    def again(self, step: str) -> int:
+        """The items of ``step`` that started more than once."""
+        return sum(1 for (s, _), n in self.starts.items() if s == step and n > 1)
+
+
+_LEDGER: list[Any] = []  # this process's attempts actor, made at its first map
+
+
+def _ledger(ray: Any) -> Any:
+    """The attempts actor, on the submitting process's own node (lost only with the study)."""
+    if not _LEDGER:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+        _LEDGER.append(ray.remote(num_cpus=0, max_restarts=0)(_Attempts).options(scheduling_strategy=here).remote())
+    return _LEDGER[0]
+
+
+def _run_shipped(backend: RayCluster, attempt: tuple[Any, str, int] | None,
+                 folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
                  positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes]:
-    """One item on a node: the folders it names copied here (once per node), the map's shared
-    part fetched and unpickled (once per worker process), then ``fn(*item)`` on ``backend`` (its
-    own maps are Ray tasks too); its result, or its error, packed with those paths as the
-    submitting machine's."""
+    """One item on a node: its start told to the ledger, the folders it names copied here (once
+    per node), the map's shared part fetched and unpickled (once per worker process), then
+    ``fn(*item)`` on ``backend`` (its own maps are Ray tasks too); its result, or its error,
+    packed with those paths as the submitting machine's."""
     import ray
 
+    if attempt is not None:
+        ledger, step, index = attempt
+        ledger.started.remote(step, index)  # not waited for
     tokens = []
     for token, name, origin, ref in folders:
         shipping.receive(token, name, origin, partial(ray.get, ref[0]))
@@ -157,11 +190,15 @@ class _RayPool:
         waiting = list(range(len(items)))[::-1]
         running: dict[Any, int] = {}
         looked = time.monotonic()
+        step = shared[0]
+        driver = ray.get_runtime_context().get_task_id() is None  # not a task's own nested map
+        ledger = _ledger(ray) if driver else None
 
         def submit() -> None:
             while waiting and len(running) < self.jobs:
                 index = waiting.pop()
-                running[self.task.remote(self.backend, folders, shared, positions, payloads[index])] = index
+                attempt = None if ledger is None else (ledger, step, index)
+                running[self.task.remote(self.backend, attempt, folders, shared, positions, payloads[index])] = index
 
         try:
             submit()
@@ -180,9 +217,12 @@ class _RayPool:
                     submit()
                     yield index, value
             lost |= self._look(alive, lost)
-            if lost:
-                self.backend.notice(f"Ray: all {len(items)} items of this step completed after losing "
-                                    f"{len(lost)} worker node(s); the results do not depend on where they ran")
+            again = 0 if ledger is None else int(ray.get(ledger.again.remote(step)))
+            if lost or again:
+                nodes = f", {len(lost)} worker node(s) lost" if lost else ""
+                self.backend.notice(f"Ray: all {len(items)} items of this step completed; {again} of them ran "
+                                    f"again after their worker was lost{nodes}; the results do not depend on "
+                                    "where they ran")
         finally:
             for ref in running:
                 ray.cancel(ref)

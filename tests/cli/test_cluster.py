@@ -141,8 +141,8 @@ def test_a_check_of_two_models_on_the_cluster_gives_the_same_tables(cluster: Clu
 
 
 def test_a_worker_node_killed_mid_prediction_changes_nothing(cluster: Cluster) -> None:
-    here = _study(cluster.driver / "k1" / "mm1", loads=4, horizon=60000)
-    there = _study(cluster.driver / "k2" / "mm1", loads=4, horizon=60000)
+    here = _study(cluster.driver / "k1" / "mm1", loads=3, horizon=60000)
+    there = _study(cluster.driver / "k2" / "mm1", loads=3, horizon=60000)
     _simstack("predict", f"model={here}", "jobs=2", cwd=cluster.driver, env=cluster.cluster.env())
     study = subprocess.Popen([str(SIMSTACK), "predict", f"model={there}", *cluster.ray, "jobs=2", *QUIET],
                              cwd=cluster.driver, env=cluster.cluster.env(), stdout=subprocess.PIPE,
@@ -156,6 +156,6 @@ def test_a_worker_node_killed_mid_prediction_changes_nothing(cluster: Cluster) -
     victim.kill()
     out, err = study.communicate(timeout=600)
     assert study.returncode == 0, err[-3000:]
-    assert "Ray: lost worker node" in err and "completed after losing 1 worker node(s)" in err
+    assert "Ray: all 3 items of this step completed; 1 of them ran again after their worker was lost" in err
     assert (there / "predictions.csv").read_bytes() == (here / "predictions.csv").read_bytes()
-    assert len(pd.read_csv(there / "predictions.csv")) == 4
+    assert len(pd.read_csv(there / "predictions.csv")) == 3

@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.
 from simstack.engine.raypool import RayCluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+SAID: list[str] = []  # the backend's notices
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,9 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     except Exception as exc:  # pragma: no cover - a machine where Ray cannot start
         pytest.skip(f"Ray could not start here: {exc}")
     try:
-        yield RayCluster(notice=lambda _text: None)
+        yield RayCluster(notice=SAID.append)
     finally:
+        RayCluster().release()  # forgets this Ray's ledger actor
         ray.shutdown()
 
 
@@ -94,10 +96,13 @@ def test_paths_outside_model_folders_travel_as_they_are(backend: RayCluster, tmp
 
 def test_ray_runs_again_the_task_of_a_killed_worker_process(backend: RayCluster, tmp_path: Path) -> None:
     marker = str(tmp_path / "killed")
+    SAID.clear()
     with Workers(2, backend) as workers:
         out = list(workers.map(_killed_once, [(marker, n) for n in range(4)]))
     assert out == [0, 10, 20, 30]
     assert Path(marker).exists()  # it was killed once, and its result is the same
+    assert SAID == ["Ray: all 4 items of this step completed; 1 of them ran again after their worker was lost; "
+                    "the results do not depend on where they ran"]
 
 
 def _square(n: int) -> tuple[int, str]:
