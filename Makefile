@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench predictions wheel clean
+.PHONY: run test check-fast lint bench predictions wheel clean
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
@@ -29,7 +29,7 @@ run: $(HOTPATH)
 
 # The tests that exercise the compiled modules (the engine, its primitives and kinds, the
 # theory they are held to), run a second time on the other build.
-BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables
+BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables/test_record_modes.py
 
 test: $(HOTPATH)
 	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
@@ -47,6 +47,11 @@ test: $(HOTPATH)
 		echo "a C compiler is here but mypyc failed: pip install -v --no-deps --no-build-isolation -e . shows why"; exit 1; \
 	else echo "compiled pass skipped: $$($(BIN)/simstack --version)"; fi
 	$(BIN)/simstack check jobs=2
+
+# The quick tier, before a commit: every test not marked slow (facility back-tests,
+# calibrations, report pages in a browser, notebooks, Ray, the wheel), on the installed build.
+check-fast: $(HOTPATH)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check simstack tests benchmarks hydra_plugins hatch_build.py

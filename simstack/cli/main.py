@@ -10,15 +10,20 @@ simstack error ends it with one line on standard error and exit code 2.
 
 from __future__ import annotations
 
+import errno
+import io
+import itertools
 import os
 import shutil
 import sys
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from simstack.cli.experiments import expand
 from simstack.cli.options import backend
@@ -31,8 +36,31 @@ from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.load.loader import resolve_model_path
 from simstack.load.whatif import load_whatif
+from simstack.tables.console import printable
 
 CONFIG_DIR = str(config_dir())
+
+
+def claimed_run_dir(base: str = "outputs") -> str:
+    """``BASE/DATE/TIME`` for a run, made here so that no other run can have it: two runs
+    started in the same second get ``TIME`` and ``TIME-2`` (``mkdir`` either makes a folder
+    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` through this."""
+    now = datetime.now()
+    stem = Path(base) / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
+    for n in itertools.count(1):
+        path = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return str(path)
+    raise AssertionError("unreachable")
+
+
+OmegaConf.register_new_resolver("simstack_run_dir", claimed_run_dir, use_cache=True, replace=True)
+
+
+OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENFILE)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
@@ -50,12 +78,20 @@ def app(cfg: DictConfig) -> None:
                 chosen.release()
     except SimstackError as exc:
         _fail(exc)
+    except OSError as exc:  # a full disk, a folder without write permission: one line, the last good files kept
+        if exc.errno not in OS_ERRORS:
+            raise
+        _fail(SimstackError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")))
+    except KeyboardInterrupt:
+        _drop_empty_run_dir()
+        raise
+    _drop_empty_run_dir()  # a task that wrote nothing into Hydra's run folder (check, solve...) leaves none
     if code:
         sys.exit(code)
 
 
 def _fail(exc: SimstackError) -> None:
-    print(f"simstack: error: {exc}", file=sys.stderr)
+    print(f"simstack: error: {printable(str(exc))}", file=sys.stderr)
     _drop_empty_run_dir()
     sys.exit(2)
 
@@ -94,8 +130,55 @@ def jobs_option(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """Console entry point: a leading task word becomes ``task=<word>``; overrides are
-    checked before Hydra runs, so their errors read like simstack's own."""
+    """Console entry point. Ctrl-C ends with one line and exit code 130; a closed pipe
+    (``simstack ... | head``) ends quietly, the results already written; what is printed on
+    standard output has its control characters escaped (a name from a received file cannot
+    drive the terminal)."""
+    sys.stdout = Printable(sys.stdout)
+    try:
+        _main()
+    except KeyboardInterrupt:
+        print("simstack: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(141)  # 128 + SIGPIPE, as a program killed by the closed pipe would
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point standard output at /dev/null so that Python's final flush
+    does not raise again (the recipe of Python's signal documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+
+
+class Printable(io.TextIOBase):
+    """Standard output with control characters escaped (``tables.console.printable``)."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+
+def _main() -> None:
+    """A leading task word becomes ``task=<word>``; overrides are checked before Hydra runs,
+    so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
         sys.exit(gather_main(sys.argv[2:]))
     if sys.argv[1:2] == ["--version"]:  # the version and which build of the hot path runs

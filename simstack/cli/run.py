@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from simstack.cli.options import plain, switch
 from simstack.engine.simulate import RunResult, simulate
+from simstack.io.outputs import FileGroup, csv_text
 from simstack.lang.spec import ModelSpec
 from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
@@ -71,28 +72,28 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     (``summary.csv`` is what a sweep gathers), per-request records as Parquet (a third of
     the CSV size, typed), per-step records only when they were recorded."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    result.summary().to_csv(out_dir / "summary.csv", index=False)
-    stages = result.stage_summary()
-    if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
-        stages.to_csv(out_dir / "stages.csv", index=False)
-    result.resources.to_csv(out_dir / "resources.csv", index=False)
-    result.deadlines.to_csv(out_dir / "deadlines.csv", index=False)
-    if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
-        result.memory_peaks.to_csv(out_dir / "memory_peaks.csv", index=False)
-    if tables:
-        result.requests.to_parquet(out_dir / "requests.parquet", index=False, compression="zstd")
-        if not result.steps.empty:
-            result.steps.to_parquet(out_dir / "steps.parquet", index=False, compression="zstd")
-        for name, frame in (("memory", result.memory), ("store_load", result.store_load)):
-            if not frame.empty:
-                frame.to_parquet(out_dir / f"{name}.parquet", index=False, compression="zstd")
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
             "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
             "wall_time_s": result.wall_time, "git_commit": git_commit(Path(__file__).parent),
             "parameters": {k: p.value for k, p in result.model.parameters.items()},
             "flags": sorted(result.model.flags),
             "config": dict(settings)}
-    (out_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+    with FileGroup() as group:  # every file whole, the set complete, even in a folder two runs share
+        group.add(out_dir / "summary.csv", csv_text(result.summary()))
+        stages = result.stage_summary()
+        if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
+            group.add(out_dir / "stages.csv", csv_text(stages))
+        group.add(out_dir / "resources.csv", csv_text(result.resources))
+        group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
+        if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
+            group.add(out_dir / "memory_peaks.csv", csv_text(result.memory_peaks))
+        if tables:
+            frames = {"requests": result.requests, "steps": result.steps, "memory": result.memory,
+                      "store_load": result.store_load}
+            for name, frame in frames.items():
+                if name == "requests" or not frame.empty:
+                    frame.to_parquet(group.stage(out_dir / f"{name}.parquet"), index=False, compression="zstd")
+        group.add(out_dir / "run.json", json.dumps(meta, indent=2, default=str))
 
 
 def print_summary(result: RunResult) -> None:
@@ -121,13 +122,13 @@ def run(cfg: DictConfig) -> int:
     kwargs = run_settings(cfg, spec.settings)
     tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
     result = simulate(spec, **kwargs)
-    print_summary(result)
     settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
                 "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
                 "whatif_file": None if whatif is None else str(whatif.file),
                 "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
                 "sim": kwargs, "output": plain(cfg.output, "output")}
     out_dir = Path(HydraConfig.get().runtime.output_dir)
-    write_run(result, settings, out_dir, tables)
+    write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
+    print_summary(result)
     print(f"outputs written to {out_dir}")
     return 0

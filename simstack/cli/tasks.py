@@ -97,19 +97,19 @@ def calibrate(cfg: DictConfig) -> int:
         print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
         return 0
     if not alternative:
-        _calibrate_into(study, study.folder / "calibrated.yaml", progress(cfg), None, jobs(cfg) or 1)
+        _calibrate_into(study, progress(cfg), None, jobs(cfg) or 1)
         return 0
     chosen = chosen_alternatives(study, alternative)
     for alt in chosen:  # every one checked before the first simulation
         check_free_under(study, alt, study.calibration.parameters if study.calibration else ())
     for alt in chosen:
-        _calibrate_into(study, study.folder / str(alt.calibrated), progress(cfg), alt, jobs(cfg) or 1)
+        _calibrate_into(study, progress(cfg), alt, jobs(cfg) or 1)
     return 0
 
 
-def _calibrate_into(study: Study, path: Path, shown: bool, alternative: Alternative | None, processes: int) -> None:
+def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, processes: int) -> None:
     started = time.perf_counter()
-    result = calibrate_into(study, path, progress=shown, alternative=alternative, jobs=processes)
+    result, path = calibrate_into(study, progress=shown, alternative=alternative, jobs=processes)
     runs = f"{result['solves']} analytic solves" if "surrogate" in result else f"{result['evaluations']} simulations"
     under = "" if alternative is None else f" under alternative {alternative.name}"
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")

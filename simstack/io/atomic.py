@@ -26,7 +26,7 @@ def replacing(path: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        tmp.chmod(_mode(path))
+        tmp.chmod(permissions(path))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -37,7 +37,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def _mode(path: Path) -> int:
+def permissions(path: Path) -> int:
+    """The mode a file written at ``path`` gets: the old file's, else a plain ``open``'s."""
     if path.is_file():
         return stat.S_IMODE(path.stat().st_mode)
     umask = os.umask(0)  # read it: setting it is the only way

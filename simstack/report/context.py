@@ -21,11 +21,12 @@ import pandas as pd
 
 from simstack.engine.simulate import RunResult
 from simstack.errors import DataError, ModelError
+from simstack.io.outputs import read_cell
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
-from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
 from simstack.tables.results import t_interval
@@ -70,6 +71,8 @@ class Context:
         if per_rep.size < 2:
             return mean, math.nan, math.nan
         low, high = t_interval(per_rep)
+        if isinstance(self.study.metrics[name], RunMetric):  # a duration, rate, count or share: never below 0
+            low = max(low, 0.0)
         return mean, low, high
 
     def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
@@ -99,7 +102,11 @@ class Context:
         if not path.is_file():
             raise DataError(f"{self.study.path}: {where}: file {name!r} not found in {self.model_dir}")
         check_csv_text(path.read_text(encoding="utf-8"), str(path))
-        return pd.read_csv(path)
+        table = pd.read_csv(path).rename(columns=read_cell)
+        for column in table.columns:
+            if not pd.api.types.is_numeric_dtype(table[column]):
+                table[column] = table[column].map(read_cell)
+        return table
 
 
 class _OneReplication(Evaluator):
@@ -123,13 +130,15 @@ def one_replication(result: RunResult, rep: int) -> RunResult:
                    accounting=cut(result.accounting))
 
 
-def with_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
-    """Mean and 95 % Student-t interval of per-replication values."""
+def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tuple[float, float, float]:
+    """Mean and 95 % Student-t interval of per-replication values; a quantity that cannot be
+    negative (a duration, a utilisation: the default) has its interval cut at zero, where two
+    replications' t quantile (12.7) would otherwise reach below it."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if v.size == 0:
         return math.nan, math.nan, math.nan
     low, high = t_interval(v)
-    return float(v.mean()), low, high
+    return float(v.mean()), max(low, 0.0) if non_negative else low, high
 
 

@@ -19,6 +19,7 @@ from plotly.subplots import make_subplots
 from simstack.cli.sweep import override_columns, varying_overrides
 from simstack.errors import SimstackError
 from simstack.lang.units import parse_time
+from simstack.report.legible import escaped
 from simstack.report.page import Part, Table, heading, page
 
 SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
@@ -69,7 +70,8 @@ def _line(points: pd.DataFrame, label: str, colour: str, x_title: str, legend: b
         error_y={"type": "data", "symmetric": False, "array": (points["ci_high"] * 1e3 - mean).tolist(),
                  "arrayminus": (mean - points["ci_low"] * 1e3).tolist()},
         customdata=points[["job", "request"]].values.tolist(),
-        hovertemplate=f"job %{{customdata[0]}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>")
+        hovertemplate=f"job %{{customdata[0]}}<br>{escaped(x_title)}=%{{x}}<br>mean %{{y:.4g}} ms"
+                      f"<extra>{escaped(label)}</extra>")
 
 
 def sweep_figure(table: pd.DataFrame) -> go.Figure:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
+from simstack.io.outputs import output_path, write_table
 from simstack.io.progress import notes
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.solver import solve
@@ -127,9 +127,8 @@ def crosscheck_into(study: Study, progress: bool = False) -> tuple[pd.DataFrame,
     table = crosscheck(study, spec, progress=progress)
     if not spec.write:
         return table, None
-    path = study.folder / spec.write
-    with replacing(path) as tmp:
-        table.to_csv(tmp, index=False)
+    path = output_path(study.folder, spec.write, "crosscheck.write")
+    write_table(path, table)
     return table, path
 
 

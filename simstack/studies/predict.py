@@ -22,13 +22,13 @@ from typing import Any
 import pandas as pd
 
 from simstack.errors import ConfigError, ModelError
-from simstack.io.atomic import replacing
+from simstack.io.outputs import FileGroup, csv_text, output_path, sha256_text
 from simstack.io.progress import notes
 from simstack.load.loader import read_yaml
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.acceptance import RULE, Verdict, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges
-from simstack.studies.provenance import provenance, write_meta
+from simstack.studies.provenance import meta_path, meta_text, provenance
 from simstack.studies.readings import (
     POINT,
     Reading,
@@ -154,13 +154,7 @@ def _committed(study: Study) -> dict[tuple[str, ...], int]:
 
 
 def prediction_path(study: Study) -> Path:
-    return study.path.parent / _spec(study).file
-
-
-def _write_csv(table: pd.DataFrame, path: Path) -> None:
-    """Written whole or not at all: a temporary file beside the target, then renamed."""
-    with replacing(path) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.10g")
+    return output_path(study.folder, _spec(study).file, "predictions.file")
 
 
 def selected(study: Study, where: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
@@ -219,11 +213,15 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
         meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
     runs: list[dict[str, Any]] = []
     table = predict(study, progress=progress, jobs=jobs, runs=runs)
-    path = prediction_path(study)
-    written = [path]
-    _write_csv(table, path)
-    if runs:
-        written.append(path.with_name(_spec(study).runs_file or f"{path.stem}_runs.csv"))
-        _write_csv(pd.DataFrame(runs), written[-1])
-    written.append(write_meta(path, {**meta, "rows": len(table), "jobs": jobs or _spec(study).jobs}))
-    return Predictions(table, runs, tuple(written))
+    pred = _spec(study)
+    path = output_path(study.folder, pred.file, "predictions.file")
+    text = csv_text(table, float_format="%.10g")
+    with FileGroup() as group:  # the table, its capacity searches and its provenance: all or none
+        group.add(path, text)
+        if runs:
+            runs_file = pred.runs_file or f"{pred.file[:-len('.csv')]}_runs.csv"  # beside the table
+            group.add(output_path(study.folder, runs_file, "predictions.runs_file"),
+                      csv_text(pd.DataFrame(runs), float_format="%.10g"))
+        group.add(meta_path(path), meta_text({**meta, "rows": len(table), "jobs": jobs or pred.jobs,
+                                              "table_sha256": sha256_text(text)}))
+    return Predictions(table, runs, tuple(group))

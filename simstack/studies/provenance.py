@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simstack.io.atomic import write_text_atomic
 from simstack.load.loader import read_yaml
 from simstack.studies.schema.study import Study
 
@@ -98,7 +97,5 @@ def meta_path(csv_path: Path) -> Path:
     return csv_path.with_name(f"{csv_path.stem}_meta.json")
 
 
-def write_meta(csv_path: Path, meta: Mapping[str, Any]) -> Path:
-    path = meta_path(csv_path)
-    write_text_atomic(path, json.dumps(dict(meta), indent=2) + "\n")
-    return path
+def meta_text(meta: Mapping[str, Any]) -> str:
+    return json.dumps(dict(meta), indent=2) + "\n"

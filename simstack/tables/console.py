@@ -30,6 +30,17 @@ SHARES = ("utilisation", "failed")
 MISSING = "-"
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7f, *range(0x80, 0xa0)) if c not in (0x0a, 0x09)}
+
+
+def printable(text: str, *, lines: bool = True) -> str:
+    """``text`` with every control character written as ``\\xNN`` (a name from a received
+    file must not move the cursor, clear the screen or set the title of the terminal it is
+    printed on); newlines and tabs are kept where ``lines`` allows them."""
+    out = text.translate(_CONTROL)
+    return out if lines else out.replace("\n", "\\x0a").replace("\t", "\\x09")
+
+
 def number(value: Any) -> str:
     """One number as it appears in any table or message: plain notation, four significant
     digits, no decimals for whole numbers, ``-`` for a missing value."""
@@ -89,9 +100,10 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
         if aligned and decimals is not None:
             cells = [MISSING if not math.isfinite(v) else _fixed(v, decimals) for v in series.astype(float)]
         else:
-            cells = [number(v) for v in series]
-        width = max([len(str(col)), *map(len, cells)])
-        columns.append([str(col).rjust(width), *(c.rjust(width) for c in cells)])
+            cells = [printable(number(v), lines=False) for v in series]
+        header = printable(str(col), lines=False)
+        width = max([len(header), *map(len, cells)])
+        columns.append([header.rjust(width), *(c.rjust(width) for c in cells)])
     if not columns:
         return "(no columns)"
     lines = ["  ".join(row) for row in zip(*columns, strict=True)]

@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # starts a local Ray
+
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
 
 SWEEP = ("-m", "model=pipeline", "+parameters.consoles=2,6", "sim.replications=1", "sim.horizon=4",

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the README's commands
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 SIMSTACK = Path(sys.executable).with_name("simstack")
 SHORT = {"sim.horizon": "5", "sim.warmup": "1", "sim.replications": "1", "sim.progress": "false"}

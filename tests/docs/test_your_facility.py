@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the walkthrough
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "your-facility.md"
 SIMSTACK = [str(Path(sys.executable).parent / "simstack")]
 

@@ -20,6 +20,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.
 
 from simstack.engine.raypool import RayCluster  # noqa: E402
 
+pytestmark = pytest.mark.slow  # starts a local Ray
 ROOT = Path(__file__).resolve().parents[2]
 SAID: list[str] = []  # the backend's notices
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 import yaml
 
 from simstack.engine.parallel import using
@@ -22,6 +23,7 @@ from simstack.studies.fit.holdout import leave_out
 from simstack.studies.predict import write_predictions
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # calibrations and predictions three times over
 ROOT = Path(__file__).resolve().parents[2]
 MM1 = ROOT / "tests" / "data" / "mm1_study"
 TANGO = model_dir_of("tango", None)

@@ -24,6 +24,8 @@ from simstack.studies.predict import predict
 from simstack.studies.provenance import inputs_fingerprint
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL = MODELS_DIR / "cms_conditions"
 PHASES = ["load_iovs", "fetch_payloads", "deserialise"]
 RECOMPUTED = ("1", "16")  # one calibration point and one held-out point

@@ -17,6 +17,8 @@ from simstack.load.whatif import load_whatif
 from simstack.studies.evaluate.check import check_study
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = MODELS_DIR / "gsi_fair"
 
 

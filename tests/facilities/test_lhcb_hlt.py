@@ -15,6 +15,8 @@ from simstack.studies.evaluate.check import check_study
 from simstack.studies.predict import predict
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL = MODELS_DIR / "lhcb_hlt"
 ALL = "cache+fork+checkpoint+distribution"
 COLUMNS = ["option", "processes_per_node", "memory_per_node_gb", "farm_config_time_s"]

@@ -30,6 +30,8 @@ from simstack.studies.schema.prediction_grid import GridPoint
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study, load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("slac_bsa")
 STUDY = load_study(MODEL_DIR)
 KEYS = ["design", "cores", "callback_threads", "worker_threads", "global_lock"]

@@ -20,6 +20,8 @@ from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("slac_bsa")
 STUDY = load_study(MODEL_DIR)
 assert STUDY.predictions is not None and STUDY.predictions.interval is not None

@@ -25,6 +25,8 @@ from simstack.studies.schema.rows import point_selection
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("tango", None)
 KEYS = ["client_instance", "client_language", "server_instance", "server_language", "operation"]
 SIZES = ["c5n.large", "c5n.xlarge", "c5n.2xlarge", "c5n.4xlarge", "c5n.9xlarge"]

@@ -19,6 +19,8 @@ from simstack.studies.schema.rows import point_selection
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("tango", None)
 STALLS = ["stall_absolute", "stall_python_only"]
 

@@ -18,6 +18,8 @@ from simstack.studies.fit.calibrate import calibrate
 from simstack.studies.fit.jacobians import BroydenJacobian
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("tango", None)
 
 

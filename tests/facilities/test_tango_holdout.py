@@ -22,6 +22,8 @@ from simstack.load.loader import read_yaml
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # facility back-tests: whole models against their baselines and committed predictions
+
 MODEL_DIR = model_dir_of("tango", None)
 SERIES = [  # two server sizes, Python server, Python clients on 18xlarge, reads
     ("c5n.18xlarge", "Python", "c5n.2xlarge", "Python", "attribute_read"),

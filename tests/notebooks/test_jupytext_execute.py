@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.slow  # executes a notebook script in a kernel
 
 SCRIPT = '''# ---
 # jupyter:

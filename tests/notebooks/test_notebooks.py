@@ -8,6 +8,8 @@ import jupytext
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.slow  # executes the notebooks
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.py"))
 
 

@@ -23,6 +23,8 @@ from simstack.report.stages import leaf_steps, spans
 from simstack.tables.results import t_interval
 from tests.report.test_reports import _screenshot
 
+pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
+
 PIPELINE = Path(__file__).resolve().parents[2] / "models" / "pipeline"
 SETTINGS = {"seed": 1, "replications": 3, "horizon": 10.0, "warmup": 1.0}  # models/pipeline/checks.yaml
 WHATIFS = {"model": ({}, {}), "settings cache": ({}, {"cache": True}), "24 consoles": ({"consoles": 24}, {})}

@@ -24,6 +24,8 @@ from simstack.tables.results import t_interval
 from tests.report.test_report_cmd import plotted
 from tests.report.test_reports import _screenshot
 
+pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
+
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 

@@ -17,6 +17,8 @@ from simstack.report.build import build_report
 from tests.report.test_report_cmd import plotted
 from tests.report.test_reports import _screenshot
 
+pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
+
 SETTINGS = {"seed": 2, "replications": 2, "horizon": 80.0}
 RUNS = {"slow": {}, "fast": {"parameters": {"work": "0.5s"}}}
 MODEL = {"name": "storm",

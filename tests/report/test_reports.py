@@ -16,6 +16,8 @@ import pytest
 from simstack.report import Table, page
 from simstack.report.sweep import axis_values, sweep_figure, sweep_report, swept
 
+pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 INSTALL = ("headless Chromium not found: install it with `apt-get update && apt-get install -y chromium "
            "chromium-driver` (`make test` does this when it may install packages)")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from simstack.io.outputs import yaml_text
 from simstack.studies.evaluate.capacity import FULL, SCREEN, Probe, boundary, find_capacity, proof_candidates
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.metric_types import CapacityMetric
@@ -132,7 +133,6 @@ def test_capacity_holds_at_c_and_fails_at_c_plus_one_in_one_or_two_processes(clo
 def _think_axis_study(closed_study: Path, interval: str = "") -> Path:
     """Capacity against think time (2, 4, 8 s), the fitted service 0.5 s; ``interval`` is the
     predictions' interval section, if any."""
-    from simstack.studies.evaluate.metrics import write_yaml
 
     text = (closed_study / "checks.yaml").read_text()
     (closed_study / "checks.yaml").write_text(text[:text.index("predictions:")] + (
@@ -141,7 +141,7 @@ def _think_axis_study(closed_study: Path, interval: str = "") -> Path:
     model = (closed_study / "model.yaml").read_text().replace("think: exp(4s)", "think: exp($think)")
     (closed_study / "model.yaml").write_text(model.replace("  clients: {value: 1}", "  clients: {value: 1}\n"
                                                                                      "  think: {value: 4s}"))
-    write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
+    _write_yaml(closed_study / "calibrated.yaml", {"parameters": {"service": 0.5}})
     return closed_study
 
 
@@ -165,6 +165,7 @@ def _interval_study(closed_study: Path) -> Path:
                              "      longer: {parameters: {think: 8s}}\n      faster: {parameters: {service: 0.4}}\n")
 
 
+@pytest.mark.slow
 def test_an_interval_makes_each_distinct_run_once_with_the_answers_of_separate_searches(closed_study: Path) -> None:
     from simstack.studies.predict import interval_readings, predict
     from simstack.studies.readings import plan
@@ -189,3 +190,8 @@ def test_an_interval_makes_each_distinct_run_once_with_the_answers_of_separate_s
         alone = [int(Evaluator(study, {"service": 0.5}).value("cap", sel)) for sel in selections]
         assert row["clients"] == alone[0]
         assert (row["low"], row["high"]) == (min(alone), max(alone))
+
+
+def _write_yaml(path: Path, doc: object) -> None:
+    """A result file as simstack writes one (``simstack.io.outputs.yaml_text``)."""
+    path.write_text(yaml_text(doc))  # type: ignore[arg-type]

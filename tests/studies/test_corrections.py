@@ -20,6 +20,8 @@ from simstack.studies.fit.calibrate import calibrate
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # calibrations
+
 MODEL = """\
 name: biased
 parameters:

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from simstack.errors import DataError, ModelError
+from simstack.io.outputs import yaml_text
 from simstack.studies.evaluate.check import check_study, compare_measurements, read_measured
-from simstack.studies.evaluate.metrics import Evaluator, write_yaml
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.calibrate import calibrate
 from simstack.studies.predict import predict
 from simstack.studies.schema.selection import RunSelection
@@ -41,7 +42,7 @@ def test_calibration_recovers_the_service_time_and_then_the_checks_pass(study_di
     result = calibrate(study, progress=False)
     assert result["parameters"]["service"] == pytest.approx(1.0, rel=0.06)
     assert result["baselines"]["sha256"] and result["rows"][0]["quantity"] == "mean sojourn"
-    write_yaml(study_dir / "calibrated.yaml", result)
+    _write_yaml(study_dir / "calibrated.yaml", result)
     table = check_study(load_study(study_dir)).set_index("check")
     assert table["passed"].all(), table
     assert table.loc["utilisation", "predicted"] == pytest.approx(0.5, abs=0.05)
@@ -271,8 +272,8 @@ INTERVAL = """predictions:
 
 def test_an_interval_is_the_envelope_of_the_point_and_its_alternatives(study_dir: Path) -> None:
     _predictions(study_dir, INTERVAL)
-    write_yaml(study_dir / "calibrated.yaml", {"parameters": {"service": 0.5}})
-    write_yaml(study_dir / "fast.yaml", {"parameters": {"service": 0.4}})
+    _write_yaml(study_dir / "calibrated.yaml", {"parameters": {"service": 0.5}})
+    _write_yaml(study_dir / "fast.yaml", {"parameters": {"service": 0.4}})
     row = predict(load_study(study_dir)).iloc[0]
     ev = Evaluator(load_study(study_dir), parameters={"service": 0.5})
     at = RunSelection(parameters={"rate": "0.25/s"})
@@ -296,12 +297,11 @@ def test_interval_errors_are_located(study_dir: Path, change: str, message: str)
 
 def test_predict_writes_its_provenance_and_it_tracks_the_inputs(study_dir: Path) -> None:
     from simstack.studies.evaluate.metrics import calibrated_parameters
-    from simstack.studies.provenance import inputs_fingerprint, provenance, write_meta
+    from simstack.studies.provenance import inputs_fingerprint, meta_path, provenance
 
     study = load_study(study_dir)
     meta = provenance(study, calibrated_parameters(study_dir), 3, "simstack predict model=mm1_study")
-    path = write_meta(study_dir / "predictions.csv", meta)
-    assert path.name == "predictions_meta.json"
+    assert meta_path(study_dir / "predictions.csv").name == "predictions_meta.json"
     assert set(meta["sha256"]) == {"model", "study", "calibration", "alternatives", "whatifs", "data"}
     assert meta["seed"] == 3 and meta["generated"].endswith("Z")
     before = meta["inputs_sha256"]
@@ -340,6 +340,7 @@ def test_overrides_apply_to_a_selection_only(study_dir: Path) -> None:
     assert (faster["predicted_sojourn_s"] < plain["predicted_sojourn_s"]).all()
 
 
+@pytest.mark.slow
 def test_a_jacobian_simulated_side_by_side_gives_the_same_fit(study_dir: Path) -> None:
     """``jobs=2``: each Jacobian's points are simulated in worker processes. They are the
     points SciPy would simulate one after another, so the fit is the same to the bit, with
@@ -357,3 +358,8 @@ def test_a_jacobian_simulated_side_by_side_gives_the_same_fit(study_dir: Path) -
     assert side_by_side == serial
     assert serial["evaluations"] > 3  # the fit took steps, each with a two-point Jacobian
     assert serial["parameters"]["service"] == pytest.approx(1.0, rel=0.15)
+
+
+def _write_yaml(path: Path, doc: object) -> None:
+    """A result file as simstack writes one (``simstack.io.outputs.yaml_text``)."""
+    path.write_text(yaml_text(doc))  # type: ignore[arg-type]

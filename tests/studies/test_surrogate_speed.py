@@ -26,6 +26,8 @@ from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # the Tango surrogate on 1,899 rows
+
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "tango_surrogate_reference.json"
 FILES = ("model.yaml", "data/placement.csv", "data/standard_tests.csv")
 SECTIONS = (("predictions", "axes"), ("calibration", "targets"))  # what the surrogate reads of checks.yaml

@@ -97,6 +97,7 @@ def _traced_peak(n: int, record: str) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_summary_mode_memory_does_not_grow_with_the_run() -> None:
     growth = {mode: _traced_peak(40_000, mode) - _traced_peak(8_000, mode) for mode in ("full", "summary")}
     print(f"peak growth over 32,000 more customers: {growth}")
@@ -135,6 +136,7 @@ def test_summary_grouping_limited_to_recorded_keys() -> None:
         res.summary(by=("item",))
 
 
+@pytest.mark.slow
 def test_command_line_runs_summary_mode_in_processes_and_refuses_bad_values(tmp_path) -> None:
     import subprocess
     import sys

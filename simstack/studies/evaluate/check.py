@@ -33,6 +33,7 @@ from simstack.io.progress import bar
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
+from simstack.studies.schema.metric_types import metric_unit
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study, load_study
 from simstack.tables.console import number
@@ -62,11 +63,13 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
             error = (predicted - measured) / measured if measured else math.inf
             passed = check.passes(error)
             rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
-                         "rel_error": error, "tolerance": check.tolerance, "passed": passed})
+                         "unit": metric_unit(check.metric, study.metrics), "rel_error": error,
+                         "tolerance": check.tolerance, "passed": passed})
         else:
             bound = ev.value(check.less_than)  # type: ignore[arg-type]
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
-                         "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
+                         "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
+                         "rel_error": math.nan, "tolerance": math.nan,
                          "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
     return pd.DataFrame(rows)
 

@@ -19,12 +19,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from simstack.engine.parallel import Workers
 from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ModelError
-from simstack.io.atomic import write_text_atomic
 from simstack.lang.units import SIZE_UNITS
 from simstack.load.loader import load_model
 from simstack.load.precedence import ModelChoice, calibrated_parameters, choose, run_settings
@@ -267,8 +265,3 @@ def _stat(values: np.ndarray, stat: str) -> float:
     if stat in ("p95", "p99", "p999"):
         return float(np.percentile(values, {"p95": 95, "p99": 99, "p999": 99.9}[stat]))
     return float(getattr(np, stat)(values))
-
-
-def write_yaml(path: Path, doc: Mapping[str, Any]) -> None:
-    """A result file (``calibrated.yaml``, hold-out fits), written whole or not at all."""
-    write_text_atomic(path, yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False))

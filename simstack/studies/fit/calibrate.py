@@ -29,11 +29,12 @@ from scipy import optimize
 
 from simstack.engine.parallel import Workers
 from simstack.errors import ConfigError, ModelError
+from simstack.io.outputs import FileGroup, output_path, yaml_text
 from simstack.io.progress import bar
 from simstack.lang.units import quantity
 from simstack.load.loader import load_model
 from simstack.studies.evaluate.baselines import file_hash, read_baselines, row_value, select_row
-from simstack.studies.evaluate.metrics import resolve, write_yaml
+from simstack.studies.evaluate.metrics import resolve
 from simstack.studies.evaluate.search import bisect
 from simstack.studies.fit.candidate import Fit, TargetErrors
 from simstack.studies.fit.confirm import confirmation, residuals
@@ -152,13 +153,19 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     return result
 
 
-def calibrate_into(study: Study, path: Path, progress: bool = True, alternative: Alternative | None = None,
-                   jobs: int = 1) -> dict[str, Any]:
-    """``calibrate``, then its result written whole to ``path`` (``calibrated.yaml`` or an
-    alternative's file); returns the result."""
+def calibrate_into(study: Study, progress: bool = True, alternative: Alternative | None = None,
+                   jobs: int = 1) -> tuple[dict[str, Any], Path]:
+    """``calibrate``, then its result written whole to ``calibrated.yaml`` (or the alternative's
+    ``calibrated:`` file); returns the result and the file."""
+    if alternative is None:
+        path = output_path(study.folder, "calibrated.yaml", "calibration")
+    else:
+        path = output_path(study.folder, str(alternative.calibrated),
+                           f"predictions.interval.alternatives.{alternative.name}.calibrated")
     result = calibrate(study, progress=progress, alternative=alternative, jobs=jobs)
-    write_yaml(path, result)
-    return result
+    with FileGroup() as group:
+        group.add(path, yaml_text(result))
+    return result, path
 
 
 def sign_change(errors: Callable[[np.ndarray], np.ndarray], n: int, budget: int) -> np.ndarray:

@@ -35,11 +35,11 @@ import pandas as pd
 
 from simstack.engine.parallel import Workers
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
+from simstack.io.outputs import FileGroup, csv_text, output_path, yaml_text
 from simstack.io.progress import bar, notes
 from simstack.lang.units import quantity
 from simstack.load.loader import build_spec, read_yaml
-from simstack.studies.evaluate.metrics import Evaluator, write_yaml
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves, calibrate_with_surrogate
 from simstack.studies.schema.calibration import LEAVE_OUT as WHERE
@@ -79,8 +79,8 @@ def leave_out(study: Study, which: str, progress: bool = True, jobs: int = 1) ->
     say = notes(progress)
     say(f"leave-out {lo.column}: finding which parameters each of {len(series)} series depends on")
     deps = [set(curves.dependencies(s, start, names)) for s in series]
-    out_path = model_dir / lo.write
-    fits_path = out_path.with_suffix(".yaml")
+    out_path = output_path(model_dir, lo.write, f"{WHERE}.write")
+    fits_path = output_path(model_dir, Path(lo.write).with_suffix(".yaml").as_posix(), f"{WHERE}.write")
     rows = pd.read_csv(out_path, dtype={lo.column: str}) if out_path.exists() else pd.DataFrame()
     fits: dict[str, Any] = dict(read_yaml(fits_path)) if fits_path.exists() else {}
     plan = {}
@@ -109,8 +109,9 @@ def leave_out(study: Study, which: str, progress: bool = True, jobs: int = 1) ->
                        "fit": result["fit"], "fit_seconds": result["seconds"],
                        "simulated_rows": int(held["simulated"].notna().sum()),
                        "simulation_seconds": round(time.perf_counter() - started, 1), "date": result["date"]}
-        _write(rows, out_path)
-        write_yaml(fits_path, fits)
+        with FileGroup() as group:  # the rows and the fits of the folds so far: both or neither
+            group.add(out_path, csv_text(rows))
+            group.add(fits_path, yaml_text(fits))
     return rows
 
 
@@ -192,8 +193,3 @@ def error_table(rows: pd.DataFrame, column: str, by: tuple[str, ...], value: str
                                                                   strict=True)} if by else {}),
                              "all": float(err["_e"].median()), "rows": len(err)}], index=["all left out"])
     return pd.concat([table, overall])
-
-
-def _write(rows: pd.DataFrame, path: Path) -> None:
-    with replacing(path) as tmp:
-        rows.to_csv(tmp, index=False)

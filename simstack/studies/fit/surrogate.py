@@ -31,7 +31,7 @@ from scipy import optimize
 
 from simstack.engine.parallel import Workers
 from simstack.errors import ModelError
-from simstack.io.atomic import replacing
+from simstack.io.outputs import output_path, write_table
 from simstack.io.progress import notes
 from simstack.lang.spec import ClosedWorkload, ModelSpec
 from simstack.lang.units import quantity
@@ -266,7 +266,8 @@ def _calibrate(study: Study, cal: SurrogateCalibration, progress: bool, alternat
         rows_file = Path(cal.write_rows)
         if alternative is not None:
             rows_file = rows_file.with_name(f"{rows_file.stem}_{alternative.name}{rows_file.suffix}")
-        _write_rows(study.path.parent / rows_file, table, pred * cal.rows.scale, measured * cal.rows.scale)
+        _write_rows(output_path(study.folder, rows_file.as_posix(), "calibration.write_rows"), table,
+                    pred * cal.rows.scale, measured * cal.rows.scale)
     result: dict[str, Any] = {
         "parameters": {n: as_written(model.parameters[n].value, v) for n, v in values.items()},
         "method": f"least squares ({cal.loss}, f_scale {cal.f_scale:g}) on {cal.residual} errors of "
@@ -315,7 +316,6 @@ def _summary(table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray, by: tu
 
 def _write_rows(path: Path, table: pd.DataFrame, pred: np.ndarray, measured: np.ndarray) -> None:
     out = table.assign(surrogate=np.round(pred, 1), rel_error=np.round(pred / measured - 1, 5))
-    with replacing(path) as tmp:
-        out.to_csv(tmp, index=False)
+    write_table(path, out)
 
 

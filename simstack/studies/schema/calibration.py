@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.io.outputs import output_name
 from simstack.io.paths import folder_file
 from simstack.lang.schema import Field, at_least, boolean, mapping, one_of, read_fields
 from simstack.lang.units import parse_number
@@ -68,7 +69,7 @@ class LeaveOut:
 
 def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
-    c = read_fields(raw, {"column": Field(str), "write": Field(folder_file), "fallback": Field(mapping, {}),
+    c = read_fields(raw, {"column": Field(str), "write": Field(output_name("table")), "fallback": Field(mapping, {}),
                           "by": Field(column_names, ()), "settings": Field(mapping, {}), "where": Field(_where, {}),
                           "max_evaluations": Field(at_least(1), None),
                           "jacobian": Field(one_of("differences", "broyden"), None),
@@ -77,8 +78,6 @@ def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     if c["column"] not in match:
         raise ModelError(f"column {c['column']!r} is not a match column of the targets; match: {', '.join(match)}",
                          path=f"{LEAVE_OUT}.column")
-    if not c["write"].endswith(".csv"):
-        raise ModelError(f"expected a .csv file name, got {c['write']!r}", path=f"{LEAVE_OUT}.write")
     return LeaveOut(**c)
 
 
@@ -118,7 +117,8 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Any
         "max_evaluations": Field(at_least(1), 200), "tolerance": Field(parse_number, 1e-8),
         "jacobian": Field(one_of("differences", "broyden"), "differences"),
         "summary_by": Field(column_names, ()),
-        "write_rows": Field(folder_file, None), "leave_out": Field(lambda v: v, None), "doc": Field(str, "")}, where)
+        "write_rows": Field(output_name("table"), None), "leave_out": Field(lambda v: v, None),
+        "doc": Field(str, "")}, where)
     if not isinstance(c["targets"], Mapping):
         raise ModelError("surrogate: mva fits CSV rows: expected targets: {rows: FILE.csv, measured: ..., "
                          "metric: ..., match: [...], population: ...}", path=f"{where}.targets")

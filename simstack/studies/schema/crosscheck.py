@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.io.outputs import output_name
 from simstack.io.paths import folder_file
 from simstack.lang.schema import Field, at_least, mapping, name_ref, read_fields
 from simstack.lang.units import parse_number
@@ -56,7 +57,8 @@ class CrosscheckSpec:
 def read_crosscheck(raw: object, metrics: Mapping[str, Any]) -> CrosscheckSpec:
     """The study's ``crosscheck`` section, its metric checked against the study's metrics."""
     top = read_fields(raw, {"metric": Field(name_ref), "scale": Field(parse_number, 1.0),
-                            "write": Field(folder_file, None), "cases": Field(mapping), "doc": Field(str, "")}, WHERE)
+                            "write": Field(output_name("table"), None), "cases": Field(mapping),
+                            "doc": Field(str, "")}, WHERE)
     metric: Any = metrics.get(top["metric"])
     if metric is None:
         raise ModelError(f"unknown metric {top['metric']!r}; metrics: {', '.join(metrics)}", path=f"{WHERE}.metric")

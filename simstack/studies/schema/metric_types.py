@@ -223,3 +223,23 @@ def _conditions(value: object) -> tuple[tuple[str, float], ...]:
     if not isinstance(value, Mapping) or not value:
         raise ModelError(f"expected a mapping of metric: bound (the metric must stay <= bound), got {value!r}")
     return tuple((name_ref(k), parse_number(v)) for k, v in value.items())
+
+
+# The unit of a run metric's value, by type (memory_peak: its own size unit).
+RUN_UNITS = {"latency": "s", "end_time": "s", "throughput": "1/s", "count": "requests", "failure_rate": "share",
+             "deadline_misses": "share", "utilisation": "share", "backlog": "requests"}
+
+
+def metric_unit(name: str, metrics: Mapping[str, Metric]) -> str:
+    """The unit a metric's value is in, for tables and axes: seconds, per second, a share, a
+    size unit, the load parameter of a capacity, a ratio, or a difference's own."""
+    metric = metrics[name]
+    if isinstance(metric, RunMetric):
+        return metric.unit if metric.type == "memory_peak" else RUN_UNITS.get(metric.type, "")
+    if isinstance(metric, CapacityMetric):
+        return metric.parameter
+    if isinstance(metric, RatioMetric):
+        return "ratio"
+    if isinstance(metric, DifferenceMetric):
+        return metric_unit(metric.a, metrics)
+    return ""

@@ -29,7 +29,7 @@ from functools import reduce
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import folder_file
+from simstack.io.outputs import output_name
 from simstack.lang.schema import (
     Field,
     at_least,
@@ -195,10 +195,14 @@ def parse_interval(raw: object, path: str) -> Interval:
         where = f"{path}.alternatives.{name}"
         sel = dict(sel or {})
         calibrated = sel.pop("calibrated", None)
-        if calibrated is not None and (not isinstance(calibrated, str) or "/" in calibrated
-                                       or "\\" in calibrated or calibrated.startswith(".")):
-            raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
-                             path=f"{where}.calibrated")
+        if calibrated is not None:
+            if not isinstance(calibrated, str) or "/" in calibrated or "\\" in calibrated:
+                raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
+                                 path=f"{where}.calibrated")
+            try:
+                output_name("fit")(calibrated)
+            except ModelError as exc:
+                raise exc.at(path=f"{where}.calibrated") from None
         alts.append(Alternative(name_ref(name), parse_selection(sel, where), calibrated))
     if not alts:
         raise ModelError("expected at least one alternative", path=f"{path}.alternatives")
@@ -233,11 +237,11 @@ class PredictionSpec:
 
 def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec:
     """The ``predictions`` section; every metric it names must exist."""
-    p = read_fields(raw, {"file": Field(folder_file, "predictions.csv"), "axes": Field(mapping),
+    p = read_fields(raw, {"file": Field(output_name("table"), "predictions.csv"), "axes": Field(mapping),
                           "metric": Field(name_ref), "value_column": Field(str), "scale": Field(scale, 1.0),
                           "points": Field(list, None), "columns": Field(_names, None),
                           "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
-                          "runs_file": Field(folder_file, None), "doc": Field(str, ""),
+                          "runs_file": Field(output_name("table"), None), "doc": Field(str, ""),
                           "digits": Field(at_least(0), None), "value_columns": Field(lambda v: v, None)}, "predictions")
 
     def known(name: str | None, where: str) -> None:

@@ -56,7 +56,6 @@ class ReportSpec:
     intro: str
     settings: Mapping[str, Any] = field(hash=False)
     figures: tuple[FigureSpec, ...]
-    out: str | None = None
 
 
 def axis(raw: object) -> tuple[str, dict[str, RunSelection]]:
@@ -212,9 +211,8 @@ def _figure(raw: object, path: str) -> FigureSpec:
 def parse_report(raw: object) -> ReportSpec:
     """The section as read from YAML; errors are located relative to ``report``."""
     values = read_fields(raw, {"title": Field(text, None), "intro": Field(text, ""),
-                               "settings": Field(mapping, {}), "figures": Field(list),
-                               "out": Field(text, None)}, "")
+                               "settings": Field(mapping, {}), "figures": Field(list)}, "")
     if not values["figures"]:
         raise ModelError("expected a non-empty list of figures", path="figures")
     figures = tuple(_figure(f, f"figures[{i}]") for i, f in enumerate(values["figures"]))
-    return ReportSpec(values["title"], values["intro"], values["settings"], figures, values["out"])
+    return ReportSpec(values["title"], values["intro"], values["settings"], figures)

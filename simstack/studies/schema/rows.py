@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from simstack.errors import ModelError
+from simstack.io.outputs import read_cell
 from simstack.io.paths import folder_file, inside
 from simstack.lang.schema import Field, name_ref, read_fields
 from simstack.lang.units import parse_number
@@ -125,6 +126,7 @@ def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) 
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ModelError(f"cannot read the rows file {name!r}: {exc}", path=where) from None
+    table = table.rename(columns=read_cell).map(read_cell)  # as written, before any neutral apostrophe
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise ModelError(f"{name} has no column {missing[0]!r}; columns: {', '.join(table.columns)}",

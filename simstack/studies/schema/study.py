@@ -24,6 +24,7 @@ from simstack.lang.units import parse_number
 from simstack.studies.schema.calibration import CalibrationSpec, read_calibration
 from simstack.studies.schema.crosscheck import CrosscheckSpec, read_crosscheck
 from simstack.studies.schema.metric_types import Metric, parse_metric
+from simstack.studies.schema.outputs import check_outputs
 from simstack.studies.schema.prediction_grid import PredictionSpec, parse_predictions
 from simstack.studies.schema.report import ReportSpec, parse_report
 from simstack.studies.schema.rows import listed_points, read_measured_rows
@@ -82,7 +83,7 @@ class Study:
 
 
 def load_study(model_dir: Path) -> Study:
-    path = model_dir / "checks.yaml"
+    path = inside(model_dir, "checks.yaml", "checks.yaml")  # not through a link out of the folder
     if not path.is_file():
         raise ModelError(f"model {model_dir.name!r} has no checks.yaml (nothing to check)", file=str(path))
     doc = read_yaml(path)
@@ -153,5 +154,6 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
             report = parse_report(top["report"])
         except ModelError as exc:
             raise exc.at(path="report") from None
+    check_outputs(doc, model_dir)  # no output over an input, none twice (the names are checked above)
     return Study(model_dir.name, path, baselines, top["defaults"], metrics, checks, calibration, predictions,
                  crosscheck, report)
