@@ -99,6 +99,9 @@ class _Recording:
     def release(self) -> None:
         pass
 
+    def nested(self, jobs: int, items: int) -> int:
+        return 1
+
     def completed(self, fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         self.maps.append(len(items))
         for index in reversed(range(len(items))):

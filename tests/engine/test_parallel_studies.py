@@ -40,6 +40,9 @@ class _Reversed:
     def release(self) -> None:
         pass
 
+    def nested(self, jobs: int, items: int) -> int:
+        return 1
+
     def completed(self, fn: Callable[..., Any], items: list[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         for index in reversed(range(len(items))):
             yield index, fn(*items[index])
@@ -84,8 +87,8 @@ def test_a_prediction_writes_the_same_file(tmp_path: Path) -> None:
 def test_a_simulated_calibration_writes_the_same_fit(tmp_path: Path) -> None:
     def run(label: str, jobs: int) -> str:
         study = load_study(_mm1(tmp_path / label / "mm1", two_parameters=True))
-        calibrate_into(study, study.folder / "calibrated.yaml", progress=False, jobs=jobs)
-        return (study.folder / "calibrated.yaml").read_text()
+        _result, path = calibrate_into(study, progress=False, jobs=jobs)
+        return path.read_text()
 
     one, two, backwards = _each(run)
     assert one == two == backwards and "rate:" in one
