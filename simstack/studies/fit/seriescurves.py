@@ -70,6 +70,8 @@ class SeriesCurves:
                 key = self._key(i, x)
                 if key not in self.cache and key not in wanted:
                     wanted[key] = (s, values)
+        if not wanted:
+            return
         items = [(self.curves, s, values) for s, values in wanted.values()]
         for key, (curve, solves) in zip(wanted, self.workers.map(_curve_elsewhere, items), strict=True):
             self.cache[key] = curve
