@@ -117,6 +117,7 @@ class _Attempts:
 
 
 _LEDGER: list[Any] = []  # this process's attempts actor, made at its first map
+_IN_TASK: list[bool] = []  # set in a worker process once it runs an item
 
 
 def _ledger(ray: Any) -> Any:
@@ -138,6 +139,7 @@ def _run_shipped(backend: RayCluster, attempt: tuple[Any, str, int] | None,
     packed with those paths as the submitting machine's."""
     import ray
 
+    _IN_TASK[:] = [True]  # this process runs study items: its own maps are nested ones
     if attempt is not None:
         ledger, step, index = attempt
         ledger.started.remote(step, index)  # not waited for
@@ -191,8 +193,7 @@ class _RayPool:
         running: dict[Any, int] = {}
         looked = time.monotonic()
         step = shared[0]
-        driver = ray.get_runtime_context().get_task_id() is None  # not a task's own nested map
-        ledger = _ledger(ray) if driver else None
+        ledger = None if _IN_TASK else _ledger(ray)  # the study's own maps, not an item's nested ones
 
         def submit() -> None:
             while waiting and len(running) < self.jobs:

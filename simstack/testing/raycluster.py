@@ -72,10 +72,11 @@ class Node:
                 todo.append(pid)
         return found
 
-    def task_pids(self) -> list[int]:
-        """The node's worker processes running a task now (Ray names them after the task)."""
-        return [pid for pid, args in self._processes()
-                if args.startswith("ray::") and "IDLE" not in args and "Agent" not in args]
+    def task_pids(self, task: str = "") -> list[int]:
+        """The node's worker processes running a task now (Ray names them after the task's
+        function: ``task`` picks one), actors and Ray's own agents left out."""
+        return [pid for pid, args in self._processes() if args.startswith(f"ray::{task}")
+                and not any(word in args for word in ("IDLE", "Agent", "_Attempts"))]
 
     def kill(self) -> None:
         """The whole node at once, as a machine lost: its raylet, agents and worker processes."""

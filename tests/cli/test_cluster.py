@@ -150,13 +150,26 @@ def test_a_worker_node_killed_mid_prediction_changes_nothing(cluster: Cluster) -
                              stderr=subprocess.PIPE, text=True)
     victim = cluster.nodes[1]
     deadline = time.monotonic() + 300
-    while not victim.task_pids():  # the node is running one of the study's tasks
+    running: list[int] = []
+    while not running:  # the node has been running one of the study's tasks for a second
         assert study.poll() is None, study.communicate()
         assert time.monotonic() < deadline, "no task reached the worker node"
-        time.sleep(0.2)
+        first = victim.task_pids("_run_shipped")
+        time.sleep(1.0 if first else 0.2)
+        running = [pid for pid in victim.task_pids("_run_shipped") if pid in first]
     victim.kill()
     out, err = study.communicate(timeout=600)
     assert study.returncode == 0, err[-3000:]
-    assert "Ray: all 3 items of this step completed; 1 of them ran again after their worker was lost" in err
+    assert "Ray: all 3 items of this step completed; 1 of them ran again after their worker was lost" in err, err
     assert (there / "predictions.csv").read_bytes() == (here / "predictions.csv").read_bytes()
     assert len(pd.read_csv(there / "predictions.csv")) == 3
+
+
+def test_the_wheel_carries_the_named_experiments(cluster: Cluster) -> None:
+    from simstack.cli.experiments import known_experiments
+
+    done = subprocess.run([str(cluster.wheel.parent / "simstack"), "experiments"], capture_output=True, text=True,
+                          cwd=cluster.driver, env=cluster.cluster.env(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    listed = {line.split()[0] for line in done.stdout.splitlines()[:-1]}
+    assert listed == set(known_experiments()) and "INVALID" not in done.stdout
