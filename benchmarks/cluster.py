@@ -50,8 +50,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,54 +105,41 @@ def measure(backend: Backend, jobs: int) -> dict[str, float]:
     return out
 
 
-@contextmanager
-def backends(cluster: bool, jobs: int) -> Iterator[dict[str, Backend]]:
-    """processes, a local Ray (``jobs`` CPUs) and, with ``cluster``, a two-node cluster."""
-    chosen: dict[str, Backend] = {"processes": Processes()}
+def overheads(cluster: bool, jobs: int) -> dict[str, dict[str, float]]:
+    """Processes, then a Ray started here with ``jobs`` CPUs, then (``cluster``) a Ray cluster
+    started here (a head with no CPU and two worker nodes of ``jobs // 2`` CPUs each)."""
+    import os
+
+    os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"})
+    found = {"processes": measure(Processes(), jobs)}
     try:
         import ray
 
         from simstack.engine.raypool import RayCluster
         from simstack.testing.raycluster import LocalCluster
     except ImportError:
-        yield chosen
-        return
+        return found
     quiet = RayCluster(notice=lambda _text: None)
-    chosen["ray (local)"] = quiet
-    if not cluster:
-        ray.init(num_cpus=jobs, include_dashboard=False, logging_level=logging.ERROR)
+    ray.init(num_cpus=jobs, include_dashboard=False, logging_level=logging.ERROR)
+    try:
+        found["ray (local)"] = measure(quiet, jobs)
+    finally:
+        quiet.release()
+        ray.shutdown()
+    if cluster:
+        base = Path(tempfile.mkdtemp(prefix="simstack-cluster-"))
         try:
-            yield chosen
-        finally:
-            ray.shutdown()
-        return
-    base = Path(tempfile.mkdtemp(prefix="simstack-cluster-"))
-    with LocalCluster(base) as local:
-        local.start_head(cpus=0)
-        for name in ("node-a", "node-b"):
-            local.add_node(name, cpus=max(1, jobs // 2))
-        chosen["ray (2 nodes)"] = RayCluster(address=local.address, notice=lambda _text: None)
-        try:
-            yield chosen
+            with LocalCluster(base) as local:
+                local.start_head(cpus=0)
+                for name in ("node-a", "node-b"):
+                    local.add_node(name, cpus=max(1, jobs // 2))
+                joined = RayCluster(address=local.address, notice=lambda _text: None)
+                try:
+                    found["ray (2 nodes)"] = measure(joined, jobs)
+                finally:
+                    joined.release()
         finally:
             shutil.rmtree(base, ignore_errors=True)
-
-
-def overheads(cluster: bool, jobs: int) -> dict[str, dict[str, float]]:
-    import os
-
-    os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"})
-    found: dict[str, dict[str, float]] = {}
-    with backends(cluster, jobs) as chosen:
-        for name, backend in chosen.items():
-            if name == "ray (local)" and cluster:
-                continue  # one Ray per process: the cluster's figures stand for Ray
-            ray_mod = sys.modules.get("ray")
-            if name == "ray (2 nodes)" and ray_mod is not None and ray_mod.is_initialized():
-                ray_mod.shutdown()
-            found[name] = measure(backend, jobs)
-            if name.startswith("ray"):
-                backend.release()
     return found
 
 

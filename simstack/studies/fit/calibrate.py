@@ -133,12 +133,14 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         spread = uncertainty(cal.uncertainty, target_errors, fit.values, x, targets, measured, repeats, cal.seed)
         bars[-1].close()
     values = fit.values(x)
+    with Workers(jobs) as workers:  # the checks with the fitted values, side by side
+        confirmed = confirmation(study, cal.seed, values, alternative, workers)
     result = {
         "parameters": values,
         "method": cal.method,
         "seed": cal.seed,
         "evaluations": evaluations,
-        "residuals": residuals(confirmation(study, cal.seed, values, alternative), only=cal.targets),
+        "residuals": residuals(confirmed, only=cal.targets),
         "rows": [{"check": c.id, **dict(c.baseline)} for c in targets],  # type: ignore[arg-type]
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),

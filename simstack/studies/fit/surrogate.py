@@ -255,7 +255,8 @@ def _calibrate(study: Study, cal: SurrogateCalibration, progress: bool, alternat
     x_fit, multipliers, rounds = fit.x, np.ones(len(table)), None
     if cal.corrections and cal.confirm and study.checks:
         written = {n: model.parameters[n].value for n in names}
-        x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say)
+        x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say,
+                                                   workers)
     values = dict(zip(names, map(float, x_fit), strict=True))
     pred = predicted(x_fit) * multipliers
     took = time.perf_counter() - started
@@ -296,7 +297,7 @@ def _calibrate(study: Study, cal: SurrogateCalibration, progress: bool, alternat
         if len(rounds) > 1:  # the adopted parameters are the last round's fit
             result.update(converged=rounds[-1]["converged"], stopped=rounds[-1]["stopped"])
     elif cal.confirm and study.checks:
-        result["residuals"] = residuals(confirmation(study, cal.seed, values, alternative))
+        result["residuals"] = residuals(confirmation(study, cal.seed, values, alternative, workers))
     if alternative is not None:
         result["alternative"] = alternative.name
     return result
