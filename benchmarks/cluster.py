@@ -16,11 +16,13 @@ and their wall time projected on 16, 100 and 1,000 cores.
 3. **Projections**: a study is a chain of maps (each waits for the one before: a DAG whose
    critical path is S plus each map's longest chain), so on P cores
 
-       T(P) = S + sum over maps m of [ f + max( n_m * dispatch, LS_P(d_i + latency) ) ]
+          T(P) = S + sum over maps m of [ f + max( n_m * dispatch_m, LS_P(d_i + latency) ) ]
 
    where LS_P is the list schedule of the map's item seconds d_i on P workers in the order the
-   study submits them (each idle worker takes the next item), n_m the map's items and f the
-   per-map cost (sending the shared part and model folders). Amdahl's law is the special case
+   study submits them (each idle worker takes the next item), n_m the map's items, dispatch_m
+   the submitting process's CPU per item of that map (traced, with processes' own cost per
+   no-op item replaced by the backend's) and f the per-map cost (the shared part and model
+   folders sent). S excludes every map's sending and collecting. Amdahl's law is the special case
    of one map of equal items: T(P) = S + n d / P. With P at least the items, a map costs its
    longest item: the critical path.
 
@@ -221,10 +223,10 @@ def trace(name: str, jobs: int) -> dict[str, Any]:
         STUDIES[name](Path(tmp), jobs)
         wall, driver = time.perf_counter() - started, time.process_time() - cpu
     maps: list[dict[str, Any]] = [{"jobs": m.jobs, "here": m.here, "span_s": m.ended - m.started, "cpu": m.cpu,
-                                   "wall": m.wall} for m in found.maps]
-    inline = sum(sum(m.cpu) for m in found.maps if m.here)
+                                   "wall": m.wall, "driver_cpu": m.driver_cpu} for m in found.maps]
     return {"study": name, "jobs": jobs, "wall_s": wall, "driver_cpu_s": driver,
-            "serial_s": max(0.0, driver - inline), "maps": maps, "date": time.strftime("%Y-%m-%d")}
+            "serial_s": max(0.0, driver - sum(m.driver_cpu for m in found.maps)), "maps": maps,
+            "date": time.strftime("%Y-%m-%d")}
 
 
 def slac_from_runs(serial_s: float) -> dict[str, Any]:
@@ -253,18 +255,27 @@ def list_schedule(seconds: list[float], workers: int) -> float:
 
 def project(study: dict[str, Any], figures: dict[str, float], cores: int, nested: bool = False) -> float:
     """T(P) of the formula in the module docstring."""
-    dispatch, latency = figures["dispatch_ms"] / 1e3, figures["latency_ms"] / 1e3
-    per_map = figures["per_map_ms"] / 1e3
+    latency, per_map = figures["latency_ms"] / 1e3, figures["per_map_ms"] / 1e3
     total = study["serial_s"]
     for m in study["maps"]:
         seconds = list(m["cpu"])
         if nested and "searches" in study:  # each search's proof pair side by side
             seconds = [_nested_search(d, s) for d, s in zip(seconds, study["searches"], strict=True)]
         if m["here"] or len(seconds) == 1:
-            total += sum(seconds)
+            total += sum(seconds) + m.get("driver_cpu", 0.0) - sum(m["cpu"])
             continue
-        total += per_map + max(len(seconds) * dispatch, list_schedule([d + latency for d in seconds], cores))
+        total += per_map + max(len(seconds) * dispatch(m, figures, study.get("traced_on")),
+                               list_schedule([d + latency for d in seconds], cores))
     return total
+
+
+def dispatch(m: dict[str, Any], figures: dict[str, float], traced_on: dict[str, float] | None) -> float:
+    """The submitting process's seconds per item of this map on a backend: as traced (its real
+    items, on processes), less processes' own cost per no-op item, plus the backend's."""
+    if traced_on is None or "driver_cpu" not in m or not m["cpu"]:
+        return float(figures["dispatch_ms"]) / 1e3
+    own = m["driver_cpu"] / len(m["cpu"]) - traced_on["dispatch_ms"] / 1e3
+    return max(0.0, own) + figures["dispatch_ms"] / 1e3
 
 
 FULL_OVER_SCREEN = 10.0  # a full run's cost over a screening run's (10 s and 1 s of simulated time)
@@ -325,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.project:
         studies += [json.loads(p.read_text()) for p in sorted(args.project.glob("*.json"))
                     if p.name != "overheads.json"]
+    for study in studies:
+        study.setdefault("traced_on", found.get("processes"))  # traces run on processes: their dispatch
     plan = next((s for s in studies if s["study"] == "slac-plan"), None)
     if plan is not None:
         studies = [s for s in studies if s is not plan] + [slac_from_runs(plan["serial_s"])]

@@ -225,6 +225,7 @@ class MapTrace:
     started: float
     here: bool  # the items ran in the submitting process (one job, or one item)
     ended: float = 0.0
+    driver_cpu: float = 0.0  # the submitting process's CPU during the map: sending, collecting (and items run here)
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
 
@@ -350,6 +351,7 @@ class Workers:
                 on_done: Callable[[int, R], Any] | None) -> Iterator[R]:
         record = MapTrace(self.jobs, time.perf_counter(), self.jobs == 1 or len(args) <= 1)
         trace.maps.append(record)
+        cpu = time.process_time()
         try:
             timed = self._map(partial(_timed, fn), args,
                               None if on_done is None else lambda i, done: on_done(i, done[2]))
@@ -359,6 +361,7 @@ class Workers:
                 yield result
         finally:
             record.ended = time.perf_counter()
+            record.driver_cpu = time.process_time() - cpu
 
 
 def parallel_map(fn: Callable[..., R], items: Iterable[Sequence[Any]], jobs: int,
