@@ -163,6 +163,7 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     table = pd.DataFrame()
     if state == "ok" and job is not None and (job / "summary.csv").is_file():
         table = pd.concat([pd.read_csv(job / "summary.csv"), _phases(job / "stages.csv")], ignore_index=True)
+        table = _last_ends(table, job / "requests.parquet")
     if table.empty:
         table = pd.DataFrame([{}])
     head = {"job": name, **{column: value for _, column, value in map(_split, overrides)}, "status": state,
@@ -173,6 +174,17 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     wall = meta.get("wall_time_s")
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
     return table
+
+
+def _last_ends(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``end_max``: when the last recorded request of each class ended (seconds of simulated
+    time, over every replication), from the job's per-request table when it was written. For a
+    batch of work (a farm starting up) that is the answer: when the last process was ready."""
+    if not path.is_file() or "request" not in table.columns:
+        return table
+    rows = pd.read_parquet(path, columns=["request", "end", "ok", "warmup"])
+    ends = rows[rows["ok"] & ~rows["warmup"]].groupby("request")["end"].max()
+    return table.assign(end_max=table["request"].map(ends))
 
 
 def _phases(path: Path) -> pd.DataFrame:

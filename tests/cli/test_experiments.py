@@ -115,5 +115,7 @@ def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: P
         assert by[sorted(phases)].sum() == pytest.approx(by["load_global_tag"], rel=1e-6), threads
     serial = table[table["request"] == "load_global_tag / load_iovs"]["mean"]
     assert serial.max() == pytest.approx(serial.min(), rel=1e-9)  # one thread whatever the pool: Amdahl
+    totals = table[table["request"] == "load_global_tag"]  # the last load's end, from requests.parquet
+    assert (totals["end_max"] >= totals["mean"] * totals["count"] * 0.999).all()  # ten loads one after another
     page = (sweep / "sweep_report.html").read_text()
     assert "experiment cms_phases_threads: CMS seed 003" in page
