@@ -32,6 +32,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
 from simstack.errors import SimstackError
+from simstack.io.atomic import write_text_atomic
 
 STATUS_FILE = "status.json"
 JOB_OUTPUT_FILE = "stdout.txt"
@@ -75,10 +76,26 @@ def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
 
 
 def write_status(out_dir: Path, status: dict[str, Any]) -> None:
-    """Written whole or not at all (an interrupted job leaves no half file behind)."""
-    partial = out_dir / f".{STATUS_FILE}.partial"
-    partial.write_text(json.dumps(status, indent=2))
-    partial.replace(out_dir / STATUS_FILE)
+    """Written whole or not at all (an interrupted job, a full disk leave no half file behind:
+    the job then reads as missing). A status that cannot be written is said on the job's line
+    and never raised, so the sweep's other jobs still run."""
+    try:
+        write_text_atomic(out_dir / STATUS_FILE, json.dumps(status, indent=2))
+    except OSError as exc:
+        print(f"job {out_dir.name}: its {STATUS_FILE} could not be written ({exc.strerror or exc}): "
+              "the sweep will count it as missing", file=sys.stderr, flush=True)
+
+
+def record_lost_job(job_dir: Path, overrides: list[str], error: str) -> None:
+    """A job whose worker died under it (a killed process, a lost node) recorded as failed,
+    as a job records its own errors, so the gathering lists it with the reason."""
+    try:
+        job_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    write_status(job_dir, {"job": job_dir.name, "status": "failed", "error": error, "overrides": overrides,
+                           "wall_time_s": None})
+    print(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", flush=True)
 
 
 def _quiet(cfg: DictConfig) -> None:
