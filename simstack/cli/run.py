@@ -25,7 +25,7 @@ from simstack.io.outputs import FileGroup, csv_text
 from simstack.lang.spec import ModelSpec
 from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose, load_chosen
+from simstack.load.precedence import calibrated_parameters, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import summary_text
@@ -65,12 +65,6 @@ def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
     return load_whatif(str(ref), model_file.parent, plain(cfg.get("models_dir"), "models_dir"))
 
 
-def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags: the what-if first, then explicit overrides on top."""
-    choice = choose({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    return choice.parameters, choice.flags
-
-
 def chosen_spec(cfg: DictConfig) -> tuple[ModelSpec, Path, WhatIf | None, str | None]:
     """The model as the command line chose it: file, what-if, calibrated values, overrides."""
     models_dir = plain(cfg.get("models_dir"), "models_dir")
@@ -99,6 +93,9 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     with FileGroup() as group:  # every file whole, the set complete, even in a folder two runs share
         group.add(out_dir / "summary.csv", csv_text(result.summary()))
         group.add(out_dir / "latency_cdf.csv", csv_text(result.latency_cdf()))
+        stages = result.stage_summary()
+        if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
+            group.add(out_dir / "stages.csv", csv_text(stages))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
         if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)

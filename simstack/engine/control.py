@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.engine.runners import Cursor
 from simstack.kinds.base import Ctx
-from simstack.lang.distributions import Const, Uniform
+from simstack.lang.samplers import Const, Uniform
 from simstack.lang.spec import Choose, Fork, Repeat, Step
 from simstack.resources.protocol import K
 

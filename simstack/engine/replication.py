@@ -40,7 +40,7 @@ from simstack.engine.runners import (
 from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
 from simstack.kinds import lookup
 from simstack.kinds.base import BindContext, BuildContext, Ctx
-from simstack.lang.distributions import Const, Distribution, Indexed
+from simstack.lang.samplers import Const, Distribution, Indexed
 from simstack.lang.spec import (
     Acquire,
     Call,

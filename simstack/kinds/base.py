@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import simpy
 
 from simstack.errors import ModelError
-from simstack.lang.distributions import Distribution
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.resources.meter import Meter

@@ -17,7 +17,8 @@ from typing import Any
 
 from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.servers import time_dist
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.lang.distributions import DistributionField
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field, boolean, read_fields
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import non_negative, parse_bandwidth, parse_count, parse_number, parse_size, positive
@@ -27,9 +28,7 @@ from simstack.resources.sharing import SharedRate
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
 
-
-def size_dist(raw: object) -> Distribution:
-    return parse_distribution(raw, parse_size)
+size_dist = DistributionField(parse_size)  # a data file is read from the model's folder (read_fields)
 
 
 def bandwidth(raw: object) -> float:

@@ -32,7 +32,7 @@ from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.database import bandwidth, size_dist
 from simstack.kinds.servers import time_dist
-from simstack.lang.distributions import Const, Distribution, Uniform
+from simstack.lang.samplers import Const, Distribution, Uniform
 from simstack.lang.schema import Field, boolean, name_ref
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count

@@ -131,11 +131,6 @@ def affected(graph: nx.DiGraph, changed: str) -> nx.DiGraph:
     return graph.subgraph({changed} | nx.descendants(graph, changed))
 
 
-def affected_devices(graph: nx.DiGraph, changed: str) -> set[Any]:
-    sub = affected(graph, changed)
-    return {d for _n, d in sub.nodes(data="device") if d is not None}
-
-
 def makespan(graph: nx.DiGraph, changed: str, threads: int, cost: float) -> float:
     """Duration of one trim's calculation on an idle pool with a constant node cost: the
     list schedule the component follows (FIFO ready queue), without randomness."""

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.lang.distributions import DistributionField
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_time
@@ -21,9 +22,7 @@ from simstack.resources.meter import Meter
 from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
 
-
-def time_dist(raw: object) -> Distribution:
-    return parse_distribution(raw, parse_time)
+time_dist = DistributionField(parse_time)  # a data file is read from the model's folder (read_fields)
 
 
 class ServerRuntime:

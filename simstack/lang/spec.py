@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simstack.lang.distributions import Distribution
+from simstack.lang.samplers import Distribution
 
 if TYPE_CHECKING:
     import networkx as nx

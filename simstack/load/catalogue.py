@@ -24,8 +24,8 @@ from simstack.lang.expressions import FUNCTIONS
 from simstack.lang.samplers import Const
 from simstack.lang.schema import REQUIRED, Field
 from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
-from simstack.load.loader import SETTINGS
-from simstack.load.steps.requests import _EXTRA, ACTIONS, MODIFIERS
+from simstack.load.sections import SETTINGS
+from simstack.load.steps.requests import ACTIONS, EXTRA_KEYS, MODIFIERS
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
@@ -136,7 +136,7 @@ def catalogue() -> str:
     out += [f"    {name:<9} {doc}" for name, doc in DISCIPLINES.items()]
     out += ["", "STEPS  (requests.<name>: [steps] or {steps, host, priority, doc}); one action per step"]
     for action in ACTIONS:
-        extra = _EXTRA.get(action, ())
+        extra = EXTRA_KEYS.get(action, ())
         keys = f" [{', '.join(extra)}]" if extra else ""
         out.append(f"  {action}{keys}: {STEPS.get(action, '-')}")
     out.append("  modifiers (any step):")

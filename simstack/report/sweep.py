@@ -16,7 +16,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from simstack.cli.sweep import override_columns, varying_overrides
 from simstack.errors import SimstackError
 from simstack.lang.units import parse_time
 from simstack.report.legible import escaped
@@ -25,6 +24,18 @@ from simstack.report.page import Part, Table, heading, page
 SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
 PER_ROW = 3
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def override_columns(table: pd.DataFrame) -> list[str]:
+    """The override columns: those between ``job`` and ``status``."""
+    cols = list(table.columns)
+    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
+
+
+def varying_overrides(table: pd.DataFrame) -> list[str]:
+    """The override columns that take more than one value across the jobs."""
+    jobs = table.drop_duplicates("job")
+    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
 
 
 def axis_values(values: pd.Series) -> tuple[pd.Series, str]:
@@ -113,7 +124,8 @@ def _table_for_page(table: pd.DataFrame) -> pd.DataFrame:
     for col in SECONDS:
         if col in shown.columns:
             shown[col] = shown[col] * 1e3
-    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)"}
+    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)",
+                                                 "end_max": "last end (s)"}
     return shown.rename(columns={c: units[c] for c in shown.columns if c in units})
 
 

@@ -26,7 +26,7 @@ from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import RunSelection, merge
 
 
-def _relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
+def relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
     """base / sel: the ratio of the values, and the CI of the per-replication ratios."""
     value = ctx.value(name, base) / ctx.value(name, sel)
     top, bottom = ctx.per_replication(name, base), ctx.per_replication(name, sel)
@@ -58,7 +58,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                 if o["relative_to"] is None:
                     mean, low, high = ctx.estimate(o["metric"], sel)
                 else:
-                    mean, low, high = _relative(ctx, o["metric"], merge(at, o["runs"][o["relative_to"]]), sel)
+                    mean, low, high = relative(ctx, o["metric"], merge(at, o["runs"][o["relative_to"]]), sel)
             except SimstackError as exc:  # the model refuses this configuration: say so, go on
                 errors.append(exc)
                 mean, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)

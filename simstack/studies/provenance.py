@@ -23,7 +23,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.io.paths import inside
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.schema.study import Study
 
 DECIDING_SECTIONS = ("defaults", "metrics", "predictions")

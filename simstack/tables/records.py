@@ -53,7 +53,6 @@ DEADLINE = Schema((("id", "q"), ("request", NAME), ("step", NAME), ("deadline", 
                    ("lateness", "d")))
 
 REQUEST_COLUMNS = REQUEST.names
-STEP_COLUMNS = STEP.names
 DEADLINE_COLUMNS = DEADLINE.names
 
 

@@ -15,18 +15,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from simstack.errors import ModelError
-from simstack.lang.distributions import (
-    Const,
-    Empirical,
-    Exp,
-    Gamma,
-    Indexed,
-    Lognormal,
-    TruncatedNormal,
-    Uniform,
-    data_dir,
-    parse_distribution,
-)
+from simstack.lang.distributions import DistributionField, parse_distribution
+from simstack.lang.samplers import Const, Empirical, Exp, Gamma, Indexed, Lognormal, TruncatedNormal, Uniform
+from simstack.lang.schema import Field, read_fields
 from simstack.lang.units import parse_size, parse_time
 
 KNOWN = "const, exp, lognormal, gamma, uniform, normal, empirical, indexed"
@@ -185,13 +176,14 @@ def test_indexed_gives_item_i_row_i(tmp_path: Path) -> None:
     assert d.sample(np.random.default_rng(1), 4).tolist() == [1e3, 2e3, 3e3, 1e3]
 
 
-def test_data_dir_sets_where_relative_files_are_read(tmp_path: Path) -> None:
+def test_a_distribution_field_reads_data_files_from_the_folder_read_fields_gives_it(tmp_path: Path) -> None:
     (tmp_path / "lat.csv").write_text("seconds\n0.5\n")
-    with data_dir(tmp_path):
-        assert dist("empirical(lat.csv, seconds)").values == (0.5,)
-    with pytest.raises(ModelError, match=r"^data file 'lat\.csv' not found .*relative paths start at the working "
-                                         r"directory\)$"):
-        dist("empirical(lat.csv, seconds)")
+    fields = {"service": Field(DistributionField(parse_time))}
+    read = read_fields({"service": "empirical(lat.csv, seconds)"}, fields, "srv", folder=tmp_path)
+    assert read["service"].values == (0.5,)
+    with pytest.raises(ModelError, match=r"^srv\.service: data file 'lat\.csv' not found .*relative paths start at "
+                                         r"the working directory\)$"):
+        read_fields({"service": "empirical(lat.csv, seconds)"}, fields, "srv")  # no folder: the working directory
 
 
 def test_missing_data_file(tmp_path: Path) -> None:

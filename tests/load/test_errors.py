@@ -339,6 +339,20 @@ def test_empirical_file_of_a_component_is_read_from_the_model_folder(tmp_path: P
     assert spec.components["srv"].settings["service"].values == (0.002, 0.004)
 
 
+def test_data_files_of_call_options_and_memory_steps_are_read_from_the_model_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every field that may hold a distribution is given the model's folder explicitly: a
+    component's call option and a lifecycle step's size as well as a component's own field."""
+    (tmp_path / "latency.csv").write_text("seconds,bytes\n0.002,1000\n0.004,2000\n")
+    doc = model(steps({"call": "srv", "service": "empirical(latency.csv, seconds)"},
+                      {"alloc": "empirical(latency.csv, bytes)"}))
+    path = write(tmp_path, doc)
+    monkeypatch.chdir(tmp_path.parent)
+    body = simstack.load_model(path).requests["read"].body
+    assert body[0].options["service"].values == (0.002, 0.004)
+    assert body[1].bytes.values == (1000.0, 2000.0)
+
+
 # -- the document's shape -----------------------------------------------------------------------
 def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     text = BASE_TEXT.replace("  app: {cores: 2}", "  app: {cores: 2")
@@ -566,7 +580,7 @@ def test_settings_with_a_bad_horizon(tmp_path: Path) -> None:
 
 def test_settings_that_are_not_a_mapping(tmp_path: Path) -> None:
     expect(tmp_path, model(("settings", "fast")), "settings",
-           "expected a mapping with keys horizon, warmup, seed, replications, got 'fast'")
+           "expected a mapping with keys horizon, warmup, seed, replications, limits, got 'fast'")
 
 
 # -- a model file can never run code ---------------------------------------------------------------

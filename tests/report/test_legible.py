@@ -70,3 +70,10 @@ def test_an_interval_of_a_duration_never_reaches_below_zero() -> None:
     mean, low, high = with_ci([0.010, 0.030])
     assert mean == pytest.approx(0.02) and low == 0.0 and high > 0.1
     assert with_ci([-1.0, 1.0], non_negative=False)[1] < 0
+
+
+def test_every_figure_type_of_the_schema_has_a_builder_and_no_builder_is_unknown() -> None:
+    from simstack.report.figures import BUILDERS
+    from simstack.studies.schema.report import FIGURES
+
+    assert set(BUILDERS) == set(FIGURES)

@@ -62,7 +62,7 @@ def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
     """Refuse a reply inside a ``parallel`` fan-out: which item would answer the caller?"""
     for step in body:
         if isinstance(step, Parallel):
-            inner = _first_reply(step.body)
+            inner = first_reply(step.body)
             if inner is not None:
                 raise ModelError("reply inside a parallel fan-out: every item would answer the caller; put the "
                                  "reply after the parallel step", path=inner.guard.path)
@@ -72,15 +72,16 @@ def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
 
 
 def has_reply(body: tuple[Step, ...]) -> bool:
-    return _first_reply(body) is not None
+    return first_reply(body) is not None
 
 
-def _first_reply(body: tuple[Step, ...]) -> Reply | None:
+def first_reply(body: tuple[Step, ...]) -> Reply | None:
+    """The first ``reply`` in ``body``, nested steps included (None if there is none)."""
     for step in body:
         if isinstance(step, Reply):
             return step
         for child in _children(step):
-            found = _first_reply(child)
+            found = first_reply(child)
             if found is not None:
                 return found
     return None

@@ -10,19 +10,10 @@ of Computer Systems* (2013).
 """
 
 from simstack.studies.analysis.bounds import asymptotic_bounds, balanced_job_bounds
-from simstack.studies.analysis.ctmc import (
-    birth_death,
-    generator_from_rates,
-    stationary,
-    threads_lock_chain,
-)
-from simstack.studies.analysis.mva import (
-    mva_closed,
-    mva_load_dependent,
-    mva_multiclass,
-    mva_schweitzer,
-)
-from simstack.studies.analysis.network import Network, build_network
+from simstack.studies.analysis.ctmc import birth_death, generator_from_rates, stationary, threads_lock_chain
+from simstack.studies.analysis.mva import mva_closed, mva_load_dependent, mva_multiclass, mva_schweitzer
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.nodes import Network
 from simstack.studies.analysis.queues import (
     erlang_b,
     erlang_c,

@@ -28,7 +28,7 @@ from simstack.errors import ConfigError, ModelError
 from simstack.lang.spec import ModelSpec
 from simstack.lang.units import SIZE_UNITS
 from simstack.load.loader import load_model
-from simstack.load.precedence import ModelChoice, calibrated_parameters, choose, run_settings
+from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
 from simstack.studies.evaluate.sequential import decided_probe, paired_value
@@ -52,7 +52,7 @@ def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = 
     A what-if named in a study is a name, never a path; ``whatifs`` reads one (default: from its file)."""
     read = whatifs or (lambda name: load_whatif(name, model_dir, named_only=True))
     whatif = read(sel.whatif) if sel.whatif else None
-    return choose(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
+    return stack_layers(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
 
 
 def resolve(sel: RunSelection, base: Mapping[str, Any],

@@ -15,8 +15,11 @@ import pytest
 import simstack
 from simstack.errors import ModelError, SimstackError
 from simstack.lang.units import parse_time
+from simstack.load.loader import resolve_model_path
+from simstack.load.precedence import load_chosen
+from simstack.load.whatif import load_whatif
 from simstack.studies import analysis as A
-from simstack.studies.analysis.solve import run_solve, solve_model
+from simstack.studies.analysis.solve import print_solution, solve_model
 from simstack.studies.evaluate.metrics import calibrated_parameters
 
 # -- single stations ---------------------------------------------------------------------
@@ -338,8 +341,20 @@ def test_tango_solves_and_saturates_at_the_lock():
     assert max(sol.utilisation[k] for k in sol.utilisation if math.isfinite(sol.stations[k].servers)) <= 1 + 1e-9
 
 
-def test_solve_prints_tables(capsys):
-    run_solve("pipeline", None, {"consoles": 8}, {})
+def test_solve_prints_tables_of_the_model_the_command_line_loads(capsys, tmp_path):
+    """The command line's path: the model with its calibrated values, a what-if and explicit
+    overrides stacked (``load_chosen``), then solved; the what-if's parameters reach the solver."""
+    model_file = resolve_model_path("pipeline")
+    (tmp_path / "busy.yaml").write_text("parameters: {consoles: 24}\n")
+    whatif = load_whatif(str(tmp_path / "busy.yaml"), model_file.parent)
+    calibrated = calibrated_parameters(model_file.parent)
+    solved = solve_model(load_chosen(model_file, calibrated, whatif))
+    assert solved.chains["operators"].population == 24
+    spec = load_chosen(model_file, calibrated, whatif, parameters={"consoles": 8})  # explicit over the what-if
+    solution = solve_model(spec)
+    assert solution.chains["operators"].population == 8
+    assert solution.chains["operators"].throughput < solved.chains["operators"].throughput
+    print_solution(spec, solution)
     out = capsys.readouterr().out
     assert "nothing simulated" in out and "operators" in out and "app.cpu" in out
 
