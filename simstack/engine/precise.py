@@ -169,6 +169,10 @@ def _extended(spec: ModelSpec, seed: int, precision: Precision, chosen: list[Sta
                            record=settings["record"])
 
     def run(until: float) -> dict[str, np.ndarray]:
+        if live.ran_dry:  # asked to run on, with nothing left to run: a longer horizon adds no request
+            raise ConfigError(f"sim.precision with one replication extends the run's horizon; model {spec.name!r} "
+                              f"ran out of events at {live.now:g} s, before the target was met (its workloads "
+                              "stop by themselves): ask for replications instead")
         live.advance(until)
         latencies = class_latencies(live.recorder, warmup)  # type: ignore[arg-type]
         if not chosen:

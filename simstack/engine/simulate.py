@@ -241,6 +241,17 @@ class LiveReplication:
         with _fewer_collections():
             self.r.env.run(until=until)
 
+    @property
+    def now(self) -> float:
+        """The simulated time the replication has reached."""
+        return float(self.r.env.now)
+
+    @property
+    def ran_dry(self) -> bool:
+        """No event left would do anything (the heap holds at most the marker of the last
+        horizon, which has no callbacks): running on to a longer horizon would add nothing."""
+        return not any(event.callbacks for *_, event in self.r.env._queue)
+
     def outcome(self, horizon: float | None) -> Outcome:
         """The replication's raw tables, ended at ``horizon`` (the last ``advance``)."""
         r, rep, tracer = self.r, self.rep, self.tracer

@@ -168,5 +168,8 @@ def test_a_model_that_stops_by_itself_is_not_extended(tmp_path: Path) -> None:
     finite = simstack.load_model(tmp_path / "model.yaml")
     with pytest.raises(ConfigError, match="has no horizon .* ask for replications instead"):
         simulate_until_precise(finite, Precision(Target(relative=0.05)), replications=1, seed=1)
+    with pytest.raises(ConfigError, match=r"ran out of events at \d.* before the target was met .* ask for "
+                                          "replications instead"):  # a horizon, but nothing left to extend
+        simulate_until_precise(finite, Precision(Target(relative=0.05)), replications=1, seed=1, horizon=400.0)
     result = simulate_until_precise(finite, Precision(Target(relative=0.2)), replications=3, seed=1)
     assert result.stopped.stopped == "precision" and math.isfinite(result.summary()["ci_low"].iloc[0])  # type: ignore[union-attr]
