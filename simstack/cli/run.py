@@ -18,7 +18,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from simstack.cli.options import plain, switch
+from simstack.engine.precise import simulate_until_precise
 from simstack.engine.simulate import RunResult, simulate
+from simstack.errors import ConfigError
 from simstack.io.outputs import FileGroup, csv_text
 from simstack.lang.spec import ModelSpec
 from simstack.load import precedence
@@ -27,6 +29,7 @@ from simstack.load.precedence import calibrated_parameters, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import summary_text
+from simstack.tables.stopping import Precision, precision_from, stop_record
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,6 +43,18 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
         "progress": switch(sim.get("progress"), "sim.progress", False),
         "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
     }
+
+
+def precision_setting(cfg: DictConfig) -> tuple[Precision | None, dict[str, Any]]:
+    """``sim.precision``: the request (None when neither relative nor absolute nor any other of
+    its keys is set) and the keys as given, for ``run.json``."""
+    raw = plain(cfg.sim.get("precision"), "sim.precision")
+    if raw is None:
+        return None, {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"sim.precision must be a mapping (sim.precision.relative=0.02, ...), got {raw!r}")
+    given = {k: v for k, v in raw.items() if v is not None and v != []}
+    return (precision_from(given, "sim.precision") if given else None), given
 
 
 def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
@@ -68,12 +83,16 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
             "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
+            "stopped": None if result.stopped is None else result.stopped.stopped,
+            "precision": None if result.stopped is None or result.precision is None else
+            stop_record(result.precision, result.stopped),
             "wall_time_s": result.wall_time, "git_commit": git_commit(Path(__file__).parent),
             "parameters": {k: p.value for k, p in result.model.parameters.items()},
             "flags": sorted(result.model.flags),
             "config": dict(settings)}
     with FileGroup() as group:  # every file whole, the set complete, even in a folder two runs share
         group.add(out_dir / "summary.csv", csv_text(result.summary()))
+        group.add(out_dir / "latency_cdf.csv", csv_text(result.latency_cdf()))
         stages = result.stage_summary()
         if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
             group.add(out_dir / "stages.csv", csv_text(stages))
@@ -120,13 +139,14 @@ def run(cfg: DictConfig) -> int:
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
+    precision, asked = precision_setting(cfg)
     tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
-    result = simulate(spec, **kwargs)
+    result = simulate(spec, **kwargs) if precision is None else simulate_until_precise(spec, precision, **kwargs)
     settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
                 "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
                 "whatif_file": None if whatif is None else str(whatif.file),
                 "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
-                "sim": kwargs, "output": plain(cfg.output, "output")}
+                "sim": {**kwargs, **({"precision": asked} if asked else {})}, "output": plain(cfg.output, "output")}
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
     print_summary(result)

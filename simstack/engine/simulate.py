@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -31,9 +31,11 @@ from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
 from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
+from simstack.tables.latencies import latency_cdf
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
     STAT_COLUMNS,
+    SUMMARY_COLUMNS,
     blocked_table,
     deadlines_table,
     latency_summary,
@@ -43,7 +45,13 @@ from simstack.tables.results import (
     step_summary,
     steps_frame,
 )
-from simstack.tables.streamstats import SummaryRecorder, latency_summary_from, stage_summary_from
+from simstack.tables.stopping import Precision, Stopped
+from simstack.tables.streamstats import (
+    SummaryRecorder,
+    latency_cdf_from,
+    latency_summary_from,
+    stage_summary_from,
+)
 
 
 @dataclass
@@ -68,6 +76,10 @@ class RunResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=lambda: result_tables({}))
 
     stats: list[SummaryRecorder] | None = None  # per replication, with record="summary"
+    # A run stopped at a stated precision (``simstack.engine.precise``): the request, and how it
+    # ended (its intervals, replications or final horizon, which limit); None for a fixed run.
+    precision: Precision | None = None
+    stopped: Stopped | None = None
 
     def table(self, name: str) -> pd.DataFrame:
         """One of ``tables`` by name (``result.table("memory_peaks")``)."""
@@ -79,8 +91,12 @@ class RunResult:
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         if self.stats is not None:
             rows = latency_summary_from(self.stats, tuple(by))
-            return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
+            return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
         return latency_summary(self.requests, tuple(by))
+
+    def latency_cdf(self) -> pd.DataFrame:
+        """Each request class's latency distribution with a 95 % band (``latency_cdf.csv``)."""
+        return latency_cdf_from(self.stats) if self.stats is not None else latency_cdf(self.requests)
 
     def stage_summary(self) -> pd.DataFrame:
         if self.stats is not None:
@@ -96,7 +112,7 @@ class RunResult:
 RECORD_MODES = ("full", "summary")
 
 
-def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int = 1,
+def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int | range = 1,
              horizon: float | None = None, warmup: float | str = 0.0, record_steps: bool = True,
              progress: bool = False, parameters: Mapping[str, Any] | None = None,
              flags: Mapping[str, bool] | Iterable[str] | None = None,
@@ -104,6 +120,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
              trace: Mapping[str, Any] | Trace | None = None) -> RunResult:
     """Run ``replications`` independent replications of a model and return tidy tables.
 
+    ``replications`` is a count, or a range of replication indices (``range(20, 30)``: the
+    same replications, drawing the same numbers, as those of a run of 30).
     ``horizon`` (seconds) ends each replication; without it every workload must stop by
     itself. ``warmup`` drops requests started before that time and restarts resource
     accounting then; ``"mser5"`` picks the truncation per replication with MSER-5.
@@ -116,18 +134,50 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
     engine features add their own tables (``RunResult.tables``: memory, store load, ...).
     """
+    spec = checked_spec(model, seed=seed, replications=replications, horizon=horizon, warmup=warmup,
+                        parameters=parameters, flags=flags, scenario=scenario, record=record, jobs=jobs)
+    reps = replication_range(replications)
+    started = time.perf_counter()
+    run = replication_runner(spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                             record=record, trace=trace)
+    with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=len(reps)) as shown, \
+            Workers(min(jobs, len(reps))) as workers:
+        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=lambda _rep, _outcome: shown.update(1)))
+    return run_result(spec, seed, outcomes, horizon=horizon, warmup=warmup, record=record,
+                      record_steps=record_steps, started=started)
+
+
+def checked_spec(model: ModelSpec | str | Path, *, seed: int, replications: int | range, horizon: float | None,
+                 warmup: float | str, parameters: Mapping[str, Any] | None = None,
+                 flags: Mapping[str, bool] | Iterable[str] | None = None, scenario: str | None = None,
+                 record: str = "full", jobs: int = 1) -> ModelSpec:
+    """The model to run (loaded if named), with the run settings checked against it."""
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
     _check_settings(spec, seed, replications, horizon, warmup)
     _check_engine_settings(record, jobs, warmup)
     validated_graph(spec)  # built once: a spec from load_model carries its graph
-    started = time.perf_counter()
-    run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
-                  record=record, trace=parse_trace(trace))
-    with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=replications) as shown, \
-            Workers(min(jobs, replications)) as workers:
-        outcomes = list(workers.map(run, [(rep,) for rep in range(replications)],
-                                    on_done=lambda _rep, _outcome: shown.update(1)))
+    return spec
+
+
+def replication_range(replications: int | range) -> range:
+    """The replication indices of a run: ``range(n)`` for a count, or the range given (a run
+    of replications 20-29 draws the same numbers as those replications of a longer run)."""
+    return replications if isinstance(replications, range) else range(replications)
+
+
+def replication_runner(spec: ModelSpec, seed: int, *, horizon: float | None, warmup: float | str,
+                       record_steps: bool, record: str,
+                       trace: Mapping[str, Any] | Trace | None = None) -> Callable[[int], Outcome]:
+    """``run(rep)``: replication ``rep`` of the model, start to tables' raw material (picklable,
+    for a worker process)."""
+    return partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                   record=record, trace=parse_trace(trace))
+
+
+def run_result(spec: ModelSpec, seed: int, outcomes: list[Outcome], *, horizon: float | None,
+               warmup: float | str, record: str, record_steps: bool, started: float) -> RunResult:
+    """The tables of a run from its replications' outcomes, in replication order."""
     recorders = [o.recorder for o in outcomes]
     deadline_rows = [row for o in outcomes for row in o.deadlines]
     blocked_rows = [row for o in outcomes for row in o.blocked]
@@ -143,7 +193,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     stats = recorders if record == "summary" else None
-    return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
+    return RunResult(spec, seed, len(outcomes), horizon, warmup, time.perf_counter() - started,
                      requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
                      tables=result_tables(_gathered(o.tables for o in outcomes)),
@@ -151,7 +201,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     """What one replication hands back (picklable, so a worker process can return it)."""
 
     recorder: Recorder | SummaryRecorder
@@ -162,29 +212,75 @@ class _Outcome:
     tables: dict[str, list[tuple]]  # rows of the tables kinds and engine features add (result_tables)
 
 
+class LiveReplication:
+    """One replication that can be run on: to a horizon, then (``advance`` again) further.
+
+    Running on to a longer horizon processes exactly the events a run to that horizon would
+    (SimPy stops at the horizon before any event due then, and resumes with it), so a run
+    extended in steps gives the same tables as one run to its final horizon, and what it
+    recorded by an earlier horizon is a prefix of what it records later.
+    """
+
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
+                 record_steps: bool, record: str, trace: Trace | None = None):
+        self.rep = rep
+        warm = float(warmup) if isinstance(warmup, int | float) else 0.0
+        recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
+        r = self.r = Replication(spec, seed, rep, record_steps, recorder)
+        start_workloads(r)
+        if warm > 0:
+            _reset_meters_at(r, warm)
+        self.tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
+
+    @property
+    def recorder(self) -> Recorder | SummaryRecorder:
+        return self.r.rec
+
+    def advance(self, until: float | None) -> None:
+        """Run to ``until`` (None: until no event is left)."""
+        with _fewer_collections():
+            self.r.env.run(until=until)
+
+    @property
+    def now(self) -> float:
+        """The simulated time the replication has reached."""
+        return float(self.r.env.now)
+
+    @property
+    def ran_dry(self) -> bool:
+        """No event left would do anything (the heap holds at most the marker of the last
+        horizon, which has no callbacks): running on to a longer horizon would add nothing."""
+        return not any(event.callbacks for *_, event in self.r.env._queue)
+
+    def outcome(self, horizon: float | None) -> Outcome:
+        """The replication's raw tables, ended at ``horizon`` (the last ``advance``)."""
+        r, rep, tracer = self.r, self.rep, self.tracer
+        end = r.env._now if horizon is None else horizon
+        if tracer is not None:
+            tracer.sample(end)
+        r.rec.close()
+        sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
+        sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
+        return Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
+                       [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
+                       {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
+                        "end_time": end, "events": _events(r.env)},
+                       _gathered(sources))
+
+
+def _events(env: Any) -> int:
+    """How many events the replication scheduled: SimPy numbers every event it schedules from one
+    counter (its heap's tie-breaker), so the next number is the count (read once, at the end)."""
+    return int(next(env._eid))
+
+
 def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
-               record_steps: bool, record: str, trace: Trace | None = None) -> _Outcome:
+               record_steps: bool, record: str, trace: Trace | None = None) -> Outcome:
     """One replication, start to tables' raw material."""
-    warm = float(warmup) if isinstance(warmup, int | float) else 0.0
-    recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
-    r = Replication(spec, seed, rep, record_steps, recorder)
-    start_workloads(r)
-    if warm > 0:
-        _reset_meters_at(r, warm)
-    tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
-    with _fewer_collections():
-        r.env.run(until=horizon)
-    end = r.env._now if horizon is None else horizon
-    if tracer is not None:
-        tracer.sample(end)
-    r.rec.close()
-    sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
-    sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
-    return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
-                    [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
-                    {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
-                     "end_time": end},
-                    _gathered(sources))
+    live = LiveReplication(spec, seed, rep, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                           record=record, trace=trace)
+    live.advance(horizon)
+    return live.outcome(horizon)
 
 
 def declared_tables() -> dict[str, tuple[str, ...]]:
@@ -250,11 +346,15 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: float | None,
+def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horizon: float | None,
                     warmup: float | str) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"sim.seed must be a whole number >= 0, got {seed!r}")
-    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+    if isinstance(replications, range):
+        if replications.step != 1 or replications.start < 0 or not len(replications):
+            raise ConfigError(f"replications: a range of replication indices must be non-empty, from 0 up, "
+                              f"in steps of 1, got {replications!r}")
+    elif isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
         raise ConfigError(f"sim.replications must be a whole number >= 1, got {replications!r}")
     if horizon is not None and not (isinstance(horizon, int | float) and horizon > 0 and math.isfinite(horizon)):
         raise ConfigError(f"sim.horizon must be a time > 0 in seconds, got {horizon!r}")

@@ -14,6 +14,7 @@ from simstack.report import (  # noqa: F401  (imported to register their builder
     curve,
     distribution,
     hierarchy,
+    latency_cdf,
     load,
     parity,
     per_item,

@@ -14,6 +14,7 @@ import pandas as pd
 
 from simstack.resources.meter import ResourceSummary
 from simstack.tables.confidence import student_t_ci
+from simstack.tables.latencies import INTERVAL_COLUMNS, groups_by_replication, interval_row
 from simstack.tables.records import (
     DEADLINE_COLUMNS,
     NAME,
@@ -26,6 +27,9 @@ from simstack.tables.records import (
 )
 
 STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
+# The latency summary: the statistics, the failure share, the mean's interval, then p90 and the
+# percentiles' intervals, how they were made and whether the method's own check passed (``latencies``).
+SUMMARY_COLUMNS = [*STAT_COLUMNS, "failed", "ci_low", "ci_high", *INTERVAL_COLUMNS]
 # A request still waiting for a hold at the end with no progress (see Replication.blocked).
 BLOCKED_COLUMNS = ("rep", "id", "request", "step", "waits_for", "since")
 
@@ -109,8 +113,10 @@ def describe(values: pd.Series | np.ndarray) -> dict[str, float]:
 
 def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) -> pd.DataFrame:
     """One row per group: statistics of latency over successful recorded requests, the
-    failure share, and a 95% CI of the mean across replications."""
+    failure share, a 95 % CI of the mean and of the median, p90, p95 and p99: across
+    replications, or from batches when the run has one (``latencies.interval_row``)."""
     recorded = requests[~requests["warmup"]]
+    replications = int(requests["rep"].nunique())
     rows = []
     for key, group in recorded.groupby(list(by), sort=True):
         ok = group[group["ok"]]
@@ -119,8 +125,9 @@ def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) ->
         row["failed"] = float((~group["ok"]).mean()) if len(group) else np.nan
         per_rep = ok.groupby("rep")["latency"].mean()
         _, row["ci_low"], row["ci_high"] = student_t_ci(per_rep.to_numpy())
+        row.update(interval_row(groups_by_replication(ok), replications))
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
+    return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
 
 
 def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:

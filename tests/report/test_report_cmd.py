@@ -68,7 +68,7 @@ def test_the_command_writes_one_self_contained_page(pipeline_page: tuple) -> Non
     assert done.stdout.strip().splitlines()[-1] == str(out)
     text = out.read_text()
     assert text.count("* plotly.js v") == 1 and "<script src=" not in text
-    assert text.count("Plotly.newPlot(") == 5
+    assert text.count("Plotly.newPlot(") == 6
     assert "Where a trim&#x27;s time goes" in text and "simstack report model=pipeline" in text
 
 

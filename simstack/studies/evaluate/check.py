@@ -51,7 +51,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     rows = []
     for check in bar(study.checks, desc=progress or "", unit="check", shown=progress is not None):
         try:
-            predicted = ev.value(check.metric)
+            predicted = ev.value(check.metric, precision=check.precision)
         except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
             raise (exc if exc.file else exc.at(file=str(study.path), path=f"metrics.{check.metric}")) from None
         if check.baseline is not None:
@@ -66,7 +66,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
                          "unit": metric_unit(check.metric, study.metrics), "rel_error": error,
                          "tolerance": check.tolerance, "passed": passed})
         else:
-            bound = ev.value(check.less_than)  # type: ignore[arg-type]
+            bound = ev.value(check.less_than, precision=check.precision)  # type: ignore[arg-type]
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
                          "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
                          "rel_error": math.nan, "tolerance": math.nan,

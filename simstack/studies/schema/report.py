@@ -166,6 +166,10 @@ FIGURES: dict[str, dict[str, Field]] = {
     "parity": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
                "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),
                "scale": Field(parse_number, 1.0), "unit": Field(text, "")},
+    # a request class's latency distribution per configuration: the empirical CDF with its 95 % band
+    "latency_cdf": {"request": Field(name_ref), "runs": Field(selections, MODEL),
+                    "unit": Field(one_of("ms", "s", "us"), "ms"), "log_x": Field(boolean, False),
+                    "tail": Field(boolean, False), "deadline": Field(parse_time, None)},
     # a column of a data file: histogram, share of the largest
     "distribution": {"file": Field(text), "column": Field(name_ref), "unit": Field(text, ""),
                      "bins": Field(integer, 24)},
