@@ -286,7 +286,7 @@ class Replication:
                 inner = (self.cpus[tscope[0]], tscope[1])
             body = self.compile_body(step.body, inner, g.path)
             holding = RecordedHoldRunner if self.rec.record_steps else HoldRunner
-            return holding(self, acquire, release, body, g.name, step.target)
+            return holding(self, acquire, release, body, g.name, step.target, tscope is not None)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
                 sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))

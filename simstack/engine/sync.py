@@ -46,6 +46,10 @@ class _Phase(Ctx):
         self.caller = caller
         self.replied = False
 
+    def thread(self) -> Ctx:
+        """On another thread, the reply still owed reaches the caller (through this phase)."""
+        return _Phase(self, self.reply)
+
     def reply(self) -> None:
         if not self.replied:
             self.replied = True

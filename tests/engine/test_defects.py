@@ -175,3 +175,40 @@ def test_the_command_line_warns_about_blocked_requests(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "warning: 2 request(s) still blocked at the end with no progress" in err
     assert "replication 0: outer #1 waits for pool at step 'hold:pool' since t = 0" in err
+
+
+# -- a thread that blocks in a call gives up its core (hol and priority hosts) -----------------
+
+
+def call_between_pools_doc(discipline: str) -> dict[str, Any]:
+    """One core; three single-thread pools of equal priority. Request ``a`` computes a1, calls
+    ``b`` (which holds pool B: b1) and computes a2; request ``c`` (pool C: c1) arrives just
+    after ``a``. Every CPU step takes 1 s."""
+    return {
+        "hosts": {"h": {"cores": 1, "discipline": discipline}},
+        "components": {p: {"kind": "threads", "host": "h", "size": 1} for p in ("A", "B", "C")},
+        "requests": {"a": [{"hold": "A", "steps": [{"cpu": 1, "name": "a1"}, {"call": "b"},
+                                                   {"cpu": 1, "name": "a2"}]}],
+                     "b": [{"hold": "B", "steps": [{"cpu": 1, "name": "b1"}]}],
+                     "c": [{"hold": "C", "steps": [{"cpu": 1, "name": "c1"}]}]},
+        "workloads": {"wa": {"type": "closed", "request": "a", "clients": 1, "count": 1},
+                      "wc": {"type": "closed", "request": "c", "clients": 1, "count": 1}},
+    }
+
+
+@pytest.mark.parametrize("discipline", ["fifo", "hol", "priority"])
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_a_thread_blocked_in_a_call_to_another_pool_gives_up_its_core(discipline: str, record_steps: bool) -> None:
+    """Thread A blocks in its call to B, so the core goes to C, which was waiting since t = 0;
+    B's step is new ready work behind it, and A, ready again when B replies, waits behind B:
+    a1 [0, 1], c1 [1, 2], b1 [2, 3], a2 [3, 4] on every discipline. It was a1, b1, a2, c1 on
+    ``hol`` and ``priority``: the callee's step and the caller's next step ran on the caller's
+    kept core, as if the thread had gone straight on."""
+    res = run(call_between_pools_doc(discipline), seed=1, replications=1, horizon=None, record_steps=record_steps)
+    ends = res.requests.set_index("request")["end"]
+    assert ends["c"] == 2.0 and ends["a"] == 4.0
+    if record_steps:
+        steps = res.steps[res.steps["component"] == "cpu"].set_index("step")
+        spans = {name: (row.end - row.service, row.end) for name, row in steps.iterrows()}
+        assert spans == {"a1": (0.0, 1.0), "c1": (1.0, 2.0), "b1": (2.0, 3.0), "a2": (3.0, 4.0)}
+
