@@ -88,19 +88,8 @@ def _key_of(key: str | None) -> Callable[[Ctx], object]:
 
 
 class AcquireRunner:
-    """An acquire when steps are not recorded."""
-
-    __slots__ = ("take",)
-
-    def __init__(self, take: Callable[[Ctx, Callable[[float], None]], None]):
-        self.take = take
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        self.take(ctx, lambda _wait: k())
-
-
-class RecordedAcquireRunner:
-    """An acquire that records its wait in the step table."""
+    """An acquire when steps are not recorded; a request that waits is listed in ``r.waits``
+    until granted (as a hold's is), so a run deadlocked on semaphores names its requests."""
 
     __slots__ = ("r", "take", "name", "target")
 
@@ -112,14 +101,55 @@ class RecordedAcquireRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        start = r.env._now
+        self.enter(_AcquirePass(self, ctx, k, self.r.env._now))
 
-        def granted(wait: float) -> None:
-            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
-                                wait=wait, service=0.0, end=r.env._now))
-            k()
-        self.take(ctx, granted)
+    def enter(self, waiting: _AcquirePass) -> None:
+        self.take(waiting.ctx, waiting.granted)
+        if waiting.state == 0:
+            waiting.state = 2
+            self.r.waits[waiting] = (waiting.ctx.req, self.name, self.target, waiting.start)
+
+
+class _AcquirePass:
+    """One acquire: the request's continuation, and whether it is listed as waiting."""
+
+    __slots__ = ("runner", "ctx", "k", "start", "state")
+
+    def __init__(self, runner: AcquireRunner, ctx: Ctx, k: K, start: float):
+        self.runner = runner
+        self.ctx = ctx
+        self.k = k
+        self.start = start
+        self.state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        self.k()
+
+
+class RecordedAcquireRunner(AcquireRunner):
+    """An acquire that records its wait in the step table."""
+
+    __slots__ = ()
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.enter(_RecordedAcquirePass(self, ctx, k, self.r.env._now))
+
+
+class _RecordedAcquirePass(_AcquirePass):
+    __slots__ = ()
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        runner, req = self.runner, self.ctx.req
+        r = runner.r
+        r.rec.step(step_row(req=req, request=req.cls, step=runner.name, component=runner.target, start=self.start,
+                            wait=wait, service=0.0, end=r.env._now))
+        self.k()
 
 
 class ReleaseRunner:
@@ -178,6 +208,5 @@ def _semaphore(r: Replication, sem: Semaphore, step: Acquire | Release) -> Any:
 
 
 def _acquire(r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], step: Acquire) -> Any:
-    if r.rec.record_steps:
-        return RecordedAcquireRunner(r, take, step.guard.name, step.target)
-    return AcquireRunner(take)
+    acquiring = RecordedAcquireRunner if r.rec.record_steps else AcquireRunner
+    return acquiring(r, take, step.guard.name, step.target)

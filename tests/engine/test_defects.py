@@ -212,3 +212,31 @@ def test_a_thread_blocked_in_a_call_to_another_pool_gives_up_its_core(discipline
         spans = {name: (row.end - row.service, row.end) for name, row in steps.iterrows()}
         assert spans == {"a1": (0.0, 1.0), "c1": (1.0, 2.0), "b1": (2.0, 3.0), "a2": (3.0, 4.0)}
 
+
+# -- a request waiting at an acquire: step is listed as blocked ---------------------------------
+
+
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_requests_blocked_at_an_acquire_are_reported(record_steps: bool) -> None:
+    """``sig`` starts with no free unit and nobody ever releases one first: the first client
+    takes ``mutex`` and waits for ``sig`` for ever, the second waits for ``mutex``. Both are
+    named, with the step and the semaphore they wait for (they were not listed at all)."""
+    doc = {"components": {"sig": {"kind": "semaphore", "size": 1, "initial": 0},
+                          "mutex": {"kind": "semaphore", "size": 1}},
+           "requests": {"waiter": [{"acquire": "mutex"}, {"acquire": "sig"}, {"release": "sig"},
+                                   {"release": "mutex"}]},
+           "workloads": {"w": {"type": "closed", "request": "waiter", "clients": 2, "think": 0}}}
+    res = run(doc, seed=1, replications=1, horizon=10.0, record_steps=record_steps)
+    rows = sorted(res.blocked[["id", "step", "waits_for", "since"]].itertuples(index=False, name=None))
+    assert rows == [(1, "acquire:sig", "sig", 0.0), (2, "acquire:mutex", "mutex", 0.0)]
+
+
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_a_granted_acquire_is_no_longer_listed(record_steps: bool) -> None:
+    """Two clients share one unit for 1 s each, then think 1 s: every acquire that waited is
+    granted later, so nothing is blocked at the end though the line was never empty long."""
+    doc = {"components": {"unit": {"kind": "semaphore", "size": 1}},
+           "requests": {"user": [{"acquire": "unit"}, {"delay": "1s"}, {"release": "unit"}]},
+           "workloads": {"w": {"type": "closed", "request": "user", "clients": 3, "think": "1s"}}}
+    res = run(doc, seed=1, replications=1, horizon=100.0, record_steps=record_steps)
+    assert len(res.requests) >= 90 and res.blocked.empty
