@@ -11,7 +11,8 @@ The reply: a request class that contains ``reply`` is called through ``PhasedRun
 gives its body a context of its own (``_Phase``) holding the caller's continuation. The
 ``reply`` step resumes the caller and the body goes on (phase 2, still holding whatever it
 holds); if the body ends without passing a reply, the caller resumes then. Either way the
-caller resumes exactly once. In a request class started by a workload, a ``send:`` or a
+caller resumes exactly once. ``first: second_phase`` swaps who goes on first: the body runs
+on until it waits, and the caller resumes right after, at the same instant. In a request class started by a workload, a ``send:`` or a
 queue no caller waits, so ``reply`` does nothing there.
 """
 
@@ -28,6 +29,7 @@ from simstack.kinds.semaphores import Semaphore
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
 from simstack.resources.protocol import K
+from simstack.resources.wake import Soon
 from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
@@ -71,11 +73,28 @@ class PhasedRunner:
 
 
 class ReplyRunner:
+    """The caller goes on first, then this class's second phase."""
+
     __slots__ = ()
 
     def run(self, ctx: Ctx, k: K) -> None:
         if isinstance(ctx, _Phase):
-            ctx.reply()  # the caller goes on first, then this class's phase 2
+            ctx.reply()
+        k()
+
+
+class SecondPhaseFirstRunner:
+    """The second phase goes on first, until it waits (for a core, a call, time); the caller
+    resumes at the same instant right after, ahead of any other event due then (lqsim's order)."""
+
+    __slots__ = ("env",)
+
+    def __init__(self, env: Any):
+        self.env = env
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if isinstance(ctx, _Phase):
+            Soon(self.env, lambda _e: ctx.reply())
         k()
 
 
@@ -178,7 +197,7 @@ def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int)
     """The runner of one synchronisation step (``priority``: the waiting thread's, which
     orders a lock's line when the lock has ``order: priority``)."""
     if isinstance(step, Reply):
-        return ReplyRunner()
+        return SecondPhaseFirstRunner(r.env) if step.first == "second_phase" else ReplyRunner()
     runtime = r.runtimes[step.target]
     if isinstance(runtime, Semaphore):
         return _semaphore(r, runtime, step)

@@ -121,9 +121,11 @@ class Release:
 @dataclass(frozen=True)
 class Reply:
     """In a called request class: the caller goes on from here while the rest of the
-    class runs on (the second phase of a layered-queueing entry)."""
+    class runs on (the second phase of a layered-queueing entry). ``first``: who goes on first
+    at that instant, the caller (``caller``) or the second phase (``second_phase``, lqsim's order)."""
 
     guard: Guard
+    first: str = "caller"
 
 
 @dataclass(frozen=True)
