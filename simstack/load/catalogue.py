@@ -43,6 +43,7 @@ DISCIPLINES: dict[str, str] = {
     "ps": "processor sharing: the cores are shared equally by the jobs running",
     "priority": "preemptive priority (SCHED_FIFO): the most urgent thread runs, ties first come first served",
     "hol": "non-preemptive (head-of-line) priority: the most urgent waiting job gets the next free core",
+    "run_to_block": "first come, first served; a thread keeps its core until it blocks (lqsim's processors)",
 }
 STEPS: dict[str, str] = {
     "cpu": "CPU work on the current host: a time distribution, or {demand, per_byte, bytes}",

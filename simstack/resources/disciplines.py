@@ -18,6 +18,12 @@ thread priority (higher number more urgent, as ``priority``; equal priorities fi
 first served), but a running job is never interrupted. As on the other disciplines that
 keep a core between steps, a thread that goes straight from one CPU step to its next keeps
 its core (it has not blocked), so fusing consecutive steps is exact here too.
+
+``discipline: run_to_block`` is the rule of layered-queueing simulators (lqsim's processors):
+first come, first served like ``fifo``, but a thread keeps its core until it blocks (a call to
+another pool, a lock, a delay, its end), so its consecutive CPU steps, and the steps it goes
+straight on to after a send, run back to back and nobody slips in between. It is ``hol`` with
+every priority equal.
 """
 
 from __future__ import annotations
@@ -80,10 +86,11 @@ class HolCpu:
     """Non-preemptive priority on ``cores`` identical cores: the most urgent waiting job
     takes the next free core; a running job always runs to the end of its step."""
 
-    __slots__ = ("env", "cores", "speed", "meter", "_ready", "_seq", "_running", "_heir")
+    __slots__ = ("env", "cores", "speed", "meter", "_ready", "_seq", "_running", "_heir", "_ranked")
     exact_fusion = True
 
-    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter, ranked: bool = True):
+        self._ranked = ranked  # waiting jobs ordered by priority (hol), or first come only (run_to_block)
         self.env = env
         self.cores = cores
         self.speed = speed
@@ -117,7 +124,7 @@ class HolCpu:
             self._run(now, service, done, owner, plain)
             return
         self._seq += 1
-        heapq.heappush(self._ready, (-priority, self._seq, now, service, done, owner, plain))
+        heapq.heappush(self._ready, (-priority if self._ranked else 0, self._seq, now, service, done, owner, plain))
         meter.queue = len(self._ready)
         if meter.queue > meter.max_queue:
             meter.max_queue = meter.queue
@@ -156,7 +163,7 @@ class HolCpu:
             self._run(arrived, service, done, owner, plain)
 
 
-DISCIPLINES = ("fifo", "ps", "priority", "hol")
+DISCIPLINES = ("fifo", "ps", "priority", "hol", "run_to_block")
 
 
 def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
@@ -171,6 +178,8 @@ def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
         return PriorityCpu(env, int(cores), speed, meter, idle_spinner)
     if discipline == "hol":
         return HolCpu(env, int(cores), speed, meter)
+    if discipline == "run_to_block":
+        return HolCpu(env, int(cores), speed, meter, ranked=False)
     if discipline == "ps":
         return SharedRate(env, cores, speed, meter)
     raise ValueError(f"unknown CPU discipline {discipline!r}; disciplines: {', '.join(DISCIPLINES)}")

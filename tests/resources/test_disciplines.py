@@ -12,7 +12,7 @@ import simpy
 from simstack.resources.disciplines import DISCIPLINES, make_cpu
 from simstack.resources.protocol import Discipline
 
-FUSES = {"fifo": False, "ps": True, "priority": True, "hol": True, "inf": True}
+FUSES = {"fifo": False, "ps": True, "priority": True, "hol": True, "run_to_block": True, "inf": True}
 
 
 @pytest.mark.parametrize("discipline", [*DISCIPLINES, "inf"])
