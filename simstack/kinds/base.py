@@ -122,6 +122,12 @@ class Kind:
         return None
 
     @classmethod
+    def thread_cpu(cls, spec: ComponentSpec, cpu: Discipline) -> Discipline:
+        """The CPU the threads' work runs on, given their host's: the host's own, or the part
+        of it their group gets on a fair-share host."""
+        return cpu
+
+    @classmethod
     def meters(cls, runtime: Any) -> list[Meter]:
         return [runtime.meter]
 

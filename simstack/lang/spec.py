@@ -25,10 +25,11 @@ class HostSpec:
     name: str
     cores: float  # a whole number, or inf (every job runs at once: a delay centre)
     speed: float
-    discipline: str  # fifo | ps | priority | hol
+    discipline: str  # fifo | ps | priority | hol | run_to_block | fair
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
     memory: float = float("inf")  # RAM in bytes (simstack.resources.memory)
     memory_record: str = "processes"  # processes | host: what the memory table records
+    groups: tuple[tuple[str, float, bool], ...] = ()  # (name, share, cap) on a fair host
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ HOST_FIELDS: dict[str, tuple[str, str]] = {
     "discipline": ("ps", "how the cores are shared between threads (see disciplines)"),
     "idle_spinner": ("-", "priority of a CPU hog spinning on every core (discipline: priority only)"),
     "memory": ("inf", "RAM, e.g. 64GB; a request for more fails (see memory)"),
+    "groups": ("-", "fair-share groups {name: {share, cap}} (discipline: fair only)"),
     "memory_record": ("processes", "memory table detail: processes (RSS, PSS of each) or host (used only)"),
     "replicas": ("-", "N identical hosts name[0] .. name[N-1] (see replicas)"),
     "doc": ("", "free text"),
@@ -44,6 +45,7 @@ DISCIPLINES: dict[str, str] = {
     "priority": "preemptive priority (SCHED_FIFO): the most urgent thread runs, ties first come first served",
     "hol": "non-preemptive (head-of-line) priority: the most urgent waiting job gets the next free core",
     "run_to_block": "first come, first served; a thread keeps its core until it blocks (lqsim's processors)",
+    "fair": "fair-share groups (LQN completely fair scheduling): groups share the cores by share, cap or not",
 }
 STEPS: dict[str, str] = {
     "cpu": "CPU work on the current host: a time distribution, or {demand, per_byte, bytes}",

@@ -1,7 +1,8 @@
 """The ways a host runs its CPU work, by the name a model gives (``discipline:``), and two of them.
 
 ``make_cpu`` is the one table of disciplines: ``fifo`` and ``priority`` (``simstack.resources.cpu``),
-``ps`` (processor sharing, ``simstack.resources.sharing``), and the two defined here, an
+``ps`` (processor sharing, ``simstack.resources.sharing``), ``fair`` (fair-share groups,
+``simstack.resources.fairshare``), and the two defined here, an
 infinite-server host and head-of-line priority. Each offers what ``Discipline``
 (``simstack.resources.protocol``) declares.
 
@@ -35,6 +36,7 @@ from typing import Any
 import simpy
 
 from simstack.resources.cpu import FifoCpu, PriorityCpu
+from simstack.resources.fairshare import FairShareCpu
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Discipline, Done, K
 from simstack.resources.sharing import SharedRate
@@ -163,11 +165,12 @@ class HolCpu:
             self._run(arrived, service, done, owner, plain)
 
 
-DISCIPLINES = ("fifo", "ps", "priority", "hol", "run_to_block")
+DISCIPLINES = ("fifo", "ps", "priority", "hol", "run_to_block", "fair")
 
 
 def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
-             discipline: str, idle_spinner: int | None = None) -> Discipline:
+             discipline: str, idle_spinner: int | None = None,
+             groups: tuple[tuple[str, float, bool], ...] = ()) -> Discipline:
     """The CPU of a host: ``cores: inf`` is an infinite server whatever the discipline."""
     meter = Meter(name, "cpu", cores)
     if math.isinf(cores):
@@ -182,4 +185,6 @@ def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
         return HolCpu(env, int(cores), speed, meter, ranked=False)
     if discipline == "ps":
         return SharedRate(env, cores, speed, meter)
+    if discipline == "fair":
+        return FairShareCpu(env, int(cores), speed, meter, {name: (share, cap) for name, share, cap in groups})
     raise ValueError(f"unknown CPU discipline {discipline!r}; disciplines: {', '.join(DISCIPLINES)}")
