@@ -12,8 +12,9 @@ gives its body a context of its own (``_Phase``) holding the caller's continuati
 ``reply`` step resumes the caller and the body goes on (phase 2, still holding whatever it
 holds); if the body ends without passing a reply, the caller resumes then. Either way the
 caller resumes exactly once. ``first: second_phase`` swaps who goes on first: the body runs
-on until it waits, and the caller resumes right after, at the same instant. In a request class started by a workload, a ``send:`` or a
-queue no caller waits, so ``reply`` does nothing there.
+on until it waits, and the caller resumes right after, at the same instant. In a request
+class started by a workload, a ``send:`` or a queue no caller waits, so ``reply`` does
+nothing there.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ head enters together. ``order: writers`` is the read-write lock of layered queue
 ``rwlock`` task): a reader waits while any writer holds or waits for the lock; a writer that
 releases it hands it to the next writer, and the readers that waited enter together only when
 no writer is left; ``max_readers`` readers hold it at once, later ones wait in line for a
-reader's place (and count as readers: a writer waits for them too). A global lock ignores any key a step gives, so switching a model
-between one global lock and per-key locks is a one-parameter change (``per: $scope``).
+reader's place (and count as readers: a writer waits for them too). A global lock ignores
+any key a step gives, so switching a model between one global lock and per-key locks is a
+one-parameter change (``per: $scope``).
 Examples: EPICS 3.15's global ``lockSetModifyLock`` (global), 3.16 lock sets (per key),
 Tango's BY_DEVICE serialisation (per device), the Python GIL (global).
 """
@@ -23,11 +24,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.errors import ModelError
+from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.lang.schema import Field, boolean, name_ref, one_of
-from simstack.lang.units import parse_count
 from simstack.lang.spec import ComponentSpec
+from simstack.lang.units import parse_count
 from simstack.resources.meter import KeyedMeter, Meter
 from simstack.resources.waitline import WaitingLine
 
@@ -215,11 +216,14 @@ class WritersFirstLock(LockRuntime):
         state = self.keys.get(key)
         if state is None:
             state = self.keys[key] = _WritersFirst(self.env, self.meter, self.max_readers)  # type: ignore[assignment]
-        state.acquire(write, granted)  # type: ignore[attr-defined]
+        assert isinstance(state, _WritersFirst)
+        state.acquire(write, granted)
         return True
 
     def release(self, key: object, write: bool) -> None:
-        self.keys[key].release(write)  # type: ignore[attr-defined]
+        state = self.keys[key]
+        assert isinstance(state, _WritersFirst)
+        state.release(write)
 
 
 @register
@@ -233,7 +237,8 @@ class LockKind(Kind):
         "readers": Field(boolean, False, "true: a read-write lock (hold with mode: read shares it)"),
         "order": Field(one_of("fifo", "priority", "writers"), "fifo",
                        "waiters served first come, most urgent first, or writers first (LQN's rwlock)"),
-        "max_readers": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "readers holding it at once (order: writers)"),
+        "max_readers": Field(lambda v: parse_count(v, allow_inf=True), math.inf,
+                             "readers holding it at once (order: writers)"),
     }
 
     @classmethod

@@ -66,7 +66,8 @@ STEPS: dict[str, str] = {
     "restore": "read a dump, then map its memory: {from, file, bytes, memory, shared, host}",
     "acquire": "take a semaphore unit or a lock (mode: read|write, key:) and keep it after the step",
     "release": "give back a semaphore unit or a lock taken by an acquire, possibly in another request",
-    "reply": "in a called request class: the caller resumes here while the class goes on (second phase); first: caller (default) or second_phase, who goes on first",
+    "reply": "in a called request class: the caller resumes here while the class goes on (second phase); "
+             "first: caller (default) or second_phase, who goes on first",
 }
 MODIFIER_DOCS: dict[str, str] = {
     "name": "the step's name in the step table (default action:target)",

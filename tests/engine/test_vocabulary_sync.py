@@ -482,7 +482,7 @@ def shared_core_ctmc(clients: int, think: float, s1: float, s2: float, c: float,
     rhs = np.zeros(len(states) + 1)
     rhs[-1] = 1.0
     pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
-    x = sum(p for p, (line, _w) in zip(pi, states) if line and line[0] == "c") / c
+    x = sum(p for p, (line, _w) in zip(pi, states, strict=True) if line and line[0] == "c") / c
     return {"X": x, "R": clients / x - think}
 
 

@@ -76,8 +76,8 @@ def rwlock_ctmc(readers: int, writers: int, think_r: float, think_w: float, hold
     rhs = np.zeros(len(states) + 1)
     rhs[-1] = 1.0
     pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
-    x_r = sum(pr * s[0] for pr, s in zip(pi, states)) / hold_r
-    x_w = sum(pr * s[3] for pr, s in zip(pi, states)) / hold_w
+    x_r = sum(pr * s[0] for pr, s in zip(pi, states, strict=True)) / hold_r
+    x_w = sum(pr * s[3] for pr, s in zip(pi, states, strict=True)) / hold_w
     return {"Xr": x_r, "Xw": x_w, "Rr": readers / x_r - think_r, "Rw": writers / x_w - think_w}
 
 

@@ -65,7 +65,7 @@ def fair_ctmc(clients: tuple[int, int], think: tuple[float, float], work: tuple[
     pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
     out = {}
     for i in range(2):
-        x = sum(p * parts(n)[i] for p, n in zip(pi, states)) / work[i]
+        x = sum(p * parts(n)[i] for p, n in zip(pi, states, strict=True)) / work[i]
         out[f"X{i + 1}"] = x
         out[f"R{i + 1}"] = clients[i] / x - think[i]
     return out
