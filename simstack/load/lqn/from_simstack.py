@@ -33,7 +33,7 @@ from simstack.lang.spec import (
 from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph
 from simstack.load.lqn.lqn_model import Entry, LqnModel, Processor, Task
 
-DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol"}
+DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol", "run_to_block": "fcfs"}
 
 
 def from_simstack(spec: ModelSpec) -> LqnModel:
@@ -87,6 +87,9 @@ class _Exporter:
         host = self.spec.hosts[name]
         if math.isinf(host.cores):
             return Processor(name, "inf", 0, math.inf, speed=host.speed)
+        if host.discipline not in DISCIPLINES:
+            raise self.fail(f"hosts.{name}.discipline", f"discipline {host.discipline!r} is not exported yet (LQN's "
+                                                        f"cfs groups need a quantum, which the fluid model lacks)")
         return Processor(name, DISCIPLINES[host.discipline], 0, int(host.cores), speed=host.speed)
 
     def task(self, name: str, scheduling: str, processor: str, multiplicity: float, *, priority: int = 0,

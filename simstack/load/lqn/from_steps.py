@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.lang.samplers import Const, Exp, Gamma, Geometric
+from simstack.lang.samplers import Const, Exp, Gamma, Geometric, HyperExponential
 from simstack.lang.spec import Call as CallStep
 from simstack.lang.spec import Choose, Cpu, Delay, Fork, Repeat, Reply, Send, Sequence, Step
 from simstack.load.lqn.lqn_model import Activity, Call, Precedence
@@ -30,7 +30,7 @@ def cvsq(dist: Any) -> float | None:
         return 1.0
     if isinstance(dist, Const):
         return 0.0
-    if isinstance(dist, Gamma):
+    if isinstance(dist, Gamma | HyperExponential):
         return float(f"{dist.cv ** 2:.12g}")
     return None
 

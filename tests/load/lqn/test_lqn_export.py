@@ -49,8 +49,11 @@ E 5
 -1
 """
 
+HYPER = MM1.replace("  s serve 1.0 -1", "  s serve 1.0 -1\n  c serve 4 -1")  # cv² 4: hyperexp(1, 2)
+
 MODELS = {
-    "M/M/1": MM1, "closed": CLOSED, "geometric calls": GEOMETRIC, "two phases": TWO_PHASE, "forwarding": FORWARD,
+    "M/M/1": MM1, "hyperexponential service": HYPER, "closed": CLOSED, "geometric calls": GEOMETRIC,
+    "two phases": TWO_PHASE, "forwarding": FORWARD,
     "grammars": TEXT, "semaphore, priorities, sends": SEMAPHORE,
     "AND-join": graph_model("a -> b & c; b & c -> d; d[serve]"),
     "quorum": graph_model("a -> b & c; b & c (1) -> d; d[serve]"),
@@ -69,6 +72,19 @@ def test_import_export_import_is_the_identity(label: str) -> None:
     xml = to_lqnx(build_spec(first, None))
     second = to_simstack(read_lqnx(xml.encode(), "m.lqnx"), "m").doc
     assert doc_without_description(second) == doc_without_description(first)
+
+
+def test_the_hyperexponential_is_exported_with_its_cvsq() -> None:
+    first = to_simstack(read_lqn_text(HYPER, "m.lqn"), "m").doc
+    assert first["requests"]["serve"]["steps"][0]["steps"] == [{"cpu": "hyperexp(1, 2)"}]
+    assert 'host-demand-cvsq="4"' in to_lqnx(build_spec(first, None))
+
+
+def test_a_fair_host_is_refused_by_name() -> None:
+    doc = to_simstack(read_lqn_text(MM1, "m.lqn"), "m").doc
+    doc["hosts"]["cpu"].update(discipline="fair", groups={"g": {"share": 1.0}})
+    with pytest.raises(ModelError, match=r"hosts.cpu.discipline: discipline 'fair' is not exported yet"):
+        to_lqnx(build_spec(doc, None))
 
 
 def test_replicated_model_round_trips_written_out() -> None:
