@@ -155,11 +155,13 @@ class Repeat:
 @dataclass(frozen=True)
 class Fork:
     """Run different branches at once and go on when ``join`` of them have finished (an
-    AND-fork with an AND- or quorum join); the others finish in the background."""
+    AND-fork with an AND- or quorum join); the others finish in the background. ``order``:
+    the branches start in the order written, or in a random order each time (lqsim's)."""
 
     guard: Guard
     branches: tuple[tuple[Step, ...], ...]
     join: int
+    order: str = "written"
 
 
 @dataclass(frozen=True)
