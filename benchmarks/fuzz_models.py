@@ -52,7 +52,7 @@ MODELS = ROOT / "models"
 SHRINK = {"lhcb_hlt": {"subfarms": 2, "nodes_per_subfarm": 2}}  # parameter values that keep a case fast
 HORIZONS = (0.01, 0.05, 0.2)  # seconds of simulated time in a case's short run
 TIMEOUT = 30.0  # seconds of wall time per case: load, short run and solve
-MEMORY = 2 * 1024**3  # bytes of address space per case (the child's; a case is a few hundred MB)
+MEMORY = 2 * 1024**3  # bytes of address space a case may add to what its parent already maps
 
 # Values a leaf may become: each is a value some field of some model must refuse or survive.
 HUGE: list[Any] = [
@@ -273,6 +273,16 @@ def outcome(exc: BaseException) -> str | dict[str, str]:
     return {"error": f"{type(exc).__name__}: {str(exc)[:500]}", "traceback": traceback.format_exc()[-3000:]}
 
 
+def _mapped() -> int:
+    """Bytes of address space this process maps now (a test runner that has started Ray or
+    BLAS threads maps gigabytes it never touches; an absolute limit would fail there first)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int = MEMORY) -> dict[str, Any]:
     """``run_case`` in a forked child with an address-space and a wall-time limit."""
     read, write = os.pipe()
@@ -281,7 +291,8 @@ def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int
         os.close(read)
         code = 0
         try:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            limit = _mapped() + memory  # a budget on top of the parent's own mappings
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             result = run_case(case, folder)
         except BaseException as exc:  # noqa: BLE001 - MemoryError while reporting, say
             result = {"child": outcome(exc)}

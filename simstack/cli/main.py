@@ -1,6 +1,7 @@
 """The ``simstack`` command: the console entry point and the Hydra app.
 
-``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``--version``),
+``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``experiments``,
+``--version``), expands ``+experiment=NAME`` into its sweep (``simstack.cli.experiments``),
 turns a leading task word into ``task=WORD`` and checks every override before Hydra sees it
 (``simstack.cli.overrides``), so a mistyped key is a simstack error (exit 2), not a Hydra
 one. The app dispatches the composed config to its task (``simstack.cli.tasks.TASKS``); a
@@ -25,9 +26,12 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from simstack.cli.experiments import expand
+from simstack.cli.options import backend
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
 from simstack.cli.tasks import TASKS
+from simstack.engine.parallel import using
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
@@ -68,7 +72,12 @@ def app(cfg: DictConfig) -> None:
         task = TASKS.get(str(cfg.task))
         if task is None:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
-        code = task(cfg)
+        chosen = backend(cfg)
+        with using(chosen):  # every Workers the task opens runs there (simstack.engine.parallel)
+            try:
+                code = task(cfg)
+            finally:
+                chosen.release()
     except SimstackError as exc:
         _fail(exc)
     except BrokenPipeError:  # the reader went away (| head): the results were written before printing
@@ -191,6 +200,9 @@ def _main() -> None:
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
+    if sys.argv[1:2] == ["experiments"]:  # the named experiments, one line each
+        from simstack.cli.experiments import main as experiments
+        sys.exit(experiments(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     sys.argv[1:] = jobs_option(sys.argv[1:])
@@ -199,6 +211,10 @@ def _main() -> None:
         if "hydra/launcher=ray" in sys.argv[1:] and importlib.util.find_spec("ray") is None:
             raise ConfigError("hydra/launcher=ray runs the sweep on Ray, which is not installed here: "
                               "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
+        swept = expand(sys.argv[1:])  # +experiment=NAME: its sweep's overrides (experiments/NAME.yaml)
+        if swept != sys.argv[1:]:
+            print(f"simstack {' '.join(swept)}", file=sys.stderr, flush=True)
+            sys.argv[1:] = swept
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
         if not tasks or tasks[-1] == "task=run":

@@ -74,6 +74,9 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
             "config": dict(settings)}
     with FileGroup() as group:  # every file whole, the set complete, even in a folder two runs share
         group.add(out_dir / "summary.csv", csv_text(result.summary()))
+        stages = result.stage_summary()
+        if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
+            group.add(out_dir / "stages.csv", csv_text(stages))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
         if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)

@@ -98,7 +98,7 @@ def calibrate(cfg: DictConfig) -> int:
     study = load_study(model_dir_of(model, models_dir))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
-        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg)))
+        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
         return 0
     if not alternative:
         _calibrate_into(study, progress(cfg), None, jobs(cfg) or 1)
@@ -197,7 +197,7 @@ def report(cfg: DictConfig) -> int:
     """``simstack report``: the page of the study's ``report:`` section (``out=`` or ``reports/MODEL.html``)."""
     model, models_dir = study_model(cfg)
     model_dir = model_dir_of(model, models_dir)
-    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True)
+    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True, jobs=jobs(cfg) or 1)
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
     print(path)
     return 0

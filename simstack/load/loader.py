@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import home_models_dir, model_dir_of
+from simstack.io.paths import home_models_dir, inside, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
@@ -46,7 +46,7 @@ def load_model(model: str | Path, *, scenario: str | None = None,
                flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
     """Load and validate a model by name or path, with optional what-if overrides."""
     path = resolve_model_path(model)
-    doc = read_yaml(path)
+    doc = read_yaml(inside(path.parent, path.name, "model"))  # a received folder's model file: not a link out
     try:
         spec = build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)
         validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run

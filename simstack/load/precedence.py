@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ConfigError, ModelError
+from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import mapping
 from simstack.lang.spec import ModelSpec
@@ -79,7 +80,7 @@ def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
     path = model_dir / "calibrated.yaml"
     if not path.is_file():
         return {}
-    doc = read_yaml(path) or {}
+    doc = read_yaml(inside(model_dir, "calibrated.yaml", "calibrated.yaml")) or {}  # not through a link out
     values = doc.get("parameters") if isinstance(doc, Mapping) else None
     if not isinstance(values, Mapping):
         raise ModelError("expected a 'parameters' mapping", file=str(path))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import model_dir_of
+from simstack.io.paths import inside, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, mapping, name_ref, read_fields, suggest, text
 
@@ -60,7 +60,7 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
     model_dir = model_dir_of(owner, models_dir)
     path = model_dir / FOLDER / f"{name}.yaml"
     if name and "\\" not in name and name not in (".", "..") and path.is_file():
-        return path
+        return inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif")  # not through a link out of the folder
     known = available(model_dir)
     label = model_dir.name
     raise ModelError(f"unknown what-if {ref!r}{suggest(name, known)}; what-ifs of {label}: "

@@ -37,11 +37,12 @@ class Context:
     study: Study
     settings: Mapping[str, Any]
     on_run: Callable[[str], None] | None = None
+    jobs: int = 1  # workers proving a capacity search's loads side by side
     evaluator: Evaluator = field(init=False)
 
     def __post_init__(self) -> None:
         # figures share runs (a what-if's bars, then its time series): keep more than a study does
-        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16)
+        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16, jobs=self.jobs)
 
     @property
     def model_dir(self) -> Path:

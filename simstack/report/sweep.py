@@ -124,7 +124,8 @@ def _table_for_page(table: pd.DataFrame) -> pd.DataFrame:
     for col in SECONDS:
         if col in shown.columns:
             shown[col] = shown[col] * 1e3
-    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)"}
+    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)",
+                                                 "end_max": "last end (s)"}
     return shown.rename(columns={c: units[c] for c in shown.columns if c in units})
 
 

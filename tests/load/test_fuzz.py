@@ -56,3 +56,22 @@ def test_the_isolation_reports_a_crash_and_a_hang_as_findings(tmp_path) -> None:
         assert "hang" in result and fuzz_models.verdict(result) == "FAIL"
     finally:
         fuzz_models.run_case = original
+
+
+def test_the_memory_limit_is_a_budget_on_top_of_what_the_runner_already_maps() -> None:
+    """A test runner that has started Ray or BLAS threads maps gigabytes it never touches; the
+    CI run where case 97 (43 nested parentheses) hit an absolute 2 GiB limit while parsing
+    reported a MemoryError as a finding. With 3 GiB of untouched mappings in the parent, the
+    case is still refused as the model error it is."""
+    import mmap
+
+    untouched = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    reserve = mmap.mmap(-1, 3 * 1024**3, flags=untouched)
+    try:
+        docs = fuzz_models.shipped()
+        case = fuzz_models.make_case(SEED, 97, docs)
+        assert "(((" in case.text
+        (result,) = [r for _, r in fuzz_models.campaign(SEED, [97], jobs=1, timeout=60.0)]
+        assert result == {"load": "refused"}, fuzz_models.brief(result)
+    finally:
+        reserve.close()

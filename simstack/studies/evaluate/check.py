@@ -204,7 +204,7 @@ def check_models(names: list[str], models_dir: Any = None, *, measured: str | No
     if jobs > 1 and len(names) > 1:
         with Workers(jobs) as workers:
             for study, label, (table, seconds) in zip(studies, labels, workers.map(
-                    _check_elsewhere, [(name, models_dir) for name in names]), strict=True):
+                    _check_elsewhere, [(study.folder,) for study in studies]), strict=True):
                 yield ModelCheck(study, label, table, seconds, rows=row_errors(study))
         return
     for study, label in zip(studies, labels, strict=True):
@@ -217,6 +217,6 @@ def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> t
     return compare(*args, **kwargs), time.perf_counter() - started
 
 
-def _check_elsewhere(name: str, models_dir: Any) -> tuple[pd.DataFrame, float]:
-    """One model's checks in a worker process (it reads the model's files itself)."""
-    return _timed(check_study, load_study(model_dir_of(name, models_dir)))
+def _check_elsewhere(folder: Path) -> tuple[pd.DataFrame, float]:
+    """One model's checks in a worker (it reads the model's folder, sent with it to another machine)."""
+    return _timed(check_study, load_study(folder))
