@@ -145,7 +145,7 @@ class Replication:
         self.in_system = 0
         self.started = 0
         self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
-                                      h.idle_spinner)
+                                      h.idle_spinner, h.groups)
                      for h in spec.hosts.values()}
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
@@ -283,10 +283,10 @@ class Replication:
             inner = scope
             tscope = kind.thread_scope(comp)
             if tscope is not None:
-                inner = (self.cpus[tscope[0]], tscope[1])
+                inner = (kind.thread_cpu(comp, self.cpus[tscope[0]]), tscope[1])
             body = self.compile_body(step.body, inner, g.path)
             holding = RecordedHoldRunner if self.rec.record_steps else HoldRunner
-            return holding(self, acquire, release, body, g.name, step.target)
+            return holding(self, acquire, release, body, g.name, step.target, tscope is not None)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
                 sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))

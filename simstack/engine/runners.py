@@ -130,10 +130,12 @@ class DelayRunner:
 class HoldRunner:
     """A hold when steps are not recorded: take the component, run the body, give it back."""
 
-    __slots__ = ("r", "acquire", "release", "body", "name", "target")
+    __slots__ = ("r", "acquire", "release", "body", "name", "target", "thread")
 
-    def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str):
+    def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str,
+                 thread: bool = False):
         self.r = r
+        self.thread = thread  # the component is a thread pool: its body runs on a thread of its own
         self.acquire = acquire
         self.release = release
         self.body = body
@@ -173,7 +175,8 @@ class HoldPass:
             del self.runner.r.waits[self]
         self.state = 1
         self.wait = wait
-        self.runner.body.run(self.ctx, self.finished)
+        runner, ctx = self.runner, self.ctx
+        runner.body.run(ctx.thread() if runner.thread else ctx, self.finished)
 
     def finished(self) -> None:
         self.runner.release(self.ctx)

@@ -40,6 +40,13 @@ class Ctx:
         self.req = req
         self.item = item
 
+    def thread(self) -> Ctx:
+        """The context of the work this request hands to a thread of a pool it holds: the same
+        request and item under another identity. A CPU keeps a core only for the thread whose
+        step just ended (its ``owner``), so the caller, blocked meanwhile, does not lend its
+        kept core to the callee's work, nor the callee its own to the caller's next step."""
+        return Ctx(self.req, self.item)
+
 
 Sampler = Callable[[Ctx], float]
 SamplerFactory = Callable[[str, Distribution], Sampler]
@@ -113,6 +120,12 @@ class Kind:
         """(host, priority) of the threads this component provides, for the work done while
         holding it or on its behalf (a thread pool, a queue's consumers); ``None``: no threads."""
         return None
+
+    @classmethod
+    def thread_cpu(cls, spec: ComponentSpec, cpu: Discipline) -> Discipline:
+        """The CPU the threads' work runs on, given their host's: the host's own, or the part
+        of it their group gets on a fair-share host."""
+        return cpu
 
     @classmethod
     def meters(cls, runtime: Any) -> list[Meter]:

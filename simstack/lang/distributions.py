@@ -1,7 +1,8 @@
 """Distributions as a model writes them, parsed from text without ``eval``.
 
 A model writes ``exp(2ms)``, ``lognormal(5ms, 0.5)`` (mean and coefficient of variation,
-the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``uniform(1us, 9us)``,
+the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``hyperexp(1s, 3)``
+(cv >= 1), ``pareto(1s, 2)`` (heavy-tailed), ``uniform(1us, 9us)``,
 ``normal(10ms, 1ms)`` (truncated at zero), ``empirical(file.csv, column)`` (resampled) or
 ``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
 A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
@@ -28,8 +29,10 @@ from simstack.lang.samplers import (
     Exp,
     Gamma,
     Geometric,
+    HyperExponential,
     Indexed,
     Lognormal,
+    Pareto,
     TruncatedNormal,
     Uniform,
 )
@@ -44,6 +47,8 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "exp": ("mean",),
     "lognormal": ("mean", "cv"),
     "gamma": ("mean", "cv"),
+    "hyperexp": ("mean", "cv"),
+    "pareto": ("mean", "cv"),
     "uniform": ("low", "high"),
     "normal": ("mean", "sd"),
     "empirical": ("file", "column"),
@@ -103,7 +108,8 @@ def _finite_moments(dist: Distribution, raw: object) -> Distribution:
     a distribution on paper, but its variance and its sampler's parameters overflow."""
     try:
         cv = getattr(dist, "cv", 0.0)
-        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2))
+        shape = dist.shape if isinstance(dist, Pareto) else 0.0  # a tiny cv makes the tail's shape overflow
+        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2, shape))
     except (OverflowError, ZeroDivisionError):
         finite = False
     if not finite:
@@ -172,9 +178,18 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         return Const(value("value"))
     if name == "exp":
         return Exp(value("mean", strict=True))
-    if name in ("lognormal", "gamma"):
-        cls = Lognormal if name == "lognormal" else Gamma
-        return cls(value("mean", strict=True), number("cv"))
+    if name == "lognormal":
+        return Lognormal(value("mean", strict=True), number("cv"))
+    if name == "gamma":
+        return Gamma(value("mean", strict=True), number("cv"))
+    if name == "pareto":
+        return Pareto(value("mean", strict=True), number("cv"))
+    if name == "hyperexp":
+        cv = number("cv")
+        if cv < 1:
+            raise ModelError(f"hyperexp: cv must be >= 1 (a mixture of exponentials varies at least as much as "
+                             f"one; below 1 write gamma), got {args['cv']!r} in {raw!r}")
+        return HyperExponential(value("mean", strict=True), cv)
     if name == "uniform":
         low, high = value("low"), value("high")
         if high < low:

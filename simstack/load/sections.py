@@ -65,11 +65,13 @@ def hosts(raw: object) -> dict[str, HostSpec]:
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
         "memory_record": Field(one_of("processes", "host"), "processes", "memory table detail"),
+        "groups": Field(lambda v: v, None, "fair-share groups: {name: {share, cap}} (discipline: fair)"),
         "doc": Field(text, ""),
     }
     out = {}
     for name, spec in raw.items():
         values = read_fields(spec, fields, f"hosts.{name}")
+        groups = _groups(values["groups"], values["discipline"], f"hosts.{name}")
         if values["idle_spinner"] is not None and values["discipline"] != "priority":
             raise ModelError(f"idle_spinner needs discipline: priority (a spinner under "
                              f"{values['discipline']} would share the cores), got discipline: "
@@ -78,8 +80,43 @@ def hosts(raw: object) -> dict[str, HostSpec]:
             raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
                              "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
-                             values["idle_spinner"], values["memory"], values["memory_record"])
+                             values["idle_spinner"], values["memory"], values["memory_record"], groups)
     return out
+
+
+def _groups(raw: object, discipline: str, path: str) -> tuple[tuple[str, float, bool], ...]:
+    """A fair host's groups as (name, share, cap): shares in (0, 1] adding up to at most 1."""
+    if raw is None:
+        if discipline == "fair":
+            raise ModelError("discipline: fair needs groups: {name: {share: 0.5}, ...}", path=f"{path}.groups")
+        return ()
+    if discipline != "fair":
+        raise ModelError(f"groups need discipline: fair, got discipline: {discipline}", path=f"{path}.groups")
+    if not isinstance(raw, Mapping) or not raw:
+        raise ModelError(f"expected a mapping of group names to {{share, cap}}, got {raw!r}", path=f"{path}.groups")
+    out = []
+    for group, spec in raw.items():
+        values = read_fields(spec, {"share": Field(_share, help="part of the host's cores"),
+                                    "cap": Field(_boolean, False, "true: never more than the share")},
+                             f"{path}.groups.{group}")
+        out.append((str(group), values["share"], values["cap"]))
+    total = sum(share for _g, share, _c in out)
+    if total > 1.0 + 1e-9:
+        raise ModelError(f"the shares add up to {total:g}, more than the whole host (1)", path=f"{path}.groups")
+    return tuple(out)
+
+
+def _share(value: object) -> float:
+    share = parse_number(value)
+    if not 0.0 < share <= 1.0:
+        raise ModelError(f"expected a share in (0, 1], got {value!r}")
+    return share
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ModelError(f"expected true or false, got {value!r}")
+    return value
 
 
 def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None,

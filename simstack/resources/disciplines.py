@@ -1,7 +1,8 @@
 """The ways a host runs its CPU work, by the name a model gives (``discipline:``), and two of them.
 
 ``make_cpu`` is the one table of disciplines: ``fifo`` and ``priority`` (``simstack.resources.cpu``),
-``ps`` (processor sharing, ``simstack.resources.sharing``), and the two defined here, an
+``ps`` (processor sharing, ``simstack.resources.sharing``), ``fair`` (fair-share groups,
+``simstack.resources.fairshare``), and the two defined here, an
 infinite-server host and head-of-line priority. Each offers what ``Discipline``
 (``simstack.resources.protocol``) declares.
 
@@ -18,6 +19,12 @@ thread priority (higher number more urgent, as ``priority``; equal priorities fi
 first served), but a running job is never interrupted. As on the other disciplines that
 keep a core between steps, a thread that goes straight from one CPU step to its next keeps
 its core (it has not blocked), so fusing consecutive steps is exact here too.
+
+``discipline: run_to_block`` is the rule of layered-queueing simulators (lqsim's processors):
+first come, first served like ``fifo``, but a thread keeps its core until it blocks (a call to
+another pool, a lock, a delay, its end), so its consecutive CPU steps, and the steps it goes
+straight on to after a send, run back to back and nobody slips in between. It is ``hol`` with
+every priority equal.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 import simpy
 
 from simstack.resources.cpu import FifoCpu, PriorityCpu
+from simstack.resources.fairshare import FairShareCpu
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Discipline, Done, K
 from simstack.resources.sharing import SharedRate
@@ -80,10 +88,11 @@ class HolCpu:
     """Non-preemptive priority on ``cores`` identical cores: the most urgent waiting job
     takes the next free core; a running job always runs to the end of its step."""
 
-    __slots__ = ("env", "cores", "speed", "meter", "_ready", "_seq", "_running", "_heir")
+    __slots__ = ("env", "cores", "speed", "meter", "_ready", "_seq", "_running", "_heir", "_ranked")
     exact_fusion = True
 
-    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter):
+    def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter, ranked: bool = True):
+        self._ranked = ranked  # waiting jobs ordered by priority (hol), or first come only (run_to_block)
         self.env = env
         self.cores = cores
         self.speed = speed
@@ -117,7 +126,7 @@ class HolCpu:
             self._run(now, service, done, owner, plain)
             return
         self._seq += 1
-        heapq.heappush(self._ready, (-priority, self._seq, now, service, done, owner, plain))
+        heapq.heappush(self._ready, (-priority if self._ranked else 0, self._seq, now, service, done, owner, plain))
         meter.queue = len(self._ready)
         if meter.queue > meter.max_queue:
             meter.max_queue = meter.queue
@@ -156,11 +165,12 @@ class HolCpu:
             self._run(arrived, service, done, owner, plain)
 
 
-DISCIPLINES = ("fifo", "ps", "priority", "hol")
+DISCIPLINES = ("fifo", "ps", "priority", "hol", "run_to_block", "fair")
 
 
 def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
-             discipline: str, idle_spinner: int | None = None) -> Discipline:
+             discipline: str, idle_spinner: int | None = None,
+             groups: tuple[tuple[str, float, bool], ...] = ()) -> Discipline:
     """The CPU of a host: ``cores: inf`` is an infinite server whatever the discipline."""
     meter = Meter(name, "cpu", cores)
     if math.isinf(cores):
@@ -171,6 +181,10 @@ def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
         return PriorityCpu(env, int(cores), speed, meter, idle_spinner)
     if discipline == "hol":
         return HolCpu(env, int(cores), speed, meter)
+    if discipline == "run_to_block":
+        return HolCpu(env, int(cores), speed, meter, ranked=False)
     if discipline == "ps":
         return SharedRate(env, cores, speed, meter)
+    if discipline == "fair":
+        return FairShareCpu(env, int(cores), speed, meter, {name: (share, cap) for name, share, cap in groups})
     raise ValueError(f"unknown CPU discipline {discipline!r}; disciplines: {', '.join(DISCIPLINES)}")

@@ -24,7 +24,7 @@ from heapq import heappush
 from typing import Any
 
 import simpy
-from simpy.core import NORMAL
+from simpy.core import NORMAL, URGENT
 from simpy.events import Event
 
 
@@ -43,3 +43,15 @@ class Wake(Event):
         # ``env.schedule(self, NORMAL, delay)`` without its call: the same entry on the same
         # heap (SimPy 4's (time, priority, id, event) order), one Python call fewer per event.
         heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
+
+
+class Soon(Event):
+    """An event at this instant ahead of every event already due now: ``callback`` runs as
+    soon as the work in hand has gone as far as it can without time passing."""
+
+    def __init__(self, env: simpy.Environment, callback: Callable[[Any], None]):
+        self.env = env
+        self.callbacks = [callback]
+        self._value = None
+        self._ok = True
+        heappush(env._queue, (env._now, URGENT, next(env._eid), self))

@@ -12,7 +12,7 @@ import simpy
 from simstack.resources.disciplines import DISCIPLINES, make_cpu
 from simstack.resources.protocol import Discipline
 
-FUSES = {"fifo": False, "ps": True, "priority": True, "hol": True, "inf": True}
+FUSES = {"fifo": False, "ps": True, "priority": True, "hol": True, "run_to_block": True, "fair": True, "inf": True}
 
 
 @pytest.mark.parametrize("discipline", [*DISCIPLINES, "inf"])
@@ -43,6 +43,7 @@ def test_a_job_that_waits_is_told_its_wait(discipline: str) -> None:
     for _ in range(2):
         cpu.submit(1.0, 0, lambda wait, service: ends.append((env.now, wait, service)), object())
     env.run()
-    assert [end for end, _, _ in ends] == pytest.approx([1.0, 2.0] if discipline != "ps" else [2.0, 2.0])
+    shared = discipline in ("ps", "fair")  # one group: processor sharing
+    assert [end for end, _, _ in ends] == pytest.approx([2.0, 2.0] if shared else [1.0, 2.0])
     for end, wait, service in ends:
         assert wait + service == pytest.approx(end)

@@ -70,7 +70,10 @@ def read_all(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str
             or not 1 <= join <= len(branches):
         raise ModelError(f"join must be a whole number from 1 to the number of branches ({len(branches)}), "
                          f"got {join!r}", path=f"{path}.join")
-    return Fork(guard, branches, int(join))
+    order = raw.get("order", "written")
+    if order not in ("written", "random"):
+        raise ModelError(f"expected one of written, random, got {order!r}", path=f"{path}.order")
+    return Fork(guard, branches, int(join), order)
 
 
 def read_calls(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Repeat:

@@ -41,7 +41,8 @@ ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose"
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 # the keys each action takes besides itself and the modifiers (``simstack kinds`` lists them)
 EXTRA_KEYS = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps"), "repeat": ("steps",),
-          "all": ("join",)}
+          "all": ("join", "order"),
+              "reply": ("first",)}
 
 
 class StepReader:

@@ -55,7 +55,13 @@ def read_reply(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
     reader._allowed(raw, "reply", path, ())
     if raw["reply"] is not True:
         raise ModelError(f"write reply: true (or just reply), got {raw['reply']!r}", path=f"{path}.reply")
-    return Reply(guard)
+    first = raw.get("first", "caller")
+    if first not in REPLY_ORDERS:
+        raise ModelError(f"expected one of {', '.join(REPLY_ORDERS)}, got {first!r}", path=f"{path}.first")
+    return Reply(guard, first)
+
+
+REPLY_ORDERS = ("caller", "second_phase")  # who goes on first at a reply
 
 
 def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
