@@ -5,7 +5,9 @@ included. The compiling is hatch-mypyc's (the hook black ships its wheels with);
 subclass adds only what a source install needs: with no C compiler (or
 ``SIMSTACK_HOTPATH=pure``), or when mypyc fails, the install goes on in pure Python with a
 one-line notice instead of failing. Either way it writes ``simstack/_hotpath_build.json``,
-the build's record: the SHA-256 of each compiled module's source, or why there is none.
+the build's record: the modules of the hot path (the hook's ``include`` list in
+pyproject.toml, the one list of them), and the SHA-256 of each compiled module's source, or
+why there is none.
 ``simstack.resources.hotpath`` reads it at import and passes over a compiled build whose sources have
 changed since, so an edited module never runs its old compiled code.
 """
@@ -62,13 +64,16 @@ class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
                 why = f"mypyc failed at install: {lines[-1] if lines else exc}"
         if why is not None and in_tree:
             self.clean([version])  # no old extension may outlive a pure build in place
+        # The modules the hook list names, in its order: the one list of the hot path, which
+        # simstack.resources.hotpath reads back from the record (built or not).
+        compilable = [path[:-3].replace("/", ".") for path in self.config.get("include", [])]
         if why is None:
             modules = {path[:-3].replace("/", "."): hashlib.sha256(Path(self.root, path).read_bytes()).hexdigest()
                        for path in self.normalized_included_files}
-            data: dict[str, Any] = {"build": "mypyc", "modules": modules}
+            data: dict[str, Any] = {"build": "mypyc", "compilable": compilable, "modules": modules}
         else:
             print(f"simstack: installing the pure-Python hot path ({why})", file=sys.stderr)
-            data = {"build": "pure", "reason": why}
+            data = {"build": "pure", "compilable": compilable, "reason": why}
         text = json.dumps(data, indent=1, sort_keys=True) + "\n"
         if in_tree:
             Path(self.root, RECORD).write_text(text, encoding="utf-8")

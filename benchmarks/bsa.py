@@ -26,8 +26,9 @@ from typing import Any
 
 from simstack import simulate
 from simstack.engine.simulate import RunResult
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec
-from simstack.load.loader import MODELS_DIR, build_spec, read_yaml
+from simstack.load.loader import MODELS_DIR, build_spec
 from simstack.load.precedence import calibrated_parameters
 
 ROOT = Path(__file__).resolve().parents[1]

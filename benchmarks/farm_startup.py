@@ -86,7 +86,7 @@ def main() -> None:
         res = simulate(spec, seed=1, record_steps=False)
         wall = time.perf_counter() - began
         procs = len(res.requests)
-        peak = res.memory_peaks["peak_used"].max() / 1e9
+        peak = res.table("memory_peaks")["peak_used"].max() / 1e9
         ready = (res.requests["end"] - 60).max()  # every variant ends with 60 s of processing
         print(f"{variant:<8} {procs:>9} {wall:>7.1f} {1e6 * wall / procs:>8.0f} {peak:>12.2f} {ready:>12.1f}")
 

@@ -52,7 +52,8 @@ def run(label: str, per_node: int) -> tuple[str, int, float, float, float, float
     res = simulate(spec, seed=1, record_steps=False, horizon=3 * 3600)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu_began
     ready = res.requests[res.requests["request"] == "ready"]
-    return label, len(ready), wall, cpu, res.memory_peaks["peak_used"].mean() / 1e9, float(ready["end"].max())
+    peaks = res.table("memory_peaks")
+    return label, len(ready), wall, cpu, peaks["peak_used"].mean() / 1e9, float(ready["end"].max())
 
 
 # the heaviest runs first, so that no long run starts last (CPU s measured at 17 per node)

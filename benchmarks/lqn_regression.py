@@ -31,9 +31,10 @@ from simstack.load.lqn.to_simstack import time_scale, to_simstack
 from simstack.studies.evaluate.lqn_compare import compare, entry_throughputs
 
 # Why a model misses although it imports, found by reading the model and lqsim's source.
-FORK_ORDER = ("lqsim starts an AND-fork's branches in random order, simstack in the order written, so on the "
-              "single fcfs core the replying branch always runs first (order of simultaneous ready work)")
-KNOWN = {"42-activities": FORK_ORDER, "87-fork": FORK_ORDER}
+RWLOCK_CHAIN = ("the read-write lock follows lqsim's rules as read in its source (66- to 68-rwlock agree); here "
+                "it is taken and given back through forwarding chains on one fcfs processor and lqsim's "
+                "throughputs are 8 % lower: not explained yet")
+KNOWN = {"69-rwlock": RWLOCK_CHAIN}
 
 
 def check(path: Path, cycles: float, reps: int, rel: float, seed: int) -> dict[str, object]:
@@ -52,7 +53,7 @@ def check(path: Path, cycles: float, reps: int, rel: float, seed: int) -> dict[s
     sim = entry_throughputs(imported, seed=seed, horizon=cycles * scale, warmup=cycles * scale / 20,
                             replications=reps)
     rows = compare(imported, lqsim, sim, rel=rel)
-    worst = max(rows, key=lambda r: r.rel_error, default=None)
+    worst = max((r for r in rows if r.lqsim.value), key=lambda r: r.rel_error, default=None)  # 0 vs 0 is no error
     misses = [r for r in rows if not r.ok]
     row.update(compared=len(rows), agree=len(rows) - len(misses),
                worst=f"{100 * worst.rel_error:.1f} % ({worst.entry})" if worst else "")

@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from simstack.io.paths import model_dir_of
-from simstack.load.loader import build_spec, read_yaml
+from simstack.io.safeyaml import read_yaml
+from simstack.load.loader import build_spec
 from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.calibrate import quantity
 from simstack.studies.fit.surrogate import MvaCurves

@@ -74,16 +74,12 @@ class RayLauncher(Launcher):
 def _result(ray: Any, ref: Any, overrides: list[str], job_dir: Path) -> JobReturn:
     """The job's result, its small files written back; a job whose Ray task died (a lost
     node, a crashed worker) is recorded as failed, as the job itself records its errors."""
-    from simstack.cli.sweep import write_status  # here: Hydra imports every plugin at start-up, keep that light
+    from simstack.cli.sweep import record_lost_job  # here: Hydra imports every plugin at start-up, keep that light
 
     try:
         ret, files = ray.get(ref)
     except ray.exceptions.RayError as exc:
-        error = " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
-        job_dir.mkdir(parents=True, exist_ok=True)
-        write_status(job_dir, {"job": job_dir.name, "status": "failed", "error": error, "overrides": overrides,
-                               "wall_time_s": None})
-        print(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", flush=True)
+        record_lost_job(job_dir, overrides, " ".join(f"{type(exc).__name__}: {exc}".split())[:2000])
         return JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
     _restore(job_dir, files)
     return ret

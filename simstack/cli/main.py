@@ -1,6 +1,7 @@
 """The ``simstack`` command: the console entry point and the Hydra app.
 
-``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``--version``),
+``main`` handles the verbs that are not Hydra tasks (``gather``, ``kinds``, ``experiments``,
+``--version``), expands ``+experiment=NAME`` into its sweep (``simstack.cli.experiments``),
 turns a leading task word into ``task=WORD`` and checks every override before Hydra sees it
 (``simstack.cli.overrides``), so a mistyped key is a simstack error (exit 2), not a Hydra
 one. The app dispatches the composed config to its task (``simstack.cli.tasks.TASKS``); a
@@ -10,6 +11,7 @@ simstack error ends it with one line on standard error and exit code 2.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import io
 import itertools
 import os
@@ -24,10 +26,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from simstack.cli.experiments import expand
+from simstack.cli.options import backend
 from simstack.cli.overrides import check_overrides
 from simstack.cli.sweep import gather_main, sweep_job
 from simstack.cli.tasks import TASKS
-from simstack.errors import SimstackError
+from simstack.engine.parallel import using
+from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.load.loader import resolve_model_path
@@ -56,7 +61,8 @@ def claimed_run_dir(base: str = "outputs") -> str:
 OmegaConf.register_new_resolver("simstack_run_dir", claimed_run_dir, use_cache=True, replace=True)
 
 
-OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE, errno.ENFILE)
+OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE,
+             errno.ENFILE)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
@@ -66,9 +72,17 @@ def app(cfg: DictConfig) -> None:
         task = TASKS.get(str(cfg.task))
         if task is None:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
-        code = task(cfg)
+        chosen = backend(cfg)
+        with using(chosen):  # every Workers the task opens runs there (simstack.engine.parallel)
+            try:
+                code = task(cfg)
+            finally:
+                chosen.release()
     except SimstackError as exc:
         _fail(exc)
+    except BrokenPipeError:  # the reader went away (| head): the results were written before printing
+        _quiet_stdout()
+        sys.exit(141)
     except OSError as exc:  # a full disk, a folder without write permission: one line, the last good files kept
         if exc.errno not in OS_ERRORS:
             raise
@@ -96,6 +110,8 @@ def _drop_empty_run_dir() -> None:
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.RUN:
         return
     out = Path(HydraConfig.get().runtime.output_dir)
+    if out.resolve() == Path.cwd().resolve():  # a study task's (hydra.run.dir=.): never the working folder
+        return
     log = out / f"{HydraConfig.get().job.name}.log"  # Hydra's log of the job, named after its module
     if not out.is_dir() or {p.name for p in out.iterdir()} - {".hydra", log.name} or (
             log.is_file() and log.stat().st_size):
@@ -184,18 +200,39 @@ def _main() -> None:
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
+    if sys.argv[1:2] == ["experiments"]:  # the named experiments, one line each
+        from simstack.cli.experiments import main as experiments
+        sys.exit(experiments(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASKS:
         sys.argv[1] = f"task={sys.argv[1]}"
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
+        if "hydra/launcher=ray" in sys.argv[1:] and importlib.util.find_spec("ray") is None:
+            raise ConfigError("hydra/launcher=ray runs the sweep on Ray, which is not installed here: "
+                              "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
+        swept = expand(sys.argv[1:])  # +experiment=NAME: its sweep's overrides (experiments/NAME.yaml)
+        if swept != sys.argv[1:]:
+            print(f"simstack {' '.join(swept)}", file=sys.stderr, flush=True)
+            sys.argv[1:] = swept
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
         if not tasks or tasks[-1] == "task=run":
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
+    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+        sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
+
+
+def _quiet_hydra(task: str) -> list[str]:
+    """Hydra's own files are a sweep's business (``simstack gather`` reads each job's
+    ``.hydra/``); a single run records its settings in ``run.json`` and a study task writes
+    into the model's folder, so Hydra writes nothing of its own there: no config copy, no log
+    file that a full disk could fail, no folder at all for a study task."""
+    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    return quiet if task == "task=run" else [*quiet, "hydra.run.dir=."]
 
 
 def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:

@@ -12,7 +12,10 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from simstack.engine.parallel import Backend, Processes, current
 from simstack.errors import ConfigError
+
+BACKENDS = ("processes", "ray")
 
 
 def plain(node: Any, where: str) -> Any:
@@ -54,8 +57,9 @@ def progress(cfg: DictConfig) -> bool:
 
 
 def jobs(cfg: DictConfig) -> int | None:
-    """Processes for ``predict``, ``check`` and ``calibrate``: ``sim.jobs=N`` / ``--jobs N`` or
-    ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one)."""
+    """Workers for ``predict``, ``check``, ``calibrate`` and ``report``: ``sim.jobs=N`` / ``--jobs N``
+    or ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one),
+    except on ``backend=ray``, where it is the cluster's CPUs."""
     chosen = None
     for key, value in (("sim.jobs", cfg.sim.get("jobs")), ("jobs", cfg.get("jobs"))):
         if value is None:
@@ -64,4 +68,28 @@ def jobs(cfg: DictConfig) -> int | None:
             raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
         if value > 1:
             chosen = value
-    return chosen
+    cpus = getattr(current(), "cpus", None)  # backend=ray without jobs: the cluster's CPUs
+    return cpus() if chosen is None and cpus is not None else chosen
+
+
+def backend(cfg: DictConfig) -> Backend:
+    """Where a task's parallel items run: ``backend=processes`` (this machine, the default) or
+    ``backend=ray`` with ``ray.address`` (a cluster's head; null: a Ray started here) and
+    ``ray.max_retries`` (reruns of a task whose worker or node was lost)."""
+    name = plain(cfg.get("backend"), "backend")
+    if name in (None, "", "processes"):
+        return Processes()
+    if name != "ray":
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    ray = plain(cfg.get("ray"), "ray") or {}
+    if not isinstance(ray, dict):
+        raise ConfigError(f"ray must be a mapping of settings (address, max_retries), got {ray!r}")
+    address = ray.get("address")
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise ConfigError(f"ray.address must be the head's HOST:PORT (or auto, or ray://HOST:PORT), got {address!r}")
+    retries = ray.get("max_retries", 3)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"ray.max_retries must be a whole number >= 0, got {retries!r}")
+    from simstack.engine.raypool import RayCluster  # imports Ray only when it is asked for
+
+    return RayCluster(address=address, max_retries=retries)

@@ -5,6 +5,9 @@ with a list of search paths, and exits 1 with a traceback hint. This module read
 same overrides with Hydra's own parser, compares them with the composed default config
 and raises a ``ConfigError`` that says which key, what is known and how to add a new key;
 the CLI prints it as ``simstack: error: ...`` and exits 2, like every other user error.
+A ``+`` adds a key only where the keys are the user's own (``+parameters.NAME``,
+``+flags.NAME``, ``+where.COLUMN``): ``+sim.replicatons=3`` is the same typo as
+``sim.replicatons=3`` and is refused the same way, never run with the default.
 Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are left to Hydra.
 """
 
@@ -24,6 +27,9 @@ from simstack.errors import ConfigError
 from simstack.lang.schema import suggest
 
 _ABSENT = object()
+# The settings whose keys are the user's own, added with +KEY=VALUE (a parameter or flag of the
+# model, a column of a prediction grid); every other key is simstack's, so a new one is a typo.
+OPEN = ("parameters", "flags", "where")
 
 
 def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str]]:
@@ -100,18 +106,22 @@ def _check_one(override: Override, base: DictConfig, groups: dict[str, list[str]
     current = OmegaConf.select(base, key, default=_ABSENT)
     if override.type == OverrideType.ADD and current is not _ABSENT:
         raise ConfigError(f"{key} is already a setting; write {line.lstrip('+')} without the '+'")
-    if override.type in (OverrideType.CHANGE, OverrideType.DEL) and current is _ABSENT:
-        parent = key.rpartition(".")[0]
-        holder = OmegaConf.select(base, parent, default=_ABSENT) if parent else base
-        if isinstance(holder, DictConfig):
-            known = [str(k) for k in holder.keys()]
-            where = f"{parent} has" if parent else "known settings are"
-            listed = ", ".join(known) if parent else ", ".join(_leaves(base))
-            hint = f"; to add a new key, write +{line}" if override.type == OverrideType.CHANGE else ""
-            close = suggest(key, [f"{parent}.{k}" if parent else k for k in known])
-            raise ConfigError(f"unknown setting {key!r}{close}; {where}: {listed or '(none)'}{hint}")
-        raise ConfigError(f"unknown setting {key!r}: {parent!r} is not a group of settings; known settings: "
-                          f"{', '.join(_leaves(base))}")
+    if current is not _ABSENT:
+        return
+    parent = key.rpartition(".")[0]
+    holder = OmegaConf.select(base, parent, default=_ABSENT) if parent else base
+    if override.type in (OverrideType.ADD, OverrideType.FORCE_ADD) and parent in OPEN:
+        return  # +parameters.NAME=...: a key of the user's own; any other + is refused like a typo
+    if isinstance(holder, DictConfig):
+        known = [str(k) for k in holder.keys()]
+        where = f"{parent} has" if parent else "known settings are"
+        listed = ", ".join(known) if parent else ", ".join(_leaves(base))
+        bare = line.lstrip("+~")
+        hint = f"; to add a new key, write +{bare}" if parent in OPEN and override.type == OverrideType.CHANGE else ""
+        close = suggest(key, [f"{parent}.{k}" if parent else k for k in known])
+        raise ConfigError(f"unknown setting {key!r}{close}; {where}: {listed or '(none)'}{hint}")
+    raise ConfigError(f"unknown setting {key!r}: {parent!r} is not a group of settings; known settings: "
+                      f"{', '.join(_leaves(base))}")
 
 
 def _leaves(cfg: Any, prefix: str = "") -> list[str]:

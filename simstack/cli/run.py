@@ -18,15 +18,18 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from simstack.cli.options import plain, switch
+from simstack.engine.precise import simulate_until_precise
 from simstack.engine.simulate import RunResult, simulate
+from simstack.errors import ConfigError
 from simstack.io.outputs import FileGroup, csv_text
 from simstack.lang.spec import ModelSpec
 from simstack.load import precedence
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose, load_chosen
+from simstack.load.precedence import calibrated_parameters, load_chosen
 from simstack.load.whatif import WhatIf, load_whatif
-from simstack.studies.provenance import git_commit
+from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import summary_text
+from simstack.tables.stopping import Precision, precision_from, stop_record
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,18 +45,24 @@ def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str
     }
 
 
+def precision_setting(cfg: DictConfig) -> tuple[Precision | None, dict[str, Any]]:
+    """``sim.precision``: the request (None when neither relative nor absolute nor any other of
+    its keys is set) and the keys as given, for ``run.json``."""
+    raw = plain(cfg.sim.get("precision"), "sim.precision")
+    if raw is None:
+        return None, {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"sim.precision must be a mapping (sim.precision.relative=0.02, ...), got {raw!r}")
+    given = {k: v for k, v in raw.items() if v is not None and v != []}
+    return (precision_from(given, "sim.precision") if given else None), given
+
+
 def chosen_whatif(cfg: DictConfig, model_file: Path) -> WhatIf | None:
     """The what-if named by ``whatif=`` (``MODEL/NAME``, a name of the chosen model, or a path)."""
     ref = plain(cfg.get("whatif"), "whatif")
     if ref is None or ref == "":
         return None
     return load_whatif(str(ref), model_file.parent, plain(cfg.get("models_dir"), "models_dir"))
-
-
-def model_overrides(cfg: DictConfig, whatif: WhatIf | None = None) -> tuple[dict[str, Any], dict[str, bool]]:
-    """Parameters and flags: the what-if first, then explicit overrides on top."""
-    choice = choose({}, whatif, parameters=plain(cfg.parameters, "parameters"), flags=plain(cfg.flags, "flags"))
-    return choice.parameters, choice.flags
 
 
 def chosen_spec(cfg: DictConfig) -> tuple[ModelSpec, Path, WhatIf | None, str | None]:
@@ -74,19 +83,26 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"model": result.model.name, "model_file": str(result.model.file), "seed": result.seed,
             "replications": result.replications, "horizon": result.horizon, "warmup": result.warmup,
+            "stopped": None if result.stopped is None else result.stopped.stopped,
+            "precision": None if result.stopped is None or result.precision is None else
+            stop_record(result.precision, result.stopped),
             "wall_time_s": result.wall_time, "git_commit": git_commit(Path(__file__).parent),
             "parameters": {k: p.value for k, p in result.model.parameters.items()},
             "flags": sorted(result.model.flags),
             "config": dict(settings)}
     with FileGroup() as group:  # every file whole, the set complete, even in a folder two runs share
         group.add(out_dir / "summary.csv", csv_text(result.summary()))
+        group.add(out_dir / "latency_cdf.csv", csv_text(result.latency_cdf()))
+        stages = result.stage_summary()
+        if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
+            group.add(out_dir / "stages.csv", csv_text(stages))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
-        if not result.memory_peaks.empty:  # the model takes memory (simstack.resources.memory)
-            group.add(out_dir / "memory_peaks.csv", csv_text(result.memory_peaks))
+        if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)
+            group.add(out_dir / "memory_peaks.csv", csv_text(result.table("memory_peaks")))
         if tables:
-            frames = {"requests": result.requests, "steps": result.steps, "memory": result.memory,
-                      "store_load": result.store_load}
+            frames = {"requests": result.requests, "steps": result.steps, "memory": result.table("memory"),
+                      "store_load": result.table("store_load")}
             for name, frame in frames.items():
                 if name == "requests" or not frame.empty:
                     frame.to_parquet(group.stage(out_dir / f"{name}.parquet"), index=False, compression="zstd")
@@ -114,16 +130,23 @@ def run(cfg: DictConfig) -> int:
     """The ``run`` task: simulate, print the tables, write the run's files."""
     models_dir = plain(cfg.get("models_dir"), "models_dir")
     spec, model_file, whatif, scenario = chosen_spec(cfg)
+    fitted = calibrated_parameters(model_file.parent)
+    if fitted:  # said, so that the same command on a calibrated copy is not a surprise
+        print(f"calibrated: {', '.join(sorted(fitted))} from {model_file.parent.name}/calibrated.yaml")
+    stale = stale_calibration(model_file.parent)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
+    precision, asked = precision_setting(cfg)
     tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
-    result = simulate(spec, **kwargs)
+    result = simulate(spec, **kwargs) if precision is None else simulate_until_precise(spec, precision, **kwargs)
     settings = {"model": str(plain(cfg.model, "model")), "model_file": str(model_file), "models_dir": models_dir,
                 "scenario": scenario, "whatif": plain(cfg.get("whatif"), "whatif"),
                 "whatif_file": None if whatif is None else str(whatif.file),
                 "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
-                "sim": kwargs, "output": plain(cfg.output, "output")}
+                "sim": {**kwargs, **({"precision": asked} if asked else {})}, "output": plain(cfg.output, "output")}
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
     print_summary(result)

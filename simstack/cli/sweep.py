@@ -32,6 +32,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
 from simstack.errors import SimstackError
+from simstack.io.atomic import write_text_atomic
 
 STATUS_FILE = "status.json"
 JOB_OUTPUT_FILE = "stdout.txt"
@@ -75,10 +76,26 @@ def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
 
 
 def write_status(out_dir: Path, status: dict[str, Any]) -> None:
-    """Written whole or not at all (an interrupted job leaves no half file behind)."""
-    partial = out_dir / f".{STATUS_FILE}.partial"
-    partial.write_text(json.dumps(status, indent=2))
-    partial.replace(out_dir / STATUS_FILE)
+    """Written whole or not at all (an interrupted job, a full disk leave no half file behind:
+    the job then reads as missing). A status that cannot be written is said on the job's line
+    and never raised, so the sweep's other jobs still run."""
+    try:
+        write_text_atomic(out_dir / STATUS_FILE, json.dumps(status, indent=2))
+    except OSError as exc:
+        print(f"job {out_dir.name}: its {STATUS_FILE} could not be written ({exc.strerror or exc}): "
+              "the sweep will count it as missing", file=sys.stderr, flush=True)
+
+
+def record_lost_job(job_dir: Path, overrides: list[str], error: str) -> None:
+    """A job whose worker died under it (a killed process, a lost node) recorded as failed,
+    as a job records its own errors, so the gathering lists it with the reason."""
+    try:
+        job_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    write_status(job_dir, {"job": job_dir.name, "status": "failed", "error": error, "overrides": overrides,
+                           "wall_time_s": None})
+    print(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", flush=True)
 
 
 def _quiet(cfg: DictConfig) -> None:
@@ -162,7 +179,8 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     state = status.get("status", "ok" if meta else "missing")
     table = pd.DataFrame()
     if state == "ok" and job is not None and (job / "summary.csv").is_file():
-        table = pd.read_csv(job / "summary.csv")
+        table = pd.concat([pd.read_csv(job / "summary.csv"), _phases(job / "stages.csv")], ignore_index=True)
+        table = _last_ends(table, job / "requests.parquet")
     if table.empty:
         table = pd.DataFrame([{}])
     head = {"job": name, **{column: value for _, column, value in map(_split, overrides)}, "status": state,
@@ -172,7 +190,44 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
     wall = meta.get("wall_time_s")
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
+    table["dropped"], table["dropped_at"] = _drops(job) if state == "ok" and job is not None else (0, "")
     return table
+
+
+def _drops(job: Path) -> tuple[int, str]:
+    """Work a job's resources turned away (a full queue that drops, a refused connection): the
+    number and where, so that a sweep whose jobs ran cannot pass for one that lost nothing."""
+    path = job / "resources.csv"
+    if not path.is_file():
+        return 0, ""
+    resources = pd.read_csv(path)
+    if "drops" not in resources.columns:
+        return 0, ""
+    per = resources.groupby("resource", sort=False)["drops"].sum()
+    per = per[per > 0]
+    return int(per.sum()), ", ".join(f"{name} {int(n):,}" for name, n in per.items())
+
+
+def _last_ends(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``end_max``: when the last recorded request of each class ended (seconds of simulated
+    time, over every replication), from the job's per-request table when it was written. For a
+    batch of work (a farm starting up) that is the answer: when the last process was ready."""
+    if not path.is_file() or "request" not in table.columns:
+        return table
+    rows = pd.read_parquet(path, columns=["request", "end", "ok", "warmup"])
+    ends = rows[rows["ok"] & ~rows["warmup"]].groupby("request")["end"].max()
+    return table.assign(end_max=table["request"].map(ends))
+
+
+def _phases(path: Path) -> pd.DataFrame:
+    """A job's phases (its named stages, with ``sim.record_steps=true``) as rows of their own,
+    ``request / stage``, so a sweep's report draws each phase against the swept value."""
+    if not path.is_file():
+        return pd.DataFrame()
+    stages = pd.read_csv(path)
+    stages = stages[stages["component"] == "stage"]
+    rows = stages.drop(columns=["step", "component", "mean_wait", "mean_service"], errors="ignore")
+    return rows.assign(request=stages["request"] + " / " + stages["step"])
 
 
 def gather(sweep_dir: Path) -> pd.DataFrame:
@@ -194,13 +249,18 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
 
 def outcome_line(table: pd.DataFrame) -> str:
     """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``."""
+    from simstack.report.sweep import varying_overrides  # the report's plotting stack only when a sweep ends
+
     jobs = table.drop_duplicates("job")
     ok = int((jobs["status"] == "ok").sum())
     line = f"{ok} of {len(jobs)} jobs ok"
+    swept = varying_overrides(table)
+    losses = _losses(table, jobs, swept)
+    if losses:
+        line += f"; with losses (dropped work or failed requests): {losses}"
     bad = jobs[jobs["status"] != "ok"]
     if bad.empty:
         return line
-    swept = varying_overrides(table)
     items = []
     for _, row in bad.iterrows():
         label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
@@ -208,20 +268,26 @@ def outcome_line(table: pd.DataFrame) -> str:
     return f"{line}; {'failed' if (bad['status'] == 'failed').all() else 'failed or missing'}: " + "; ".join(items)
 
 
+def _losses(table: pd.DataFrame, jobs: pd.DataFrame, swept: list[str]) -> str:
+    """The ok jobs that dropped work or failed requests, each with what it lost."""
+    items = []
+    for _, row in jobs[jobs["status"] == "ok"].iterrows():
+        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
+        lost = []
+        if row.get("dropped", 0):
+            lost.append(f"dropped at {row['dropped_at']}")
+        own = table[table["job"] == row["job"]]
+        if "failed" in own.columns:
+            failing = own[pd.to_numeric(own["failed"], errors="coerce").fillna(0) > 0]
+            lost += [f"{r['request']} failed {float(r['failed']):.1%}" for _, r in failing.iterrows()]
+        if lost:
+            items.append(f"{label}: {'; '.join(lost)}")
+    return "; ".join(items)
+
+
 def _raw_key(table: pd.DataFrame, column: str) -> str:
     """The override as typed (``+parameters.consoles``) for a column (``parameters.consoles``)."""
     return table.attrs.get("override_keys", {}).get(column, column)
-
-
-def override_columns(table: pd.DataFrame) -> list[str]:
-    """The override columns: those between ``job`` and ``status``."""
-    cols = list(table.columns)
-    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
-
-
-def varying_overrides(table: pd.DataFrame) -> list[str]:
-    jobs = table.drop_duplicates("job")
-    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
 
 
 def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:
@@ -230,15 +296,28 @@ def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:
 
     table = gather(sweep_dir)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, f"sweep {sweep_dir}"))
+    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, _title(table, sweep_dir)))
     return table, outcome_line(table)
+
+
+def _title(table: pd.DataFrame, sweep_dir: Path) -> str:
+    """A named experiment's sweep is titled by its name and the question it answers."""
+    names: list[str] = list(table["experiment"].dropna().astype(str).unique()) if "experiment" in table.columns else []
+    if len(names) != 1 or names[0] in ("", "null"):
+        return f"sweep {sweep_dir}"
+    from simstack.cli.experiments import find_experiment
+
+    try:
+        return f"experiment {names[0]}: {find_experiment(names[0]).answers} ({sweep_dir})"
+    except SimstackError:
+        return f"experiment {names[0]} ({sweep_dir})"
 
 
 def _report(sweep_dir: Path) -> int:
     table, line = write_gathered(sweep_dir)
     print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
           f"and {sweep_dir / 'sweep_report.html'}")
-    print(line, file=sys.stdout if line.endswith(" ok") else sys.stderr)
+    print(line, file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
     return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 

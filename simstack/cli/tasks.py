@@ -34,6 +34,7 @@ from simstack.studies.fit.calibrate import calibrate_into, check_free_under, cho
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.intervals import Method, method
 from simstack.studies.predict import interval_plan, predict_selection, write_predictions
+from simstack.studies.provenance import stale_calibration
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.study import Study, load_study
@@ -63,6 +64,9 @@ def check(cfg: DictConfig) -> int:
 
 
 def print_check(result: ModelCheck) -> None:
+    stale = stale_calibration(result.study.folder)
+    if stale:
+        print(f"warning: {stale}", file=sys.stderr)
     table = result.table
     if result.measured:
         verdict = f"{len(table)} stage(s), {result.failures} slower"
@@ -127,7 +131,7 @@ def calibrate(cfg: DictConfig) -> int:
     study = load_study(model_dir_of(model, models_dir))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
-        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg)))
+        print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
         return 0
     if not alternative:
         _calibrate_into(study, progress(cfg), None, jobs(cfg) or 1)
@@ -231,7 +235,7 @@ def report(cfg: DictConfig) -> int:
     """``simstack report``: the page of the study's ``report:`` section (``out=`` or ``reports/MODEL.html``)."""
     model, models_dir = study_model(cfg)
     model_dir = model_dir_of(model, models_dir)
-    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True)
+    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True, jobs=jobs(cfg) or 1)
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
     print(path)
     return 0

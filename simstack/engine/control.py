@@ -16,16 +16,16 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from simstack.engine.runners import Cursor, SpanRunner
+from simstack.engine.runners import Cursor
 from simstack.kinds.base import Ctx
-from simstack.lang.distributions import Const, Uniform
+from simstack.lang.samplers import Const, Uniform
 from simstack.lang.spec import Choose, Fork, Repeat, Step
+from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
     from simstack.engine.runners import Scope
 
-K = Callable[[], None]
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
 _DEFAULT_NAMES = {Choose: "choose", Repeat: "repeat", Fork: "all"}
 
@@ -46,10 +46,14 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
     elif isinstance(step, Repeat):
         runner = RepeatRunner(r.sampler(stream + ".count", step.count), _body(r, step.body, scope, g.path))
     else:
-        runner = ForkRunner([_body(r, b, scope, g.path) for b in step.branches], step.join)
+        bodies = [_body(r, b, scope, g.path) for b in step.branches]
+        if step.order == "random":
+            runner = ShuffledForkRunner(bodies, step.join, r.sampler(stream + ".order", Uniform(0.0, 1.0)))
+        else:
+            runner = ForkRunner(bodies, step.join)
     if g.name == _DEFAULT_NAMES[type(step)]:
         return runner
-    return SpanRunner(r, runner, g.name, "stage")
+    return r.span(runner, g.name, "stage")
 
 
 def unrollable(step: Step) -> bool:
@@ -116,6 +120,25 @@ class ForkRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         _Join(self.join, k).launch(self.branches, ctx)
+
+
+class ShuffledForkRunner:
+    """An AND-fork whose branches start in a random order each time, every order equally
+    likely (a Fisher-Yates shuffle, as lqsim shuffles a fork's list)."""
+
+    __slots__ = ("branches", "join", "draw")
+
+    def __init__(self, branches: list[Any], join: int, draw: Callable[[Ctx], float]):
+        self.branches = branches
+        self.join = join
+        self.draw = draw
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        order = list(self.branches)
+        for i in range(len(order) - 1, 0, -1):
+            j = min(int(self.draw(ctx) * (i + 1)), i)
+            order[i], order[j] = order[j], order[i]
+        _Join(self.join, k).launch(order, ctx)
 
 
 class _Join:

@@ -15,50 +15,39 @@ restart = ``restore`` (read the dump, map its memory); watchdog = ``fork`` with
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simstack.engine.callsites import site_of
-from simstack.engine.files import FileRunner, host_of, resolved
+from simstack.engine.files import FileRunner, file_runner
 from simstack.errors import ModelError
 from simstack.kinds.base import Ctx
 from simstack.lang.spec import Alloc, FileOp, ForkProcess, Restore, Step, WriteMemory
 from simstack.resources.memory import MemoryState, OutOfMemory, Process
+from simstack.resources.protocol import K
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
     from simstack.engine.runners import Scope
 
-K = Callable[[], None]
 STEPS = (Alloc, WriteMemory, ForkProcess, FileOp, Restore)
-
-
-def memory_state(r: Replication) -> MemoryState:
-    """The replication's memory, made on first use (a model without memory steps has none)."""
-    if r.memory is None:
-        env = r.env
-        r.memory = MemoryState(r.rep, lambda: env.now, (
-            (h.name, h.memory, h.memory_record == "processes") for h in r.spec.hosts.values()))
-    state: MemoryState = r.memory
-    return state
 
 
 def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
     """The runner of one lifecycle step (called from ``Replication._compile_action``)."""
     stream = f"{step.guard.path}:{step.guard.name}"
     if isinstance(step, FileOp):
-        return FileRunner(r, step, stream)
-    mem = memory_state(r)
+        return file_runner(r, step, stream)
+    mem = r.memory_state()
     if isinstance(step, ForkProcess):
         return ForkRunner(r, mem, step, scope)
-    here = _HostPicker(r, getattr(step, "host", None), scope, step.guard.path)
+    here = _HostPicker(r, step.host if isinstance(step, Alloc | Restore) else None, scope, step.guard.path)
     if isinstance(step, Alloc):
         return AllocRunner(mem, here, r.sampler(f"{stream}.bytes", step.bytes), step.shared, step.guard.path)
     if isinstance(step, WriteMemory):
         return WriteRunner(r, mem, here, step)
     assert isinstance(step, Restore)
-    return RestoreRunner(mem, here, FileRunner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
+    return RestoreRunner(mem, here, file_runner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
                          step.shared, step.read.file, step.guard.path)
 
 
@@ -69,9 +58,9 @@ class _HostPicker:
 
     def __init__(self, r: Replication, host: str | None, scope: Scope, path: str):
         if host is not None:
-            self.hosts = resolved(r, "hosts", host)
+            self.hosts = r.index.resolved("hosts", host)
         else:
-            host = host_of(r, scope[0])
+            host = r.index.host_of(scope[0])
             self.hosts = [host] if host is not None else []
         self.path = path
 

@@ -4,13 +4,13 @@ waited, in each interval of a fixed length up to the horizon, for the resources 
 A utilisation row says a file server was 40 % busy over the whole run; a start-up storm
 is a few minutes of saturation and then nothing, which only a time series shows (``sar``
 on a server, sampled every few seconds). Every resource already keeps exact time-weighted
-areas under its busy and queue curves (``components.meter``); this samples those areas
+areas under its busy and queue curves (``resources.meter``); this samples those areas
 once per interval, so each row is the exact mean over its interval, not an instantaneous
 value that could miss a spike. It costs one event per interval for all the traced
 resources together and nothing on the hot path.
 
 Asked for with the run setting ``trace: {resources: [nfs], every: 10s}`` (``simulate(...,
-trace=...)``); the rows are ``RunResult.load_trace``.
+trace=...)``); the rows are the run's ``load_trace`` table (``RunResult.table("load_trace")``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,10 @@ def parse_trace(raw: object) -> Trace | None:
 
 
 class LoadTrace:
-    """Samples the named meters every ``every`` seconds until the run ends."""
+    """Samples the named meters every ``every`` seconds until the run ends: the
+    ``load_trace`` result table."""
+
+    TABLES = {"load_trace": TRACE_COLUMNS}  # the result table it adds
 
     def __init__(self, env: Any, rep: int, trace: Trace, meters: Sequence[Meter], horizon: float | None):
         known = {m.name: m for m in meters}
@@ -75,12 +78,16 @@ class LoadTrace:
         self.meters = [known[n] for n in trace.resources]
         self.rows: list[tuple] = []
         self._last = 0.0
-        self._areas = [(m._start, m._busy_area, m._queue_area) for m in self.meters]
+        self._areas = [m.areas() for m in self.meters]
         Wake(env, self.every, self._sample)
 
+    def tables(self) -> dict[str, list[tuple]]:
+        """Its rows of ``TABLES``, for the run's result."""
+        return {"load_trace": self.rows}
+
     def _sample(self, _event: object = None) -> None:
-        self.sample(self.env.now)
-        if self.env.now + self.every < self.horizon:  # the last interval ends at the horizon
+        self.sample(self.env._now)
+        if self.env._now + self.every < self.horizon:  # the last interval ends at the horizon
             Wake(self.env, self.every, self._sample)
 
     def sample(self, now: float) -> None:
@@ -91,13 +98,14 @@ class LoadTrace:
         for i, m in enumerate(self.meters):
             m.touch(now)
             start, busy, queue = self._areas[i]
+            areas = m.areas()
             since = self._last
-            if m._start != start:  # reset at the end of the warm-up: its areas start there
+            if areas[0] != start:  # reset at the end of the warm-up: its areas start there
                 busy = queue = 0.0
-                since = m._start
+                since = areas[0]
             span = now - since
             self.rows.append((self.rep, now, m.name, m.kind, m.capacity,
-                              (m._busy_area - busy) / span if span > 0 else 0.0,
-                              (m._queue_area - queue) / span if span > 0 else 0.0))
-            self._areas[i] = (m._start, m._busy_area, m._queue_area)
+                              (areas[1] - busy) / span if span > 0 else 0.0,
+                              (areas[2] - queue) / span if span > 0 else 0.0))
+            self._areas[i] = areas
         self._last = now

@@ -19,6 +19,8 @@ import simpy
 from simstack.engine import lifecycle
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import compile_flow, unrollable
+from simstack.engine.files import NameIndex
+from simstack.engine.recorded import RecordedCallRunner, RecordedCpuRunner, RecordedHoldRunner, SpanRunner
 from simstack.engine.runners import (
     ByItemRunner,
     CallRunner,
@@ -27,21 +29,18 @@ from simstack.engine.runners import (
     DelayRunner,
     FusedCpuRunner,
     HoldRunner,
-    K,
     ParallelRunner,
     PlainCallRunner,
     QueueRunner,
     Scope,
     SeqRunner,
-    SpanRunner,
     SpawnRunner,
     SubRequestRunner,
 )
 from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
 from simstack.kinds import lookup
 from simstack.kinds.base import BindContext, BuildContext, Ctx
-from simstack.kinds.threads import thread_scope
-from simstack.lang.distributions import Const, Distribution, Indexed
+from simstack.lang.samplers import Const, Distribution, Indexed
 from simstack.lang.spec import (
     Acquire,
     Call,
@@ -61,7 +60,10 @@ from simstack.lang.spec import (
 )
 from simstack.load import replicas
 from simstack.resources.disciplines import make_cpu
+from simstack.resources.memory import MemoryState
+from simstack.resources.protocol import K
 from simstack.tables.records import Recorder
+from simstack.tables.rows import request_row
 from simstack.tables.streamstats import SummaryRecorder
 
 BLOCK = 256
@@ -101,8 +103,9 @@ class Request:
         r.in_system -= 1
         if r.memory is not None:  # a process ends: its memory is freed
             r.memory.end(self.id)
-        r.rec.request((self, self.parent, self.cls, self.workload, self.item, self.warmup, self.start,
-                       r.env._now, not self.failed, self.reason))
+        r.rec.request(request_row(req=self, parent=self.parent, request=self.cls, workload=self.workload,
+                                  item=self.item, warmup=self.warmup, start=self.start, end=r.env._now,
+                                  ok=not self.failed, reason=self.reason))
         on_end = self.on_end
         if on_end is not None:
             on_end()
@@ -142,7 +145,7 @@ class Replication:
         self.in_system = 0
         self.started = 0
         self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
-                                      h.idle_spinner)
+                                      h.idle_spinner, h.groups)
                      for h in spec.hosts.values()}
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}
@@ -152,8 +155,9 @@ class Replication:
         self._site = ""  # call-site chain of the copy being compiled; prefixes its stream names
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
-        self.memory: Any = None  # simstack.resources.memory.MemoryState once a step takes memory
-        self.memos: dict[str, dict[Any, Any]] = {}  # per-replication lookups of simstack.engine.files
+        self.memory: MemoryState | None = None  # made by memory_state() for the first step that takes memory
+        # the names that the file and memory steps resolve, each once
+        self.index = NameIndex(spec.hosts, self.runtimes, self.kinds, self.cpus)
         bind = BindContext(self.cpus, self.start, self.refuse)
         for c in spec.components.values():
             self.kinds[c.name].bind(c, self.runtimes[c.name], bind)
@@ -163,6 +167,16 @@ class Replication:
         or for ever (no event was left, so nothing could ever release what they wait for)."""
         return [(self.rep, req.id, req.cls, step, target, since) for req, step, target, since in self.waits.values()
                 if ran_dry or end - since >= end / 2]
+
+    def memory_state(self) -> MemoryState:
+        """The replication's memory, made on first use (a model without memory steps has none,
+        and no memory tables)."""
+        memory = self.memory
+        if memory is None:
+            env = self.env
+            memory = self.memory = MemoryState(self.rep, lambda: env._now, (
+                (h.name, h.memory, h.memory_record == "processes") for h in self.spec.hosts.values()))
+        return memory
 
     # -- randomness ---------------------------------------------------------------------
     def sampler(self, stream: str, dist: Distribution) -> Callable[[Ctx], float]:
@@ -216,17 +230,19 @@ class Replication:
         self.next_id += 1
         self.started += 1
         req = Request(self.next_id, cls, workload, parent, since, False, item)
-        self.rec.request((req, parent, cls, workload, item, False, since, self.env.now, False, reason))
+        self.rec.request(request_row(req=req, parent=parent, request=cls, workload=workload, item=item, warmup=False,
+                                     start=since, end=self.env._now, ok=False, reason=reason))
 
     # -- compilation --------------------------------------------------------------------
     def compile_body(self, body: tuple[Step, ...], scope: Scope, path: str) -> Any:
         runners: list[Any] = []
-        fusing = not self.rec.record_steps and getattr(scope[0], "exact_fusion", False)
+        cpu = scope[0]
+        fusing = cpu is not None and cpu.exact_fusion and not self.rec.record_steps
         for step in (_flatten(body) if fusing else body):
             if fusing and _fusible(step) and runners and isinstance(runners[-1], FusedCpuRunner):
                 runners[-1].draws.append(self._draw_cpu(step))  # type: ignore[arg-type]
-            elif fusing and _fusible(step):
-                runners.append(FusedCpuRunner(scope, [self._draw_cpu(step)]))  # type: ignore[arg-type]
+            elif fusing and cpu is not None and _fusible(step):
+                runners.append(FusedCpuRunner(cpu, scope[1], [self._draw_cpu(step)]))  # type: ignore[arg-type]
             else:
                 runners.append(self.compile_step(step, scope))
         return runners[0] if len(runners) == 1 else SeqRunner(runners)
@@ -251,8 +267,13 @@ class Replication:
         g = step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
+            cpu = scope[0]
+            assert cpu is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it (graph)
             nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
-            return CpuRunner(self, scope, self.sampler(stream, step.demand), step.per_byte, nbytes, g.name)
+            draw = self.sampler(stream, step.demand)
+            if self.rec.record_steps:
+                return RecordedCpuRunner(self, cpu, scope[1], draw, step.per_byte, nbytes, g.name)
+            return CpuRunner(cpu, scope[1], draw, step.per_byte, nbytes)
         if isinstance(step, Delay):
             return DelayRunner(self, self.sampler(stream, step.duration), g.name)
         if isinstance(step, Hold):
@@ -260,25 +281,27 @@ class Replication:
             kind = self.kinds[step.target]
             acquire, release = kind.bind_hold(self.runtimes[step.target], step.key, step.mode, scope[1])
             inner = scope
-            tscope = thread_scope(kind, comp)
+            tscope = kind.thread_scope(comp)
             if tscope is not None:
-                inner = (self.cpus[tscope[0]], tscope[1])
+                inner = (kind.thread_cpu(comp, self.cpus[tscope[0]]), tscope[1])
             body = self.compile_body(step.body, inner, g.path)
-            return HoldRunner(self, acquire, release, body, g.name, step.target)
+            holding = RecordedHoldRunner if self.rec.record_steps else HoldRunner
+            return holding(self, acquire, release, body, g.name, step.target, tscope is not None)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
                 sub: Any = SubRequestRunner(self, step.target, scope, site_of(self._site, g.path))
                 if has_reply(self.spec.requests[step.target].body):  # a second phase after the reply
                     sub = PhasedRunner(sub)
-                return SpanRunner(self, sub, g.name, step.target)
+                return self.span(sub, g.name, step.target)
             kind = self.kinds[step.target]
-            plain = getattr(kind, "bind_call_plain", None)
-            if plain is not None and not self.rec.record_steps:
-                serve_k = plain(self.runtimes[step.target], step.options, self.sampler, stream)
+            if not self.rec.record_steps:
+                serve_k = kind.bind_call_plain(self.runtimes[step.target], step.options, self.sampler, stream)
                 if serve_k is not None:
                     return PlainCallRunner(serve_k)
             serve = kind.bind_call(self.runtimes[step.target], step.options, self.sampler, stream)
-            return CallRunner(self, serve, g.name, step.target)
+            if self.rec.record_steps:
+                return RecordedCallRunner(self, serve, g.name, step.target)
+            return CallRunner(serve)
         if isinstance(step, Send):
             if step.target in self.spec.requests:
                 return SpawnRunner(self, step.target, scope, site_of(self._site, g.path))
@@ -291,7 +314,12 @@ class Replication:
             return compile_flow(self, step, scope)
         assert isinstance(step, Sequence)
         body = self.compile_body(step.body, scope, g.path)
-        return body if g.name == "steps" else SpanRunner(self, body, g.name, "stage")
+        return body if g.name == "steps" else self.span(body, g.name, "stage")
+
+    def span(self, inner: Any, name: str, target: str) -> Any:
+        """A named stage: its span recorded in the step table, or, when steps are not
+        recorded, the stage's body itself (nothing to do around it)."""
+        return SpanRunner(self, inner, name, target) if self.rec.record_steps else inner
 
     def _replica_compiler(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> Callable[[int], Any]:
         """Compiles ``step`` for one replica, later if need be, in the call-site chain of now."""

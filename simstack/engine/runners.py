@@ -2,9 +2,10 @@
 
 A runner has one method, ``run(ctx, k)``: do the step's work for the request in ``ctx``,
 then call the continuation ``k``. Runners schedule raw SimPy events with callbacks
-(``components/wake.py``) instead of a process per request, so a customer costs about as
+(``resources/wake.py``) instead of a process per request, so a customer costs about as
 many kernel events as the model has service completions. ``Replication`` compiles them;
-``branching`` and ``runners_sync`` add the control-flow and synchronisation runners.
+``control`` and ``sync`` add the control-flow and synchronisation runners, ``recorded`` the
+variants that record their step in the step table (recording is chosen when a step is compiled).
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.kinds.base import Ctx
 from simstack.kinds.queues import QueueRuntime
+from simstack.resources.protocol import Discipline, K
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
-Scope = tuple[Any, int]  # (cpu runtime or None, priority)
+Scope = tuple[Discipline | None, int]  # (the host's CPU, or None outside any host; priority)
 
 
 class FusedCpuRunner:
@@ -33,21 +34,18 @@ class FusedCpuRunner:
     event count drops. Used when steps are not recorded (a fused step has no name).
     """
 
-    __slots__ = ("cpu", "priority", "draws", "submit_k")
+    __slots__ = ("priority", "draws", "submit_k")
 
-    def __init__(self, scope: Scope, draws: list[Callable[[Ctx], float]]):
-        self.cpu, self.priority = scope
+    def __init__(self, cpu: Discipline, priority: int, draws: list[Callable[[Ctx], float]]):
+        self.priority = priority
         self.draws = draws
-        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
+        self.submit_k = cpu.submit_k  # takes the continuation as is
 
     def run(self, ctx: Ctx, k: K) -> None:
         demand = 0.0
         for draw in self.draws:
             demand += draw(ctx)
-        if self.submit_k is not None:
-            self.submit_k(demand, self.priority, k, ctx)
-        else:
-            self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
+        self.submit_k(demand, self.priority, k, ctx)
 
 
 class SeqRunner:
@@ -98,36 +96,23 @@ class Cursor:
 
 
 class CpuRunner:
-    __slots__ = ("r", "cpu", "priority", "draw", "per_byte", "nbytes", "name", "submit_k")
+    """A CPU step when steps are not recorded: the demand goes to the host with the
+    continuation as is."""
 
-    def __init__(self, r: Replication, scope: Scope, draw: Any, per_byte: float, nbytes: Any, name: str):
-        self.r = r
-        self.cpu, self.priority = scope
-        self.submit_k = getattr(self.cpu, "submit_k", None)  # takes the continuation as is
+    __slots__ = ("submit_k", "priority", "draw", "per_byte", "nbytes")
+
+    def __init__(self, cpu: Discipline, priority: int, draw: Any, per_byte: float, nbytes: Any):
+        self.submit_k = cpu.submit_k  # takes the continuation as is
+        self.priority = priority
         self.draw = draw
         self.per_byte = per_byte
         self.nbytes = nbytes
-        self.name = name
 
     def run(self, ctx: Ctx, k: K) -> None:
         demand = self.draw(ctx)
         if self.nbytes is not None:
             demand += self.per_byte * self.nbytes(ctx)
-        r = self.r
-        if not r.rec.record_steps:
-            submit_k = self.submit_k
-            if submit_k is not None:
-                submit_k(demand, self.priority, k, ctx)
-            else:
-                self.cpu.submit(demand, self.priority, lambda _w, _s: k(), ctx)
-            return
-        start = r.env._now
-
-        def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, "cpu", start, wait,
-                                service, r.env._now))
-            k()
-        self.cpu.submit(demand, self.priority, done, ctx)
+        self.submit_k(demand, self.priority, k, ctx)
 
 
 class DelayRunner:
@@ -143,10 +128,14 @@ class DelayRunner:
 
 
 class HoldRunner:
-    __slots__ = ("r", "acquire", "release", "body", "name", "target")
+    """A hold when steps are not recorded: take the component, run the body, give it back."""
 
-    def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str):
+    __slots__ = ("r", "acquire", "release", "body", "name", "target", "thread")
+
+    def __init__(self, r: Replication, acquire: Any, release: Any, body: Any, name: str, target: str,
+                 thread: bool = False):
         self.r = r
+        self.thread = thread  # the component is a thread pool: its body runs on a thread of its own
         self.acquire = acquire
         self.release = release
         self.body = body
@@ -154,16 +143,20 @@ class HoldRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        hold = _Hold(self, ctx, k, self.r.env._now)
+        self.enter(HoldPass(self, ctx, k, self.r.env._now))
+
+    def enter(self, hold: HoldPass) -> None:
+        """Ask for the component; a request that waits is listed in ``r.waits`` until granted."""
+        ctx = hold.ctx
         if not self.acquire(ctx, hold.granted):
             ctx.req.fail(f"{self.target} full")
-            k()
+            hold.k()
         elif hold.state == 0:
             hold.state = 2
             self.r.waits[hold] = (ctx.req, self.name, self.target, hold.start)
 
 
-class _Hold:
+class HoldPass:
     """One pass through a hold: granted, runs the body, releases. An object rather than
     closures, so that nothing refers back to itself (freed at once, no garbage cycles)."""
 
@@ -182,40 +175,24 @@ class _Hold:
             del self.runner.r.waits[self]
         self.state = 1
         self.wait = wait
-        self.runner.body.run(self.ctx, self.finished)
+        runner, ctx = self.runner, self.ctx
+        runner.body.run(ctx.thread() if runner.thread else ctx, self.finished)
 
     def finished(self) -> None:
-        runner, ctx = self.runner, self.ctx
-        runner.release(ctx)
-        r = runner.r
-        if r.rec.record_steps:
-            end = r.env._now
-            r.rec.step((ctx.req, ctx.req.cls, runner.name, runner.target, self.start, self.wait,
-                        end - self.start - self.wait, end))
+        self.runner.release(self.ctx)
         self.k()
 
 
 class CallRunner:
-    __slots__ = ("r", "serve", "name", "target")
+    """A call when steps are not recorded, to a kind that reports timings (``bind_call``)."""
 
-    def __init__(self, r: Replication, serve: Any, name: str, target: str):
-        self.r = r
+    __slots__ = ("serve",)
+
+    def __init__(self, serve: Any):
         self.serve = serve
-        self.name = name
-        self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        if not r.rec.record_steps:
-            self.serve(ctx, lambda _w, _s: k())
-            return
-        start = r.env.now
-
-        def done(wait: float, service: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait,
-                                service, r.env.now))
-            k()
-        self.serve(ctx, done)
+        self.serve(ctx, lambda _w, _s: k())
 
 
 class PlainCallRunner:
@@ -227,33 +204,6 @@ class PlainCallRunner:
 
     def __init__(self, serve: Callable[[Ctx, K], None]):
         self.run = serve
-
-
-class SpanRunner:
-    """Records the span of a named stage (a named ``steps:`` block or a called request class),
-    so stage breakdowns come straight out of the step table."""
-
-    __slots__ = ("r", "inner", "name", "target")
-
-    def __init__(self, r: Replication, inner: Any, name: str, target: str):
-        self.r = r
-        self.inner = inner
-        self.name = name
-        self.target = target
-
-    def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        if not r.rec.record_steps:
-            self.inner.run(ctx, k)
-            return
-        start = r.env.now
-
-        def done() -> None:
-            end = r.env.now
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, 0.0,
-                                end - start, end))
-            k()
-        self.inner.run(ctx, done)
 
 
 class SubRequestRunner:
@@ -392,10 +342,9 @@ class DeadlineRunner:
     def run(self, ctx: Ctx, k: K) -> None:
         def check() -> None:
             r = self.r
-            elapsed = r.env.now - ctx.req.start
+            elapsed = r.env._now - ctx.req.start
             if elapsed > self.deadline:
-                r.rec.deadlines.append((r.rep, ctx.req.id, ctx.req.cls, self.name, self.deadline,
-                                        elapsed, elapsed - self.deadline))
+                r.rec.deadline(req=ctx.req, step=self.name, deadline=self.deadline, finished_after=elapsed)
                 if self.fail:
                     ctx.req.fail(f"deadline missed: {self.name}")
             k()

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import gc
 import math
-import multiprocessing
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -21,21 +18,24 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
-from simstack.engine.loadtrace import TRACE_COLUMNS, LoadTrace, Trace, parse_trace
+from simstack.engine.loadtrace import LoadTrace, Trace, parse_trace
+from simstack.engine.parallel import Workers
 from simstack.engine.replication import Replication
 from simstack.errors import ConfigError
-from simstack.kinds.fileserver import LOAD_COLUMNS, load_rows
+from simstack.io.progress import bar
+from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
-from simstack.resources.memory import MEMORY_COLUMNS, PEAK_COLUMNS
+from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
+from simstack.tables.latencies import latency_cdf
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
     STAT_COLUMNS,
+    SUMMARY_COLUMNS,
     blocked_table,
     deadlines_table,
     latency_summary,
@@ -44,9 +44,14 @@ from simstack.tables.results import (
     resources_table,
     step_summary,
     steps_frame,
-    t_interval,
 )
-from simstack.tables.streamstats import SummaryRecorder, latency_summary_from, stage_summary_from
+from simstack.tables.stopping import Precision, Stopped
+from simstack.tables.streamstats import (
+    SummaryRecorder,
+    latency_cdf_from,
+    latency_summary_from,
+    stage_summary_from,
+)
 
 
 @dataclass
@@ -66,18 +71,32 @@ class RunResult:
     accounting: pd.DataFrame
     settings: dict[str, Any] = field(default_factory=dict)
     blocked: pd.DataFrame = field(default_factory=lambda: blocked_table([]))  # requests stuck at the end
-    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
-    memory_peaks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PEAK_COLUMNS)))
-    store_load: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LOAD_COLUMNS)))
-    load_trace: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(TRACE_COLUMNS)))
+    # The tables that kinds and engine features add (memory, memory_peaks, store_load, load_trace, ...):
+    # every one declared is here, empty with its columns when the run has none of it (``table``).
+    tables: dict[str, pd.DataFrame] = field(default_factory=lambda: result_tables({}))
 
     stats: list[SummaryRecorder] | None = None  # per replication, with record="summary"
+    # A run stopped at a stated precision (``simstack.engine.precise``): the request, and how it
+    # ended (its intervals, replications or final horizon, which limit); None for a fixed run.
+    precision: Precision | None = None
+    stopped: Stopped | None = None
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of ``tables`` by name (``result.table("memory_peaks")``)."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"no result table {name!r}; tables: {', '.join(sorted(self.tables))}") from None
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, tuple(by), t_interval)
-            return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
+            rows = latency_summary_from(self.stats, tuple(by))
+            return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
         return latency_summary(self.requests, tuple(by))
+
+    def latency_cdf(self) -> pd.DataFrame:
+        """Each request class's latency distribution with a 95 % band (``latency_cdf.csv``)."""
+        return latency_cdf_from(self.stats) if self.stats is not None else latency_cdf(self.requests)
 
     def stage_summary(self) -> pd.DataFrame:
         if self.stats is not None:
@@ -93,7 +112,7 @@ class RunResult:
 RECORD_MODES = ("full", "summary")
 
 
-def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int = 1,
+def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int | range = 1,
              horizon: float | None = None, warmup: float | str = 0.0, record_steps: bool = True,
              progress: bool = False, parameters: Mapping[str, Any] | None = None,
              flags: Mapping[str, bool] | Iterable[str] | None = None,
@@ -101,6 +120,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
              trace: Mapping[str, Any] | Trace | None = None) -> RunResult:
     """Run ``replications`` independent replications of a model and return tidy tables.
 
+    ``replications`` is a count, or a range of replication indices (``range(20, 30)``: the
+    same replications, drawing the same numbers, as those of a run of 30).
     ``horizon`` (seconds) ends each replication; without it every workload must stop by
     itself. ``warmup`` drops requests started before that time and restarts resource
     accounting then; ``"mser5"`` picks the truncation per replication with MSER-5.
@@ -110,22 +131,53 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     ``stage_summary()`` work from the statistics). ``jobs`` runs replications in that many
     processes; every replication draws from its own streams, so the tables are the same as
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
-    load over time in ``load_trace`` (``simstack.engine.loadtrace``).
+    load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
+    engine features add their own tables (``RunResult.tables``: memory, store load, ...).
     """
+    spec = checked_spec(model, seed=seed, replications=replications, horizon=horizon, warmup=warmup,
+                        parameters=parameters, flags=flags, scenario=scenario, record=record, jobs=jobs)
+    reps = replication_range(replications)
+    started = time.perf_counter()
+    run = replication_runner(spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                             record=record, trace=trace)
+    with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=len(reps)) as shown, \
+            Workers(min(jobs, len(reps))) as workers:
+        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=lambda _rep, _outcome: shown.update(1)))
+    return run_result(spec, seed, outcomes, horizon=horizon, warmup=warmup, record=record,
+                      record_steps=record_steps, started=started)
+
+
+def checked_spec(model: ModelSpec | str | Path, *, seed: int, replications: int | range, horizon: float | None,
+                 warmup: float | str, parameters: Mapping[str, Any] | None = None,
+                 flags: Mapping[str, bool] | Iterable[str] | None = None, scenario: str | None = None,
+                 record: str = "full", jobs: int = 1) -> ModelSpec:
+    """The model to run (loaded if named), with the run settings checked against it."""
     spec = model if isinstance(model, ModelSpec) else load_model(
         model, scenario=scenario, parameters=parameters, flags=flags)
     _check_settings(spec, seed, replications, horizon, warmup)
     _check_engine_settings(record, jobs, warmup)
     validated_graph(spec)  # built once: a spec from load_model carries its graph
-    started = time.perf_counter()
-    run = partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
-                  record=record, trace=parse_trace(trace))
-    # The bar goes to stderr, only on a terminal (no carriage-return litter in logs), and is
-    # cleared when done, so whatever is printed next starts on a clean line of its own.
-    bar = tqdm(total=replications, desc=f"simulating {spec.name}", unit="replication", file=sys.stderr,
-               disable=None if progress else True, leave=False)
-    with bar:
-        outcomes = list(_run_all(run, replications, jobs, bar.update))
+    return spec
+
+
+def replication_range(replications: int | range) -> range:
+    """The replication indices of a run: ``range(n)`` for a count, or the range given (a run
+    of replications 20-29 draws the same numbers as those replications of a longer run)."""
+    return replications if isinstance(replications, range) else range(replications)
+
+
+def replication_runner(spec: ModelSpec, seed: int, *, horizon: float | None, warmup: float | str,
+                       record_steps: bool, record: str,
+                       trace: Mapping[str, Any] | Trace | None = None) -> Callable[[int], Outcome]:
+    """``run(rep)``: replication ``rep`` of the model, start to tables' raw material (picklable,
+    for a worker process)."""
+    return partial(_replicate, spec, seed, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                   record=record, trace=parse_trace(trace))
+
+
+def run_result(spec: ModelSpec, seed: int, outcomes: list[Outcome], *, horizon: float | None,
+               warmup: float | str, record: str, record_steps: bool, started: float) -> RunResult:
+    """The tables of a run from its replications' outcomes, in replication order."""
     recorders = [o.recorder for o in outcomes]
     deadline_rows = [row for o in outcomes for row in o.deadlines]
     blocked_rows = [row for o in outcomes for row in o.blocked]
@@ -136,27 +188,20 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     else:
         full = recorders  # type: ignore[assignment]
     requests = requests_frame(parts(full, "requests"))
-    memory_rows = [row for o in outcomes for row in o.memory]
-    peak_rows = [row for o in outcomes for row in o.peaks]
-    load = [row for o in outcomes for row in o.load]
     if warmup == "mser5":
         requests = _truncate_mser5(requests)
     elif warmup:
         requests.loc[requests["start"] < float(warmup), "warmup"] = True
     stats = recorders if record == "summary" else None
-    return RunResult(spec, seed, replications, horizon, warmup, time.perf_counter() - started,
+    return RunResult(spec, seed, len(outcomes), horizon, warmup, time.perf_counter() - started,
                      requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
-                     memory=pd.DataFrame.from_records(memory_rows, columns=list(MEMORY_COLUMNS)),
-                     memory_peaks=pd.DataFrame.from_records(peak_rows, columns=list(PEAK_COLUMNS)),
-                     store_load=pd.DataFrame.from_records(load, columns=list(LOAD_COLUMNS)),
-                     load_trace=pd.DataFrame.from_records([row for o in outcomes for row in o.trace],
-                                                          columns=list(TRACE_COLUMNS)),
+                     tables=result_tables(_gathered(o.tables for o in outcomes)),
                      stats=stats)  # type: ignore[arg-type]
 
 
 @dataclass
-class _Outcome:
+class Outcome:
     """What one replication hands back (picklable, so a worker process can return it)."""
 
     recorder: Recorder | SummaryRecorder
@@ -164,35 +209,105 @@ class _Outcome:
     blocked: list[tuple]
     resources: list[dict[str, Any]]
     accounting: dict[str, Any]
-    memory: list[tuple]  # per-process memory rows (simstack.resources.memory)
-    peaks: list[tuple]   # per-host memory peaks
-    load: list[tuple]    # file-store load over time
-    trace: list[tuple] = field(default_factory=list)  # traced resources' load over time (loadtrace)
+    tables: dict[str, list[tuple]]  # rows of the tables kinds and engine features add (result_tables)
+
+
+class LiveReplication:
+    """One replication that can be run on: to a horizon, then (``advance`` again) further.
+
+    Running on to a longer horizon processes exactly the events a run to that horizon would
+    (SimPy stops at the horizon before any event due then, and resumes with it), so a run
+    extended in steps gives the same tables as one run to its final horizon, and what it
+    recorded by an earlier horizon is a prefix of what it records later.
+    """
+
+    def __init__(self, spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
+                 record_steps: bool, record: str, trace: Trace | None = None):
+        self.rep = rep
+        warm = float(warmup) if isinstance(warmup, int | float) else 0.0
+        recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
+        r = self.r = Replication(spec, seed, rep, record_steps, recorder)
+        start_workloads(r)
+        if warm > 0:
+            _reset_meters_at(r, warm)
+        self.tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
+
+    @property
+    def recorder(self) -> Recorder | SummaryRecorder:
+        return self.r.rec
+
+    def advance(self, until: float | None) -> None:
+        """Run to ``until`` (None: until no event is left)."""
+        with _fewer_collections():
+            self.r.env.run(until=until)
+
+    @property
+    def now(self) -> float:
+        """The simulated time the replication has reached."""
+        return float(self.r.env.now)
+
+    @property
+    def ran_dry(self) -> bool:
+        """No event left would do anything (the heap holds at most the marker of the last
+        horizon, which has no callbacks): running on to a longer horizon would add nothing."""
+        return not any(event.callbacks for *_, event in self.r.env._queue)
+
+    def outcome(self, horizon: float | None) -> Outcome:
+        """The replication's raw tables, ended at ``horizon`` (the last ``advance``)."""
+        r, rep, tracer = self.r, self.rep, self.tracer
+        end = r.env._now if horizon is None else horizon
+        if tracer is not None:
+            tracer.sample(end)
+        r.rec.close()
+        sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
+        sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
+        return Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
+                       [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
+                       {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
+                        "end_time": end, "events": _events(r.env)},
+                       _gathered(sources))
+
+
+def _events(env: Any) -> int:
+    """How many events the replication scheduled: SimPy numbers every event it schedules from one
+    counter (its heap's tie-breaker), so the next number is the count (read once, at the end)."""
+    return int(next(env._eid))
 
 
 def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
-               record_steps: bool, record: str, trace: Trace | None = None) -> _Outcome:
+               record_steps: bool, record: str, trace: Trace | None = None) -> Outcome:
     """One replication, start to tables' raw material."""
-    warm = float(warmup) if isinstance(warmup, int | float) else 0.0
-    recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
-    r = Replication(spec, seed, rep, record_steps, recorder)
-    start_workloads(r)
-    if warm > 0:
-        _reset_meters_at(r, warm)
-    tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
-    with _fewer_collections():
-        r.env.run(until=horizon)
-    end = r.env.now if horizon is None else horizon
-    if tracer is not None:
-        tracer.sample(end)
-    r.rec.close()
-    return _Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
-                    [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
-                    {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
-                     "end_time": end},
-                    [] if r.memory is None else list(r.memory.rows),
-                    [] if r.memory is None else list(r.memory.peaks()),
-                    list(load_rows(rep, r.runtimes)), [] if tracer is None else tracer.rows)
+    live = LiveReplication(spec, seed, rep, horizon=horizon, warmup=warmup, record_steps=record_steps,
+                           record=record, trace=trace)
+    live.advance(horizon)
+    return live.outcome(horizon)
+
+
+def declared_tables() -> dict[str, tuple[str, ...]]:
+    """Every table a run may add to its result, with its columns: the engine features' (memory,
+    load trace) and each registered kind's (``Kind.result_tables``)."""
+    declared: dict[str, tuple[str, ...]] = {**MemoryState.TABLES, **LoadTrace.TABLES}
+    for kind in REGISTRY.values():
+        for name, columns in kind.result_tables.items():
+            if declared.setdefault(name, columns) != columns:
+                raise ValueError(f"result table {name!r} of kind {kind.kind!r} has columns {columns}, "
+                                 f"declared elsewhere as {declared[name]}")
+    return declared
+
+
+def result_tables(rows: Mapping[str, list[tuple]]) -> dict[str, pd.DataFrame]:
+    """Every declared table from its rows (empty, with its columns, when there are none)."""
+    return {name: pd.DataFrame.from_records(rows.get(name, []), columns=list(columns))
+            for name, columns in declared_tables().items()}
+
+
+def _gathered(sources: Iterable[Mapping[str, list[tuple]]]) -> dict[str, list[tuple]]:
+    """The rows of each table, source after source (components in model order, replications in order)."""
+    out: dict[str, list[tuple]] = {}
+    for source in sources:
+        for name, rows in source.items():
+            out.setdefault(name, []).extend(rows)
+    return out
 
 
 _SUMMARY_FIELDS = tuple(f.name for f in fields(ResourceSummary))
@@ -202,24 +317,6 @@ def _summary_row(rep: int, summary: ResourceSummary) -> dict[str, Any]:
     """A resources row: ``asdict`` deep-copies each value and cost 12 % of a 1,482-node farm
     run (12,000 meters); the fields are plain numbers and names."""
     return {"rep": rep, **{name: getattr(summary, name) for name in _SUMMARY_FIELDS}}
-
-
-def _run_all(run: Callable[[int], _Outcome], replications: int, jobs: int,
-             tick: Callable[[int], Any]) -> Iterator[_Outcome]:
-    """Outcomes in replication order, from this process or from ``jobs`` worker processes."""
-    if jobs == 1 or replications == 1:
-        for rep in range(replications):
-            yield run(rep)
-            tick(1)
-        return
-    # fork, where there is one, starts workers without re-importing anything.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods and sys.platform == "linux" else None)
-    with ProcessPoolExecutor(max_workers=min(jobs, replications), mp_context=context) as pool:
-        futures = [pool.submit(run, rep) for rep in range(replications)]
-        for future in futures:
-            yield future.result()
-            tick(1)
 
 
 def _check_engine_settings(record: str, jobs: int, warmup: float | str) -> None:
@@ -249,11 +346,15 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: float | None,
+def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horizon: float | None,
                     warmup: float | str) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"sim.seed must be a whole number >= 0, got {seed!r}")
-    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+    if isinstance(replications, range):
+        if replications.step != 1 or replications.start < 0 or not len(replications):
+            raise ConfigError(f"replications: a range of replication indices must be non-empty, from 0 up, "
+                              f"in steps of 1, got {replications!r}")
+    elif isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
         raise ConfigError(f"sim.replications must be a whole number >= 1, got {replications!r}")
     if horizon is not None and not (isinstance(horizon, int | float) and horizon > 0 and math.isfinite(horizon)):
         raise ConfigError(f"sim.horizon must be a time > 0 in seconds, got {horizon!r}")
@@ -270,7 +371,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int, horizon: floa
 def _meters(r: Replication) -> list[Meter]:
     meters: list[Meter] = []
     for cpu in r.cpus.values():
-        meters.extend(cpu.meters() if hasattr(cpu, "meters") else [cpu.meter])
+        meters.extend(cpu.meters())
     for name, runtime in r.runtimes.items():
         meters.extend(r.kinds[name].meters(runtime))
     return meters
@@ -279,7 +380,7 @@ def _meters(r: Replication) -> list[Meter]:
 def _reset_meters_at(r: Replication, when: float) -> None:
     def reset(_event: object) -> None:
         for meter in _meters(r):
-            meter.reset(r.env.now)
+            meter.reset(r.env._now)
     r.env.timeout(when).callbacks.append(reset)
 
 

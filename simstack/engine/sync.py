@@ -11,8 +11,10 @@ The reply: a request class that contains ``reply`` is called through ``PhasedRun
 gives its body a context of its own (``_Phase``) holding the caller's continuation. The
 ``reply`` step resumes the caller and the body goes on (phase 2, still holding whatever it
 holds); if the body ends without passing a reply, the caller resumes then. Either way the
-caller resumes exactly once. In a request class started by a workload, a ``send:`` or a
-queue no caller waits, so ``reply`` does nothing there.
+caller resumes exactly once. ``first: second_phase`` swaps who goes on first: the body runs
+on until it waits, and the caller resumes right after, at the same instant. In a request
+class started by a workload, a ``send:`` or a queue no caller waits, so ``reply`` does
+nothing there.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from simstack.kinds.locks import LockRuntime
 from simstack.kinds.semaphores import Semaphore
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
+from simstack.resources.protocol import K
+from simstack.resources.wake import Soon
+from simstack.tables.rows import step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
 
-K = Callable[[], None]
 __all__ = ["PhasedRunner", "compile_sync", "has_reply"]
 
 
@@ -44,6 +48,10 @@ class _Phase(Ctx):
         super().__init__(outer.req, outer.item)
         self.caller = caller
         self.replied = False
+
+    def thread(self) -> Ctx:
+        """On another thread, the reply still owed reaches the caller (through this phase)."""
+        return _Phase(self, self.reply)
 
     def reply(self) -> None:
         if not self.replied:
@@ -66,11 +74,28 @@ class PhasedRunner:
 
 
 class ReplyRunner:
+    """The caller goes on first, then this class's second phase."""
+
     __slots__ = ()
 
     def run(self, ctx: Ctx, k: K) -> None:
         if isinstance(ctx, _Phase):
-            ctx.reply()  # the caller goes on first, then this class's phase 2
+            ctx.reply()
+        k()
+
+
+class SecondPhaseFirstRunner:
+    """The second phase goes on first, until it waits (for a core, a call, time); the caller
+    resumes at the same instant right after, ahead of any other event due then (lqsim's order)."""
+
+    __slots__ = ("env",)
+
+    def __init__(self, env: Any):
+        self.env = env
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if isinstance(ctx, _Phase):
+            Soon(self.env, lambda _e: ctx.reply())
         k()
 
 
@@ -83,6 +108,9 @@ def _key_of(key: str | None) -> Callable[[Ctx], object]:
 
 
 class AcquireRunner:
+    """An acquire when steps are not recorded; a request that waits is listed in ``r.waits``
+    until granted (as a hold's is), so a run deadlocked on semaphores names its requests."""
+
     __slots__ = ("r", "take", "name", "target")
 
     def __init__(self, r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], name: str,
@@ -93,17 +121,55 @@ class AcquireRunner:
         self.target = target
 
     def run(self, ctx: Ctx, k: K) -> None:
-        r = self.r
-        if not r.rec.record_steps:
-            self.take(ctx, lambda _wait: k())
-            return
-        start = r.env._now
+        self.enter(_AcquirePass(self, ctx, k, self.r.env._now))
 
-        def granted(wait: float) -> None:
-            r.rec.step((ctx.req, ctx.req.cls, self.name, self.target, start, wait, 0.0,
-                                r.env._now))
-            k()
-        self.take(ctx, granted)
+    def enter(self, waiting: _AcquirePass) -> None:
+        self.take(waiting.ctx, waiting.granted)
+        if waiting.state == 0:
+            waiting.state = 2
+            self.r.waits[waiting] = (waiting.ctx.req, self.name, self.target, waiting.start)
+
+
+class _AcquirePass:
+    """One acquire: the request's continuation, and whether it is listed as waiting."""
+
+    __slots__ = ("runner", "ctx", "k", "start", "state")
+
+    def __init__(self, runner: AcquireRunner, ctx: Ctx, k: K, start: float):
+        self.runner = runner
+        self.ctx = ctx
+        self.k = k
+        self.start = start
+        self.state = 0  # 1: granted, 2: queued (listed in r.waits until granted)
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        self.k()
+
+
+class RecordedAcquireRunner(AcquireRunner):
+    """An acquire that records its wait in the step table."""
+
+    __slots__ = ()
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        self.enter(_RecordedAcquirePass(self, ctx, k, self.r.env._now))
+
+
+class _RecordedAcquirePass(_AcquirePass):
+    __slots__ = ()
+
+    def granted(self, wait: float) -> None:
+        if self.state == 2:
+            del self.runner.r.waits[self]
+        self.state = 1
+        runner, req = self.runner, self.ctx.req
+        r = runner.r
+        r.rec.step(step_row(req=req, request=req.cls, step=runner.name, component=runner.target, start=self.start,
+                            wait=wait, service=0.0, end=r.env._now))
+        self.k()
 
 
 class ReleaseRunner:
@@ -122,7 +188,7 @@ class ReleaseRunner:
             req = ctx.req
             spec = self.r.spec
             raise ModelError(f"release of {self.what} by request {req.cls!r} (id {req.id}, step "
-                             f"{self.step.guard.name!r}) at t = {self.r.env.now:g} s has no matching acquire",
+                             f"{self.step.guard.name!r}) at t = {self.r.env._now:g} s has no matching acquire",
                              file=str(spec.file) if spec.file else None, path=self.step.guard.path)
         self.give(ctx)
         k()
@@ -132,7 +198,7 @@ def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int)
     """The runner of one synchronisation step (``priority``: the waiting thread's, which
     orders a lock's line when the lock has ``order: priority``)."""
     if isinstance(step, Reply):
-        return ReplyRunner()
+        return SecondPhaseFirstRunner(r.env) if step.first == "second_phase" else ReplyRunner()
     runtime = r.runtimes[step.target]
     if isinstance(runtime, Semaphore):
         return _semaphore(r, runtime, step)
@@ -143,7 +209,7 @@ def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int)
     if isinstance(step, Acquire):
         def take(ctx: Ctx, granted: Callable[[float], None]) -> None:
             lock.acquire(key(ctx), write, granted, priority)
-        return AcquireRunner(r, take, step.guard.name, step.target)
+        return _acquire(r, take, step)
 
     def held(ctx: Ctx) -> bool:
         state = lock.keys.get(key(ctx))
@@ -156,6 +222,11 @@ def _semaphore(r: Replication, sem: Semaphore, step: Acquire | Release) -> Any:
     if isinstance(step, Acquire):
         def take(_ctx: Ctx, granted: Callable[[float], None]) -> None:
             sem.acquire(granted)
-        return AcquireRunner(r, take, step.guard.name, step.target)
+        return _acquire(r, take, step)
     return ReleaseRunner(r, lambda _ctx: sem.release(), lambda _ctx: not sem.full(), step,
                          f"semaphore {step.target!r} (all {sem.size:g} units already free)")
+
+
+def _acquire(r: Replication, take: Callable[[Ctx, Callable[[float], None]], None], step: Acquire) -> Any:
+    acquiring = RecordedAcquireRunner if r.rec.record_steps else AcquireRunner
+    return acquiring(r, take, step.guard.name, step.target)

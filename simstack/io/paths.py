@@ -95,27 +95,42 @@ def known_models(models_dir: str | Iterable[str] | None = None) -> list[str]:
     return sorted({p.parent.name for folder in search_path(models_dir) for p in folder.glob("*/model.yaml")})
 
 
+def written_as_path(text: str) -> bool:
+    """Whether a model is named by its folder (``./mymodel``, ``mymodel/``, ``.``, ``~/m``,
+    ``a/b``) rather than by a name looked up along the search path."""
+    return "/" in text or "\\" in text or text in (".", "..") or text.startswith("~")
+
+
 def find_model_dir(name: str, models_dir: str | Iterable[str] | None = None) -> Path:
     """The folder of the model called ``name``: the first ``<folder>/<name>/model.yaml``."""
-    if name and "/" not in name and "\\" not in name and name not in (".", ".."):
+    if name and not written_as_path(name):
         for folder in search_path(models_dir):
             if (folder / name / "model.yaml").is_file():
                 return folder / name
     looked = ", ".join(str(f) for f in search_path(models_dir) if f.is_dir())
+    local = bool(name) and not written_as_path(name) and (Path(name) / "model.yaml").is_file()
+    here = f"; the folder {name} here holds one: write model=./{name}" if local else ""
     raise ModelError(f"unknown model {name!r}; known models: {', '.join(known_models(models_dir)) or '(none)'} "
                      f"(looked in {looked or 'no existing folder'}; add folders with models_dir= or "
-                     f"{ENV_VAR}, or give a path to a .yaml file)")
+                     f"{ENV_VAR}, or give a path to a model folder or .yaml file){here}")
 
 
 def model_dir_of(model: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
-    """The folder of a model given by name, by a path to its ``model.yaml`` or by its folder."""
-    path = Path(model)
+    """The folder of a model given by name, by a path to its ``model.yaml`` or by its folder:
+    ``path/to/folder``, ``./mymodel``, ``mymodel/`` and ``.`` are folders, a bare name is
+    looked up along the search path."""
+    text = str(model)
+    path = Path(text).expanduser()
     if path.suffix in (".yaml", ".yml"):
         return path.parent
-    if len(path.parts) > 1 and (path / "model.yaml").is_file():
-        return path
-    return find_model_dir(str(model), models_dir)
+    if written_as_path(text) or (isinstance(model, Path) and (path / "model.yaml").is_file()):
+        if (path / "model.yaml").is_file():
+            return path.resolve() if path.name in ("", "..") else path  # ".": the folder's own name
+        if path.is_dir():
+            raise ModelError(f"the folder {text!r} holds no model.yaml (looked for {path / 'model.yaml'})")
+        raise ModelError(f"model folder {text!r} not found")
+    return find_model_dir(text, models_dir)
 
 
 __all__ = ["config_dir", "home_models_dir", "search_path", "known_models", "find_model_dir", "model_dir_of",
-           "ENV_VAR"]
+           "written_as_path", "ENV_VAR"]

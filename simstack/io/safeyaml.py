@@ -21,7 +21,12 @@ from simstack.io.plaindata import key_path, refuse_config_nodes, refuse_directiv
 def read_yaml(path: Path) -> Any:
     """Plain data from a YAML file: ``yaml.safe_load`` only, so no tag can build an object
     or run code; a key written twice in one mapping is an error, not a silent overwrite;
-    Hydra's ``_target_``, ``hydra:``, ``# @package`` and ``${...}`` are refused (``plaindata``)."""
+    Hydra's ``_target_``, ``hydra:``, ``# @package`` and ``${...}`` are refused (``plaindata``).
+    A file that is a link to a file in another folder is not read: a received model folder's
+    ``model.yaml``, ``checks.yaml``, what-if or calibrated file must be the folder's own."""
+    if path.is_symlink() and path.resolve().parent != path.parent.resolve():
+        raise ModelError("is a link to a file in another folder; a model's files are read only from its own folder",
+                         file=str(path))
     try:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:

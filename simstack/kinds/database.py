@@ -15,20 +15,20 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.servers import time_dist
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.lang.distributions import DistributionField
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field, boolean, read_fields
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import non_negative, parse_bandwidth, parse_count, parse_number, parse_size, positive
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.sharing import SharedRate
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
 
-
-def size_dist(raw: object) -> Distribution:
-    return parse_distribution(raw, parse_size)
+size_dist = DistributionField(parse_size)  # a data file is read from the model's folder (read_fields)
 
 
 def bandwidth(raw: object) -> float:
@@ -108,14 +108,14 @@ class DatabaseKind(Kind):
 
         def query(ctx: Ctx, done: Done) -> None:
             def granted(wait: float) -> None:
-                began = env.now
+                began = env._now
                 nbytes = size(ctx) if size else 0.0
 
                 def finish(*_args: object) -> None:
                     if write:
                         runtime.stored += nbytes
                     runtime.slots.release()
-                    done(wait, env.now - began)
+                    done(wait, env._now - began)
 
                 def transfer(_event: object) -> None:
                     if nbytes and runtime.link is not None:

@@ -18,8 +18,8 @@ node serves at most ``clients`` at once from its upload ``bandwidth``.
 
 Both are used through ``read:`` and ``checkpoint:`` steps (``simstack.engine.files``); a
 file server also answers ``call:`` like a database. With ``record_load: true`` a store records
-its threads in use, callers waiting and transfers in flight at every change (the
-``store_load`` table: the load on an NFS server during a start-up storm).
+its threads in use, callers waiting and transfers in flight at every change (the result table
+``store_load``, added through ``Kind.tables``: the load on an NFS server during a start-up storm).
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.database import bandwidth, size_dist
 from simstack.kinds.servers import time_dist
-from simstack.lang.distributions import Const, Distribution, Uniform
+from simstack.lang.samplers import Const, Distribution, Uniform
 from simstack.lang.schema import Field, boolean, name_ref
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done, K
 from simstack.resources.sharing import SharedRate
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
@@ -108,7 +109,7 @@ class Store:
 
     def _sample(self) -> None:
         if self.load is not None:
-            self.load.append((self.env.now, self.meter.busy, self.meter.queue, self.transfers, self.reads))
+            self.load.append((self.env._now, self.meter.busy, self.meter.queue, self.transfers, self.reads))
 
     def meters(self) -> list[Meter]:
         return [self.meter] + ([self.link.meter] if self.link else [])
@@ -118,7 +119,7 @@ class Store:
         env = self.env
 
         def granted(wait: float) -> None:
-            began = env.now
+            began = env._now
             delay = self.latency(ctx)
             if self.lookup_each is not None:
                 delay += lookups * self.lookup_each
@@ -132,7 +133,7 @@ class Store:
                 self.reads += 1
                 self.bytes_served += nbytes
                 self._sample()
-                done(wait, env.now - began)
+                done(wait, env._now - began)
 
             def moved(*_args: object) -> None:
                 self.transfers -= 1
@@ -164,13 +165,13 @@ class Cache(Store):
     def __init__(self, *args: Any, backing: str):
         super().__init__(*args)
         self.backing_name = backing
-        self.backing: Any = None  # bound before time starts (filesteps.bind_backing)
-        self.files: dict[str, list[Callable[[], None]] | None] = {}  # None: held; list: waiters
+        self.backing: Any = None  # bound before time starts (engine.files.bind_backing)
+        self.files: dict[str, list[K] | None] = {}  # None: held; list: waiters
         self.hits = 0
         self.misses = 0
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
-        began = self.env.now
+        began = self.env._now
         state = self.files.get(file, False)
         if write:  # the file is held once written; readers waiting for a fetch read it now
             def stored(wait: float, service: float) -> None:
@@ -190,7 +191,7 @@ class Cache(Store):
             return
 
         def local() -> None:
-            self.serve(ctx, nbytes, lookups, lambda _w, _s: done(0.0, self.env.now - began))
+            self.serve(ctx, nbytes, lookups, lambda _w, _s: done(0.0, self.env._now - began))
         if isinstance(state, list):
             state.append(local)
             return
@@ -234,6 +235,8 @@ class FileServerKind(Kind):
               "threads": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "server threads")}
     call_options = _CALL
 
+    result_tables = {"store_load": LOAD_COLUMNS}
+
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Store:
         return Store(*_build(cls, spec, ctx, spec.settings["threads"]))
@@ -241,6 +244,10 @@ class FileServerKind(Kind):
     @classmethod
     def meters(cls, runtime: Store) -> list[Meter]:
         return runtime.meters()
+
+    @classmethod
+    def tables(cls, rep: int, name: str, runtime: Store) -> dict[str, list[tuple]]:
+        return _load_rows(rep, name, runtime)
 
     @classmethod
     def bind_call(cls, runtime: Store, options: Mapping[str, Any], sampler: SamplerFactory,
@@ -263,6 +270,8 @@ class CacheKind(Kind):
               "clients": Field(lambda v: parse_count(v, allow_inf=True), math.inf,
                                "clients served at once (the rest wait)")}
 
+    result_tables = {"store_load": LOAD_COLUMNS}
+
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Cache:
         return Cache(*_build(cls, spec, ctx, spec.settings["clients"]), backing=spec.settings["backing"])
@@ -270,6 +279,10 @@ class CacheKind(Kind):
     @classmethod
     def meters(cls, runtime: Cache) -> list[Meter]:
         return runtime.meters()
+
+    @classmethod
+    def tables(cls, rep: int, name: str, runtime: Cache) -> dict[str, list[tuple]]:
+        return _load_rows(rep, name, runtime)
 
 
 def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory, stream: str,
@@ -288,7 +301,8 @@ def lookup_counter(spec: tuple[int, int | None] | None, sampler: SamplerFactory,
     return lambda ctx: sum(min(entries, int(draw(ctx) * entries) + 1) for _ in range(files))
 
 
-def load_rows(rep: int, runtimes: Mapping[str, Any]) -> list[tuple]:
-    """The ``store_load`` rows of one replication's stores that record their load."""
-    return [(rep, *row[:1], name, *row[1:]) for name, rt in runtimes.items()
-            if isinstance(rt, Store) and rt.load is not None for row in rt.load]
+def _load_rows(rep: int, name: str, store: Store) -> dict[str, list[tuple]]:
+    """The ``store_load`` rows of a store that records its load (``record_load: true``)."""
+    if store.load is None:
+        return {}
+    return {"store_load": [(rep, row[0], name, *row[1:]) for row in store.load]}

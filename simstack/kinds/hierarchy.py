@@ -52,12 +52,13 @@ import networkx as nx
 
 from simstack.errors import ModelError
 from simstack.io.paths import home_models_dir
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.servers import time_dist
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_number
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.slots import Slots
 from simstack.resources.wake import Wake
 
@@ -130,11 +131,6 @@ def affected(graph: nx.DiGraph, changed: str) -> nx.DiGraph:
     return graph.subgraph({changed} | nx.descendants(graph, changed))
 
 
-def affected_devices(graph: nx.DiGraph, changed: str) -> set[Any]:
-    sub = affected(graph, changed)
-    return {d for _n, d in sub.nodes(data="device") if d is not None}
-
-
 def makespan(graph: nx.DiGraph, changed: str, threads: int, cost: float) -> float:
     """Duration of one trim's calculation on an idle pool with a constant node cost: the
     list schedule the component follows (FIFO ready queue), without randomness."""
@@ -189,7 +185,7 @@ class HierarchyRuntime:
     def recalculate(self, plan: _Plan, draw: Callable[[Ctx], float], ctx: Ctx, done: Done) -> None:
         """Calculate ``plan``'s nodes, parents before children, on the shared threads."""
         env, slots, cpu = self.env, self.slots, self.cpu
-        start = env.now
+        start = env._now
         missing = dict(plan.parents)
         state = {"left": plan.size, "wait": -1.0}
 
@@ -201,7 +197,7 @@ class HierarchyRuntime:
                 if missing[child] == 0:
                     slots.acquire(ready(child))
             if state["left"] == 0:
-                done(state["wait"], env.now - start - state["wait"])
+                done(state["wait"], env._now - start - state["wait"])
 
         def ready(node: str) -> Callable[[float], None]:
             def run(wait: float) -> None:  # a thread is ours: calculate the node

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.kinds.database import bandwidth, size_dist
 from simstack.kinds.servers import time_dist
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
 from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
 
@@ -57,13 +58,13 @@ class LinkKind(Kind):
         shared = runtime.shared
 
         def send(ctx: Ctx, done: Done) -> None:
-            began = env.now
+            began = env._now
             nbytes = size(ctx) if size else 0.0
 
             def arrived(_event: object) -> None:
                 if nbytes:
-                    shared.submit(nbytes, 0, lambda wait, service: done(wait, max(0.0, env.now - began - wait)))
+                    shared.submit(nbytes, 0, lambda wait, service: done(wait, max(0.0, env._now - began - wait)))
                 else:
-                    done(0.0, env.now - began)
+                    done(0.0, env._now - began)
             Wake(env, latency(ctx), arrived)
         return send

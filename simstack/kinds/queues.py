@@ -20,9 +20,10 @@ from simstack.lang.schema import Field, integer, name_ref, one_of
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import K
 from simstack.resources.waitline import WaitingLine
 
-Dispatch = Callable[[Ctx, float, Callable[[], None]], None]  # run the handler for (ctx, enqueued_at, finished)
+Dispatch = Callable[[Ctx, float, K], None]  # run the handler for (ctx, enqueued_at, finished)
 Dropped = Callable[[Ctx, float], None]  # record the handler's request as turned away
 
 
@@ -46,7 +47,7 @@ class QueueRuntime(WaitingLine):
         self.drop = drop
         self.busy = 0
         self.items: deque[tuple[Ctx, float]] = deque()
-        self.blocked: deque[tuple[Ctx, float, Callable[[], None]]] = deque()
+        self.blocked: deque[tuple[Ctx, float, K]] = deque()
         self.dispatch: Dispatch = _unbound
         self.dropped: Dropped = _unbound
         self._done = 0  # consumers finished and not yet given the next item
@@ -56,9 +57,9 @@ class QueueRuntime(WaitingLine):
         self.dispatch = dispatch
         self.dropped = dropped
 
-    def put(self, ctx: Ctx, proceed: Callable[[], None]) -> None:
+    def put(self, ctx: Ctx, proceed: K) -> None:
         meter = self.meter
-        now = self.env.now
+        now = self.env._now
         meter.arrivals += 1
         meter.touch(now)
         if self.busy < self.consumers:
@@ -78,7 +79,7 @@ class QueueRuntime(WaitingLine):
         proceed()
 
     def _finished(self) -> None:
-        self.meter.touch(self.env.now)
+        self.meter.touch(self.env._now)
         self._done += 1
         self.hand_over()
 
@@ -106,7 +107,6 @@ class QueueKind(Kind):
     doc = "bounded hand-off queue to consumer threads that run a handler request class"
     roles = frozenset({"send"})
     needs_host = True
-    provides_thread = True
     fields = {
         "kind": Field(str),
         "host": Field(str, help="host of the consumer threads"),
@@ -128,12 +128,12 @@ class QueueKind(Kind):
         """Each item starts one request of the handler class on a consumer thread (the
         queue's host and priority), a child of the sender's request."""
         name, handler = spec.name, spec.settings["handler"]
-        host, priority = cls.scope(spec)
+        host, priority = spec.host or "", spec.settings["priority"]
         scope = (ctx.cpus[host], priority)
         site = f"components.{name}>"  # the handler's call-site chain: its own random streams
         start, refuse = ctx.start, ctx.refuse
 
-        def dispatch(item: Ctx, since: float, finished: Callable[[], None]) -> None:
+        def dispatch(item: Ctx, since: float, finished: K) -> None:
             start(handler, name, item.item, scope, finished, parent=item.req.id, since=since, site=site)
 
         def dropped(item: Ctx, since: float) -> None:
@@ -141,5 +141,5 @@ class QueueKind(Kind):
         runtime.connect(dispatch, dropped)
 
     @classmethod
-    def scope(cls, spec: ComponentSpec) -> tuple[str, int]:
+    def thread_scope(cls, spec: ComponentSpec) -> tuple[str, int] | None:
         return spec.host or "", spec.settings["priority"]

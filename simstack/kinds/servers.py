@@ -11,18 +11,18 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, SamplerFactory, register
-from simstack.lang.distributions import Distribution, parse_distribution
+from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
+from simstack.lang.distributions import DistributionField
+from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_time
 from simstack.resources.cpu import FifoCall, FifoCpu
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
 
-
-def time_dist(raw: object) -> Distribution:
-    return parse_distribution(raw, parse_time)
+time_dist = DistributionField(parse_time)  # a data file is read from the model's folder (read_fields)
 
 
 class ServerRuntime:
@@ -64,12 +64,12 @@ class ServerKind(Kind):
         if station is None:
             def delay(ctx: Ctx, done: Done) -> None:
                 service = draw(ctx)
-                meter.touch(env.now)
+                meter.touch(env._now)
                 meter.busy += 1
                 meter.arrivals += 1
 
                 def finish(_event: object) -> None:
-                    meter.touch(env.now)
+                    meter.touch(env._now)
                     meter.busy -= 1
                     done(0.0, service)
                 Wake(env, service, finish)
@@ -83,7 +83,7 @@ class ServerKind(Kind):
 
     @classmethod
     def bind_call_plain(cls, runtime: ServerRuntime, options: Mapping[str, Any], sampler: SamplerFactory,
-                        stream: str) -> Callable[[Ctx, Callable[[], None]], None] | None:
+                        stream: str) -> Callable[[Ctx, K], None] | None:
         """``bind_call`` for a caller that needs no timings: it passes its continuation, called
         without arguments (no wrapper per call). None for a pure delay (no station)."""
         station = runtime.station

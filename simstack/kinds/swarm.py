@@ -11,7 +11,8 @@ original ``seeds`` upload at ``seed_upload`` each (default: ``upload``); a node 
 finishes keeps seeding for ``linger`` (default: the rest of the run).
 
 Every downloader gets the same rate, so the swarm is a processor-sharing station whose
-total rate depends on its population: one virtual clock, a heap of finish tags, one timer.
+total rate depends on its population: the ``SharedRate`` of links and ``ps`` cores (one
+virtual clock, a heap of finish tags, one timer) with the fluid's rate as its sharing rule.
 A node asks for the file through a ``read:`` step (or through a cache backed by the swarm);
 the node is the request's item modulo ``peers`` (without ``peers``, every request is a node).
 A node that already holds the file has it at once; a node already fetching it is waited for.
@@ -22,13 +23,12 @@ leaves); until then nobody has a piece to pass on, so downloaders wait.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import BuildContext, Ctx, Done, Kind, register
+from simstack.kinds.base import BuildContext, Ctx, Kind, register
 from simstack.kinds.database import bandwidth
 from simstack.kinds.fileserver import Deferred
 from simstack.kinds.servers import time_dist
@@ -36,6 +36,8 @@ from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import non_negative, parse_count, parse_number
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Done
+from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
 
 
@@ -47,7 +49,9 @@ def _efficiency(raw: object) -> float:
 
 
 class Swarm:
-    """Population-dependent processor sharing of one file among downloading nodes."""
+    """Population-dependent processor sharing of one file among downloading nodes: a
+    ``SharedRate`` whose per-job rate is the fluid's (``_share``), and whose departures
+    start seeding (``_seeding``)."""
 
     def __init__(self, env: Any, name: str, peers: float, upload: float, download: float,
                  seeds: int, seed_upload: float, efficiency: float, linger: Callable[[Ctx], float],
@@ -64,38 +68,30 @@ class Swarm:
         self.lingering = 0  # finished nodes still seeding
         self.held: set[int] = set()
         self.fetching: dict[int, list[Done]] = {}
-        self._tags: list[tuple[float, int, int, float]] = []  # (finish tag, seq, node, joined)
-        self._virtual = 0.0
-        self._last = 0.0
-        self._token = 0
-        self._seq = 0
+        # every downloader gets the same rate; a job's work is its bytes (rate 1: service = bytes)
+        self.shared = SharedRate(env, math.inf, 1.0, self.meter, share=self._share, on_leave=self._seeding)
         self.finished: list[tuple[int, float]] = []  # (node, time) in order
         self.backing_name = backing
-        self.backing: Any = None  # bound before time starts (filesteps.bind_backing)
+        self.backing: Any = None  # bound before time starts (engine.files.bind_backing)
         self.seeding = False
         # downloaders waiting for the seeds to fetch the file from the backing store
         self.pending: list[tuple[int, float]] | None = [] if backing else None
 
-    def rate(self) -> float:
-        """Bytes per second each downloader gets now."""
-        x = len(self._tags)
+    def _share(self, x: int) -> float:
+        """Bytes per second each of ``x`` downloaders gets now."""
         if not x:
             return 0.0
         total = self.seed_rate + self.upload * (self.efficiency * x + self.lingering)
         return min(self.download, total / x)
 
-    def _advance(self, now: float) -> None:
-        self._virtual += (now - self._last) * self.rate()
-        self._last = now
-
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
         node = int(ctx.item % self.peers) if math.isfinite(self.peers) else ctx.req.id
-        now = self.env.now
+        now = self.env._now
         if node in self.held:
             done(0.0, 0.0)
             return
         if node in self.fetching:
-            self.fetching[node].append(lambda _w, _s: done(0.0, self.env.now - now))
+            self.fetching[node].append(lambda _w, _s: done(0.0, self.env._now - now))
             return
         self.fetching[node] = [done]
         if self.pending is not None:  # the seeds do not have the file yet
@@ -104,73 +100,35 @@ class Swarm:
                 self.seeding = True
                 self.backing.fetch(ctx, file, nbytes, lookups, False, self._seeded)
             return
-        self._join(node, nbytes, now)
+        self._join(node, nbytes)
 
     def _seeded(self, _wait: float, _service: float) -> None:
         waiting, self.pending = self.pending or [], None
         for node, nbytes in waiting:
-            self._join(node, nbytes, self.env.now)
+            self._join(node, nbytes)
 
-    def _join(self, node: int, nbytes: float, now: float) -> None:
-        self.meter.arrivals += 1
-        self.meter.touch(now)
-        self._advance(now)
-        self._seq += 1
-        heapq.heappush(self._tags, (self._virtual + nbytes, self._seq, node, now))
-        self._account()
-        self._schedule(now)
+    def _join(self, node: int, nbytes: float) -> None:
+        joined = self.env._now
 
-    def _account(self) -> None:
-        self.meter.busy = len(self._tags)
-
-    def _schedule(self, now: float) -> None:
-        self._token += 1
-        rate = self.rate()
-        if not self._tags or rate <= 0:
-            return
-        token = self._token
-        delay = max(0.0, (self._tags[0][0] - self._virtual) / rate)
-        delay = max(delay, max(abs(now), 1.0) * 1e-12)
-        Wake(self.env, delay, lambda _e: self._finish(token))
-
-    def _finish(self, token: int) -> None:
-        if token != self._token:
-            return
-        now = self.env.now
-        self.meter.touch(now)
-        self._advance(now)
-        done: list[tuple[int, float]] = []
-        resolution = max(abs(now), 1.0) * 1e-12
-        while self._tags:
-            rate = self.rate()
-            if rate > 0 and (self._tags[0][0] - self._virtual) / rate > resolution:
-                break
-            _tag, _seq, node, joined = heapq.heappop(self._tags)
-            done.append((node, joined))
-        for node, _joined in done:
-            self.held.add(node)
-            self.finished.append((node, now))
-            self._seed(node)
-        self._account()
-        self._schedule(now)
-        for node, joined in done:
+        def delivered(_wait: float, _service: float) -> None:
             for waiter in self.fetching.pop(node):
-                waiter(0.0, now - joined)
+                waiter(0.0, self.env._now - joined)
+        self.shared.submit(nbytes, 0, delivered, node)
 
-    def _seed(self, node: int) -> None:
+    def _seeding(self, node: object) -> None:
+        """A node has the whole file: it holds it from now on and seeds for its ``linger``."""
+        assert isinstance(node, int)
+        self.held.add(node)
+        self.finished.append((node, self.env._now))
         stay = self.linger(Ctx(None, node))
         if stay <= 0:
             return
         self.lingering += 1
         if math.isfinite(stay):
-            Wake(self.env, stay, lambda _e: self._leave())
+            Wake(self.env, stay, lambda _e: self.shared.reshare(self._leave))
 
     def _leave(self) -> None:
-        now = self.env.now
-        self.meter.touch(now)
-        self._advance(now)
         self.lingering -= 1
-        self._schedule(now)
 
 
 @register

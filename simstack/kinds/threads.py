@@ -4,21 +4,24 @@ A step that ``hold``s a pool occupies one of its threads while its nested steps 
 and those steps' CPU demand runs on the pool's host at the pool's priority. This is how
 an EPICS callback thread, an omniORB connection thread or a worker of an application
 server is written. If every thread is busy the work waits in line; ``queue_capacity``
-with ``when_full: drop`` models a bounded line that turns work away.
+with ``when_full: drop`` models a bounded line that turns work away. On a host with
+``discipline: fair``, ``group`` names the fair-share group whose part of the cores the
+threads' work gets (``simstack.resources.fairshare``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
-from simstack.lang.schema import Field, integer, one_of
+from simstack.lang.schema import Field, integer, name_ref, one_of
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count
+from simstack.resources.fairshare import FairShareCpu
 from simstack.resources.meter import Meter
+from simstack.resources.protocol import Discipline
 from simstack.resources.slots import Slots
 
 
@@ -47,7 +50,6 @@ class ThreadsKind(Kind):
     doc = "a pool of threads of one priority on one host; hold it around steps"
     roles = frozenset({"hold"})
     needs_host = True
-    provides_thread = True
     fields = {
         "kind": Field(str),
         "host": Field(str, help="host whose cores run the threads' CPU steps"),
@@ -55,11 +57,21 @@ class ThreadsKind(Kind):
         "priority": Field(integer, 0, "thread priority (higher is more urgent on a priority host)"),
         "queue_capacity": Field(_capacity, math.inf, "length of the line of waiting work"),
         "when_full": Field(one_of("block", "drop"), "block", "when the line is full: wait or fail the request"),
+        "group": Field(name_ref, None, "fair-share group of the host (discipline: fair)"),
     }
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ThreadPool:
         s = spec.settings
+        group = s["group"]
+        if group is not None:
+            cpu = ctx.cpus.get(spec.host or "")
+            if not isinstance(cpu, FairShareCpu):
+                raise ModelError(f"group {group!r} needs a host with discipline: fair (host {spec.host!r})",
+                                 path=f"components.{spec.name}.group")
+            if group not in cpu.groups or not group:
+                raise ModelError(f"host {spec.host!r} has no group {group!r}; groups: "
+                                 f"{', '.join(g for g in cpu.groups if g)}", path=f"components.{spec.name}.group")
         meter = Meter(spec.name, cls.kind, s["size"])
         capacity = s["queue_capacity"] if s["when_full"] == "drop" else math.inf
         return ThreadPool(Slots(ctx.env, s["size"], meter, capacity), s["when_full"] == "drop")
@@ -78,10 +90,15 @@ class ThreadsKind(Kind):
         return acquire, release
 
     @classmethod
-    def scope(cls, spec: ComponentSpec) -> tuple[str, int]:
+    def thread_scope(cls, spec: ComponentSpec) -> tuple[str, int] | None:
         return spec.host or "", spec.settings["priority"]
 
+    @classmethod
+    def thread_cpu(cls, spec: ComponentSpec, cpu: Discipline) -> Discipline:
+        group = spec.settings["group"]
+        return cpu.view(group) if group is not None and isinstance(cpu, FairShareCpu) else cpu
 
-def thread_scope(kind: Any, spec: ComponentSpec) -> tuple[str, int] | None:
+
+def thread_scope(kind: type[Kind], spec: ComponentSpec) -> tuple[str, int] | None:
     """(host, priority) that work inside this component runs at, if it is a thread."""
-    return kind.scope(spec) if getattr(kind, "provides_thread", False) else None
+    return kind.thread_scope(spec)

@@ -212,14 +212,14 @@ def _client(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
     def after() -> None:
         pause = think(None)  # type: ignore[arg-type]
         # A client whose cycles take no time at all would loop at one instant for ever.
-        if pause == 0 and r.env.now == state["since"]:
+        if pause == 0 and r.env._now == state["since"]:
             state["idle"] += 1
             if state["idle"] > ZERO_TIME_CYCLES:
                 raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
-                                 f"take no time, so its clients would cycle for ever at t = {r.env.now:g} s",
+                                 f"take no time, so its clients would cycle for ever at t = {r.env._now:g} s",
                                  path=f"workloads.{wl.name}")
         else:
-            state["idle"], state["since"] = 0, r.env.now
+            state["idle"], state["since"] = 0, r.env._now
         Wake(r.env, pause, cycle)
 
     Wake(r.env, wl.start, cycle)
@@ -267,7 +267,7 @@ class Periodic(WorkloadType):
                     Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope, body))
                 else:
                     r.start(wl.request, wl.name, copy, scope, None, body=body)
-            Wake(r.env, next_tick - r.env.now, tick)
+            Wake(r.env, next_tick - r.env._now, tick)
 
         Wake(r.env, wl.phase, tick)
 

@@ -1,12 +1,13 @@
 """Distributions as a model writes them, parsed from text without ``eval``.
 
 A model writes ``exp(2ms)``, ``lognormal(5ms, 0.5)`` (mean and coefficient of variation,
-the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``uniform(1us, 9us)``,
+the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``hyperexp(1s, 3)``
+(cv >= 1), ``pareto(1s, 2)`` (heavy-tailed), ``uniform(1us, 9us)``,
 ``normal(10ms, 1ms)`` (truncated at zero), ``empirical(file.csv, column)`` (resampled) or
 ``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
 A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
 objects they become, which sample and know their mean and variance, live in
-``simstack.lang.samplers`` and are re-exported here.
+``simstack.lang.samplers``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ import csv
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simstack.errors import ModelError
@@ -29,11 +29,14 @@ from simstack.lang.samplers import (
     Exp,
     Gamma,
     Geometric,
+    HyperExponential,
     Indexed,
     Lognormal,
+    Pareto,
     TruncatedNormal,
     Uniform,
 )
+from simstack.lang.schema import FolderParser
 
 ValueParser = Callable[[object], float]
 
@@ -44,28 +47,31 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "exp": ("mean",),
     "lognormal": ("mean", "cv"),
     "gamma": ("mean", "cv"),
+    "hyperexp": ("mean", "cv"),
+    "pareto": ("mean", "cv"),
     "uniform": ("low", "high"),
     "normal": ("mean", "sd"),
     "empirical": ("file", "column"),
     "indexed": ("file", "column"),
 }
 KNOWN = ", ".join(_SIGNATURES)
-_DATA_DIR: ContextVar[Path | None] = ContextVar("simstack_data_dir", default=None)
 
 
-@contextmanager
-def data_dir(folder: Path | None) -> Iterator[None]:
-    """While a model is read, relative data files resolve against its folder.
+@dataclass(frozen=True)
+class DistributionField(FolderParser):
+    """The parser of a field that holds a distribution of ``unit`` (``parse_time``,
+    ``parse_size``). A component kind declares ``Field(DistributionField(parse_time))``
+    without knowing where the model lives; ``read_fields(..., folder=)`` hands it the model's
+    folder, so ``empirical(data.csv, col)`` means the same file wherever the model is read from."""
 
-    Component kinds parse their distributions without knowing where the model file lives;
-    the loader wraps the whole read in ``data_dir(model_folder)`` so that
-    ``empirical(data.csv, col)`` means the same file wherever it is written.
-    """
-    token = _DATA_DIR.set(folder)
-    try:
-        yield
-    finally:
-        _DATA_DIR.reset(token)
+    unit: ValueParser
+    folder: Path | None = None
+
+    def in_folder(self, folder: Path | None) -> DistributionField:
+        return replace(self, folder=folder)
+
+    def __call__(self, raw: object) -> Distribution:
+        return parse_distribution(raw, self.unit, self.folder)
 
 
 def _signature(name: str) -> str:
@@ -73,8 +79,9 @@ def _signature(name: str) -> str:
 
 
 def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | None = None) -> Distribution:
-    """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value."""
-    base = base_dir if base_dir is not None else _DATA_DIR.get()
+    """Build a distribution from ``exp(2ms)``, a mapping ``{dist: exp, mean: 2ms}`` or a value;
+    a data file is read from ``base_dir`` (the model's folder; None: the working directory)."""
+    base = base_dir
     if isinstance(raw, dict):
         if "dist" not in raw:
             raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {raw!r}")
@@ -82,18 +89,33 @@ def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | N
         if not isinstance(name, str) or name not in _SIGNATURES:
             raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
         args = {str(k): v for k, v in raw.items() if k != "dist"}
-        return _build(name, args, parse_value, base, raw)
+        return _finite_moments(_build(name, args, parse_value, base, raw), raw)
     if isinstance(raw, str):
         match = _CALL.match(raw)
         if match:
             name, body = match.group(1), match.group(2)
             if name not in _SIGNATURES:
                 raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
-            return _build(name, _arguments(name, body, raw), parse_value, base, raw)
+            return _finite_moments(_build(name, _arguments(name, body, raw), parse_value, base, raw), raw)
         if "(" in raw or ")" in raw:
             raise ModelError(f"malformed distribution {raw!r}: write name(arguments) such as exp(2ms) or "
                              f"lognormal(5ms, 0.5); known: {KNOWN}")
     return Const(_non_negative(parse_value(raw), raw, raw))
+
+
+def _finite_moments(dist: Distribution, raw: object) -> Distribution:
+    """``dist``, if its mean, variance and squared cv are finite: ``gamma(1e308s, 1e308)`` is
+    a distribution on paper, but its variance and its sampler's parameters overflow."""
+    try:
+        cv = getattr(dist, "cv", 0.0)
+        shape = dist.shape if isinstance(dist, Pareto) else 0.0  # a tiny cv makes the tail's shape overflow
+        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2, shape))
+    except (OverflowError, ZeroDivisionError):
+        finite = False
+    if not finite:
+        raise ModelError(f"{raw!r} has no finite mean and variance (its values would overflow); "
+                         "write smaller values")
+    return dist
 
 
 def _arguments(name: str, body: str, raw: str) -> dict[str, object]:
@@ -144,7 +166,7 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         text = args[key]
         try:
             parsed = float(text) if isinstance(text, str | int | float) and not isinstance(text, bool) else math.nan
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: a whole number of 400 digits
             parsed = math.nan
         if not math.isfinite(parsed):
             raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {text!r} in {raw!r}")
@@ -156,9 +178,18 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         return Const(value("value"))
     if name == "exp":
         return Exp(value("mean", strict=True))
-    if name in ("lognormal", "gamma"):
-        cls = Lognormal if name == "lognormal" else Gamma
-        return cls(value("mean", strict=True), number("cv"))
+    if name == "lognormal":
+        return Lognormal(value("mean", strict=True), number("cv"))
+    if name == "gamma":
+        return Gamma(value("mean", strict=True), number("cv"))
+    if name == "pareto":
+        return Pareto(value("mean", strict=True), number("cv"))
+    if name == "hyperexp":
+        cv = number("cv")
+        if cv < 1:
+            raise ModelError(f"hyperexp: cv must be >= 1 (a mixture of exponentials varies at least as much as "
+                             f"one; below 1 write gamma), got {args['cv']!r} in {raw!r}")
+        return HyperExponential(value("mean", strict=True), cv)
     if name == "uniform":
         low, high = value("low"), value("high")
         if high < low:
@@ -249,7 +280,7 @@ def parse_count_distribution(raw: object) -> Const | Geometric:
 def _plain(text: object, raw: object, what: str) -> float:
     try:
         value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
         raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"
@@ -257,5 +288,4 @@ def _plain(text: object, raw: object, what: str) -> float:
     return value
 
 
-__all__ = ["KNOWN", "Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
-           "TruncatedNormal", "Uniform", "ValueParser", "data_dir", "parse_count_distribution", "parse_distribution"]
+__all__ = ["KNOWN", "DistributionField", "ValueParser", "parse_count_distribution", "parse_distribution"]

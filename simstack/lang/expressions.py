@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
+from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS, as_float
 
 MAX_LENGTH = 2000  # characters: a derived value is one line, not a program
 MAX_DEPTH = 40  # nested parentheses, unary signs and powers
@@ -189,7 +189,7 @@ class _Parser:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise self.fail(f"parameter ${name} is {value!r}, not a number or a quantity such as 2ms", at)
         if isinstance(value, int | float):
-            return _finite(float(value), (0, 0), self, at)
+            return _finite(as_float(value), (0, 0), self, at)
         if len(value) > MAX_LENGTH:
             raise self.fail(f"parameter ${name} is longer than {MAX_LENGTH} characters", at)
         try:

@@ -116,6 +116,84 @@ class Gamma:
 
 
 @dataclass(frozen=True)
+class HyperExponential:
+    """A two-phase hyperexponential with balanced means, given by its mean and cv >= 1.
+
+    A mixture of two exponentials: with probability p a short one, otherwise a long one, each
+    phase carrying half the mean (p = (1 - sqrt((cv² - 1) / (cv² + 1))) / 2). It is the
+    service time of work that is usually quick and now and then much slower, and the law
+    lqsim draws a slice from when its squared coefficient of variation is above one.
+    """
+
+    mean_value: float
+    cv: float
+
+    def __post_init__(self) -> None:
+        if not self.cv >= 1:
+            raise ValueError(f"hyperexp: cv(={self.cv!r}) must be >= 1 (below 1 use gamma)")
+
+    @property
+    def p(self) -> float:
+        """The probability of the phase with the larger rate (mean mean_value / (2 p))."""
+        c2 = self.cv**2
+        return 0.5 * (1.0 - math.sqrt((c2 - 1.0) / (c2 + 1.0)))
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        return (self.cv * self.mean_value) ** 2
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        p = self.p
+        # balanced means: each phase contributes mean / 2, so phase i has mean mean / (2 p_i)
+        scale = np.where(rng.random(n) < p, self.mean_value / (2 * p), self.mean_value / (2 * (1 - p)))
+        return rng.exponential(1.0, n) * scale
+
+    def __repr__(self) -> str:
+        return f"hyperexp({_num(self.mean_value)}, {_num(self.cv)})"
+
+
+@dataclass(frozen=True)
+class Pareto:
+    """A Pareto (type I) duration given by its mean and cv: heavy-tailed bursts.
+
+    P(X > x) = (x_m / x)^a for x >= x_m. The shape a = 1 + sqrt(1 + 1 / cv²) (always above 2,
+    so the variance is finite) and the scale x_m = mean (a - 1) / a give exactly this mean and
+    cv, the parameters lqsim's bursty (``burst``) reference tasks draw their slices from.
+    """
+
+    mean_value: float
+    cv: float
+
+    @property
+    def shape(self) -> float:
+        return 1.0 + math.sqrt(1.0 + 1.0 / self.cv**2)
+
+    @property
+    def scale(self) -> float:
+        a = self.shape
+        return self.mean_value * (a - 1.0) / a
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+    @property
+    def variance(self) -> float:
+        return (self.cv * self.mean_value) ** 2
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        # numpy's pareto is the Lomax law (x_m = 1, shifted to start at 0)
+        return (rng.pareto(self.shape, n) + 1.0) * self.scale
+
+    def __repr__(self) -> str:
+        return f"pareto({_num(self.mean_value)}, {_num(self.cv)})"
+
+
+@dataclass(frozen=True)
 class Uniform:
     low: float
     high: float
@@ -257,5 +335,5 @@ class Geometric:
         return f"geometric({_num(self.mean_value)}{', 1' if self.start else ''})"
 
 
-__all__ = ["Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "Indexed", "Lognormal",
-           "TruncatedNormal", "Uniform"]
+__all__ = ["Const", "Distribution", "Empirical", "Exp", "Gamma", "Geometric", "HyperExponential", "Indexed",
+           "Lognormal", "Pareto", "TruncatedNormal", "Uniform"]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import difflib
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.lang.units import as_float, shown
 
 REQUIRED = object()
 
@@ -25,17 +28,32 @@ class Field:
     help: str = ""
 
 
+class FolderParser(ABC):
+    """A parser whose value may name a data file (``empirical(latency.csv, ms)``): the file is
+    read from the folder ``read_fields`` is given, the model's own, passed explicitly so that
+    no global state says where a model lives."""
+
+    @abstractmethod
+    def in_folder(self, folder: Path | None) -> Callable[[Any], Any]:
+        """This parser, reading data files from ``folder`` (None: the working directory)."""
+
+    @abstractmethod
+    def __call__(self, raw: Any) -> Any:
+        """Parse ``raw``, reading data files from the working directory."""
+
+
 def suggest(word: object, options: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for a near miss among ``options``, else an empty string."""
     if not isinstance(word, str):
         return ""
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(word, [o for o in options if isinstance(o, str)], n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def read_fields(raw: object, fields: Mapping[str, Field], path: str,
-                ignore: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``."""
+                ignore: tuple[str, ...] = (), folder: Path | None = None) -> dict[str, Any]:
+    """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``. A field that may name
+    a data file (a ``FolderParser``) reads it from ``folder``, the model's folder."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path or None)
     unknown = [k for k in raw if k not in fields and k not in ignore]
@@ -51,11 +69,21 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
                 raise ModelError(f"missing required key {key!r}{hint}", path=path or None)
             out[key] = spec.default
             continue
+        parse = spec.parse.in_folder(folder) if isinstance(spec.parse, FolderParser) else spec.parse
         try:
-            out[key] = spec.parse(raw[key])
+            out[key] = parse(raw[key])
         except ModelError as exc:
             raise exc.at(path=f"{path}.{key}" if path else key) from None
     return out
+
+
+def located(parse: Callable[[Any], Any], raw: object, path: str) -> Any:
+    """``parse(raw)``, with any ``ModelError`` it raises placed at ``path`` (the key path of a
+    value read outside ``read_fields``)."""
+    try:
+        return parse(raw)
+    except ModelError as exc:
+        raise exc.at(path=path) from None
 
 
 def one_of(*choices: str) -> Callable[[object], str]:
@@ -80,9 +108,9 @@ def text(value: object) -> str:
 
 
 def integer(value: object) -> int:
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or value != int(value)):
-        raise ModelError(f"expected a whole number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(as_float(value)) \
+            or value != int(value):
+        raise ModelError(f"expected a whole number, got {shown(value)}")
     return int(value)
 
 
@@ -91,7 +119,7 @@ def at_least(low: int) -> Callable[[object], int]:
     def parse(value: object) -> int:
         number = integer(value)
         if number < low:
-            raise ModelError(f"expected a whole number >= {low}, got {value!r}")
+            raise ModelError(f"expected a whole number >= {low}, got {shown(value)}")
         return number
     return parse
 
@@ -110,6 +138,28 @@ def mapping(value: object) -> dict[str, Any]:
     if odd:
         raise ModelError(f"expected names as keys, got {odd[0]!r} (quote it: '{odd[0]}')")
     return dict(value)
+
+
+def plain_keys_and_numbers(doc: object, path: str = "") -> None:
+    """Refuse, wherever it is, what YAML reads but no model field can mean: a key that is not
+    text (an unquoted ``yes:`` is true, ``~:`` null, ``1:`` a number) and a whole number too
+    large for a float (400 digits). Either would reach the engine in a form only one of the
+    builds survives (the compiled one takes names as text only)."""
+    stack: list[tuple[object, str]] = [(doc, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise ModelError(f"a key must be text, got {shown(key)} (YAML reads an unquoted yes, no, on, off, "
+                                     "true or false as true/false, ~ or null as null, digits as a number); quote it",
+                                     path=f"{where}.{key}" if where else str(key))
+                stack.append((value, f"{where}.{key}" if where else key))
+        elif isinstance(node, list):
+            stack.extend((value, f"{where}[{i}]") for i, value in enumerate(node))
+        elif isinstance(node, int) and not isinstance(node, bool) and not math.isfinite(as_float(node)):
+            raise ModelError(f"the number {shown(node)} is beyond the largest a model can use (about 1.8e308)",
+                             path=where or None)
 
 
 def names(value: object) -> tuple[str, ...]:

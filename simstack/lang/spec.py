@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simstack.lang.distributions import Distribution
+from simstack.lang.samplers import Distribution
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -25,10 +25,11 @@ class HostSpec:
     name: str
     cores: float  # a whole number, or inf (every job runs at once: a delay centre)
     speed: float
-    discipline: str  # fifo | ps | priority | hol
+    discipline: str  # fifo | ps | priority | hol | run_to_block | fair
     idle_spinner: int | None = None  # priority of a busy loop on every core (priority hosts)
     memory: float = float("inf")  # RAM in bytes (simstack.resources.memory)
     memory_record: str = "processes"  # processes | host: what the memory table records
+    groups: tuple[tuple[str, float, bool], ...] = ()  # (name, share, cap) on a fair host
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,11 @@ class Release:
 @dataclass(frozen=True)
 class Reply:
     """In a called request class: the caller goes on from here while the rest of the
-    class runs on (the second phase of a layered-queueing entry)."""
+    class runs on (the second phase of a layered-queueing entry). ``first``: who goes on first
+    at that instant, the caller (``caller``) or the second phase (``second_phase``, lqsim's order)."""
 
     guard: Guard
+    first: str = "caller"
 
 
 @dataclass(frozen=True)
@@ -152,11 +155,13 @@ class Repeat:
 @dataclass(frozen=True)
 class Fork:
     """Run different branches at once and go on when ``join`` of them have finished (an
-    AND-fork with an AND- or quorum join); the others finish in the background."""
+    AND-fork with an AND- or quorum join); the others finish in the background. ``order``:
+    the branches start in the order written, or in a random order each time (lqsim's)."""
 
     guard: Guard
     branches: tuple[tuple[Step, ...], ...]
     join: int
+    order: str = "written"
 
 
 @dataclass(frozen=True)
@@ -291,7 +296,6 @@ class ModelSpec:
     components: Mapping[str, ComponentSpec] = field(hash=False)
     requests: Mapping[str, RequestSpec] = field(hash=False)
     workloads: Mapping[str, Workload] = field(hash=False)
-    raw: Mapping[str, Any] = field(hash=False, repr=False)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N
     # The validated graph, kept once built (``graph.validated_graph``); not an init field, so

@@ -33,8 +33,27 @@ _EXAMPLES = {
 }
 
 
+MIN_BANDWIDTH = 0.125  # bytes per second (1 b/s): below it a transfer's time overflows; 0 is refused apart
+MIN_RATE = 1e-9  # per second (one in 30 years): below it the time between events is infinite (1 / 1e-320)
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr`` of a value as an error echoes it, cut short (a 400-digit number need not be)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _expected(what: str, value: object, note: str = "") -> ModelError:
-    return ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {value!r}{note}")
+    return ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {shown(value)}{note}")
+
+
+def as_float(value: int | float) -> float:
+    """A number as a float; a whole number too large for one (YAML reads 400 digits as an
+    int) is infinite, so the finiteness checks that follow refuse it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _finite(number: float, what: str, value: object) -> float:
@@ -48,7 +67,7 @@ def _quantity(value: object, what: str) -> tuple[float, str, str | None]:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise _expected(what, value)
     if not isinstance(value, str):
-        return _finite(float(value), what, value), "", None
+        return _finite(as_float(value), what, value), "", None
     match = _QUANTITY.match(value)
     if not match:
         raise _expected(what, value)
@@ -67,7 +86,7 @@ def _scaled(value: object, what: str, units: dict[str, float]) -> float:
         raise _expected(what, value, f" ({what}s take no '/' per-time unit)")
     if unit == "":
         return number
-    return number * _unit(unit, units, what, value)
+    return _finite(number * _unit(unit, units, what, value), what, value)  # 1e300h is beyond a float
 
 
 def parse_time(value: object) -> float:
@@ -81,72 +100,84 @@ def parse_size(value: object) -> float:
 
 
 def parse_rate(value: object) -> float:
-    """Events per second from ``3.2/s``, ``360Hz``, ``120/min`` or a bare number."""
+    """Events per second from ``3.2/s``, ``360Hz``, ``120/min`` or a bare number; a rate
+    above zero is at least one in 30 years (below that the time between events overflows)."""
     number, unit, per = _quantity(value, "rate")
     if per is None:
         if unit == "":
-            return number
-        if unit in HZ_UNITS:
-            return number * HZ_UNITS[unit]
-        raise ModelError(f"unknown rate unit {unit!r} in {value!r}; write a count per time unit such as "
-                         f"{_EXAMPLES['rate']} (units: {', '.join(HZ_UNITS)} or /{', /'.join(TIME_UNITS)})")
-    if unit != "":
+            rate = number
+        elif unit in HZ_UNITS:
+            rate = _finite(number * HZ_UNITS[unit], "rate", value)
+        else:
+            raise ModelError(f"unknown rate unit {unit!r} in {value!r}; write a count per time unit such as "
+                             f"{_EXAMPLES['rate']} (units: {', '.join(HZ_UNITS)} or /{', /'.join(TIME_UNITS)})")
+    elif unit != "":
         raise ModelError(f"unknown rate unit {unit + '/' + per!r} in {value!r}; a rate is a plain count "
                          f"per time unit such as {_EXAMPLES['rate']}")
-    return number / _unit(per, TIME_UNITS, "time", value)
+    else:
+        rate = _finite(number / _unit(per, TIME_UNITS, "time", value), "rate", value)
+    if 0 < rate < MIN_RATE:
+        raise ModelError(f"a rate is at least {MIN_RATE:g}/s (one in 30 years), got {shown(value)}")
+    return rate
 
 
 def parse_bandwidth(value: object) -> float:
-    """Bytes per second from ``100MB/s`` or ``25Gb/s`` (bits are divided by eight)."""
+    """Bytes per second from ``100MB/s`` or ``25Gb/s`` (bits are divided by eight); a
+    bandwidth above zero is at least 1 b/s (a denormal one would make a transfer's time
+    overflow)."""
     number, unit, per = _quantity(value, "bandwidth")
     if per is None:
-        if unit == "":
-            return number  # a bare number is bytes per second
-        raise _expected("bandwidth", value, " (a size per time unit: add '/s')")
-    size = 1.0 if unit == "" else _unit(unit, SIZE_UNITS, "size", value)
-    return number * size / _unit(per, TIME_UNITS, "time", value)
+        if unit != "":
+            raise _expected("bandwidth", value, " (a size per time unit: add '/s')")
+        rate = number  # a bare number is bytes per second
+    else:
+        size = 1.0 if unit == "" else _unit(unit, SIZE_UNITS, "size", value)
+        rate = _finite(number * size / _unit(per, TIME_UNITS, "time", value), "bandwidth", value)
+    if 0 < rate < MIN_BANDWIDTH:
+        raise ModelError(f"a bandwidth is at least 1b/s ({MIN_BANDWIDTH:g} bytes per second), got {shown(value)}")
+    return rate
 
 
 def parse_count(value: object, *, allow_inf: bool = False) -> float:
     """A whole count >= 1 (or ``inf`` where unbounded makes sense)."""
     if allow_inf and isinstance(value, str | float) and value in ("inf", "unlimited", math.inf):
         return math.inf
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(as_float(value))
             or value != int(value)):
         extra = " or 'inf'" if allow_inf else ""
-        raise ModelError(f"expected a whole number{extra}, got {value!r}")
+        raise ModelError(f"expected a whole number{extra}, got {shown(value)}")
     if value < 1:
-        raise ModelError(f"must be >= 1, got {value!r}")
+        raise ModelError(f"must be >= 1, got {shown(value)}")
     return int(value)
 
 
 def parse_number(value: object) -> float:
     """A plain, finite float (no unit)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ModelError(f"expected {_EXAMPLES['number']}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(as_float(value)):
+        raise ModelError(f"expected {_EXAMPLES['number']}, got {shown(value)}")
     return float(value)
 
 
 def positive(value: float, raw: object) -> float:
     """Reject zero and negative values, echoing what the user wrote."""
     if not value > 0:
-        raise ModelError(f"must be > 0, got {raw!r}")
+        raise ModelError(f"must be > 0, got {shown(raw)}")
     return value
 
 
 def non_negative(value: float, raw: object) -> float:
     if not value >= 0:
-        raise ModelError(f"must be >= 0, got {raw!r}")
+        raise ModelError(f"must be >= 0, got {shown(raw)}")
     return value
 
 
 def quantity(value: object) -> float:
     """A parameter value or bound in base units, whatever its unit family."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return as_float(value)
     for parse in (parse_time, parse_size, parse_rate, parse_bandwidth):
         try:
             return parse(value)
         except ModelError:
             continue
-    raise ModelError(f"expected a number or a quantity with a unit, got {value!r}")
+    raise ModelError(f"expected a number or a quantity with a unit, got {shown(value)}")

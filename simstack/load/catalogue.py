@@ -24,8 +24,8 @@ from simstack.lang.expressions import FUNCTIONS
 from simstack.lang.samplers import Const
 from simstack.lang.schema import REQUIRED, Field
 from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
-from simstack.load.loader import SETTINGS
-from simstack.load.steps.requests import _EXTRA, ACTIONS, MODIFIERS
+from simstack.load.sections import SETTINGS
+from simstack.load.steps.requests import ACTIONS, EXTRA_KEYS, MODIFIERS
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
@@ -34,6 +34,7 @@ HOST_FIELDS: dict[str, tuple[str, str]] = {
     "discipline": ("ps", "how the cores are shared between threads (see disciplines)"),
     "idle_spinner": ("-", "priority of a CPU hog spinning on every core (discipline: priority only)"),
     "memory": ("inf", "RAM, e.g. 64GB; a request for more fails (see memory)"),
+    "groups": ("-", "fair-share groups {name: {share, cap}} (discipline: fair only)"),
     "memory_record": ("processes", "memory table detail: processes (RSS, PSS of each) or host (used only)"),
     "replicas": ("-", "N identical hosts name[0] .. name[N-1] (see replicas)"),
     "doc": ("", "free text"),
@@ -43,6 +44,8 @@ DISCIPLINES: dict[str, str] = {
     "ps": "processor sharing: the cores are shared equally by the jobs running",
     "priority": "preemptive priority (SCHED_FIFO): the most urgent thread runs, ties first come first served",
     "hol": "non-preemptive (head-of-line) priority: the most urgent waiting job gets the next free core",
+    "run_to_block": "first come, first served; a thread keeps its core until it blocks (lqsim's processors)",
+    "fair": "fair-share groups (LQN completely fair scheduling): groups share the cores by share, cap or not",
 }
 STEPS: dict[str, str] = {
     "cpu": "CPU work on the current host: a time distribution, or {demand, per_byte, bytes}",
@@ -63,7 +66,8 @@ STEPS: dict[str, str] = {
     "restore": "read a dump, then map its memory: {from, file, bytes, memory, shared, host}",
     "acquire": "take a semaphore unit or a lock (mode: read|write, key:) and keep it after the step",
     "release": "give back a semaphore unit or a lock taken by an acquire, possibly in another request",
-    "reply": "in a called request class: the caller resumes here while the class goes on (second phase)",
+    "reply": "in a called request class: the caller resumes here while the class goes on (second phase); "
+             "first: caller (default) or second_phase, who goes on first",
 }
 MODIFIER_DOCS: dict[str, str] = {
     "name": "the step's name in the step table (default action:target)",
@@ -136,7 +140,7 @@ def catalogue() -> str:
     out += [f"    {name:<9} {doc}" for name, doc in DISCIPLINES.items()]
     out += ["", "STEPS  (requests.<name>: [steps] or {steps, host, priority, doc}); one action per step"]
     for action in ACTIONS:
-        extra = _EXTRA.get(action, ())
+        extra = EXTRA_KEYS.get(action, ())
         keys = f" [{', '.join(extra)}]" if extra else ""
         out.append(f"  {action}{keys}: {STEPS.get(action, '-')}")
     out.append("  modifiers (any step):")

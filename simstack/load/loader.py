@@ -2,7 +2,7 @@
 
 Order of work: read YAML safely (``safeyaml``: no tags, no code), apply a scenario and the
 caller's parameter and flag overrides (``parameters``), substitute ``$parameter``
-references, then read each section with located errors (``sections``, ``stepparse``).
+references, then read each section with located errors (``sections``, ``steps.requests``).
 Graph-level checks (cycles, reachability) live in ``graph``.
 """
 
@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import find_model_dir, home_models_dir
+from simstack.io.paths import home_models_dir, inside, model_dir_of
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.distributions import data_dir
-from simstack.lang.schema import suggest, text
+from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
-from simstack.load import replicas
+from simstack.lang.units import parse_time
+from simstack.load import limits, liveness, replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
-from simstack.load.parameters import choose, or_empty, substitute
-from simstack.load.sections import SETTINGS
-from simstack.load.steps.requests import StepReader, _located
+from simstack.load.parameters import or_empty, resolve_values, substitute
+from simstack.load.steps.requests import StepReader
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
             "requests", "workloads", "settings")
@@ -31,16 +30,15 @@ MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are f
 
 
 def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str] | None = None) -> Path:
-    """A path to a YAML file or to a model folder, or a model name looked up along the search
-    path of ``simstack.io.paths``."""
-    path = Path(name_or_path)
+    """A path to a YAML file or to a model folder (``path/to/folder``, ``./mymodel``,
+    ``mymodel/``, ``.``), or a model name looked up along the search path of
+    ``simstack.io.paths``."""
+    path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
-            raise ModelError(f"model file {str(path)!r} not found")
+            raise ModelError(f"model file {str(name_or_path)!r} not found")
         return path
-    if len(path.parts) > 1 and (path / "model.yaml").is_file():
-        return path / "model.yaml"
-    return find_model_dir(str(name_or_path), models_dir) / "model.yaml"
+    return model_dir_of(name_or_path, models_dir) / "model.yaml"
 
 
 def load_model(model: str | Path, *, scenario: str | None = None,
@@ -48,7 +46,7 @@ def load_model(model: str | Path, *, scenario: str | None = None,
                flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
     """Load and validate a model by name or path, with optional what-if overrides."""
     path = resolve_model_path(model)
-    doc = read_yaml(path)
+    doc = read_yaml(inside(path.parent, path.name, "model"))  # a received folder's model file: not a link out
     try:
         spec = build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)
         validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
@@ -62,31 +60,29 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
                flags: Mapping[str, bool] | Iterable[str] | None = None) -> ModelSpec:
     """A ``ModelSpec`` from an already-read document; errors carry key paths but no file
     (``load_model`` adds it). Relative data files resolve against ``path``'s folder."""
-    with data_dir(path.parent if path else None):
-        return _build_spec(doc, path, scenario, parameters, flags)
-
-
-def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: Mapping[str, Any] | None,
-                flags: Mapping[str, bool] | Iterable[str] | None) -> ModelSpec:
     if not isinstance(doc, Mapping):
         got = "an empty file" if doc is None else repr(doc)
         raise ModelError(f"a model file must be a mapping of sections ({', '.join(SECTIONS)}), got {got}")
+    plain_keys_and_numbers(doc)
     for key in doc:
         if key not in SECTIONS:
             raise ModelError(f"unknown section {key!r}{suggest(key, SECTIONS)}; expected: {', '.join(SECTIONS)}",
                              path=str(key))
-    name = _located(text, doc.get("name"), "name") if doc.get("name") is not None else None
-    description = _located(text, doc.get("description"), "description") if doc.get("description") else ""
-    chosen = choose(doc, scenario, parameters, flags)
+    name = located(text, doc.get("name"), "name") if doc.get("name") is not None else None
+    description = located(text, doc.get("description"), "description") if doc.get("description") else ""
+    chosen = resolve_values(doc, scenario, parameters, flags)
     params, flag_values = chosen.parameters, chosen.flags
 
     body = {k: substitute(v, params, k) for k, v in doc.items()
             if k not in ("name", "description", "parameters", "scenarios", "flags")}
     base_dir = path.parent if path else None
-    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts")
+    settings = section.settings(or_empty(body, "settings", {}))  # first: its limits bound what is built
+    bounds = limits.limits_of(settings)
+    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts", bounds)
     hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
-    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components")
-    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir)
+    limits.check_hosts(hosts, bounds)
+    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
+    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",
@@ -100,16 +96,18 @@ def _build_spec(doc: Any, path: Path | None, scenario: str | None, parameters: M
     reader = StepReader(tuple(hosts), {**components, **replicas.aliases(components, counts)}, set(raw_requests),
                         flag_values, base_dir)
     requests = {req_name: reader.request(req_name, raw) for req_name, raw in raw_requests.items()}
-    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads")
+    limits.check_requests(requests, components, bounds)
+    raw_workloads, streams = replicas.split(body.get("workloads"), "workloads", bounds)
     workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
-    settings = section.settings(or_empty(body, "settings", {}))
-    return ModelSpec(
+    horizon = settings.get("horizon")
+    limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon))
+    spec = ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, raw=doc, settings=settings, replicas=counts)
+        workloads=workloads, settings=settings, replicas=counts)
+    liveness.check(spec)  # zero-time cycles and lock-order deadlocks, where certain
+    return spec
 
 
-# SETTINGS and read_yaml are re-exported: callers import them from here.
-__all__ = ["MODELS_DIR", "SETTINGS", "build_spec", "load_model", "read_yaml",
-           "resolve_model_path", "_located"]
+__all__ = ["MODELS_DIR", "build_spec", "load_model", "resolve_model_path"]

@@ -17,10 +17,9 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.lang import expressions
-from simstack.lang.schema import Field, read_fields, suggest, text
+from simstack.lang.schema import Field, located, plain_keys_and_numbers, read_fields, suggest, text
 from simstack.lang.spec import Parameter
 from simstack.lang.units import quantity
-from simstack.load.steps.requests import _located
 
 _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -34,10 +33,11 @@ class Chosen:
     declared: frozenset[str]
 
 
-def choose(doc: Mapping[str, Any], scenario: str | None, parameters: Mapping[str, Any] | None,
-           flags: Mapping[str, bool] | Iterable[str] | None) -> Chosen:
+def resolve_values(doc: Mapping[str, Any], scenario: str | None, parameters: Mapping[str, Any] | None,
+                   flags: Mapping[str, bool] | Iterable[str] | None) -> Chosen:
     """The model's parameters and flags, then ``scenario``'s, then ``parameters`` and
-    ``flags``; every scenario is checked, chosen or not."""
+    ``flags``, with ``$name`` references between parameters resolved; every scenario is
+    checked, chosen or not."""
     params = _parameters(or_empty(doc, "parameters", {}))
     origin = {name: f"parameters.{name}" for name in params}
     flag_values = _flags(or_empty(doc, "flags", []))
@@ -77,6 +77,7 @@ def _scalar(value: object) -> object:
     if value is not None and not isinstance(value, str | int | float | bool):
         raise ModelError(f"a parameter value must be a number, text such as 2ms or exp(1ms), true/false "
                          f"or null, got {value!r}")
+    plain_keys_and_numbers(value)  # an override's 400-digit number, as in a model file
     return value
 
 
@@ -94,7 +95,7 @@ def _parameters(raw: object) -> dict[str, Parameter]:
             values = read_fields(value, fields, where)
             out[name] = Parameter(name, values["value"], values["free"], values["doc"])
         else:
-            out[name] = Parameter(name, _located(_scalar, value, where))
+            out[name] = Parameter(name, located(_scalar, value, where))
     return out
 
 
@@ -150,7 +151,7 @@ def _parameter_values(values: object, params: Mapping[str, Parameter], where: st
         if name not in params:
             raise ModelError(f"unknown parameter {name!r}{suggest(name, params)}; "
                              f"parameters: {', '.join(params) or '(none)'}", path=where)
-        _located(_scalar, value, f"{where}.{name}")
+        located(_scalar, value, f"{where}.{name}")
     return dict(values)
 
 
@@ -240,4 +241,4 @@ def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[st
         raise (exc if exc.path else exc.at(path=path)) from None
 
 
-__all__ = ["Chosen", "choose", "or_empty", "substitute"]
+__all__ = ["Chosen", "or_empty", "resolve_values", "substitute"]

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ConfigError, ModelError
+from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
+from simstack.lang.schema import mapping
 from simstack.lang.spec import ModelSpec
 from simstack.lang.units import parse_time
 from simstack.load.whatif import WhatIf
@@ -36,9 +38,11 @@ class ModelChoice:
     flags: dict[str, bool] = field(default_factory=dict, hash=False)
 
 
-def choose(base: Mapping[str, Any], whatif: WhatIf | None = None, *, scenario: str | None = None,
-           parameters: Mapping[str, Any] | None = None, flags: Mapping[str, bool] | None = None) -> ModelChoice:
-    """``base`` parameters (calibrated values), then the what-if's, then explicit ones."""
+def stack_layers(base: Mapping[str, Any], whatif: WhatIf | None = None, *, scenario: str | None = None,
+                 parameters: Mapping[str, Any] | None = None, flags: Mapping[str, bool] | None = None
+                 ) -> ModelChoice:
+    """The layers stacked into what ``load_model`` is given: ``base`` parameters (calibrated
+    values), then the what-if's, then explicit ones; the scenario named, else the what-if's."""
     params = {**base, **(whatif.parameters if whatif else {}), **(parameters or {})}
     chosen_flags = {**(whatif.flags if whatif else {}), **(flags or {})}
     return ModelChoice(scenario or (whatif.scenario if whatif else None), params, chosen_flags)
@@ -47,20 +51,20 @@ def choose(base: Mapping[str, Any], whatif: WhatIf | None = None, *, scenario: s
 def load_chosen(model_file: Path, calibrated: Mapping[str, Any], whatif: WhatIf | None, *,
                 scenario: str | None = None, parameters: Mapping[str, Any] | None = None,
                 flags: Mapping[str, bool] | None = None) -> ModelSpec:
-    """The model with its layers applied (``choose``). When that fails, the layers are tried
+    """The model with its layers applied (``stack_layers``). When that fails, the layers are tried
     one at a time so that the error names the file it comes from (``calibrated.yaml``, the
     what-if) instead of the model file that merely received the value."""
     from simstack.load.loader import load_model
 
-    choice = choose(calibrated, whatif, scenario=scenario, parameters=parameters, flags=flags)
+    choice = stack_layers(calibrated, whatif, scenario=scenario, parameters=parameters, flags=flags)
     try:
         return load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
     except ModelError as exc:
-        layers: list[tuple[Path | None, ModelChoice]] = [(None, choose({}))]  # the model file itself
+        layers: list[tuple[Path | None, ModelChoice]] = [(None, stack_layers({}))]  # the model file itself
         if calibrated:
-            layers.append((model_file.parent / "calibrated.yaml", choose(calibrated)))
+            layers.append((model_file.parent / "calibrated.yaml", stack_layers(calibrated)))
         if whatif is not None:
-            layers.append((whatif.file, choose(calibrated, whatif)))
+            layers.append((whatif.file, stack_layers(calibrated, whatif)))
         for source, partial in layers:
             try:
                 load_model(model_file, scenario=partial.scenario, parameters=partial.parameters, flags=partial.flags)
@@ -76,11 +80,14 @@ def calibrated_parameters(model_dir: Path) -> dict[str, Any]:
     path = model_dir / "calibrated.yaml"
     if not path.is_file():
         return {}
-    doc = read_yaml(path) or {}
+    doc = read_yaml(inside(model_dir, "calibrated.yaml", "calibrated.yaml")) or {}  # not through a link out
     values = doc.get("parameters") if isinstance(doc, Mapping) else None
     if not isinstance(values, Mapping):
         raise ModelError("expected a 'parameters' mapping", file=str(path))
-    return dict(values)
+    try:
+        return mapping(values)  # parameter names, never yes: or ~:
+    except ModelError as exc:
+        raise exc.at(file=str(path), path="parameters") from None
 
 
 def run_settings(*layers: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,4 +113,4 @@ def _setting_time(value: object, key: str, other: str = "") -> float:
         raise ConfigError(f"{key}: {exc}" + (f" ({other})" if other else "")) from None
 
 
-__all__ = ["ModelChoice", "calibrated_parameters", "choose", "run_settings"]
+__all__ = ["ModelChoice", "calibrated_parameters", "load_chosen", "run_settings", "stack_layers"]

@@ -21,11 +21,12 @@ from dataclasses import replace
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.lang.schema import located
 from simstack.lang.spec import Call, Hold, OpenWorkload, Send, Workload
 from simstack.lang.units import parse_count
+from simstack.load.limits import Limits
 
 ITEM = "[item]"
-MAX_REPLICAS = 1_000_000  # a model holds at most this many values (safeyaml.MAX_VALUES) anyway
 _INDEXED = re.compile(r"\[[^\]]*\]$")
 
 
@@ -33,8 +34,9 @@ def member(name: str, index: int) -> str:
     return f"{name}[{index}]"
 
 
-def split(raw: object, section: str) -> tuple[object, dict[str, int]]:
-    """The section without its ``replicas:`` keys, and the count of each replicated entry."""
+def split(raw: object, section: str, limits: Limits) -> tuple[object, dict[str, int]]:
+    """The section without its ``replicas:`` keys, and the count of each replicated entry
+    (at most ``limits.count``: checked before any replica is made)."""
     if not isinstance(raw, Mapping):
         return raw, {}
     counts: dict[str, int] = {}
@@ -45,19 +47,15 @@ def split(raw: object, section: str) -> tuple[object, dict[str, int]]:
             if not isinstance(name, str) or _INDEXED.search(name):
                 raise ModelError(f"a replicated name cannot end in [...] (its replicas are named {name}[0], ...)",
                                  path=where)
-            counts[name] = _count(spec["replicas"], f"{where}.replicas")
+            counts[name] = _count(spec["replicas"], f"{where}.replicas", limits)
             spec = {k: v for k, v in spec.items() if k != "replicas"}
         out[name] = spec
     return out, counts
 
 
-def _count(value: object, where: str) -> int:
-    try:
-        count = int(parse_count(value))
-    except ModelError as exc:
-        raise exc.at(path=where) from None
-    if count > MAX_REPLICAS:
-        raise ModelError(f"at most {MAX_REPLICAS} replicas, got {value!r}", path=where)
+def _count(value: object, where: str, limits: Limits) -> int:
+    count = int(located(parse_count, value, where))
+    limits.refuse("count", count, "replicas", where)
     return count
 
 

@@ -21,16 +21,19 @@ from simstack.kinds.workloads import names as workload_names
 from simstack.lang.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
 from simstack.lang.spec import ComponentSpec, HostSpec, Workload
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
+from simstack.load.limits import Limits, check_component, read_limits
 from simstack.resources.disciplines import DISCIPLINES
 
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
+DEFAULT_LIMITS = Limits()
 SETTINGS = {
     "horizon": Field(lambda v: _checked(lambda x: positive(parse_time(x), x), v), None, "simulated time of a run"),
     "warmup": Field(lambda v: v if v == "mser5" else _checked(lambda x: non_negative(parse_time(x), x), v), None,
                     "time left out of the statistics, or mser5"),
     "seed": Field(lambda v: _checked(_non_negative_int, v), None, "seed of the random streams"),
     "replications": Field(lambda v: _checked(parse_count, v), None, "independent replications"),
+    "limits": Field(read_limits, None, "bounds, raised here: count 1e6, rate 1e8/s, arrivals 1e9, steps 1e8"),
 }
 
 
@@ -57,16 +60,18 @@ def hosts(raw: object) -> dict[str, HostSpec]:
 
     fields = {
         "cores": Field(_cores, help="number of cores, or inf"),
-        "speed": Field(lambda v: positive(parse_number(v), v), 1.0),
+        "speed": Field(_speed, 1.0),
         "discipline": Field(one_of(*DISCIPLINES), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
         "memory": Field(lambda v: positive(parse_size(v), v), float("inf"), "RAM, e.g. 64GB"),
         "memory_record": Field(one_of("processes", "host"), "processes", "memory table detail"),
+        "groups": Field(lambda v: v, None, "fair-share groups: {name: {share, cap}} (discipline: fair)"),
         "doc": Field(text, ""),
     }
     out = {}
     for name, spec in raw.items():
         values = read_fields(spec, fields, f"hosts.{name}")
+        groups = _groups(values["groups"], values["discipline"], f"hosts.{name}")
         if values["idle_spinner"] is not None and values["discipline"] != "priority":
             raise ModelError(f"idle_spinner needs discipline: priority (a spinner under "
                              f"{values['discipline']} would share the cores), got discipline: "
@@ -75,12 +80,49 @@ def hosts(raw: object) -> dict[str, HostSpec]:
             raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
                              "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
         out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
-                             values["idle_spinner"], values["memory"], values["memory_record"])
+                             values["idle_spinner"], values["memory"], values["memory_record"], groups)
     return out
 
 
-def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None) -> dict[str, ComponentSpec]:
-    """The ``components`` section: each kind's own fields and checks (``simstack.kinds``)."""
+def _groups(raw: object, discipline: str, path: str) -> tuple[tuple[str, float, bool], ...]:
+    """A fair host's groups as (name, share, cap): shares in (0, 1] adding up to at most 1."""
+    if raw is None:
+        if discipline == "fair":
+            raise ModelError("discipline: fair needs groups: {name: {share: 0.5}, ...}", path=f"{path}.groups")
+        return ()
+    if discipline != "fair":
+        raise ModelError(f"groups need discipline: fair, got discipline: {discipline}", path=f"{path}.groups")
+    if not isinstance(raw, Mapping) or not raw:
+        raise ModelError(f"expected a mapping of group names to {{share, cap}}, got {raw!r}", path=f"{path}.groups")
+    out = []
+    for group, spec in raw.items():
+        values = read_fields(spec, {"share": Field(_share, help="part of the host's cores"),
+                                    "cap": Field(_boolean, False, "true: never more than the share")},
+                             f"{path}.groups.{group}")
+        out.append((str(group), values["share"], values["cap"]))
+    total = sum(share for _g, share, _c in out)
+    if total > 1.0 + 1e-9:
+        raise ModelError(f"the shares add up to {total:g}, more than the whole host (1)", path=f"{path}.groups")
+    return tuple(out)
+
+
+def _share(value: object) -> float:
+    share = parse_number(value)
+    if not 0.0 < share <= 1.0:
+        raise ModelError(f"expected a share in (0, 1], got {value!r}")
+    return share
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ModelError(f"expected true or false, got {value!r}")
+    return value
+
+
+def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None,
+               bounds: Limits = DEFAULT_LIMITS) -> dict[str, ComponentSpec]:
+    """The ``components`` section: each kind's own fields and checks (``simstack.kinds``); its
+    counts are bounded before the kind's checks build anything from them (a hierarchy's graph)."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of component names, got {raw!r}", path="components")
     out = {}
@@ -95,7 +137,7 @@ def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None
         kind = lookup(spec["kind"])
         fields = dict(kind.fields)
         fields.setdefault("doc", Field(text, ""))
-        values = read_fields(spec, fields, where)
+        values = read_fields(spec, fields, where, folder=base_dir)
         host = spec.get("host")
         if host is not None and (not isinstance(host, str) or host not in hosts):
             raise ModelError(f"unknown host {host!r}{suggest(host, hosts)}; hosts: {', '.join(hosts) or '(none)'}",
@@ -104,6 +146,7 @@ def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None
             raise ModelError(f"a {kind.kind} runs on a host: add host: <one of {', '.join(hosts) or 'no hosts'}>",
                              path=where)
         component = ComponentSpec(name, kind.kind, host, values)
+        check_component(component, bounds)
         try:
             kind.validate(component)
         except ModelError as exc:
@@ -149,6 +192,16 @@ def _workload(name: str, spec: Mapping[str, Any], where: str, base_dir: Path | N
     common = {"type": Field(str), "request": Field(name_ref), "doc": Field(text, "")}
     values = read_fields(spec, {**common, **wtype.fields(base_dir)}, where)
     return wtype.read(name, values, spec, where)
+
+
+MIN_SPEED = 1e-9  # of the reference CPU: below it a step's time overflows (a denormal speed hung a run)
+
+
+def _speed(value: object) -> float:
+    speed = positive(parse_number(value), value)
+    if speed < MIN_SPEED:
+        raise ModelError(f"a host's speed is at least {MIN_SPEED:g} of the reference CPU, got {value!r}")
+    return speed
 
 
 def _non_negative_int(value: object) -> int:

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import model_dir_of
-from simstack.lang.schema import Field, name_ref, read_fields, suggest, text
-from simstack.load.loader import read_yaml
+from simstack.io.paths import inside, model_dir_of
+from simstack.io.safeyaml import read_yaml
+from simstack.lang.schema import Field, mapping, name_ref, read_fields, suggest, text
 
 FOLDER = "whatif"
 NAMED = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)?[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -53,15 +53,14 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
         if not Path(ref).is_file():
             raise ModelError(f"what-if file {ref!r} not found")
         return Path(ref)
-    owner, _, name = ref.rpartition("/")
-    if not owner:
-        if model is None:
-            raise ModelError(f"what-if {ref!r} names no model; write whatif=<model>/{ref}")
-        owner = str(model)
+    written, _, name = ref.rpartition("/")
+    owner: str | Path | None = written or model  # a Path stays a folder, even a one-part one (mymodel)
+    if owner is None:
+        raise ModelError(f"what-if {ref!r} names no model; write whatif=<model>/{ref}")
     model_dir = model_dir_of(owner, models_dir)
     path = model_dir / FOLDER / f"{name}.yaml"
     if name and "\\" not in name and name not in (".", "..") and path.is_file():
-        return path
+        return inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif")  # not through a link out of the folder
     known = available(model_dir)
     label = model_dir.name
     raise ModelError(f"unknown what-if {ref!r}{suggest(name, known)}; what-ifs of {label}: "
@@ -74,7 +73,7 @@ def read_whatif(path: Path) -> WhatIf:
     if doc is None:
         doc = {}
     try:
-        values = read_fields(doc, {"parameters": Field(_mapping, {}), "flags": Field(_flags, {}),
+        values = read_fields(doc, {"parameters": Field(mapping, {}), "flags": Field(_flags, {}),
                                    "scenario": Field(name_ref, None), "doc": Field(text, "")}, "")
     except ModelError as exc:
         raise exc.at(file=str(path)) from None
@@ -86,14 +85,6 @@ def load_whatif(ref: str, model: str | Path | None = None,
     return read_whatif(find_whatif(ref, model, models_dir, named_only))
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping of parameter names to values, got {value!r}")
-    return {str(k): v for k, v in value.items()}
-
-
 def _flags(value: object) -> dict[str, bool]:
     """``{flag: true/false}`` or a list of flags to turn on."""
     if value is None:
@@ -102,7 +93,7 @@ def _flags(value: object) -> dict[str, bool]:
         return dict.fromkeys(value, True)
     if not isinstance(value, Mapping) or not all(isinstance(v, bool) for v in value.values()):
         raise ModelError(f"expected a mapping flag: true/false or a list of flags to turn on, got {value!r}")
-    return {str(k): bool(v) for k, v in value.items()}
+    return mapping(value)
 
 
 __all__ = ["WhatIf", "available", "find_whatif", "read_whatif", "load_whatif"]

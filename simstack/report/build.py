@@ -52,8 +52,9 @@ def _figure(ctx: Context, fig: FigureSpec) -> list[Part]:
     return [heading(title), *note, *parts]
 
 
-def build_report(model_dir: Path, progress: bool = False) -> tuple[str, dict[str, Any]]:
-    """The page's HTML and what it cost (figures, runs, seconds)."""
+def build_report(model_dir: Path, progress: bool = False, jobs: int = 1) -> tuple[str, dict[str, Any]]:
+    """The page's HTML and what it cost (figures, runs, seconds); ``jobs`` workers prove a
+    capacity figure's searches side by side."""
     started = time.perf_counter()
     study, spec = load_report(model_dir)
     runs = 0
@@ -64,7 +65,7 @@ def build_report(model_dir: Path, progress: bool = False) -> tuple[str, dict[str
         figures.set_postfix_str(f"{runs} runs")
 
     figures = bar(spec.figures, desc=f"report {study.model}", unit="figure", shown=progress)
-    ctx = Context(study, spec.settings, on_run=counted)
+    ctx = Context(study, spec.settings, on_run=counted, jobs=jobs)
     parts: list[Part] = []
     for fig in figures:
         parts += _figure(ctx, fig)
@@ -87,10 +88,11 @@ def report_path(model_dir: Path, out: str | Path | None) -> Path:
     return path
 
 
-def write_report(model_dir: Path, out: str | Path | None = None, progress: bool = False) -> tuple[Path, dict[str, Any]]:
+def write_report(model_dir: Path, out: str | Path | None = None, progress: bool = False,
+                 jobs: int = 1) -> tuple[Path, dict[str, Any]]:
     """Build the page, then write it whole (nothing is written when a figure fails)."""
     path = report_path(model_dir, out)
-    text, cost = build_report(model_dir, progress=progress)
+    text, cost = build_report(model_dir, progress=progress, jobs=jobs)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, text)
     return path, cost

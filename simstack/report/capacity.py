@@ -18,6 +18,7 @@ from plotly.subplots import make_subplots
 from simstack.errors import ModelError
 from simstack.report.common import colour
 from simstack.report.context import Context
+from simstack.report.legible import escaped
 from simstack.report.page import Part, Table
 from simstack.report.predictions import filtered
 from simstack.report.registry import builds
@@ -68,8 +69,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             fig.add_scatter(x=(one[metric.parameter] - one["capacity"]).tolist(), y=y.tolist(), mode="lines+markers",
                             name=label, legendgroup=label, showlegend=col == 1, line={"color": colour(i)}, row=1,
                             col=col, customdata=one[[of, metric.parameter]].values.tolist(),
-                            hovertemplate=f"{metric.parameter}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
-                                          f"<extra>{label}</extra>")
+                            hovertemplate=f"{escaped(metric.parameter)}=%{{customdata[1]}}: %{{customdata[0]:.3g}}"
+                                          f"<extra>{escaped(label)}</extra>")
         # no annotation text: on a log axis Plotly reads an annotation's y as a power of ten
         fig.add_hline(y=below, line={"dash": "dash", "color": "grey"}, row=1, col=col)
         fig.update_xaxes(title_text=f"{metric.parameter} minus the capacity", row=1, col=col)

@@ -9,17 +9,11 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from simstack.errors import ModelError
-from simstack.lang.schema import Field, boolean, mapping, read_fields, text
-from simstack.lang.units import parse_number
-
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
            "#7f7f7f", "#bcbd22"]
 MEASURED_MARKER = {"size": 12, "symbol": "x-thin-open", "line": {"width": 3}}
 
 # Keys every figure with a value axis takes: a factor and unit for the values, log axes.
-AXIS_FIELDS = {"scale": Field(parse_number, 1.0), "unit": Field(text, ""), "log_x": Field(boolean, False),
-               "log_y": Field(boolean, False)}
 
 
 def colour(i: int) -> str:
@@ -47,20 +41,6 @@ def style_axes(fig: go.Figure, options: Mapping[str, Any], x_title: str, y_title
     fig.update_xaxes(title_text=x_title, type="log" if options.get("log_x") else None)
     fig.update_yaxes(title_text=y_title, type="log" if options.get("log_y") else None,
                      rangemode=None if options.get("log_y") else "tozero")
-
-
-def measured_list(value: object) -> list[dict[str, Any]]:
-    """Measured points: ``[{at: {...}, baseline: {column: value, ...}}, ...]`` (rows of the
-    study's baselines file placed at the coordinates ``at`` names)."""
-    if not isinstance(value, list):
-        raise ModelError(f"expected a list of {{at: ..., baseline: ...}}, got {value!r}")
-    out = []
-    for i, raw in enumerate(value):
-        try:
-            out.append(read_fields(raw, {"at": Field(mapping), "baseline": Field(mapping)}, ""))
-        except ModelError as exc:
-            raise exc.at(path=f"[{i}]") from None
-    return out
 
 
 def measured_frame(ctx: Any, points: list[dict[str, Any]], where: str) -> pd.DataFrame:

@@ -26,10 +26,11 @@ from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
-from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.schema.metric_types import CapacityMetric, DifferenceMetric, RatioMetric, RunMetric
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
-from simstack.tables.results import t_interval
+from simstack.tables.confidence import student_t_ci
+from simstack.tables.stopping import Precision
 
 
 @dataclass
@@ -37,11 +38,12 @@ class Context:
     study: Study
     settings: Mapping[str, Any]
     on_run: Callable[[str], None] | None = None
+    jobs: int = 1  # workers proving a capacity search's loads side by side
     evaluator: Evaluator = field(init=False)
 
     def __post_init__(self) -> None:
         # figures share runs (a what-if's bars, then its time series): keep more than a study does
-        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16)
+        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16, jobs=self.jobs)
 
     @property
     def model_dir(self) -> Path:
@@ -66,21 +68,34 @@ class Context:
         """The metric's value and its 95 % CI across replications (NaN bounds with one, or for
         a capacity, which is one search, not a mean)."""
         mean = self.value(name, sel)
+        metric = self.study.metrics[name]
+        if isinstance(metric, RatioMetric | DifferenceMetric) and metric.precision is not None:
+            paired = self.evaluator.paired_interval(metric, self.chosen(sel))  # the interval it stopped on
+            return mean, paired.low, paired.high
         per_rep = self.per_replication(name, sel)
         if per_rep.size < 2:
             return mean, math.nan, math.nan
-        low, high = t_interval(per_rep)
+        _, low, high = student_t_ci(per_rep)
+        if isinstance(self.study.metrics[name], RunMetric):  # a duration, rate, count or share: never below 0
+            low = max(low, 0.0)
         return mean, low, high
 
     def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
         """The metric in each replication alone (empty for a capacity or a single replication)."""
-        reps = self.replications(sel)
-        if reps < 2 or self._capacity_inside(name):
+        metric = self.study.metrics[name]
+        if self._capacity_inside(name) or (isinstance(metric, RatioMetric | DifferenceMetric)
+                                           and metric.precision is not None):  # its interval is its own
+            return np.array([])
+        reps = self.replications(sel, name)
+        if reps < 2:
             return np.array([])
         return np.array([_OneReplication(self.evaluator, r).value(name, self.chosen(sel)) for r in range(reps)])
 
-    def replications(self, sel: RunSelection | None = None) -> int:
+    def replications(self, sel: RunSelection | None = None, name: str | None = None) -> int:
+        """The replications the figure's runs have (those a metric's precision took, if it has one)."""
         chosen = self.chosen(sel)
+        if name is not None and not self._capacity_inside(name):
+            return self.evaluator.replications_for(name, chosen)
         return int({**self.study.defaults, **chosen.settings}.get("replications", 1))
 
     def _capacity_inside(self, name: str) -> bool:
@@ -115,8 +130,8 @@ class _OneReplication(Evaluator):
         self._parent = parent
         self._rep = rep
 
-    def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
-        return one_replication(self._parent.run(sel, needs_steps), self._rep)
+    def run(self, sel: RunSelection, needs_steps: bool = False, precision: Precision | None = None) -> RunResult:
+        return one_replication(self._parent.run(sel, needs_steps, precision=precision), self._rep)
 
 
 def one_replication(result: RunResult, rep: int) -> RunResult:
@@ -127,13 +142,15 @@ def one_replication(result: RunResult, rep: int) -> RunResult:
                    accounting=cut(result.accounting))
 
 
-def with_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
-    """Mean and 95 % Student-t interval of per-replication values."""
+def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tuple[float, float, float]:
+    """Mean and 95 % Student-t interval of per-replication values; a quantity that cannot be
+    negative (a duration, a utilisation: the default) has its interval cut at zero, where two
+    replications' t quantile (12.7) would otherwise reach below it."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if v.size == 0:
         return math.nan, math.nan, math.nan
-    low, high = t_interval(v)
-    return float(v.mean()), low, high
+    _, low, high = student_t_ci(v)
+    return float(v.mean()), max(low, 0.0) if non_negative else low, high
 
 

@@ -28,6 +28,7 @@ from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
 from simstack.report.whatifs import reason
+from simstack.studies.schema.metric_types import describe_metric, metric_unit
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import merge
 
@@ -95,7 +96,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     if table["ci_low"].isna().all() and "refused" not in table and not o["measured"]:
         table = wide(table if len(o["metrics"]) > 1 else table.assign(metric=""), x_name)
     has_ci = table["ci_low"].notna().any() if "ci_low" in table else False
-    y_title = value_title(o["label"] or ", ".join(o["metrics"]), o["unit"]) + (", 95% CI" if has_ci else "")
+    named = o["label"] or ", ".join(describe_metric(m, ctx.study.metrics) for m in o["metrics"])
+    unit = o["unit"] or (metric_unit(o["metrics"][0], ctx.study.metrics) if o["scale"] == 1 else "")
+    y_title = value_title(named, unit) + (", 95% CI" if has_ci else "")
     style_axes(fig, o, x_name, y_title)
     return [fig, Table(table)]
 

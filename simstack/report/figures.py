@@ -14,6 +14,7 @@ from simstack.report import (  # noqa: F401  (imported to register their builder
     curve,
     distribution,
     hierarchy,
+    latency_cdf,
     load,
     parity,
     per_item,
@@ -26,14 +27,9 @@ from simstack.report import (  # noqa: F401  (imported to register their builder
     whatifs,
 )
 from simstack.report.registry import BUILDERS, Builder
-from simstack.studies.schema.report import FIGURES
 
 
 def builder(kind: str) -> Builder:
     """The builder of figure type ``kind`` (every type of the schema has one)."""
     return BUILDERS[kind]
 
-
-def missing_builders() -> list[str]:
-    """Figure types of the schema without a builder (a test keeps this empty)."""
-    return [kind for kind in FIGURES if kind not in BUILDERS]

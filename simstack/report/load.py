@@ -40,7 +40,7 @@ def traced(ctx: Context, fig_spec: FigureSpec, sel: RunSelection) -> pd.DataFram
         result = ctx.run(merge(sel, RunSelection(settings={"trace": trace})))
     except ConfigError as exc:
         raise ModelError(str(exc), path=f"{fig_spec.path}.resource") from None
-    rows = result.load_trace
+    rows = result.table("load_trace")
     rows = rows[rows["resource"] == o["resource"]]
     out = rows.groupby("time", sort=True)[["busy", "queue"]].mean().reset_index()
     out["utilisation"] = out["busy"] / float(rows["capacity"].iloc[0])

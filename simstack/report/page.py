@@ -16,6 +16,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from simstack.report.legible import legible
+
 FIGURE_HEIGHT_PX = 440
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -77,6 +79,7 @@ def _table_html(table: Table) -> str:
 
 
 def _figure_html(fig: go.Figure) -> str:
+    legible(fig)  # text as text, no line hidden behind another, log axes labelled in full
     height = "100%" if fig.layout.height is not None else f"{FIGURE_HEIGHT_PX}px"
     body = fig.to_html(full_html=False, include_plotlyjs=False, default_height=height,
                        config={"responsive": True, "displaylogo": False})

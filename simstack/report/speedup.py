@@ -31,7 +31,7 @@ from simstack.report.common import (
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
-from simstack.report.whatifs import _relative, reason
+from simstack.report.whatifs import reason, relative
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import merge
 
@@ -59,7 +59,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                 top, bottom = (base, sel) if o["measure"] == "time" else (sel, base)
                 try:
                     row[value_title("value", o["unit"])] = ctx.value(name, sel) * o["scale"]
-                    speedup, low, high = _relative(ctx, name, top, bottom)
+                    speedup, low, high = relative(ctx, name, top, bottom)
                 except SimstackError as exc:  # the model refuses this point: say so, go on
                     errors.append(exc)
                     speedup, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)

@@ -16,14 +16,26 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from simstack.cli.sweep import override_columns, varying_overrides
 from simstack.errors import SimstackError
 from simstack.lang.units import parse_time
+from simstack.report.legible import escaped
 from simstack.report.page import Part, Table, heading, page
 
 SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
 PER_ROW = 3
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def override_columns(table: pd.DataFrame) -> list[str]:
+    """The override columns: those between ``job`` and ``status``."""
+    cols = list(table.columns)
+    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
+
+
+def varying_overrides(table: pd.DataFrame) -> list[str]:
+    """The override columns that take more than one value across the jobs."""
+    jobs = table.drop_duplicates("job")
+    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
 
 
 def axis_values(values: pd.Series) -> tuple[pd.Series, str]:
@@ -69,7 +81,8 @@ def _line(points: pd.DataFrame, label: str, colour: str, x_title: str, legend: b
         error_y={"type": "data", "symmetric": False, "array": (points["ci_high"] * 1e3 - mean).tolist(),
                  "arrayminus": (mean - points["ci_low"] * 1e3).tolist()},
         customdata=points[["job", "request"]].values.tolist(),
-        hovertemplate=f"job %{{customdata[0]}}<br>{x_title}=%{{x}}<br>mean %{{y:.4g}} ms<extra>{label}</extra>")
+        hovertemplate=f"job %{{customdata[0]}}<br>{escaped(x_title)}=%{{x}}<br>mean %{{y:.4g}} ms"
+                      f"<extra>{escaped(label)}</extra>")
 
 
 def sweep_figure(table: pd.DataFrame) -> go.Figure:
@@ -111,7 +124,8 @@ def _table_for_page(table: pd.DataFrame) -> pd.DataFrame:
     for col in SECONDS:
         if col in shown.columns:
             shown[col] = shown[col] * 1e3
-    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)"}
+    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)",
+                                                 "end_max": "last end (s)"}
     return shown.rename(columns={c: units[c] for c in shown.columns if c in units})
 
 

@@ -53,7 +53,7 @@ def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
 
 def _label(node: str, data: dict) -> str:
     extra = {k: v for k, v in data.items() if k != "type" and v is not None}
-    return node + "".join(f"<br>{k}: {v}" for k, v in extra.items())
+    return node + "".join(f"<br>{k}: {v}" for k, v in extra.items())  # escaped with the figure (report.legible)
 
 
 @builds("topology")

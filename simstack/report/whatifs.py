@@ -21,11 +21,12 @@ from simstack.report.common import MEASURED_MARKER, colour, error_bars, value_ti
 from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
+from simstack.studies.schema.metric_types import describe_metric, metric_unit
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import RunSelection, merge
 
 
-def _relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
+def relative(ctx: Context, name: str, base: RunSelection, sel: RunSelection) -> tuple[float, float, float]:
     """base / sel: the ratio of the values, and the CI of the per-replication ratios."""
     value = ctx.value(name, base) / ctx.value(name, sel)
     top, bottom = ctx.per_replication(name, base), ctx.per_replication(name, sel)
@@ -57,7 +58,7 @@ def evaluate(ctx: Context, fig_spec: FigureSpec) -> pd.DataFrame:
                 if o["relative_to"] is None:
                     mean, low, high = ctx.estimate(o["metric"], sel)
                 else:
-                    mean, low, high = _relative(ctx, o["metric"], merge(at, o["runs"][o["relative_to"]]), sel)
+                    mean, low, high = relative(ctx, o["metric"], merge(at, o["runs"][o["relative_to"]]), sel)
             except SimstackError as exc:  # the model refuses this configuration: say so, go on
                 errors.append(exc)
                 mean, low, high, row["refused"] = math.nan, math.nan, math.nan, reason(exc)
@@ -92,10 +93,11 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                             offsetgroup=str(run), legendgroup="measured", showlegend=run == frame["run"].iloc[0],
                             marker={**MEASURED_MARKER, "color": "black"}, hovertemplate=f"measured {run}: %{{y:.4g}}")
         table = table.merge(frame.assign(measured=frame["measured"] * scale), on=["group", "run"], how="left")
-    y = f"{value_title(o['metric'], o['unit'])}" if o["relative_to"] is None else \
-        f"{o['relative_to']} / run ({o['metric']})"
+    what = o["label"] or describe_metric(o["metric"], ctx.study.metrics)
+    y = value_title(what, o["unit"] or (metric_unit(o["metric"], ctx.study.metrics) if o["scale"] == 1 else "")) \
+        if o["relative_to"] is None else f"{o['relative_to']} / run ({what})"
     fig.update_layout(barmode="group", scattermode="group",
-                      title=fig_spec.title or f"{o['metric']} across configurations",
+                      title=fig_spec.title or f"{what} across configurations",
                       yaxis_title=y + ", 95% CI", yaxis_type="log" if o["log_y"] else None)
     if table.get("refused") is not None and table["refused"].notna().any():
         refused = table[table["refused"].notna()]

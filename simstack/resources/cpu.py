@@ -22,7 +22,7 @@ from typing import Any
 import simpy
 
 from simstack.resources.meter import IdleMeter, LevelMeter, Meter
-from simstack.resources.sharing import Done
+from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
 
 
@@ -35,6 +35,7 @@ class FifoCpu:
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_queue", "_free")
+    exact_fusion = False  # an equal-priority job may slip in between two steps of a thread
 
     def __init__(self, env: simpy.Environment, cores: float, speed: float, meter: Meter):
         self.env = env
@@ -44,10 +45,13 @@ class FifoCpu:
         self._queue: deque[tuple[float, float, Any, bool]] = deque()
         self._free = cores
 
+    def meters(self) -> list[Meter]:
+        return [self.meter]
+
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         self.enter(demand, done, False)
 
-    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+    def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         """As ``submit``, for a caller that needs no timings: ``k()`` is called as is, so the
         runner hands its continuation straight over instead of wrapping it per job."""
         self.enter(demand, k, True)
@@ -58,16 +62,12 @@ class FifoCpu:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         service = demand / self.speed
         if self._free:
             self._free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish).job = (now, service, done, plain)
+            Wake(self.env, service, self._finish, (now, service, done, plain))
         else:
             self._queue.append((now, service, done, plain))
             meter.queue = len(self._queue)
@@ -80,16 +80,12 @@ class FifoCpu:
         arrived, service, done, plain = event.job
         now = self.env._now
         meter = self.meter
-        dt = now - meter._t
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         queue = self._queue
         if queue:
             job = queue.popleft()
             meter.queue = len(queue)
-            Wake(self.env, job[1], self._finish).job = job
+            Wake(self.env, job[1], self._finish, job)
         else:
             self._free += 1
             meter.busy -= 1
@@ -111,7 +107,7 @@ class FifoCall:
         self.draw = draw
         self.station = station
 
-    def run(self, ctx: Any, k: Callable[[], None]) -> None:
+    def run(self, ctx: Any, k: K) -> None:
         self.station.enter(self.draw(ctx), k, True)
 
 
@@ -131,7 +127,7 @@ class _Job:
         self.started = 0.0
         self.token = 0
         self.owner = owner
-        self.level: Meter | None = None  # its priority's meter, once it runs
+        self.level: LevelMeter | None = None  # its priority's meter, once it runs
 
 
 def _seq_of(job: _Job) -> int:
@@ -151,15 +147,16 @@ class PriorityCpu:
     shows the idle time it eats, and the host counts as fully busy.
 
     Accounting costs one update per change: the host's busy and queue areas once per
-    arrival or completion (inline, as ``Meter.touch``), a level's busy time once per run
-    (when it stops), the spinner's once per idle spell (when a thread takes the core).
+    arrival or completion (``Meter.touch``), a level's busy time once per run (when it
+    stops: ``LevelMeter.stopped``), the spinner's once per idle spell (when a thread takes
+    the core: ``IdleMeter.core_taken``).
     A level's ``busy`` counts its running threads, and ``_active`` holds the priorities
     with any running (changed only when a count leaves or reaches zero), so the least
     urgent running priority is its smallest key rather than a scan of the levels.
     """
 
     __slots__ = ("env", "cores", "speed", "meter", "_running", "_ready", "_seq", "_heir", "_levels",
-                 "_name", "_spinner", "_heir_seq", "_active")
+                 "_name", "_spinner", "_spinner_priority", "_heir_seq", "_active")
     exact_fusion = True  # consecutive CPU steps of one thread may be submitted as one
 
     def __init__(self, env: simpy.Environment, cores: int, speed: float, meter: Meter,
@@ -173,22 +170,26 @@ class PriorityCpu:
         self._seq = 0
         self._heir: object = None  # owner whose finished step reserved its core, if any
         self._heir_seq = 0  # ... and its place in line, which its next step keeps
-        self._levels: dict[int, Meter] = {}
+        self._levels: dict[int, LevelMeter] = {}  # the threads' priorities (above the spinner's)
         self._active: dict[int, None] = {}  # the priorities with a thread running
         self._name = meter.name
         self._spinner: IdleMeter | None = None
+        self._spinner_priority = idle_spinner
         if idle_spinner is not None:
-            self._spinner = self._levels[idle_spinner] = IdleMeter(
-                f"{self._name}[priority {idle_spinner}]", cores)
+            self._spinner = IdleMeter(f"{self._name}[priority {idle_spinner}]", cores)
             meter.busy = float(cores)
 
     def meters(self) -> list[Meter]:
-        return [self.meter, *(self._levels[p] for p in sorted(self._levels, reverse=True))]
+        """The host's meter, then one per priority level, most urgent first."""
+        levels: dict[int, Meter] = {p: m for p, m in self._levels.items()}
+        if self._spinner is not None and self._spinner_priority is not None:
+            levels[self._spinner_priority] = self._spinner
+        return [self.meter, *(levels[p] for p in sorted(levels, reverse=True))]
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
         self._submit(demand, priority, done, owner, False)
 
-    def submit_k(self, demand: float, priority: int, k: Callable[[], None], owner: object = None) -> None:
+    def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         """As ``submit``, calling ``k()`` without timings (no wrapper per job)."""
         self._submit(demand, priority, k, owner, True)
 
@@ -196,11 +197,7 @@ class PriorityCpu:
         now = self.env._now
         meter = self.meter
         meter.arrivals += 1
-        dt = now - meter._t  # Meter.touch inlined (the same arithmetic)
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        meter.touch(now)
         heir = self._heir
         ready = self._ready
         if heir is not None and owner is heir:
@@ -260,11 +257,9 @@ class PriorityCpu:
         spinner = self._spinner
         if spinner is None:
             self.meter.busy = float(len(running))
-        else:  # the spinner's idle spell on this core ends: its one update
-            idle = spinner._idle.pop()
-            since = spinner._t
-            spinner._busy_area += now - (idle if idle > since else since)
-        Wake(self.env, job.remaining, self._finish).job = (job, job.token)
+        else:
+            spinner.core_taken(now)
+        Wake(self.env, job.remaining, self._finish, (job, job.token))
 
     def _stop(self, job: _Job, now: float) -> None:
         """``job`` leaves its core: its level is credited with the run (its one update)."""
@@ -272,8 +267,7 @@ class PriorityCpu:
         running.remove(job)
         level = job.level
         assert level is not None  # set when it started
-        since = level._t
-        level._busy_area += now - (job.started if job.started > since else since)
+        level.stopped(job.started, now)
         level.busy -= 1
         if not level.busy:
             del self._active[job.priority]
@@ -281,7 +275,7 @@ class PriorityCpu:
         if spinner is None:
             self.meter.busy = float(len(running))
         else:
-            spinner._idle.append(now)
+            spinner.core_freed(now)
 
     def _preempt(self, job: _Job, now: float) -> None:
         job.remaining -= now - job.started
@@ -298,12 +292,7 @@ class PriorityCpu:
         if job.token != token:
             return
         now = self.env._now
-        meter = self.meter
-        dt = now - meter._t  # Meter.touch inlined
-        if dt:
-            meter._busy_area += meter.busy * dt
-            meter._queue_area += meter.queue * dt
-            meter._t = now
+        self.meter.touch(now)
         self._stop(job, now)
         ready = self._ready
         keep = job.owner is not None and (not ready or -ready[0][0] <= job.priority)

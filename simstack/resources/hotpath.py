@@ -26,18 +26,29 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parents[1]  # simstack/, where the build record sits
 RECORD = PACKAGE / "_hotpath_build.json"
 ENV = "SIMSTACK_HOTPATH"
 
-# Modules that the install compiles (pyproject.toml, [tool.hatch.build.targets.wheel.hooks.custom]):
-# plain classes with typed slots and no subclass of an uncompiled class. ``components/wake.py``
-# extends SimPy's Event, so it stays Python (a dozen lines the compiled modules call); the kinds
-# derive from ``Kind`` and stay Python, so a kind's per-call work lives in compiled helpers
-# (``cpu.FifoCall``).
-COMPILABLE = ("simstack.resources.meter", "simstack.resources.cpu", "simstack.resources.sharing",
-              "simstack.engine.runners", "simstack.engine.replication")
+
+def _read_record() -> dict[str, Any]:
+    try:
+        record = json.loads(RECORD.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # never installed: nothing compiled either
+    return record if isinstance(record, dict) else {}
+
+
+# Modules that the install compiles: the one list is the build hook's ``include`` in
+# pyproject.toml ([tool.hatch.build.targets.wheel.hooks.custom]), which the install copies into
+# its record, compiled or not. They are plain classes with typed slots and no subclass of an
+# uncompiled class: ``resources/wake.py`` extends SimPy's Event, so it stays Python (a dozen
+# lines the compiled modules call); the kinds derive from ``Kind`` and stay Python, so a kind's
+# per-call work lives in compiled helpers (``cpu.FifoCall``).
+_RECORD = _read_record()
+COMPILABLE: tuple[str, ...] = tuple(_RECORD.get("compilable", ()))
 
 
 class _FromSource(importlib.abc.MetaPathFinder):
@@ -66,10 +77,7 @@ def _stale(modules: dict[str, str]) -> list[str]:
 
 def _choose() -> str:
     """Pass over the compiled build when asked to or when it is stale; return why, or ''."""
-    try:
-        record = json.loads(RECORD.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
+    record = _RECORD
     if os.environ.get(ENV, "") == "pure":
         why = f"{ENV}=pure"
     elif record.get("build") == "mypyc" and (stale := _stale(record.get("modules", {}))):

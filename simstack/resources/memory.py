@@ -111,7 +111,10 @@ class HostMemory:
 
 
 class MemoryState:
-    """Every host's memory in one replication, and the tidy records it produces."""
+    """Every host's memory in one replication, and the tidy records it produces: the
+    ``memory`` table (one row per change) and ``memory_peaks`` (one row per host)."""
+
+    TABLES = {"memory": MEMORY_COLUMNS, "memory_peaks": PEAK_COLUMNS}  # the result tables it adds
 
     def __init__(self, rep: int, now: Callable[[], float], hosts: Iterable[tuple[str, float, bool]]):
         self.rep = rep
@@ -257,6 +260,10 @@ class MemoryState:
                 total += shares[proc.pid]
             out[proc.pid] = total
         return out
+
+    def tables(self) -> dict[str, list[tuple]]:
+        """Its rows of ``TABLES``, for the run's result."""
+        return {"memory": list(self.rows), "memory_peaks": list(self.peaks())}
 
     def peaks(self) -> list[tuple]:
         return [(self.rep, h.name, h.capacity, h.peak, h.peak_time, h.used, h.out_of_memory)

@@ -41,6 +41,11 @@ class Meter:
             self._queue_area += self.queue * dt
             self._t = now
 
+    def areas(self) -> tuple[float, float, float]:
+        """(start, busy area, queue area): the time accounting began (the last reset) and the
+        areas under the busy and queue curves since, up to the last ``touch``."""
+        return self._start, self._busy_area, self._queue_area
+
     def reset(self, now: float) -> None:
         """Forget everything before ``now`` (end of warm-up)."""
         self.touch(now)
@@ -120,6 +125,11 @@ class LevelMeter(Meter):
                 self._busy_area += now - (job.started if job.started > since else since)
         self._t = now
 
+    def stopped(self, started: float, now: float) -> None:
+        """A run of this level that began at ``started`` stops at ``now``: its one update."""
+        since = self._t
+        self._busy_area += now - (started if started > since else since)
+
 
 class IdleMeter(Meter):
     """The share of a priority CPU's idle spinner: it runs on every core no thread holds, so
@@ -139,6 +149,16 @@ class IdleMeter(Meter):
             self._busy_area += now - (idle if idle > since else since)
         self.busy = float(len(self._idle))
         self._t = now
+
+    def core_taken(self, now: float) -> None:
+        """A thread takes an idle core: the spinner's idle spell on it ends (its one update)."""
+        idle = self._idle.pop()
+        since = self._t
+        self._busy_area += now - (idle if idle > since else since)
+
+    def core_freed(self, now: float) -> None:
+        """A core falls idle: the spinner runs on it from ``now``."""
+        self._idle.append(now)
 
 
 @dataclass(frozen=True)

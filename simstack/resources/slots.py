@@ -73,11 +73,11 @@ class Slots(WaitingLine):
         while self._pending and self._waiting:
             self._pending -= 1
             since, granted = self._waiting.popleft()
-            meter.touch(self.env.now)
+            meter.touch(self.env._now)
             meter.queue = len(self._waiting)
-            granted(self.env.now - since)
+            granted(self.env._now - since)
         if self._pending:  # no one left waiting: the slots are free
-            meter.touch(self.env.now)
+            meter.touch(self.env._now)
             self.busy -= self._pending
             meter.busy = self.busy
             self._pending = 0

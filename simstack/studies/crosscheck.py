@@ -1,25 +1,8 @@
 """The analytic solver against the simulator on chosen points: ``simstack crosscheck model=NAME``.
 
 A calibration through a surrogate (``simstack.studies.fit.surrogate``) is only as good as the
-surrogate's agreement with the simulator; this measures it where it matters. The metric is a
-request's throughput or its mean latency (``latency``, ``stat: mean``, no ``step``). The study's
-``crosscheck`` section lists cases, each a CSV of points (one column per axis of
-``predictions``, optional boolean flag columns) and optional parameter and flag overrides,
-e.g. a product-form variant where MVA is exact and must fall inside the simulation's
-confidence interval::
-
-    crosscheck:
-      metric: ops_per_s
-      scale: 15
-      write: data/crosscheck.csv
-      cases:
-        calibrated: {points: data/crosscheck_points.csv, replications: 4, tolerance: 0.08}
-        product_form:
-          points: data/crosscheck_product_form.csv
-          parameters: {cv: 1}
-          replications: 12
-          tolerance: 0.03
-
+surrogate's agreement with the simulator; this measures it where it matters, on the points
+the study's ``crosscheck`` section lists (its keys: ``simstack.studies.schema.crosscheck``).
 Each point is solved (approximate MVA) and simulated with the calibrated values; a point
 fails when |analytic / simulated - 1| exceeds its case's ``tolerance``.
 """

@@ -27,7 +27,7 @@ import pandas as pd
 from simstack.errors import ConfigError, ModelError
 from simstack.io.outputs import FileGroup, csv_text, output_path, sha256_text
 from simstack.io.progress import notes
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.acceptance import RULE, Verdict, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges

@@ -22,7 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simstack.load.loader import read_yaml
+from simstack.errors import ModelError
+from simstack.io.paths import inside
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.schema.study import Study
 
 DECIDING_SECTIONS = ("defaults", "metrics", "predictions")
@@ -104,3 +106,27 @@ def meta_path(csv_path: Path) -> Path:
 
 def meta_text(meta: Mapping[str, Any]) -> str:
     return json.dumps(dict(meta), indent=2) + "\n"
+
+
+def stale_calibration(model_dir: Path) -> str | None:
+    """Why the model's ``calibrated.yaml`` may no longer fit its measurements (the baselines or
+    rows it was fitted to have changed since, by their recorded SHA-256), or None."""
+    path = model_dir / "calibrated.yaml"
+    if not path.is_file():
+        return None
+    doc = read_yaml(inside(model_dir, "calibrated.yaml", "calibrated.yaml"))
+    if not isinstance(doc, Mapping):
+        return None
+    for key in ("baselines", "rows"):
+        record = doc.get(key)
+        if not isinstance(record, Mapping) or not isinstance(record.get("file"), str) or not record.get("sha256"):
+            continue
+        try:
+            measured = inside(model_dir, record["file"], f"calibrated.yaml: {key}.file")
+        except ModelError:
+            continue
+        if not measured.is_file() or _sha(measured.read_bytes()) != record["sha256"]:
+            when = f" on {doc['date']}" if doc.get("date") else ""
+            return (f"calibrated.yaml was fitted to {record['file']} as it was{when}; that file has changed since: "
+                    f"run simstack calibrate model={model_dir.name} again")
+    return None

@@ -109,9 +109,10 @@ def evaluate(study: Study, ev: Evaluator, task: Task, start: int | None) -> Outc
     return Outcome(value, extra, search)
 
 
-def _elsewhere(study: Study, task: Task, start: int | None) -> Outcome:
-    """One task in a worker process, with its own evaluator."""
-    return evaluate(study, Evaluator(study, task.reading.parameters), task, start)
+def _elsewhere(study: Study, task: Task, start: int | None, jobs: int = 1) -> Outcome:
+    """One task in a worker, with its own evaluator (``jobs`` > 1 on a cluster with cores to
+    spare: its capacity proofs side by side)."""
+    return evaluate(study, Evaluator(study, task.reading.parameters, jobs=jobs), task, start)
 
 
 def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bool,
@@ -155,7 +156,8 @@ def run_in_parallel(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
             runs.set_postfix_str(f"done: {on_point(order[index])}")
             runs.update(1)
 
-        outcomes = workers.map(_elsewhere, [(study, task, task.start) for task in order], on_done=finished)
+        inner = workers.nested(len(order))
+        outcomes = workers.map(_elsewhere, [(study, task, task.start, inner) for task in order], on_done=finished)
         for task, outcome in zip(order, outcomes, strict=True):
             done[task.key] = outcome
     return done

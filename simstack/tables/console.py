@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from simstack.resources import hotpath
+from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
+from simstack.tables.stopping import stop_record
 
 if TYPE_CHECKING:
     from simstack.engine.simulate import RunResult
@@ -126,9 +128,14 @@ def with_units(table: pd.DataFrame, durations: tuple[str, ...] = DURATIONS,
 
 
 def run_header(result: RunResult) -> str:
-    """One line naming the run: model, replications, seed, simulated window, wall time, build."""
+    """One line naming the run: model, replications (and how a precision stopped them), seed,
+    simulated window, wall time, build."""
     reps = result.replications
-    parts = [f"model {result.model.name}: {reps} replication{'s' if reps != 1 else ''}", f"seed {result.seed}"]
+    parts = [f"model {result.model.name}: {reps} replication{'s' if reps != 1 else ''}"]
+    if result.stopped is not None:
+        looks = result.stopped.looks
+        parts[0] += f" (stopped: {result.stopped.stopped}, {looks} look{'s' if looks != 1 else ''})"
+    parts.append(f"seed {result.seed}")
     if result.horizon is not None:
         parts.append(f"horizon {result.horizon:g} s")
     if result.warmup == "mser5":
@@ -141,7 +148,53 @@ def run_header(result: RunResult) -> str:
 
 
 def latency_table(result: RunResult) -> pd.DataFrame:
-    return with_units(result.summary())
+    summary = result.summary()
+    return with_units(summary[[c for c in summary.columns if c not in INTERVAL_COLUMNS]])
+
+
+def percentile_table(result: RunResult) -> pd.DataFrame:
+    """Per request class the median, p90, p95 and p99 in ms, each with the half-width of its
+    95 % interval (``NAME_±``); ``attrs["note"]`` says how the intervals were made."""
+    summary = result.summary()
+    out = pd.DataFrame({"request": summary["request"]})
+    for column, _ in PERCENTILES:
+        out[f"{column}_ms"] = summary[column] * 1e3
+        out[f"{column}_±"] = (summary[f"{column}_high"] - summary[f"{column}_low"]) / 2 * 1e3
+    methods = sorted(set(summary["ci_method"].dropna()))
+    if result.replications >= 2:
+        note = f"across {result.replications} replications (sectioning)"
+    else:
+        note = f"from batches of the one run ({', '.join(methods) or 'none'})"
+    doubtful = [str(r) for r, ok in zip(summary["request"], summary["ci_ok"], strict=True) if not ok]
+    out.attrs["note"] = f"percentiles with the half-width (±) of their 95 % intervals, {note}" + (
+        f"; not to be trusted as stated for {', '.join(doubtful)} (a run too short for the batch rule, "
+        "or no series kept: run longer, or set sim.precision)" if doubtful else "")
+    return out
+
+
+def precision_text(result: RunResult) -> str:
+    """How a precision-stopped run ended: the reason, what it took, each statistic's interval
+    against its target (durations in ms)."""
+    if result.stopped is None or result.precision is None:
+        return ""
+    record = stop_record(result.precision, result.stopped)
+    target = record["target"]
+    wanted = " or ".join(t for t in (f"{target['relative'] * 100:g} %" if target["relative"] else "",
+                                     f"{target['absolute'] * 1e3:g} ms" if target["absolute"] else "") if t)
+    took = (f"{result.replications} replications" if result.stopped.horizon is None else
+            f"one run of {result.stopped.horizon:.6g} s in {_batches(record)} batches")
+    verdict = "met" if result.stopped.met else f"NOT met ({result.stopped.stopped} reached)"
+    rows = [{"statistic": name, "estimate_ms": s["estimate"] * 1e3, "±_ms": s["half_width"] * 1e3,
+             "±_%": s["relative_half_width"] * 100, "allowed_ms": s["allowed_half_width"] * 1e3,
+             "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]
+    head = (f"precision: half-width within {wanted} at {result.precision.confidence:g} confidence {verdict} "
+            f"after {took}, {result.stopped.looks} look{'s' if result.stopped.looks != 1 else ''}")
+    return head + "\n" + format_table(pd.DataFrame(rows))
+
+
+def _batches(record: dict[str, Any]) -> str:
+    units = sorted({s["units"] for s in record["statistics"].values()})
+    return "/".join(str(u) for u in units) or "0"
 
 
 def stage_table(result: RunResult) -> pd.DataFrame:
@@ -150,13 +203,26 @@ def stage_table(result: RunResult) -> pd.DataFrame:
 
 
 def resource_table(result: RunResult) -> pd.DataFrame:
-    return with_units(result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]])
+    """Every resource that did something; one that never worked, queued or dropped (a host
+    whose components do no CPU work) is left out of the printed table, not of resources.csv."""
+    table = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
+    busy = (table["utilisation"].fillna(1) > 0) | (table["mean_queue"] > 0) | (table["drops"] > 0)
+    shown = with_units(table[busy])
+    shown.attrs["idle"] = list(table.loc[~busy, "resource"])
+    return shown
 
 
 def summary_text(result: RunResult) -> str:
     """The run header on its own line, then latency, stage and resource tables, as printed."""
     parts = [run_header(result), format_table(latency_table(result)), ""]
+    percentiles = percentile_table(result)
+    parts += [percentiles.attrs["note"] + ":", format_table(percentiles), ""]
+    if result.stopped is not None:
+        parts += [precision_text(result), ""]
     if not result.steps.empty:
         parts += ["where the time goes (per step, recorded requests):", format_table(stage_table(result)), ""]
-    parts.append(format_table(resource_table(result)))
+    resources = resource_table(result)
+    parts.append(format_table(resources))
+    if resources.attrs.get("idle"):
+        parts.append(f"idle, not shown: {', '.join(resources.attrs['idle'])}")
     return "\n".join(parts)

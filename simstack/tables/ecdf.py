@@ -73,13 +73,13 @@ def ecdf_table(groups: Sequence[Sequence[float] | np.ndarray], level: float = 0.
     if method not in ("replications", "batches", "dkw"):
         raise ValueError(f"unknown method {method!r}; known: replications, batches, dkw")
     if not arrays:
-        return _table(np.empty(0), np.empty(0), np.empty(0), np.empty(0), method, level, 0, False)
+        return table(np.empty(0), np.empty(0), np.empty(0), np.empty(0), method, level, 0, False)
     pooled = np.sort(np.concatenate(arrays))
     points = np.unique(np.quantile(pooled, GRID) if grid is None else np.asarray(grid, dtype=float))
     cdf = _cdf_at(pooled, points)
     if method == "dkw":
         eps = dkw_epsilon(pooled.size, level)
-        return _table(points, cdf, cdf - eps, cdf + eps, method, level, pooled.size, True)
+        return table(points, cdf, cdf - eps, cdf + eps, method, level, pooled.size, True)
     ok = True
     if method == "batches":
         if len(arrays) != 1:
@@ -87,23 +87,30 @@ def ecdf_table(groups: Sequence[Sequence[float] | np.ndarray], level: float = 0.
         batches = batch_means(arrays[0], rule)
         if batches.means.size < 2:
             nan = np.full(points.size, np.nan)
-            return _table(points, cdf, nan, nan, method, level, int(batches.means.size), False)
+            return table(points, cdf, nan, nan, method, level, int(batches.means.size), False)
         sections = list(batches.sections(arrays[0]))
         ok = batches.ok
     else:
         sections = arrays
     if len(sections) < 2:
         nan = np.full(points.size, np.nan)
-        return _table(points, cdf, nan, nan, method, level, len(sections), False)
+        return table(points, cdf, nan, nan, method, level, len(sections), False)
     each = np.array([_cdf_at(np.sort(s), points) for s in sections])
+    half = band_half_width(each, cdf, level)
+    return table(points, cdf, cdf - half, cdf + half, method, level, each.shape[0], ok)
+
+
+def band_half_width(each: np.ndarray, cdf: np.ndarray, level: float) -> np.ndarray:
+    """The pointwise sectioning band's half-width: ``each`` holds the k sections' CDFs (one
+    row each) at the points where ``cdf`` is the pooled one; t_{k-1} S / sqrt(k)."""
     k = each.shape[0]
     spread = np.sqrt(((each - cdf) ** 2).sum(axis=0) / (k - 1))
-    half = t_quantile(k - 1, level) * spread / math.sqrt(k)
-    return _table(points, cdf, cdf - half, cdf + half, method, level, k, ok)
+    return t_quantile(k - 1, level) * spread / math.sqrt(k)
 
 
-def _table(points: np.ndarray, cdf: np.ndarray, low: np.ndarray, high: np.ndarray, method: str, level: float,
+def table(points: np.ndarray, cdf: np.ndarray, low: np.ndarray, high: np.ndarray, method: str, level: float,
            units: int, ok: bool) -> pd.DataFrame:
+    """An ECDF table (``COLUMNS``, the band clipped to [0, 1]) with its attrs."""
     frame = pd.DataFrame({"value": points, "cdf": cdf, "low": np.clip(low, 0.0, 1.0),
                           "high": np.clip(high, 0.0, 1.0)}, columns=COLUMNS)
     frame.attrs.update(method=method, level=level, units=units, ok=bool(ok))

@@ -1,10 +1,13 @@
 """Flat records of one replication, appended on the hot path and turned into tables later.
 
 One record per finished request and (optionally) per leaf step, one per deadline miss. Each
-schema is declared once (``REQUEST``, ``STEP``); every producer and every table follow it.
+schema is declared once (``REQUEST``, ``STEP``, ``DEADLINE``); every table follows it, and
+every producer fills a record by name: ``rows.request_row(req=..., ...)`` and
+``rows.step_row`` (compiled, so naming the columns costs nothing on the hot path), and
+``Recorder.deadline``, whose keywords are the schema's columns (a test holds them together).
 
-A record is appended as a short tuple to a staging list (the cheapest thing Python can do on
-the hot path); every ``CHUNK`` records the list is moved, column by column, into typed
+The recorder appends a record as a short tuple to a staging list (the cheapest thing Python
+can do on the hot path); every ``CHUNK`` records the list is moved, column by column, into typed
 ``array`` buffers: 8 bytes for an id or a time, 1 for a flag, 4 for a name, which is stored as
 an integer code. A tuple of eleven Python objects costs about 430 bytes; a row of the buffers
 about 55. ``results`` turns the buffers into a DataFrame column by column (names as
@@ -18,6 +21,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 CHUNK = 4096  # staged tuples moved into the column buffers at a time
 
@@ -44,9 +48,12 @@ REQUEST = Schema((("id", REQ), ("parent", "q"), ("request", NAME), ("workload", 
 STEP = Schema((("id", REQ), ("request", NAME), ("step", NAME), ("component", NAME), ("start", "d"),
                ("wait", "d"), ("service", "d"), ("end", "d")))
 
+# A step that ended later than its deadline after its request's start (kept as plain rows: misses are few).
+DEADLINE = Schema((("id", "q"), ("request", NAME), ("step", NAME), ("deadline", "d"), ("finished_after", "d"),
+                   ("lateness", "d")))
+
 REQUEST_COLUMNS = REQUEST.names
-STEP_COLUMNS = STEP.names
-DEADLINE_COLUMNS = ("rep", "id", "request", "step", "deadline", "finished_after", "lateness")
+DEADLINE_COLUMNS = DEADLINE.names
 
 
 class Names(dict[str, int]):
@@ -101,22 +108,31 @@ class Recorder:
         return len(self.requests)
 
     def request(self, row: tuple) -> None:
-        """One finished request, in ``REQUEST`` order (the request object first, kept as its id)."""
+        """One finished request: a ``rows.request_row`` (its request object first, kept as its id)."""
         rows = self.requests.rows
         rows.append(row)
         if len(rows) >= CHUNK:
             self.requests.flush()
 
     def step(self, row: tuple) -> None:
-        """One finished step, in ``STEP`` order (its request object first, kept as its id)."""
+        """One finished step: a ``rows.step_row`` (its request object first, kept as its id)."""
         rows = self.steps.rows
         rows.append(row)
         if len(rows) >= CHUNK:
             self.steps.flush()
 
+    def deadline(self, *, req: Any, step: str, deadline: float, finished_after: float) -> None:
+        """A step that ended ``finished_after`` its request's start, later than ``deadline``."""
+        self.deadlines.append(deadline_row(self.rep, req, step, deadline, finished_after))
+
     def close(self) -> None:
         self.requests.flush()
         self.steps.flush()
+
+
+def deadline_row(rep: int, req: Any, step: str, deadline: float, finished_after: float) -> tuple:
+    """A ``DEADLINE`` row (``rep`` first), for every recorder."""
+    return (rep, req.id, req.cls, step, deadline, finished_after, finished_after - deadline)
 
 
 def name_list(names: Names) -> list[str]:

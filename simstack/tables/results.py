@@ -14,35 +14,24 @@ import pandas as pd
 
 from simstack.resources.meter import ResourceSummary
 from simstack.tables.confidence import student_t_ci
+from simstack.tables.latencies import INTERVAL_COLUMNS, groups_by_replication, interval_row
 from simstack.tables.records import (
     DEADLINE_COLUMNS,
     NAME,
     REQ,
     REQUEST,
-    REQUEST_COLUMNS,
     STEP,
-    STEP_COLUMNS,
     Columns,
     Schema,
     name_list,
 )
 
 STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
+# The latency summary: the statistics, the failure share, the mean's interval, then p90 and the
+# percentiles' intervals, how they were made and whether the method's own check passed (``latencies``).
+SUMMARY_COLUMNS = [*STAT_COLUMNS, "failed", "ci_low", "ci_high", *INTERVAL_COLUMNS]
 # A request still waiting for a hold at the end with no progress (see Replication.blocked).
 BLOCKED_COLUMNS = ("rep", "id", "request", "step", "waits_for", "since")
-
-
-def requests_table(rows: Sequence[tuple]) -> pd.DataFrame:
-    frame = pd.DataFrame.from_records(rows, columns=list(REQUEST_COLUMNS))
-    if frame.empty:  # typed, so that masks such as ~frame["warmup"] select rows, not columns
-        frame = frame.astype({"rep": int, "id": int, "parent": int, "item": int, "warmup": bool,
-                              "start": float, "end": float, "ok": bool})
-    frame["latency"] = frame["end"] - frame["start"]
-    return frame
-
-
-def steps_table(rows: Sequence[tuple]) -> pd.DataFrame:
-    return pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
 
 
 _DTYPE = {"q": np.int64, "d": np.float64, "?": np.int8, NAME: np.int32, REQ: np.int64}
@@ -87,7 +76,7 @@ def _categorical(pieces: list[np.ndarray], names: list[list[str]]) -> pd.Categor
 
 
 def requests_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
-    """The requests table (see ``requests_table``) from column buffers."""
+    """The requests table from column buffers, with each request's latency."""
     frame = columns_frame(REQUEST, parts)
     frame["latency"] = frame["end"] - frame["start"]
     return frame
@@ -122,20 +111,12 @@ def describe(values: pd.Series | np.ndarray) -> dict[str, float]:
             "p99": float(np.percentile(v, 99)), "max": float(v.max())}
 
 
-def t_interval(samples: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Half-width-based (low, high) Student-t interval of the mean; NaN for one sample."""
-    x = np.asarray(samples, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size < 2:
-        return (np.nan, np.nan)
-    _, low, high = student_t_ci(x, level)
-    return (low, high)
-
-
 def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) -> pd.DataFrame:
     """One row per group: statistics of latency over successful recorded requests, the
-    failure share, and a 95% CI of the mean across replications."""
+    failure share, a 95 % CI of the mean and of the median, p90, p95 and p99: across
+    replications, or from batches when the run has one (``latencies.interval_row``)."""
     recorded = requests[~requests["warmup"]]
+    replications = int(requests["rep"].nunique())
     rows = []
     for key, group in recorded.groupby(list(by), sort=True):
         ok = group[group["ok"]]
@@ -143,9 +124,10 @@ def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) ->
         row.update(describe(ok["latency"]))
         row["failed"] = float((~group["ok"]).mean()) if len(group) else np.nan
         per_rep = ok.groupby("rep")["latency"].mean()
-        row["ci_low"], row["ci_high"] = t_interval(per_rep.to_numpy())
+        _, row["ci_low"], row["ci_high"] = student_t_ci(per_rep.to_numpy())
+        row.update(interval_row(groups_by_replication(ok), replications))
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS, "failed", "ci_low", "ci_high"])
+    return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
 
 
 def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:

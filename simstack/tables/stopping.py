@@ -35,7 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simstack.errors import ConfigError
+from simstack.errors import ConfigError, ModelError
+from simstack.lang.units import parse_time
 from simstack.tables.batches import RULE, BatchRule, batch_means, needed_length
 from simstack.tables.intervals import Interval, batch_means_interval, mean_interval
 
@@ -81,7 +82,8 @@ class Precision:
 
     ``metrics`` names the statistics that must meet the target (empty: every statistic the
     replications report); ``batch`` replications are added per round; ``max_time`` is in
-    wall-clock seconds.
+    wall-clock seconds; ``max_horizon`` (simulated seconds) bounds one long run extended to
+    the target (None: the caller's default).
     """
 
     target: Target
@@ -90,6 +92,7 @@ class Precision:
     max_replications: int = 1000
     max_time: float | None = None
     batch: int = 10
+    max_horizon: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.confidence < 1.0:
@@ -100,9 +103,11 @@ class Precision:
             raise ValueError(f"batch(={self.batch}) must be >= 1")
         if self.max_time is not None and not self.max_time > 0:
             raise ValueError(f"max_time(={self.max_time}) must be > 0")
+        if self.max_horizon is not None and not self.max_horizon > 0:
+            raise ValueError(f"max_horizon(={self.max_horizon}) must be > 0")
 
 
-KEYS = ("relative", "absolute", "confidence", "metrics", "max_replications", "max_time", "batch")
+KEYS = ("relative", "absolute", "confidence", "metrics", "max_replications", "max_time", "max_horizon", "batch")
 
 
 def _number(settings: Mapping[str, Any], key: str, where: str, rule: str,
@@ -113,6 +118,20 @@ def _number(settings: Mapping[str, Any], key: str, where: str, rule: str,
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not test(value):
         raise ConfigError(f"{where}.{key} must be {rule} (got {value!r})")
     return float(value)
+
+
+def _time(settings: Mapping[str, Any], key: str, where: str) -> float | None:
+    """A simulated time: seconds, or a number with its unit (``2h``)."""
+    value = settings.get(key)
+    if value is None:
+        return None
+    try:
+        seconds = parse_time(value)
+    except ModelError:
+        seconds = math.nan
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(f"{where}.{key} must be a time > 0 (seconds, or with a unit: 2h) (got {value!r})")
+    return seconds
 
 
 def precision_from(settings: Mapping[str, Any], where: str = "sim.precision") -> Precision:
@@ -132,6 +151,7 @@ def precision_from(settings: Mapping[str, Any], where: str = "sim.precision") ->
                    lambda v: v >= FIRST_LOOK and v == int(v))
     max_time = _number(settings, "max_time", where, "a positive number of seconds", lambda v: v > 0)
     batch = _number(settings, "batch", where, "a whole number >= 1", lambda v: v >= 1 and v == int(v))
+    max_horizon = _time(settings, "max_horizon", where)
     metrics = settings.get("metrics") or ()
     if isinstance(metrics, str):
         metrics = (metrics,)
@@ -139,7 +159,7 @@ def precision_from(settings: Mapping[str, Any], where: str = "sim.precision") ->
         raise ConfigError(f"{where}.metrics must be a list of metric names (got {settings.get('metrics')!r})")
     return Precision(Target(relative, absolute), confidence=0.95 if confidence is None else confidence,
                      metrics=tuple(metrics), max_replications=1000 if most is None else int(most),
-                     max_time=max_time, batch=10 if batch is None else int(batch))
+                     max_time=max_time, batch=10 if batch is None else int(batch), max_horizon=max_horizon)
 
 
 @dataclass(frozen=True)
@@ -162,6 +182,22 @@ class Stopped:
     @property
     def met(self) -> bool:
         return self.stopped == "precision"
+
+
+def stop_record(precision: Precision, stopped: Stopped, targets: Mapping[str, Target] | None = None) -> dict[str, Any]:
+    """How a run stopped, as plain data (``run.json``): the reason, the replications or final
+    horizon, the looks, and per statistic its interval, target and whether it met it."""
+    statistics = {}
+    for name, interval in stopped.intervals.items():
+        target = (targets or {}).get(name, precision.target)
+        statistics[name] = {"estimate": interval.estimate, "low": interval.low, "high": interval.high,
+                            "half_width": interval.half_width, "relative_half_width": interval.relative_half_width,
+                            "allowed_half_width": target.allowed(interval.estimate), "met": target.met(interval),
+                            "method": interval.method, "units": interval.units, "ok": interval.ok}
+    return {"stopped": stopped.stopped, "replications": stopped.replications, "horizon": stopped.horizon,
+            "looks": stopped.looks, "confidence": precision.confidence,
+            "target": {"relative": precision.target.relative, "absolute": precision.target.absolute},
+            "statistics": statistics}
 
 
 def _chosen(names: Sequence[str], precision: Precision) -> list[str]:

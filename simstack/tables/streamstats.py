@@ -9,8 +9,10 @@ log-spaced bins (``BINS_PER_DECADE`` per decade from 1 ns to 10^6 s) from which 
 are read to within half a bin (about 1.2 %). Values are staged in short lists and folded in
 by NumPy every ``CHUNK`` records, so the hot path still only appends a tuple.
 
-Confidence intervals stay exact: they are taken across replications from each
-replication's own mean, which the streams keep exactly.
+Confidence intervals of the mean stay exact: they are taken across replications from each
+replication's own mean, which the streams keep exactly. Percentile intervals are taken across
+replications by sectioning on the histogram's quantiles (so within its resolution); a single
+replication keeps no series in time order, so it has no batch intervals.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from simstack.tables.records import CHUNK
+from simstack.tables.confidence import student_t_ci
+from simstack.tables.ecdf import GRID, band_half_width, table
+from simstack.tables.intervals import sectioning
+from simstack.tables.latencies import CDF_COLUMNS, LEVEL, METHODS, PERCENTILES, cdf_rows
+from simstack.tables.records import CHUNK, deadline_row
 
 BINS_PER_DECADE = 100
 LOW_DECADE, HIGH_DECADE = -9, 6
@@ -152,6 +159,7 @@ class SummaryRecorder:
         return self.finished
 
     def request(self, row: tuple) -> None:
+        """As ``Recorder.request``: a ``rows.request_row``."""
         self.finished += 1
         req, _parent, cls, workload, _item, warm, start, end, ok, _reason = row
         steps = self.pending.pop(req, None)
@@ -172,6 +180,7 @@ class SummaryRecorder:
             staged.flush()
 
     def step(self, row: tuple) -> None:
+        """As ``Recorder.step``: a ``rows.step_row``, kept until its request ends."""
         req = row[0]
         if req.warmup or req.start < self.warmup:
             return
@@ -180,6 +189,10 @@ class SummaryRecorder:
             self.pending[req] = [row]
         else:
             steps.append(row)
+
+    def deadline(self, *, req: Any, step: str, deadline: float, finished_after: float) -> None:
+        """As ``Recorder.deadline``."""
+        self.deadlines.append(deadline_row(self.rep, req, step, deadline, finished_after))
 
     def _fold_steps(self, rows: list[tuple]) -> None:
         for _req, cls, name, target, start, wait, service, end in rows:
@@ -201,9 +214,8 @@ class SummaryRecorder:
         return {key: (staged.streams[0], self.failed[key]) for key, staged in self.requests.items()}
 
 
-def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str],
-                         interval: Any) -> list[dict[str, Any]]:
-    """Rows of ``RunResult.summary`` from the streams; ``interval`` is ``results.t_interval``."""
+def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of ``RunResult.summary`` from the streams."""
     fields = ("request", "workload")
     unknown = [b for b in by if b not in fields]
     if unknown:
@@ -227,9 +239,31 @@ def latency_summary_from(recorders: Sequence[SummaryRecorder], by: Sequence[str]
         for rep, s, _ in parts:
             per_rep[rep] = per_rep[rep].merged(s) if rep in per_rep else s
         means = [s.mean for _, s in sorted(per_rep.items()) if s.count]
-        row["ci_low"], row["ci_high"] = interval(np.array(means))
+        _, row["ci_low"], row["ci_high"] = student_t_ci(np.array(means))
+        row.update(_quantile_intervals(pooled, [s for _, s in sorted(per_rep.items()) if s.count],
+                                       len(recorders)))
         rows.append(row)
     return rows
+
+
+def _quantile_intervals(pooled: Stream, per_rep: list[Stream], replications: int) -> dict[str, Any]:
+    """The summary's interval columns from streams: sectioning across replications on the
+    histogram's quantiles, widened by half a bin (``RESOLUTION`` / 2 of the value) for the
+    reading; one replication keeps no series to batch, so its intervals are missing."""
+    row: dict[str, Any] = {"p90": pooled.quantile(0.9)}
+    for column, q in PERCENTILES:
+        if replications >= 2:
+            centre = pooled.quantile(q)
+            iv = sectioning(centre, np.array([s.quantile(q) for s in per_rep]), LEVEL, "sectioning (replications)")
+            # each quantile is read to within half a bin: widened by that, as replications whose
+            # quantiles share a bin would otherwise give an interval of no width at all
+            reading = abs(centre) * RESOLUTION / 2
+            row[f"{column}_low"], row[f"{column}_high"] = iv.low - reading, iv.high + reading
+        else:
+            row[f"{column}_low"] = row[f"{column}_high"] = math.nan
+    row["ci_method"] = METHODS["replications"] if replications >= 2 else "none (record: summary keeps no series)"
+    row["ci_ok"] = replications >= 2
+    return row
 
 
 def stage_summary_from(recorders: Sequence[SummaryRecorder]) -> list[dict[str, Any]]:
@@ -246,3 +280,37 @@ def stage_summary_from(recorders: Sequence[SummaryRecorder]) -> list[dict[str, A
         row.update(duration.describe())
         rows.append(row)
     return rows
+
+
+# The upper edge of each bin (bin 0: 1 ns; the last bin, above 10^6 s, has none).
+_UPPER = 10.0 ** (LOW_DECADE + np.arange(N_BINS) / BINS_PER_DECADE)
+
+
+def latency_cdf_from(recorders: Sequence[SummaryRecorder], level: float = LEVEL) -> pd.DataFrame:
+    """``latency_cdf.csv`` from the streams: each request class's CDF at the upper edges of
+    the histogram's bins, where it is exact (the share of latencies below the edge), at about
+    the ``ecdf.GRID`` shares; the band by sectioning across replications (none with one)."""
+    classes: dict[str, dict[int, Stream]] = {}
+    for rec in recorders:
+        for (request, _workload), (stream, _failed) in rec.request_streams().items():
+            reps = classes.setdefault(request, {})
+            reps[rec.rep] = reps[rec.rep].merged(stream) if rec.rep in reps else stream
+    frames = []
+    for request in sorted(classes):
+        streams = [s for _, s in sorted(classes[request].items()) if s.count]
+        if not streams:
+            continue
+        pooled = merge_all(streams)
+        cum = np.cumsum(pooled.hist)
+        bins = np.unique(np.minimum(np.searchsorted(cum, GRID * pooled.count, side="left"), N_BINS - 2))
+        bins = bins[cum[bins] > 0]  # from the first bin that holds a value
+        cdf = cum[bins] / pooled.count
+        if len(recorders) >= 2 and len(streams) >= 2:
+            each = np.array([np.cumsum(s.hist)[bins] / s.count for s in streams])
+            half = band_half_width(each, cdf, level)
+            frame = table(_UPPER[bins], cdf, cdf - half, cdf + half, "replications", level, len(streams), True)
+        else:
+            nan = np.full(bins.size, np.nan)
+            frame = table(_UPPER[bins], cdf, nan, nan, "none", level, len(streams), False)
+        frames.append(cdf_rows(request, frame))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CDF_COLUMNS)

@@ -24,7 +24,7 @@ import pandas as pd
 from simstack import simulate
 from simstack.engine.simulate import RunResult
 from simstack.load.loader import build_spec
-from simstack.studies.analysis import student_t_ci
+from simstack.tables.confidence import student_t_ci
 
 # Shifts every fixed seed of the statistical tests. Running the suite with a few offsets
 # shows how often a correct engine would fail a comparison by chance (it should be rare).

@@ -15,9 +15,10 @@ from hydra.errors import ConfigCompositionException
 
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
-from simstack.cli.run import model_overrides, run_settings
+from simstack.cli.run import run_settings
 from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import MODELS_DIR
+from simstack.load.precedence import stack_layers
 from simstack.load.whatif import load_whatif
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,8 @@ def test_every_whatif_reads_and_names_only_real_parameters(whatif: str) -> None:
 
     cfg = _compose(f"whatif={whatif}")
     chosen = load_whatif(cfg.whatif)
-    params, flags = model_overrides(cfg, chosen)
+    choice = stack_layers({}, chosen)  # the what-if's values, as the command line layers them
+    params, flags = choice.parameters, choice.flags
     model = whatif.split("/")[0]
     spec = simstack.load_model(model, scenario=chosen.scenario, parameters=params, flags=flags)
     assert set(flags) <= spec.declared_flags
@@ -54,8 +56,8 @@ def test_a_whatif_is_found_by_bare_name_and_by_path() -> None:
 
 def test_a_mistyped_whatif_lists_the_existing_ones() -> None:
     with pytest.raises(ModelError, match=r"unknown what-if 'pipeline/setings_cache' \(did you mean "
-                       r"'settings_cache'\?\); what-ifs of pipeline: pipeline/double_workers, "
-                       r"pipeline/settings_cache"):
+                       r"'settings_cache'\?\); what-ifs of pipeline: pipeline/double_consoles, "
+                       r"pipeline/double_workers, pipeline/settings_cache"):
         load_whatif("pipeline/setings_cache")
     with pytest.raises(ModelError, match=r"what-if 'settings_cache' names no model; write "
                        r"whatif=<model>/settings_cache"):
@@ -87,8 +89,13 @@ def test_an_override_that_names_nothing_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["nonexistent=3"], r"^unknown setting 'nonexistent'; known settings are: .*\bsim\.seed\b.*\bmodel\b.*; "
-                        r"to add a new key, write \+nonexistent=3$"),
+    (["nonexistent=3"], r"^unknown setting 'nonexistent'; known settings are: .*\bsim\.seed\b.*\bmodel\b[^;]*$"),
+    # issue 22 item 14: a + before a typo is the same typo (it ran with the default, silently)
+    (["+sim.replicatons=3"], r"^unknown setting 'sim.replicatons' \(did you mean 'sim.replications'\?\); sim has: "
+                             r"seed, replications, [^;]*$"),
+    (["+foo.bar=1"], r"^unknown setting 'foo.bar': 'foo' is not a group of settings"),
+    (["++anything=1"], r"^unknown setting 'anything'; known settings are: "),
+    (["-m", "+sim.replicatons=3,4"], r"^unknown setting 'sim.replicatons'"),
     (["model=pipeline", "parameters.consoles=24"],
      r"^unknown setting 'parameters.consoles'; parameters has: \(none\); to add a new key, write "
      r"\+parameters.consoles=24$"),
@@ -111,7 +118,7 @@ def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], messa
 @pytest.mark.parametrize("argv", [
     ["model=pipeline", "+parameters.consoles=2,4", "-m", "sim.horizon=5"],
     ["hydra/launcher=joblib", "hydra.run.dir=x/${now:%H}", "sim=quick", "whatif=pipeline/settings_cache"],
-    ["--help"], ["--cfg", "job", "task=check"], ["++anything=1", "~scenario"],
+    ["--help"], ["--cfg", "job", "task=check"], ["++parameters.x=1", "~scenario", "+where.cores=32"],
     ["-m", "model=pipeline", "whatif=null,pipeline/settings_cache"],
 ])
 def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
@@ -170,7 +177,8 @@ def test_a_hydra_override_error_speaks_simstack_and_exits_2(tmp_path: Path) -> N
     done = _simstack("nonexistent=3", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith("simstack: error: unknown setting 'nonexistent'; known settings are: ")
-    assert "+nonexistent=3" in done.stderr and "Traceback" not in done.stderr and "struct" not in done.stderr
+    assert "+nonexistent" not in done.stderr  # a + would not make it a setting (issue 22 item 14)
+    assert "Traceback" not in done.stderr and "struct" not in done.stderr
     assert not (tmp_path / "outputs").exists()
 
 
@@ -190,8 +198,8 @@ def test_a_bad_process_count_is_a_clear_error(tmp_path: Path, args: list[str], m
 def test_a_mistyped_whatif_on_the_command_line_exits_2(tmp_path: Path) -> None:
     done = _simstack("model=pipeline", "whatif=pipeline/nope", cwd=tmp_path)
     assert done.returncode == 2
-    assert "simstack: error: unknown what-if 'pipeline/nope'; what-ifs of pipeline: pipeline/double_workers, " \
-           "pipeline/settings_cache" in done.stderr
+    assert "simstack: error: unknown what-if 'pipeline/nope'; what-ifs of pipeline: pipeline/double_consoles, " \
+           "pipeline/double_workers, pipeline/settings_cache" in done.stderr
 
 
 def test_a_sweep_is_gathered_into_one_table(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
 from simstack.cli.main import CONFIG_DIR
-from simstack.cli.sweep import STATUS_FILE, gather_main, one_line, sweep_job
+from simstack.cli.sweep import STATUS_FILE, gather_main, one_line, sweep_job, write_status
 from simstack.errors import ModelError
 
 BAD = "workloads.operators.clients: must be >= 1, got -1"
@@ -175,3 +175,19 @@ def test_the_expected_jobs_follow_the_basic_sweepers_order(tmp_path: Path) -> No
     hydra_cfg["sweeper"]["_target_"] = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
     (tmp_path / "multirun.yaml").write_text(yaml.safe_dump({"hydra": hydra_cfg}))
     assert expected_jobs(tmp_path) == {}  # another sweeper's jobs cannot be predicted: only found ones count
+
+
+def test_a_status_that_cannot_be_written_is_said_and_the_sweep_goes_on(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A full disk while a job writes its status: no half file, no exception into the
+    launcher (which would end the sweep), a line saying the job will read as missing."""
+    import errno
+
+    import simstack.io.atomic as atomic
+
+    def full(path: Path) -> object:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", lambda **_: full(tmp_path))
+    write_status(tmp_path, {"job": "0", "status": "ok"})
+    assert not list(tmp_path.iterdir())
+    assert "its status.json could not be written (No space left on device)" in capsys.readouterr().err

@@ -55,3 +55,19 @@ def test_the_walkthrough_runs_as_written(site: Path) -> None:
     reported = simstack(site, "report", "model=archiver", f"out={page}")
     assert reported.returncode == 0, reported.stderr
     assert page.stat().st_size > 100_000 and "Archiver retrieval" in page.read_text()
+
+
+def test_a_second_measurement_as_the_page_advises_keeps_the_checks_and_warns_of_the_fit(site: Path) -> None:
+    """The page says: add new measurements as rows; the example check still names one row,
+    and a calibration fitted to the old file is said to be stale, on runs and checks alike."""
+    assert simstack(site, "calibrate", "model=archiver").returncode == 0
+    run = simstack(site, "model=archiver", "sim.horizon=20", "sim.replications=1")
+    assert run.returncode == 0 and run.stdout.startswith("calibrated: read_cpu from archiver/calibrated.yaml")
+    rows = site / "archiver" / "baselines.csv"
+    rows.write_text(rows.read_text() + 'archiver,load test,mean fetch time,0.035,s,16 clients,'
+                                       '"our load test, 2026-11-20, run 1",measured\n')
+    checked = simstack(site, "check", "model=archiver")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "calibrated.yaml was fitted to baselines.csv as it was" in checked.stderr
+    again = simstack(site, "model=archiver", "sim.horizon=20", "sim.replications=1")
+    assert "run simstack calibrate model=archiver again" in again.stderr

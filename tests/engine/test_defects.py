@@ -175,3 +175,68 @@ def test_the_command_line_warns_about_blocked_requests(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "warning: 2 request(s) still blocked at the end with no progress" in err
     assert "replication 0: outer #1 waits for pool at step 'hold:pool' since t = 0" in err
+
+
+# -- a thread that blocks in a call gives up its core (hol and priority hosts) -----------------
+
+
+def call_between_pools_doc(discipline: str) -> dict[str, Any]:
+    """One core; three single-thread pools of equal priority. Request ``a`` computes a1, calls
+    ``b`` (which holds pool B: b1) and computes a2; request ``c`` (pool C: c1) arrives just
+    after ``a``. Every CPU step takes 1 s."""
+    return {
+        "hosts": {"h": {"cores": 1, "discipline": discipline}},
+        "components": {p: {"kind": "threads", "host": "h", "size": 1} for p in ("A", "B", "C")},
+        "requests": {"a": [{"hold": "A", "steps": [{"cpu": 1, "name": "a1"}, {"call": "b"},
+                                                   {"cpu": 1, "name": "a2"}]}],
+                     "b": [{"hold": "B", "steps": [{"cpu": 1, "name": "b1"}]}],
+                     "c": [{"hold": "C", "steps": [{"cpu": 1, "name": "c1"}]}]},
+        "workloads": {"wa": {"type": "closed", "request": "a", "clients": 1, "count": 1},
+                      "wc": {"type": "closed", "request": "c", "clients": 1, "count": 1}},
+    }
+
+
+@pytest.mark.parametrize("discipline", ["fifo", "hol", "priority"])
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_a_thread_blocked_in_a_call_to_another_pool_gives_up_its_core(discipline: str, record_steps: bool) -> None:
+    """Thread A blocks in its call to B, so the core goes to C, which was waiting since t = 0;
+    B's step is new ready work behind it, and A, ready again when B replies, waits behind B:
+    a1 [0, 1], c1 [1, 2], b1 [2, 3], a2 [3, 4] on every discipline. It was a1, b1, a2, c1 on
+    ``hol`` and ``priority``: the callee's step and the caller's next step ran on the caller's
+    kept core, as if the thread had gone straight on."""
+    res = run(call_between_pools_doc(discipline), seed=1, replications=1, horizon=None, record_steps=record_steps)
+    ends = res.requests.set_index("request")["end"]
+    assert ends["c"] == 2.0 and ends["a"] == 4.0
+    if record_steps:
+        steps = res.steps[res.steps["component"] == "cpu"].set_index("step")
+        spans = {name: (row.end - row.service, row.end) for name, row in steps.iterrows()}
+        assert spans == {"a1": (0.0, 1.0), "c1": (1.0, 2.0), "b1": (2.0, 3.0), "a2": (3.0, 4.0)}
+
+
+# -- a request waiting at an acquire: step is listed as blocked ---------------------------------
+
+
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_requests_blocked_at_an_acquire_are_reported(record_steps: bool) -> None:
+    """``sig`` starts with no free unit and nobody ever releases one first: the first client
+    takes ``mutex`` and waits for ``sig`` for ever, the second waits for ``mutex``. Both are
+    named, with the step and the semaphore they wait for (they were not listed at all)."""
+    doc = {"components": {"sig": {"kind": "semaphore", "size": 1, "initial": 0},
+                          "mutex": {"kind": "semaphore", "size": 1}},
+           "requests": {"waiter": [{"acquire": "mutex"}, {"acquire": "sig"}, {"release": "sig"},
+                                   {"release": "mutex"}]},
+           "workloads": {"w": {"type": "closed", "request": "waiter", "clients": 2, "think": 0}}}
+    res = run(doc, seed=1, replications=1, horizon=10.0, record_steps=record_steps)
+    rows = sorted(res.blocked[["id", "step", "waits_for", "since"]].itertuples(index=False, name=None))
+    assert rows == [(1, "acquire:sig", "sig", 0.0), (2, "acquire:mutex", "mutex", 0.0)]
+
+
+@pytest.mark.parametrize("record_steps", [True, False])
+def test_a_granted_acquire_is_no_longer_listed(record_steps: bool) -> None:
+    """Two clients share one unit for 1 s each, then think 1 s: every acquire that waited is
+    granted later, so nothing is blocked at the end though the line was never empty long."""
+    doc = {"components": {"unit": {"kind": "semaphore", "size": 1}},
+           "requests": {"user": [{"acquire": "unit"}, {"delay": "1s"}, {"release": "unit"}]},
+           "workloads": {"w": {"type": "closed", "request": "user", "clients": 3, "think": "1s"}}}
+    res = run(doc, seed=1, replications=1, horizon=100.0, record_steps=record_steps)
+    assert len(res.requests) >= 90 and res.blocked.empty

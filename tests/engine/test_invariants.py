@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 import simstack
-from simstack.load.loader import build_spec, read_yaml, resolve_model_path
+from simstack.io.safeyaml import read_yaml
+from simstack.load.loader import build_spec, resolve_model_path
 from simstack.testing import check_invariants, open_wl, run, server_station
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,7 +42,7 @@ def test_initialise_reads_computes_and_grows_memory_on_its_host() -> None:
     for 1 s. The memory steps find the host from the request's ``host:``."""
     res = _run({"proc": {"host": "node", "steps": INIT + [{"delay": 1}]}}, clients=2)
     assert res.requests["end"].to_numpy() == pytest.approx(2.001 + 0.4 + 10 + 1)
-    assert res.memory_peaks.iloc[0]["peak_used"] == int(2.6 * GB)
+    assert res.table("memory_peaks").iloc[0]["peak_used"] == int(2.6 * GB)
 
 
 def test_fork_after_initialisation_keeps_the_read_only_part_shared() -> None:
@@ -55,8 +55,8 @@ def test_fork_after_initialisation_keeps_the_read_only_part_shared() -> None:
     forked = _run({"proc": {"host": "node", "steps": INIT + [{"fork": {"request": "child", "count": 23,
                                                                        "wait": True}}]},
                    "child": grow}, record="host")
-    assert alone.memory_peaks.iloc[0]["peak_used"] == int(24 * 1.7 * GB)
-    assert forked.memory_peaks.iloc[0]["peak_used"] == int(1.3 * GB + 23 * (0.52 * GB + 0.4 * GB))
+    assert alone.table("memory_peaks").iloc[0]["peak_used"] == int(24 * 1.7 * GB)
+    assert forked.table("memory_peaks").iloc[0]["peak_used"] == int(1.3 * GB + 23 * (0.52 * GB + 0.4 * GB))
     # children start when the parent has initialised: at 2.001 + 0.2 + 10 s, and last 5 s
     child_end = forked.requests[forked.requests["request"] == "child"]["end"].to_numpy()
     assert child_end == pytest.approx(2.001 + 0.2 + 10 + 5)
@@ -72,7 +72,7 @@ def test_the_watchdog_forks_a_replacement_when_a_child_ends() -> None:
     kids = res.requests[res.requests["request"] == "child"].sort_values(["start", "id"])
     assert kids["start"].tolist() == [0, 0, 10, 10, 20]
     assert res.requests[res.requests["request"] == "proc"]["end"].iloc[0] == 30
-    used = res.memory.groupby("time")["used"].last()
+    used = res.table("memory").groupby("time")["used"].last()
     assert used[10.0] == GB + 2 * GB // 2 and used[20.0] == GB + GB // 2 and used[30.0] == 0
 
 
@@ -91,9 +91,10 @@ def test_checkpoint_then_restore_maps_the_image_shared_across_a_node() -> None:
     restarts = res.requests[res.requests["request"] == "restart"]
     mapped_at = 3.501 + 3.501 + 1.05
     assert restarts["end"].to_numpy() == pytest.approx(mapped_at + 1)
-    mem = res.memory[(res.memory["time"] < mapped_at + 0.5) & (res.memory["process"] >= 0)]
+    memory = res.table("memory")
+    mem = memory[(memory["time"] < mapped_at + 0.5) & (memory["process"] >= 0)]
     last = mem.groupby("process").last()
-    assert res.memory_peaks.iloc[0]["peak_used"] == int(3.24 * GB)
+    assert res.table("memory_peaks").iloc[0]["peak_used"] == int(3.24 * GB)
     assert last["pss"].to_numpy() == pytest.approx(0.72 * GB + 1.08 * GB / 3)
     assert (last["rss"] == int(1.8 * GB)).all()
 
@@ -105,7 +106,7 @@ def test_a_restored_process_writing_its_image_copies_those_pages() -> None:
     res = _run({"proc": {"host": "node", "steps": [
         {"restore": {"from": "local", "file": "ckpt", "bytes": "1MB", "memory": "1GB", "shared": 1.0}},
         {"write_memory": 0.25}, {"delay": 1}]}}, clients=2)
-    assert res.memory_peaks.iloc[0]["peak_used"] == int(1.25 * GB)
+    assert res.table("memory_peaks").iloc[0]["peak_used"] == int(1.25 * GB)
 
 
 def _doc_example(heading: str) -> dict[str, Any]:
@@ -122,7 +123,7 @@ def test_the_memory_example_in_the_docs_runs_as_described() -> None:
     the 1.3 GB image and grows by 400 MB, so the node peaks at 1.6 + 23 x 0.92 = 22.76 GB."""
     doc = _doc_example("Memory and processes")
     res = simulate(build_spec(doc, None), seed=1, horizon=7200)
-    peak = res.memory_peaks.iloc[0]["peak_used"]
+    peak = res.table("memory_peaks").iloc[0]["peak_used"]
     assert peak == int(1.6 * GB) + 23 * (round(0.4 * 1.3 * GB) + 400 * MB)
     assert (res.requests["request"] == "worker").sum() > 23  # replacements were forked
 
@@ -131,7 +132,7 @@ def test_the_files_example_in_the_docs_runs() -> None:
     doc = _doc_example("Files: servers, caches and distribution")
     res = simulate(build_spec(doc, None), seed=1)
     assert res.requests["ok"].all() and len(res.requests) == 4
-    assert res.memory_peaks.iloc[0]["peak_used"] == int(0.6 * 1.8 * GB) + 4 * int(0.4 * 1.8 * GB)
+    assert res.table("memory_peaks").iloc[0]["peak_used"] == int(0.6 * 1.8 * GB) + 4 * int(0.4 * 1.8 * GB)
 
 
 def test_a_replicated_farm_places_processes_caches_and_memory_by_item() -> None:
@@ -149,7 +150,7 @@ def test_a_replicated_farm_places_processes_caches_and_memory_by_item() -> None:
                "child": [{"hold": "slots[item]", "steps": [{"write_memory": 0.4}, {"cpu": "1s"}]}]},
            "workloads": {"go": {"type": "closed", "clients": "$nodes", "count": 1, "request": "proc"}}}
     res = simulate(build_spec(doc, None), seed=1)
-    peaks = res.memory_peaks.set_index("host")["peak_used"].to_dict()
+    peaks = res.table("memory_peaks").set_index("host")["peak_used"].to_dict()
     assert peaks == {f"node[{i}]": int(2.2 * GB) for i in range(3)}
     assert res.requests["end"].to_numpy() == pytest.approx(3 + 10 + 1)
     assert res.resources.set_index("resource").loc["nfs", "arrivals"] == 3

@@ -26,7 +26,7 @@ def _pool(clients: int = 3) -> Any:
 
 def test_each_row_is_the_mean_over_its_interval() -> None:
     res = simulate(_pool(), seed=1, horizon=7, trace={"resources": ["pool"], "every": "2s"})
-    t = res.load_trace
+    t = res.table("load_trace")
     assert t["time"].tolist() == [2, 4, 6, 7]  # the last interval ends at the horizon
     assert t["busy"].tolist() == [2, 1.5, 1, 0]  # 2..4 s: two until 3 s, then one
     assert t["queue"].tolist() == [1, 0.5, 0, 0]
@@ -42,7 +42,7 @@ def test_after_a_warm_up_the_interval_starts_at_the_reset() -> None:
     """Meters restart at the end of the warm-up (2.5 s): the row at 4 s covers 2.5-4 s only
     (two busy until 3 s, then one: (0.5 x 2 + 1 x 1) / 1.5)."""
     res = simulate(_pool(), seed=1, horizon=7, warmup=2.5, trace={"resources": ["pool"], "every": "2s"})
-    assert res.load_trace["busy"].tolist() == pytest.approx([2, 2 / 1.5, 1, 0])
+    assert res.table("load_trace")["busy"].tolist() == pytest.approx([2, 2 / 1.5, 1, 0])
 
 
 def test_tracing_changes_no_result() -> None:
@@ -55,8 +55,8 @@ def test_tracing_changes_no_result() -> None:
                       trace={"resources": ["pool", "h.cpu"], "every": "7s"})
     pd.testing.assert_frame_equal(plain.requests, traced.requests)
     pd.testing.assert_frame_equal(plain.resources, traced.resources)
-    assert len(traced.load_trace) == 2 * 2 * (500 // 7 + 1)  # reps x resources x intervals
-    assert plain.load_trace.empty
+    assert len(traced.table("load_trace")) == 2 * 2 * (500 // 7 + 1)  # reps x resources x intervals
+    assert plain.table("load_trace").empty
 
 
 @pytest.mark.parametrize(("trace", "horizon", "message"), [

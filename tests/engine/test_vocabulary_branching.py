@@ -118,6 +118,30 @@ def test_quorum_join_matches_order_statistics_and_leaves_the_rest_running() -> N
     assert (later == 1).all()  # exactly one branch of every request finished after it
 
 
+def shuffled_doc(order: str, count: int) -> dict[str, Any]:
+    """One FIFO core; a fork of three CPU branches of 1, 2 and 3 s joined by the first to end."""
+    return {"hosts": {"h": {"cores": 1, "discipline": "fifo"}},
+            "requests": {"fork": {"host": "h", "steps": [{"all": [[{"cpu": 1}], [{"cpu": 2}], [{"cpu": 3}]],
+                                                          "join": 1, "order": order}]}},
+            "workloads": {"w": {"type": "closed", "request": "fork", "clients": 1, "count": count, "think": 10}}}
+
+
+def test_a_fork_in_random_order_starts_each_branch_first_equally_often() -> None:
+    """The branch started first holds the core and ends first: the join-1 latency is that
+    branch's time, 1, 2 or 3 s with probability 1/3 each (written order: always 1 s). Each
+    share of 3,000 forks is within 4 standard errors of 1/3, the mean within 4 of 2 s."""
+    n = 3000
+    res = run(shuffled_doc("random", n), seed=3, replications=1, horizon=None)
+    latency = res.requests["latency"].round(9)
+    assert len(latency) == n and set(latency) == {1.0, 2.0, 3.0}
+    se = (1 / 3 * 2 / 3 / n) ** 0.5
+    for value in (1.0, 2.0, 3.0):
+        assert abs((latency == value).mean() - 1 / 3) < 4 * se
+    assert abs(latency.mean() - 2.0) < 4 * (2 / 3 / n) ** 0.5  # variance of the uniform on {1, 2, 3}: 2/3
+    written = run(shuffled_doc("written", 20), seed=3, replications=1, horizon=None)
+    assert set(written.requests["latency"].round(9)) == {1.0}
+
+
 def test_all_with_instant_branches_continues_once() -> None:
     res = run(fork_doc(["0s", "0s", "1s"], join=2, copies=5), seed=1, replications=1, horizon=None)
     assert len(res.requests) == 5 and np.allclose(res.requests["latency"], 0.0)

@@ -431,3 +431,100 @@ def test_zero_think_time_restarts_through_a_zero_delay_event() -> None:
     res = run(doc, seed=1, replications=1, horizon=None)
     assert _ends(res, "loop") == [1.0, 3.0]
     assert _ends(res, "other") == [2.0]
+
+
+# ------------------------------------------------------------------ E. who goes on first at a reply
+
+def shared_core_doc(clients: int, think: float, s1: float, s2: float, c: float, first: str) -> dict[str, Any]:
+    """The two-phase server of D, with the client's own CPU work after the call on the same
+    one-core FIFO host: at the reply, the caller's step and the second phase are both ready."""
+    doc = two_phase_doc(clients, think, s1, s2)
+    doc["requests"]["client"] = {"host": "app", "steps": [{"call": "serve"}, {"cpu": f"exp({c})", "name": "c2"}]}
+    doc["requests"]["serve"][0]["steps"][1] = {"reply": True, "first": first}
+    return doc
+
+
+def shared_core_ctmc(clients: int, think: float, s1: float, s2: float, c: float, first: str) -> dict[str, float]:
+    """Exact throughput and response time of ``shared_core_doc``. State: the FIFO line at the
+    core (a tuple of jobs: ``s1``, ``s2`` the server's phases, ``c`` a client's step, the head
+    running) and the number of clients waiting for the server's thread. At the end of ``s1``
+    the caller's step and ``s2`` join the line in the order ``first`` says."""
+    start: tuple[tuple[str, ...], int] = ((), 0)
+    states, index, edges = [start], {start: 0}, []
+    i = 0
+    while i < len(states):
+        line, waiting = states[i]
+        out = []
+        thinking = clients - line.count("c") - line.count("s1") - waiting
+        if thinking:
+            busy = "s1" in line or "s2" in line  # the thread is in phase 1 or 2
+            out.append(((line, waiting + 1) if busy else (line + ("s1",), waiting), thinking / think))
+        if line:
+            head, rest = line[0], line[1:]
+            if head == "s1":
+                after = ("c", "s2") if first == "caller" else ("s2", "c")
+                out.append(((rest + after, waiting), 1 / s1))
+            elif head == "s2":
+                out.append(((rest + ("s1",), waiting - 1) if waiting else (rest, waiting), 1 / s2))
+            else:
+                out.append(((rest, waiting), 1 / c))
+        for state, rate in out:
+            if state not in index:
+                index[state] = len(states)
+                states.append(state)
+            edges.append((i, index[state], rate))
+        i += 1
+    gen = np.zeros((len(states), len(states)))
+    for a, b, rate in edges:
+        gen[a, b] += rate
+        gen[a, a] -= rate
+    lhs = np.vstack([gen.T, np.ones(len(states))])
+    rhs = np.zeros(len(states) + 1)
+    rhs[-1] = 1.0
+    pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+    x = sum(p for p, (line, _w) in zip(pi, states, strict=True) if line and line[0] == "c") / c
+    return {"X": x, "R": clients / x - think}
+
+
+@pytest.mark.parametrize("first", ["caller", "second_phase"])
+def test_the_reply_order_matches_the_exact_ctmc(first: str) -> None:
+    """Caller first (R 1.251 s) or second phase first (R 1.455 s, lqsim's order): each run
+    agrees with its own chain, and the two chains differ by far more than the intervals."""
+    clients, think, s1, s2, c = 3, 2.0, 0.2, 0.4, 0.3
+    exact = shared_core_ctmc(clients, think, s1, s2, c, first)
+    other = shared_core_ctmc(clients, think, s1, s2, c, "caller" if first == "second_phase" else "second_phase")
+    assert abs(exact["R"] - other["R"]) > 0.15
+    res = run(shared_core_doc(clients, think, s1, s2, c, first), seed=43, replications=10, horizon=3000.0,
+              warmup=50.0)
+    check_invariants(res)
+    compare(f"reply {first} first: client response time (CTMC)", rep_mean_latency(res, "client"), exact["R"])
+    compare(f"reply {first} first: throughput (CTMC)", rep_throughput(res, "client"), exact["X"])
+
+
+@pytest.mark.parametrize("discipline", ["fifo", "hol"])
+def test_the_reply_order_on_one_core(discipline: str) -> None:
+    """s1 [0, 1], then at the reply: caller first, c2 [1, 2] and s2 [2, 3]; second phase first,
+    s2 [1, 2] and c2 [2, 3]. On a host that keeps a core for the thread whose step just ended
+    (hol, priority) the replying thread has not blocked: its second phase goes on either way."""
+    spans = {}
+    for first in ("caller", "second_phase"):
+        doc = shared_core_doc(1, 1.0, 1.0, 1.0, 1.0, first)
+        doc["hosts"]["app"]["discipline"] = discipline
+        doc["requests"]["serve"][0]["steps"][0] = {"cpu": 1, "name": "s1"}
+        doc["requests"]["serve"][0]["steps"][2] = {"cpu": 1, "name": "s2"}
+        doc["requests"]["client"]["steps"][1] = {"cpu": 1, "name": "c2"}
+        doc["workloads"]["users"].update(count=1, think=0)
+        res = run(doc, seed=1, replications=1, horizon=None, record_steps=True)
+        cpu = res.steps[res.steps["component"] == "cpu"]
+        spans[first] = {row.step: (row.end - row.service, row.end) for row in cpu.itertuples()}
+    s2_first = {"s1": (0.0, 1.0), "s2": (1.0, 2.0), "c2": (2.0, 3.0)}
+    assert spans["second_phase"] == s2_first
+    assert spans["caller"] == ({"s1": (0.0, 1.0), "c2": (1.0, 2.0), "s2": (2.0, 3.0)} if discipline == "fifo"
+                               else s2_first)
+
+
+def test_an_unknown_reply_order_is_refused() -> None:
+    doc = shared_core_doc(1, 1.0, 1.0, 1.0, 1.0, "server")
+    with pytest.raises(ModelError, match=r"requests.serve.steps\[0\].steps\[1\].first: expected one of caller, "
+                                         r"second_phase, got 'server'"):
+        build_spec(doc, None)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from simstack import ModelError, load_model, simulate
-from simstack.kinds.hierarchy import affected, affected_devices, generate_hierarchy, makespan
+from simstack.kinds.hierarchy import affected, generate_hierarchy, makespan
 from simstack.load.loader import MODELS_DIR, build_spec
 from simstack.load.whatif import load_whatif
 from simstack.studies.evaluate.check import check_study
@@ -175,3 +175,9 @@ def test_fresh_timings_with_a_slower_persist_are_flagged_there_and_only_there() 
     table = compare_measurements(study, read_measured(MODEL_DIR / "example_new_timings.csv"), None)
     flagged = set(table.loc[table["slower_than_model"], "step"])
     assert flagged == {"lsa_persist", ""}  # the stage made 30 % slower, and the total
+
+
+def affected_devices(graph: object, changed: str) -> set[object]:
+    """The devices whose settings a change of ``changed`` recalculates."""
+    sub = affected(graph, changed)  # type: ignore[arg-type]
+    return {d for _n, d in sub.nodes(data="device") if d is not None}

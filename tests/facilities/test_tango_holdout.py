@@ -18,7 +18,7 @@ import yaml
 
 from simstack.errors import ModelError
 from simstack.io.paths import model_dir_of
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.schema.study import load_study
 

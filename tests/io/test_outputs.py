@@ -167,3 +167,23 @@ def test_a_study_file_that_is_a_link_out_is_not_read(study: Path, tmp_path: Path
     with pytest.raises(ModelError) as info:
         load_study(study)
     assert "leads out of the model folder" in str(info.value) and "s3cr3t" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["model.yaml", "calibrated.yaml", "whatif/evil.yaml"])
+def test_a_model_file_that_is_a_link_out_is_not_read(study: Path, tmp_path: Path, name: str) -> None:
+    """A received folder whose model, calibrated file or what-if is a link to a secret: refused
+    by the command line, nothing of the secret in the message, nothing written."""
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("api_key: s3cr3t\n")
+    target = study / name
+    target.parent.mkdir(exist_ok=True)
+    if target.exists():
+        target.unlink()
+    target.symlink_to(secret)
+    args = ["model=received", f"models_dir={study.parent}", "sim.replications=1"]
+    if name.startswith("whatif/"):
+        args.append("whatif=received/evil")
+    done = subprocess.run([SIMSTACK, *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "s3cr3t" not in done.stderr + done.stdout and "api_key" not in done.stderr + done.stdout
+    assert "link" in done.stderr and not (tmp_path / "outputs").exists()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,7 +46,7 @@ def test_an_unknown_model_lists_the_known_ones_and_how_to_add_folders(monkeypatc
     monkeypatch.delenv(paths.ENV_VAR, raising=False)
     with pytest.raises(ModelError, match=r"^unknown model 'pipelin'; known models: (\w+, )*pipeline, (\w+, )*tango "
                        r"\(looked in .*; add folders with models_dir= or "
-                       r"SIMSTACK_MODELS, or give a path to a .yaml file\)$"):
+                       r"SIMSTACK_MODELS, or give a path to a model folder or \.yaml file\)$"):
         paths.find_model_dir("pipelin")
     with pytest.raises(ModelError, match=r"unknown model '\.\./pipeline'"):
         paths.find_model_dir("../pipeline")
@@ -57,6 +60,49 @@ def test_a_model_folder_is_found_by_its_path(tmp_path: Path, monkeypatch: pytest
     assert paths.model_dir_of(folder) == folder
 
 
-def test_the_checkout_uses_its_own_configs() -> None:
+@pytest.mark.parametrize("written", ["./mine", "mine/", "./mine/", "mine//"])
+def test_a_model_folder_written_as_a_path_is_that_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         written: str) -> None:
+    """Issue 22, item 13: the README promises model=path/to/folder; ./mymodel and mymodel/
+    were refused as unknown model names."""
+    _model(tmp_path, "mine")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model_path(written) == Path("mine/model.yaml")
+    assert paths.model_dir_of(written) == Path("mine")
+
+
+def test_the_working_folder_is_a_model_folder_as_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _model(tmp_path, "mine")
+    monkeypatch.chdir(folder)
+    assert resolve_model_path(".") == folder.resolve() / "model.yaml"
+    assert paths.model_dir_of(".").name == "mine"  # the model's default name is its folder's
+
+
+def test_a_folder_path_without_a_model_or_a_local_name_says_what_to_write(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _model(tmp_path, "mine")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError, match=r"^the folder './empty' holds no model\.yaml "
+                                         r"\(looked for empty/model\.yaml\)$"):
+        resolve_model_path("./empty")
+    with pytest.raises(ModelError, match=r"^model folder 'nowhere/' not found$"):
+        resolve_model_path("nowhere/")
+    with pytest.raises(ModelError, match=r"unknown model 'mine'.*; the folder mine here holds one: write "
+                                         r"model=\./mine$"):
+        resolve_model_path("mine")  # a bare name is a name on the search path, never a folder here
+
     assert (paths.config_dir() / "config.yaml").is_file()
     assert paths.home_models_dir() == MODELS_DIR
+
+
+@pytest.mark.parametrize(("cwd", "written"), [("", "./mymodel"), ("", "mymodel/"), ("mymodel", ".")])
+def test_the_command_line_takes_a_model_folder_as_the_readme_promises(tmp_path: Path, cwd: str, written: str) -> None:
+    """Issue 22, item 13, end to end: ``simstack solve model=./mymodel`` (and mymodel/, and .
+    inside it) solves the folder's model instead of refusing an unknown model name."""
+    shutil.copytree(MODELS_DIR / "pipeline", tmp_path / "mymodel")
+    exe = Path(sys.executable).parent / "simstack"
+    proc = subprocess.run([str(exe), "solve", f"model={written}"], capture_output=True, text=True,
+                          cwd=tmp_path / cwd, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "model pipeline: approximate MVA" in proc.stdout

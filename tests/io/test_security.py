@@ -19,7 +19,8 @@ import pytest
 
 from simstack.errors import DataError, ModelError
 from simstack.io.plaindata import check_csv_text
-from simstack.load.loader import MODELS_DIR, read_yaml
+from simstack.io.safeyaml import read_yaml
+from simstack.load.loader import MODELS_DIR
 
 SECRET_VAR = "SIMSTACK_TEST_SECRET"
 

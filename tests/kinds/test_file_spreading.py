@@ -18,7 +18,7 @@ import pytest
 
 from simstack import simulate
 from simstack.load.loader import build_spec
-from simstack.studies.analysis import student_t_ci
+from simstack.tables.confidence import student_t_ci
 
 MB = 10**6
 

@@ -15,21 +15,23 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from simstack.errors import ModelError
-from simstack.lang.distributions import (
+from simstack.lang.distributions import DistributionField, parse_distribution
+from simstack.lang.samplers import (
     Const,
     Empirical,
     Exp,
     Gamma,
+    HyperExponential,
     Indexed,
     Lognormal,
+    Pareto,
     TruncatedNormal,
     Uniform,
-    data_dir,
-    parse_distribution,
 )
+from simstack.lang.schema import Field, read_fields
 from simstack.lang.units import parse_size, parse_time
 
-KNOWN = "const, exp, lognormal, gamma, uniform, normal, empirical, indexed"
+KNOWN = "const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed"
 
 
 def dist(raw: object, base_dir: Path | None = None) -> object:
@@ -50,6 +52,10 @@ def refused(message: str) -> pytest.RaisesContext:
     ("lognormal(cv=0.5, mean=5ms)", Lognormal(0.005, 0.5)),
     ("gamma(mean=1s, cv=2)", Gamma(1.0, 2.0)),
     ("gamma(1s, 2)", Gamma(1.0, 2.0)),
+    ("hyperexp(3s, 3)", HyperExponential(3.0, 3.0)),
+    ("hyperexp(mean=2ms, cv=1)", HyperExponential(0.002, 1.0)),
+    ("pareto(3s, 1)", Pareto(3.0, 1.0)),
+    ({"dist": "pareto", "mean": "1s", "cv": 0.25}, Pareto(1.0, 0.25)),
     ("uniform(1us, 9us)", Uniform(1e-6, 9e-6)),
     ("normal(10ms, 1ms)", TruncatedNormal(0.01, 0.001)),
     ("normal(0, 1ms)", TruncatedNormal(0.0, 0.001)),
@@ -79,6 +85,9 @@ CASES = [
     Lognormal(1.0, 2.0),
     Gamma(1.0, 2.0),
     Gamma(0.004, 0.3),
+    HyperExponential(1.0, 3.0),
+    HyperExponential(0.002, 1.5),
+    Pareto(1.0, 0.25),  # shape 5.1: a finite fourth moment, so the sample variance converges
     Uniform(1e-6, 9e-6),
     TruncatedNormal(0.01, 0.001),
     TruncatedNormal(1.0, 2.0),
@@ -98,14 +107,58 @@ def test_sample_mean_matches_the_analytic_mean(d: object) -> None:
 @pytest.mark.parametrize("d", CASES, ids=repr)
 def test_sample_variance_matches_the_analytic_variance(d: object) -> None:
     x = d.sample(np.random.default_rng(11), N)
-    # heavy tails (lognormal cv 2) make the sample variance converge slowly: 10 % then
-    rel = 0.1 if isinstance(d, Lognormal) and d.cv > 1 else 0.03
+    # heavy tails (lognormal cv 2, hyperexponential cv 3) make the sample variance converge slowly
+    rel = 0.1 if isinstance(d, Lognormal) and d.cv > 1 else 0.05 if isinstance(d, HyperExponential) and d.cv > 2 \
+        else 0.03
     assert x.var() == pytest.approx(d.variance, rel=rel, abs=1e-18)
 
 
 def test_the_coefficient_of_variation_is_sd_over_mean() -> None:
-    for d in (Lognormal(0.005, 0.5), Gamma(2.0, 0.25)):
+    for d in (Lognormal(0.005, 0.5), Gamma(2.0, 0.25), HyperExponential(1.0, 3.0), Pareto(2.0, 0.7)):
         assert math.sqrt(d.variance) / d.mean == pytest.approx(d.cv)
+
+
+@pytest.mark.parametrize(("mean", "cv"), [(3.0, 1.0), (1.0, 0.25), (0.002, 4.0)])
+def test_pareto_is_scipys_pareto_with_the_shape_and_scale_its_mean_and_cv_give(mean: float, cv: float) -> None:
+    """The analytic moments against scipy's Pareto law, and the samples against its CDF: with
+    cv 1 the shape is 2.41, so the sample variance would not converge, but the law is exact."""
+    d = Pareto(mean, cv)
+    ref = stats.pareto(d.shape, scale=d.scale)
+    assert d.mean == pytest.approx(ref.mean(), rel=1e-12)
+    assert d.variance == pytest.approx(ref.var(), rel=1e-9)
+    x = d.sample(np.random.default_rng(17), 50_000)
+    assert stats.kstest(x, ref.cdf).pvalue > 1e-3
+    assert x.min() >= d.scale
+
+
+def test_pareto_of_lqsims_bursty_task() -> None:
+    """lqsim draws a bursty task's slices from shape sqrt(1 / cv² + 1) + 1, scale s (shape - 1) / shape."""
+    d = Pareto(3.0, 1.0)
+    assert d.shape == pytest.approx(math.sqrt(2) + 1)
+    assert d.scale == pytest.approx(3.0 * math.sqrt(2) / (math.sqrt(2) + 1))
+
+
+@pytest.mark.parametrize("cv", [1.0, 1.5, 3.0])
+def test_hyperexponential_samples_follow_the_balanced_mixture(cv: float) -> None:
+    """The balanced two-phase mixture: each phase carries half the mean; its CDF in closed form."""
+    d = HyperExponential(2.0, cv)
+    p = d.p
+    m1, m2 = d.mean / (2 * p), d.mean / (2 * (1 - p))
+    assert p * m1 == pytest.approx(1.0) and (1 - p) * m2 == pytest.approx(1.0)
+    assert 2 * (p * m1**2 + (1 - p) * m2**2) - d.mean**2 == pytest.approx(d.variance)
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        return 1 - p * np.exp(-x / m1) - (1 - p) * np.exp(-x / m2)
+
+    x = d.sample(np.random.default_rng(19), 50_000)
+    assert stats.kstest(x, cdf).pvalue > 1e-3
+
+
+def test_hyperexponential_with_cv_one_is_exponential() -> None:
+    d = HyperExponential(2.0, 1.0)
+    assert d.p == 0.5
+    x = d.sample(np.random.default_rng(23), 50_000)
+    assert stats.kstest(x, stats.expon(scale=2.0).cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize(("mu", "sd"), [(1.0, 2.0), (0.0, 1.0), (0.01, 0.001), (3.0, 10.0), (0.5, 0.5)])
@@ -151,7 +204,7 @@ def test_repr_is_short_where_exact() -> None:
        st.floats(min_value=1e-6, max_value=50, allow_nan=False))
 def test_repr_round_trip_for_any_finite_parameters(mean: float, cv: float) -> None:
     for d in (Exp(mean), Lognormal(mean, cv), Gamma(mean, cv), Const(mean), Uniform(mean, mean * 2),
-              TruncatedNormal(mean, cv)):
+              TruncatedNormal(mean, cv), Pareto(mean, cv), HyperExponential(mean, 1 + cv)):
         assert dist(repr(d)) == d
 
 
@@ -185,13 +238,14 @@ def test_indexed_gives_item_i_row_i(tmp_path: Path) -> None:
     assert d.sample(np.random.default_rng(1), 4).tolist() == [1e3, 2e3, 3e3, 1e3]
 
 
-def test_data_dir_sets_where_relative_files_are_read(tmp_path: Path) -> None:
+def test_a_distribution_field_reads_data_files_from_the_folder_read_fields_gives_it(tmp_path: Path) -> None:
     (tmp_path / "lat.csv").write_text("seconds\n0.5\n")
-    with data_dir(tmp_path):
-        assert dist("empirical(lat.csv, seconds)").values == (0.5,)
-    with pytest.raises(ModelError, match=r"^data file 'lat\.csv' not found .*relative paths start at the working "
-                                         r"directory\)$"):
-        dist("empirical(lat.csv, seconds)")
+    fields = {"service": Field(DistributionField(parse_time))}
+    read = read_fields({"service": "empirical(lat.csv, seconds)"}, fields, "srv", folder=tmp_path)
+    assert read["service"].values == (0.5,)
+    with pytest.raises(ModelError, match=r"^srv\.service: data file 'lat\.csv' not found .*relative paths start at "
+                                         r"the working directory\)$"):
+        read_fields({"service": "empirical(lat.csv, seconds)"}, fields, "srv")  # no folder: the working directory
 
 
 def test_missing_data_file(tmp_path: Path) -> None:
@@ -245,6 +299,11 @@ def test_data_file_that_is_not_text(tmp_path: Path) -> None:
     ("exp(2 msec)", "exp: mean: unknown time unit 'msec' in '2 msec'; known units: ns, us, µs, ms, s, min, h "
                     "(in 'exp(2 msec)')"),
     ("lognormal(1ms, 0)", "lognormal: cv must be > 0, got '0' in 'lognormal(1ms, 0)'"),
+    ("hyperexp(1ms, 0.5)", "hyperexp: cv must be >= 1 (a mixture of exponentials varies at least as much as one; "
+                           "below 1 write gamma), got '0.5' in 'hyperexp(1ms, 0.5)'"),
+    ("pareto(1ms, 0)", "pareto: cv must be > 0, got '0' in 'pareto(1ms, 0)'"),
+    ("pareto(1ms, 1e-200)", "'pareto(1ms, 1e-200)' has no finite mean and variance (its values would overflow); "
+                            "write smaller values"),
     ("lognormal(1ms, abc)", "lognormal: cv must be a plain finite number such as 0.5, got 'abc' in "
                             "'lognormal(1ms, abc)'"),
     ("lognormal(1ms, nan)", "lognormal: cv must be a plain finite number such as 0.5, got 'nan' in "

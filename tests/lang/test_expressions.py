@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simstack import ModelError
-from simstack.lang.distributions import Exp, Gamma
 from simstack.lang.expressions import MAX_DEPTH, MAX_LENGTH, Quantity, evaluate, render, substitute
+from simstack.lang.samplers import Exp, Gamma
 from simstack.load.loader import build_spec
 
 PARAMS: dict[str, Any] = {"rate": "360Hz", "edefs": 8, "pvs": 40, "bytes": "10MB", "link": "25Gb/s",

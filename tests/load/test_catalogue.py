@@ -26,7 +26,8 @@ from simstack.load.catalogue import (
     default_text,
     workload_keys,
 )
-from simstack.load.loader import SETTINGS, build_spec
+from simstack.load.loader import build_spec
+from simstack.load.sections import SETTINGS
 from simstack.load.steps.requests import ACTIONS, MODIFIERS
 
 TEXT = catalogue()

@@ -288,8 +288,8 @@ def test_unknown_size_unit_in_a_call(tmp_path: Path) -> None:
 
 def test_unknown_distribution_lists_the_known_ones(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "weibull(1ms, 2)")), "components.srv.service",
-           "unknown distribution 'weibull' in 'weibull(1ms, 2)'; known: const, exp, lognormal, gamma, uniform, "
-           "normal, empirical, indexed")
+           "unknown distribution 'weibull' in 'weibull(1ms, 2)'; known: const, exp, lognormal, gamma, hyperexp, "
+           "pareto, uniform, normal, empirical, indexed")
 
 
 def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
 def test_distribution_missing_its_closing_parenthesis(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "exp(1ms")), "components.srv.service",
            "malformed distribution 'exp(1ms': write name(arguments) such as exp(2ms) or lognormal(5ms, 0.5); "
-           "known: const, exp, lognormal, gamma, uniform, normal, empirical, indexed")
+           "known: const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed")
 
 
 def test_normal_with_a_mean_below_zero(tmp_path: Path) -> None:
@@ -337,6 +337,20 @@ def test_empirical_file_of_a_component_is_read_from_the_model_folder(tmp_path: P
     monkeypatch.chdir(tmp_path.parent)
     spec = simstack.load_model(path)
     assert spec.components["srv"].settings["service"].values == (0.002, 0.004)
+
+
+def test_data_files_of_call_options_and_memory_steps_are_read_from_the_model_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every field that may hold a distribution is given the model's folder explicitly: a
+    component's call option and a lifecycle step's size as well as a component's own field."""
+    (tmp_path / "latency.csv").write_text("seconds,bytes\n0.002,1000\n0.004,2000\n")
+    doc = model(steps({"call": "srv", "service": "empirical(latency.csv, seconds)"},
+                      {"alloc": "empirical(latency.csv, bytes)"}))
+    path = write(tmp_path, doc)
+    monkeypatch.chdir(tmp_path.parent)
+    body = simstack.load_model(path).requests["read"].body
+    assert body[0].options["service"].values == (0.002, 0.004)
+    assert body[1].bytes.values == (1000.0, 2000.0)
 
 
 # -- the document's shape -----------------------------------------------------------------------
@@ -566,7 +580,7 @@ def test_settings_with_a_bad_horizon(tmp_path: Path) -> None:
 
 def test_settings_that_are_not_a_mapping(tmp_path: Path) -> None:
     expect(tmp_path, model(("settings", "fast")), "settings",
-           "expected a mapping with keys horizon, warmup, seed, replications, got 'fast'")
+           "expected a mapping with keys horizon, warmup, seed, replications, limits, got 'fast'")
 
 
 # -- a model file can never run code ---------------------------------------------------------------

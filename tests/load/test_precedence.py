@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from simstack.load.precedence import choose, run_settings
+from simstack.load.precedence import run_settings, stack_layers
 from simstack.load.whatif import WhatIf
 from simstack.studies.evaluate.metrics import Evaluator, chosen
 from simstack.studies.schema.selection import RunSelection
@@ -18,13 +18,13 @@ WHATIF = WhatIf("faster", Path("faster.yaml"), parameters={"service": 0.3, "rate
 
 
 def test_explicit_values_win_over_the_whatif_which_wins_over_calibrated_values() -> None:
-    choice = choose({"service": 0.45, "rate": "0.5/s", "queue": 3}, WHATIF, parameters={"rate": "0.6/s"},
+    choice = stack_layers({"service": 0.45, "rate": "0.5/s", "queue": 3}, WHATIF, parameters={"rate": "0.6/s"},
                     flags={"trace": False})
     assert choice.parameters == {"service": 0.3, "rate": "0.6/s", "queue": 3}
     assert choice.flags == {"cache": True, "trace": False}
     assert choice.scenario == "busy"  # the what-if's, none being named
-    assert choose({}, WHATIF, scenario="quiet").scenario == "quiet"
-    assert choose({"service": 0.45}).parameters == {"service": 0.45} and choose({}).scenario is None
+    assert stack_layers({}, WHATIF, scenario="quiet").scenario == "quiet"
+    assert stack_layers({"service": 0.45}).parameters == {"service": 0.45} and stack_layers({}).scenario is None
 
 
 def test_run_settings_take_later_layers_over_earlier_and_null_falls_through() -> None:

@@ -88,7 +88,9 @@ def test_item_beyond_the_replicas_wraps_round() -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"hosts": {"node": {"cores": 1, "replicas": 0}}}, "hosts.node.replicas: must be >= 1, got 0"),
     ({"hosts": {"node": {"cores": 1, "replicas": 2.5}}}, "hosts.node.replicas: expected a whole number, got 2.5"),
-    ({"hosts": {"node": {"cores": 1, "replicas": 10**7}}}, "hosts.node.replicas: at most 1000000 replicas"),
+    ({"hosts": {"node": {"cores": 1, "replicas": 10**7}}},
+     "hosts.node.replicas: replicas of 10,000,000 is above the limit of 1,000,000 on a count; a model that needs "
+     "more says so with settings: {limits: {count: ...}}"),
     ({"components": {"worker": {"kind": "threads", "host": "node", "size": 1}}},
      "components.worker.host: host 'node' has 3 replicas and the component no replicas: give it replicas: 3 "
      "to put one on each, or name one host such as node[0]"),

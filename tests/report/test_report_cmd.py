@@ -20,7 +20,7 @@ from simstack import load_model, simulate
 from simstack.errors import DataError, ModelError
 from simstack.report.build import build_report, load_report
 from simstack.report.stages import leaf_steps, spans
-from simstack.tables.results import t_interval
+from simstack.tables.confidence import student_t_ci
 from tests.report.test_reports import _screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
@@ -49,7 +49,7 @@ def simulated(parameters: dict, flags: dict, steps: bool) -> object:
 def mean_and_ci(result: object, factor: float = 1e3) -> tuple[float, float, float]:
     req = result.requests  # type: ignore[attr-defined]
     ok = req[~req["warmup"] & req["ok"] & (req["request"] == "trim")]
-    low, high = t_interval(ok.groupby("rep")["latency"].mean().to_numpy())
+    _, low, high = student_t_ci(ok.groupby("rep")["latency"].mean().to_numpy())
     return ok["latency"].mean() * factor, low * factor, high * factor
 
 
@@ -68,7 +68,7 @@ def test_the_command_writes_one_self_contained_page(pipeline_page: tuple) -> Non
     assert done.stdout.strip().splitlines()[-1] == str(out)
     text = out.read_text()
     assert text.count("* plotly.js v") == 1 and "<script src=" not in text
-    assert text.count("Plotly.newPlot(") == 5
+    assert text.count("Plotly.newPlot(") == 6
     assert "Where a trim&#x27;s time goes" in text and "simstack report model=pipeline" in text
 
 

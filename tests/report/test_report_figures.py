@@ -20,7 +20,7 @@ from simstack.errors import ModelError
 from simstack.kinds.hierarchy import affected, generate_hierarchy
 from simstack.report.build import build_report
 from simstack.studies.evaluate.metrics import calibrated_parameters, failure_by_item
-from simstack.tables.results import t_interval
+from simstack.tables.confidence import student_t_ci
 from tests.report.test_report_cmd import plotted
 from tests.report.test_reports import _screenshot
 
@@ -72,7 +72,7 @@ def test_the_speedup_is_the_ratio_of_the_simulated_means_with_the_ci_of_the_rati
         base_reps, base_mean = runs[4]
         for i, (reps, mean) in enumerate(runs.values()):
             assert line["y"][i] == pytest.approx(base_mean / mean, rel=1e-9)
-            low, high = t_interval(base_reps / reps)
+            _, low, high = student_t_ci(base_reps / reps)
             assert line["error_y"]["array"][i] == pytest.approx(high - base_mean / mean, rel=1e-6, abs=1e-12)
             assert line["error_y"]["arrayminus"][i] == pytest.approx(base_mean / mean - low, rel=1e-6, abs=1e-12)
         assert line["y"][0] == 1.0

@@ -80,7 +80,7 @@ def test_the_load_over_time_is_the_traced_mean_per_interval(page: tuple[Path, st
     lines = {t["name"]: t for t in plotted(text)[2]}
     assert list(lines) == [f"{r}: {m}" for r in RUNS for m in ("busy servers", "waiting callers")]
     for label in RUNS:
-        rows = _run(folder, label, {"resources": ["pool"], "every": "4s"}).load_trace  # type: ignore[attr-defined]
+        rows = _run(folder, label, {"resources": ["pool"], "every": "4s"}).table("load_trace")  # type: ignore[attr-defined]
         mean = rows.groupby("time")[["busy", "queue"]].mean()
         busy, queue = lines[f"{label}: busy servers"], lines[f"{label}: waiting callers"]
         assert busy["x"][0] == 0 and busy["y"][0] == 0  # the line starts at 0

@@ -32,7 +32,8 @@ def _run(requests: dict[str, Any], memory: str = "64GB", record: str = "processe
 
 def _at(res: RunResult, time: float) -> pd.DataFrame:
     """The last recorded RSS / PSS of each process at ``time``; ``used``: the host's use then."""
-    rows = res.memory[res.memory["time"] <= time]
+    memory = res.table("memory")
+    rows = memory[memory["time"] <= time]
     out = rows.groupby("process").last()
     out["used"] = rows["used"].iloc[-1]
     return out
@@ -68,7 +69,7 @@ def test_fork_of_n_children_writing_a_fraction_uses_exactly_the_expected_pages(n
     before = _at(res, 0.5)
     assert set(before["used"]) == {p}
     assert before["pss"].to_numpy() == pytest.approx(p / (n + 1))
-    peaks = res.memory_peaks.iloc[0]
+    peaks = res.table("memory_peaks").iloc[0]
     assert peaks["peak_used"] == used and peaks["final_used"] == 0 and peaks["out_of_memory"] == 0
 
 
@@ -112,7 +113,7 @@ def test_a_grandchild_shares_its_parents_copies_and_the_original() -> None:
     assert pss["parent"] == pytest.approx(0.5 * GB + GB / 6)
     assert pss["child"] == pytest.approx(0.25 * GB + GB / 6)
     assert pss["grandchild"] == pytest.approx(0.25 * GB + GB / 6)
-    assert res.memory_peaks.iloc[0]["final_used"] == 0
+    assert res.table("memory_peaks").iloc[0]["final_used"] == 0
 
 
 def test_a_named_shared_segment_is_resident_once_and_split_in_pss() -> None:
@@ -125,7 +126,7 @@ def test_a_named_shared_segment_is_resident_once_and_split_in_pss() -> None:
     assert set(now["used"]) == {700 * 10**6}
     assert now["pss"].to_numpy() == pytest.approx(175e6)
     assert (now["rss"] == 400 * 10**6).all()
-    assert res.memory_peaks.iloc[0]["final_used"] == 0
+    assert res.table("memory_peaks").iloc[0]["final_used"] == 0
 
 
 def test_writes_spread_over_a_time_grow_memory_in_equal_steps() -> None:
@@ -134,10 +135,10 @@ def test_writes_spread_over_a_time_grow_memory_in_equal_steps() -> None:
         "parent": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"fork": {"request": "child", "wait": True}}],
         "child": [{"write_memory": {"fraction": 0.4, "over": "4s", "pieces": 4}}, {"delay": 1}],
     })
-    used = res.memory.groupby("time")["used"].last()
+    used = res.table("memory").groupby("time")["used"].last()
     assert [used[t] for t in (0.0, 1.0, 2.0, 3.0)] == [GB, GB + 10**8, GB + 2 * 10**8, GB + 3 * 10**8]
-    assert res.memory_peaks.iloc[0]["peak_used"] == GB + 4 * 10**8
-    assert res.memory_peaks.iloc[0]["peak_time"] == 4.0
+    assert res.table("memory_peaks").iloc[0]["peak_used"] == GB + 4 * 10**8
+    assert res.table("memory_peaks").iloc[0]["peak_time"] == 4.0
 
 
 def test_out_of_memory_fails_the_request_with_a_located_message_and_the_run_goes_on() -> None:
@@ -152,15 +153,15 @@ def test_out_of_memory_fails_the_request_with_a_located_message_and_the_run_goes
     assert "needs 400 MB more, 1.8 GB of 2 GB in use" in reason
     assert "requests.child.steps[1]" in reason
     assert failed.iloc[0]["end"] == 1.0  # the failing request ends at once
-    peaks = res.memory_peaks.iloc[0]
+    peaks = res.table("memory_peaks").iloc[0]
     assert peaks["peak_used"] == int(1.8 * GB) and peaks["out_of_memory"] == 1 and peaks["final_used"] == 0
     assert res.requests["ok"].sum() == 3
 
 
 def test_host_mode_records_only_the_hosts_total() -> None:
     res = _run(_fork(3, 0.4), record="host")
-    assert set(res.memory["process"]) == {-1}
-    assert res.memory["used"].max() == GB + 3 * round(0.4 * GB)
+    assert set(res.table("memory")["process"]) == {-1}
+    assert res.table("memory")["used"].max() == GB + 3 * round(0.4 * GB)
 
 
 def test_pss_always_adds_up_to_used() -> None:
@@ -221,9 +222,9 @@ def test_host_by_item_places_each_process_on_its_node() -> None:
            "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node[item]"}}, {"delay": 1}]},
            "workloads": {"go": {"type": "closed", "clients": 4, "count": 1, "request": "p"}}}
     res = simulate(build_spec(doc, None), seed=1)
-    peaks = res.memory_peaks.set_index("host")["peak_used"]
+    peaks = res.table("memory_peaks").set_index("host")["peak_used"]
     assert peaks.to_dict() == {"node[0]": 2 * GB, "node[1]": 2 * GB}
-    placed = res.memory.groupby("process")["host"].first()
+    placed = res.table("memory").groupby("process")["host"].first()
     assert placed.to_dict() == {1: "node[0]", 2: "node[1]", 3: "node[0]", 4: "node[1]"}
 
 
@@ -256,7 +257,7 @@ def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:
     write_run(res, {}, tmp_path / "run", tables=True)
     peaks = pd.read_csv(tmp_path / "run" / "memory_peaks.csv")
     assert peaks["peak_used"].tolist() == [GB + 3 * 4 * 10**8]
-    assert len(pd.read_parquet(tmp_path / "run" / "memory.parquet")) == len(res.memory)
+    assert len(pd.read_parquet(tmp_path / "run" / "memory.parquet")) == len(res.table("memory"))
     assert not (tmp_path / "run" / "store_load.parquet").exists()
     plain = simulate(build_spec({"requests": {"r": [{"delay": 1}]},
                                  "workloads": {"w": {"type": "closed", "clients": 1, "count": 1, "request": "r"}}},

@@ -69,7 +69,7 @@ def test_a_trace_reads_the_spinner_between_its_updates() -> None:
     it held 0 cores until 4 s, 1 core from 4 to 5 s and 2 cores from 5 to 6 s."""
     result = simulate(build_spec(_two_core_preemption(True), None), horizon=6.0,
                       trace={"resources": ["h.cpu[priority 1]"], "every": 1.0})
-    rows = result.load_trace.set_index("time")["busy"]
+    rows = result.table("load_trace").set_index("time")["busy"]
     assert [rows[t] for t in (1.0, 2.0, 3.0, 4.0, 5.0)] == pytest.approx([0, 0, 0, 0, 1], abs=1e-12)
     assert _levels(result)["h.cpu[priority 1]"] == pytest.approx(3 / 12, rel=1e-12)
 

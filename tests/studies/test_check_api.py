@@ -101,3 +101,15 @@ def test_within_an_interval_allows_only_for_rounding() -> None:
     assert _within(14561.8 * (1 + 8.5e-14), 14561.8, 14561.8)
     assert not _within(14561.8 * (1 + 1e-6), 14561.8, 14561.8)
     assert _within(2.0, 1.0, 3.0) and not _within(3.1, 1.0, 3.0)
+
+
+def test_a_study_with_no_checks_is_checked_as_nothing_to_check(tmp_path: Path) -> None:
+    """``checks: []`` (a study that only predicts): an empty table, nothing failed."""
+    folder = tmp_path / "mm1_study"
+    shutil.copytree(FIXTURE, folder)
+    text = (folder / "checks.yaml").read_text()
+    start, end = text.index("checks:\n"), text.index("calibration:\n")
+    (folder / "checks.yaml").write_text(text[:start] + "checks: []\n" + text[text.index("predictions:\n"):]
+                                        if end else text)
+    (result,) = check_models(["mm1_study"], str(tmp_path), progress=False)
+    assert result.table.empty and result.failures == 0 and not result.failed

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from simstack.io.paths import model_dir_of
-from simstack.studies.analysis.network import Fanout, HoldNode, Network, Node, Visit
+from simstack.studies.analysis.nodes import Fanout, HoldNode, Network, Node, Visit
 from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves
 from simstack.studies.schema.study import load_study
@@ -96,7 +96,7 @@ def _walk_demands(nodes: list[Node], holds: dict[int, float], out: dict[str, flo
 
 
 def test_the_plan_sums_demands_in_the_walks_order() -> None:
-    from simstack.studies.analysis.network import Chain
+    from simstack.studies.analysis.nodes import Chain
     from simstack.studies.analysis.plan import Plan  # imported here: the script writes the reference on older code too
 
     rng = np.random.default_rng(5)
@@ -114,8 +114,9 @@ def test_the_plan_sums_demands_in_the_walks_order() -> None:
 
 
 if __name__ == "__main__":  # write the reference from the solver on the path
+    from simstack.io.safeyaml import read_yaml
     from simstack.lang.units import quantity
-    from simstack.load.loader import build_spec, read_yaml
+    from simstack.load.loader import build_spec
 
     tango = model_dir_of("tango", None)
     spec = build_spec(read_yaml(tango / "model.yaml"), tango / "model.yaml")

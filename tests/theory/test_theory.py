@@ -30,9 +30,9 @@ from simstack.studies.analysis import (
     mmc,
     mva_closed,
     priority_preemptive_mm1,
-    student_t_ci,
     threads_lock_chain,
 )
+from simstack.tables.confidence import student_t_ci
 
 approx = pytest.approx
 
@@ -512,8 +512,17 @@ def test_student_t_ci_textbook():
     assert hi == approx(3.0 + half, rel=1e-6)
     _, lo99, hi99 = student_t_ci([1, 2, 3, 4, 5], level=0.99)
     assert hi99 - lo99 == approx(2 * 4.604095 * math.sqrt(0.5), rel=1e-6)
-    with pytest.raises(ValueError):
-        student_t_ci([1.0])
+    with pytest.raises(ValueError, match="level must be in"):
+        student_t_ci([1.0, 2.0], level=1.0)
+
+
+def test_student_t_ci_leaves_out_what_is_not_a_number():
+    """A replication with no value (NaN) is left out; with fewer than two values there is no
+    interval, and with none no mean either."""
+    assert student_t_ci([1, 2, np.nan, 3, 4, 5, np.inf]) == student_t_ci([1, 2, 3, 4, 5])
+    mean, lo, hi = student_t_ci([np.nan, 4.0])
+    assert mean == 4.0 and math.isnan(lo) and math.isnan(hi)
+    assert all(math.isnan(v) for v in student_t_ci([]))
 
 
 def test_student_t_ci_coverage():

@@ -97,6 +97,18 @@ def test_mg1_lognormal_cv2_against_pollaczek_khinchine() -> None:
     compare("M/G/1 utilisation", rep_resource(res, "s"), th["rho"], rel=0.01)
 
 
+@pytest.mark.parametrize(("service", "cv", "seed"), [("hyperexp", 2.0, 112), ("pareto", 0.5, 113)])
+def test_mg1_hyperexponential_and_pareto_against_pollaczek_khinchine(service: str, cv: float, seed: int) -> None:
+    """The two laws of LQN's slices with cv² > 1 and of its bursty tasks, in an M/G/1 station:
+    the mean sojourn depends on the service's mean and variance only (Pollaczek-Khinchine)."""
+    lam, mean_s = 0.5, 1.0
+    th = mg1_pk(lam, mean_s, (cv * mean_s) ** 2)
+    res = run(single_station(1, f"{service}({mean_s}, {cv})", lam), seed=seed, replications=16,
+              horizon=20_000, warmup=2_000)
+    compare(f"M/G/1 {service} cv {cv} W (P-K)", rep_mean_latency(res), th["W"], widen=2.5)
+    compare(f"M/G/1 {service} utilisation", rep_resource(res, "s"), th["rho"], rel=0.01)
+
+
 def test_mm1_processor_sharing_sojourn() -> None:
     lam, mu = 0.7, 1.0
     doc = {"hosts": {"h": {"cores": 1, "discipline": "ps"}},

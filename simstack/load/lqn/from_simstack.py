@@ -2,12 +2,14 @@
 
 The reverse of ``to_simstack``: a ``threads`` pool is a task, a request class that holds it
 an entry of that task, a class started by a closed workload a reference task (named after
-the workload), any other class with a ``host:`` an infinite task, a ``semaphore`` a semaphore
-task; an open workload is the entry's open arrival rate. An entry's steps become phases when
-they are the phase pattern the importer writes (CPU slices around calls, a ``reply`` between
-phase 1 and 2), otherwise an activity graph (``choose`` an OR-fork and join, ``all`` an
-AND-fork and (quorum) join, ``repeat: geometric(m)`` a loop). What has no LQN counterpart
-(databases, links, locks, fan-outs, memory, a fixed repeat around more than calls) is
+the workload), any other class with a ``host:`` an infinite task, a ``semaphore`` a
+semaphore task, a global ``lock`` served writers first an ``rwlock`` task (its acquiring and
+releasing classes the four lock entries), a ``fair`` host a ``cfs`` processor with its
+groups; an open workload is the entry's open arrival rate. An entry's steps become phases
+when they are the phase pattern the importer writes (CPU slices around calls, a ``reply``
+between phase 1 and 2), otherwise an activity graph (``choose`` an OR-fork and join, ``all``
+an AND-fork and (quorum) join, ``repeat: geometric(m)`` a loop). What has no LQN counterpart
+(databases, links, other locks, fan-outs, memory, a fixed repeat around more than calls) is
 refused with the request class and step it is at. Import -> export -> import gives back the
 same model (tested).
 """
@@ -30,10 +32,10 @@ from simstack.lang.spec import (
     Sequence,
     Step,
 )
-from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph
-from simstack.load.lqn.lqn_model import Entry, LqnModel, Processor, Task
+from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph, cpu_laws
+from simstack.load.lqn.lqn_model import Entry, Group, LqnModel, Processor, Task
 
-DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol"}
+DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol", "run_to_block": "fcfs", "fair": "cfs"}
 
 
 def from_simstack(spec: ModelSpec) -> LqnModel:
@@ -55,14 +57,21 @@ class _Exporter:
         for name, comp in self.spec.components.items():
             if comp.kind == "threads":
                 self.task(name, "fcfs", str(comp.host), comp.settings["size"],
-                          priority=int(comp.settings.get("priority", 0)))
+                          priority=int(comp.settings.get("priority", 0)), group=comp.settings.get("group"))
             elif comp.kind == "semaphore":
                 size = comp.settings["size"]
                 initial = comp.settings.get("initial")
                 self.task(name, "semaphore", "", size, initially=None if initial in (None, size) else int(initial))
+            elif comp.kind == "lock" and comp.settings.get("order") == "writers" and not comp.settings.get("per"):
+                readers = comp.settings["max_readers"]
+                if math.isinf(readers):
+                    raise self.fail(f"components.{name}.max_readers", "an LQN rwlock task has a number of readers: "
+                                                                      "give max_readers")
+                self.task(name, "rwlock", "", readers)
             else:
                 raise self.fail(f"components.{name}", f"kind {comp.kind!r} has no LQN counterpart (only threads "
-                                                      f"pools and semaphores are tasks)")
+                                                      f"pools, semaphores and global writers-first read-write "
+                                                      f"locks are tasks)")
         starters = self.workloads()
         wrappers = {f"{n}.work": n for n, r in self.spec.requests.items() if _forwarder(r) is not None}
         for name, req in self.spec.requests.items():
@@ -74,14 +83,16 @@ class _Exporter:
                 continue
             graph = self.graphs.get(tname)
             tasks.append(Task(tname, t["processor"], t["scheduling"], 0, tuple(t["entries"]), t["multiplicity"],
-                              priority=t["priority"], think=t["think"], initially=t["initially"],
+                              priority=t["priority"], think=t["think"], initially=t["initially"], group=t["group"],
                               activities=tuple(graph.activities) if graph else (),
                               precedences=tuple(graph.precedences) if graph else (),
                               replies=tuple(graph.replies) if graph else ()))
         used = {t.processor for t in tasks}
         processors = tuple(self.processor(h) for h in self.spec.hosts if h in used)
+        groups = tuple(Group(g, h.name, share, 0, cap) for h in self.spec.hosts.values() if h.name in used
+                       for g, share, cap in h.groups)
         return LqnModel(self.spec.name, self.spec.name, processors, tuple(tasks), tuple(self.entries),
-                        comment=self.spec.description)
+                        comment=self.spec.description, groups=groups)
 
     def processor(self, name: str) -> Processor:
         host = self.spec.hosts[name]
@@ -90,9 +101,10 @@ class _Exporter:
         return Processor(name, DISCIPLINES[host.discipline], 0, int(host.cores), speed=host.speed)
 
     def task(self, name: str, scheduling: str, processor: str, multiplicity: float, *, priority: int = 0,
-             think: float = 0.0, initially: int | None = None) -> None:
+             think: float = 0.0, initially: int | None = None, group: str | None = None) -> None:
         self.tasks[name] = {"processor": processor, "scheduling": scheduling, "multiplicity": multiplicity,
-                            "priority": priority, "think": think, "initially": initially, "entries": []}
+                            "priority": priority, "think": think, "initially": initially, "group": group,
+                            "entries": []}
 
     def workloads(self) -> dict[str, tuple[str, Any]]:
         out: dict[str, tuple[str, Any]] = {}
@@ -120,12 +132,19 @@ class _Exporter:
         where = f"requests.{name}"
         forward = _forwarder(req)
         work = self.spec.requests[f"{name}.work"] if forward is not None else req
-        body, task, semaphore = self.unwrap(name, work, started)
+        body, task, role = self.unwrap(name, work, started)
+        rwlock = self.tasks[task]["scheduling"] == "rwlock"
         rate = 0.0
         if started is not None and isinstance(started[1], OpenWorkload):
             rate = 1 / started[1].interarrival.mean
         steps = StepsToLqn(where, set(self.spec.requests) - set(wrappers))
-        ref = self.tasks[task]["scheduling"] == "ref"
+        laws = cpu_laws(body)
+        if True in laws:  # Pareto slices: a bursty reference task, every slice of it Pareto
+            if self.tasks[task]["scheduling"] != "ref" or False in laws:
+                raise self.fail(where, "pareto CPU demand maps to LQN only as every slice of a class started by a "
+                                       "closed workload (a bursty reference task)")
+            self.tasks[task]["scheduling"] = "burst"
+        ref = self.tasks[task]["scheduling"] in ("ref", "burst")
         phases = steps.phases(body, allow_reply=not ref, entry=name)
         start = None
         if phases is None:
@@ -134,7 +153,7 @@ class _Exporter:
             phases = ()
         forwards = steps.forwards(forward) if forward is not None else ()
         self.entries.append(Entry(name, task, 0, phases=phases, start=start, open_rate=rate, forwards=forwards,
-                                  semaphore=semaphore))
+                                  semaphore=None if rwlock else role, rwlock=role if rwlock else None))
         self.tasks[task]["entries"].append(name)
 
     def unwrap(self, name: str, req: RequestSpec, started: tuple[str, Any] | None) -> tuple[tuple[Step, ...], str,
@@ -151,6 +170,12 @@ class _Exporter:
         if len(body) == 2 and isinstance(body[1], Release) and self.kind(body[1].target) == "semaphore":
             self.sem_host(body[1].target, req, where)
             return _stage(body[:1]), body[1].target, "signal"
+        lock = body[0] if len(body) == 2 and isinstance(body[0], Acquire) else \
+            body[1] if len(body) == 2 and isinstance(body[1], Release) else None
+        if lock is not None and self.tasks.get(lock.target, {}).get("scheduling") == "rwlock":
+            self.sem_host(lock.target, req, where)
+            role = f"{'r' if lock.mode == 'read' else 'w'}-{'lock' if isinstance(lock, Acquire) else 'unlock'}"
+            return _stage(body[1:] if isinstance(lock, Acquire) else body[:1]), lock.target, role
         if req.host is None:
             raise self.fail(where, "a request class that holds no thread pool needs host: to be an LQN task")
         if started is not None and isinstance(started[1], ClosedWorkload):

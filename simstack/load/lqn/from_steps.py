@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.lang.samplers import Const, Exp, Gamma, Geometric
+from simstack.lang.samplers import Const, Exp, Gamma, Geometric, HyperExponential, Pareto
 from simstack.lang.spec import Call as CallStep
 from simstack.lang.spec import Choose, Cpu, Delay, Fork, Repeat, Reply, Send, Sequence, Step
 from simstack.load.lqn.lqn_model import Activity, Call, Precedence
@@ -30,9 +30,30 @@ def cvsq(dist: Any) -> float | None:
         return 1.0
     if isinstance(dist, Const):
         return 0.0
-    if isinstance(dist, Gamma):
+    if isinstance(dist, Gamma | HyperExponential | Pareto):  # Pareto: a bursty task's slices
         return float(f"{dist.cv ** 2:.12g}")
     return None
+
+
+def cpu_laws(steps: tuple[Step, ...]) -> set[bool]:
+    """For each CPU step in ``steps`` (nested ones too): whether its demand is Pareto."""
+    out: set[bool] = set()
+    for s in steps:
+        if isinstance(s, Cpu):
+            out.add(isinstance(s.demand, Pareto))
+        for child in _children(s):
+            out |= cpu_laws(child)
+    return out
+
+
+def _children(step: Step) -> list[tuple[Step, ...]]:
+    if isinstance(step, Choose):
+        return [b.body for b in step.branches]
+    if isinstance(step, Fork):
+        return list(step.branches)
+    if isinstance(step, Repeat | Sequence):
+        return [step.body]
+    return []
 
 
 class StepsToLqn:

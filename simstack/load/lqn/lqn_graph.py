@@ -140,7 +140,7 @@ class GraphReader:
                                                    f"sum to {total:g}, expected 1")
             step: Any = {"choose": [{"p": v, "steps": s} for v, (s, _) in zip(p.values, branches, strict=True)]}
         else:
-            step = {"all": [s for s, _ in branches]}
+            step = {"all": [s for s, _ in branches], "order": "random"}  # lqsim shuffles a fork's branches
         if not joins:
             return [step], None
         if len(joins) > 1 or any(ended):

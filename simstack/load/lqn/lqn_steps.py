@@ -10,9 +10,9 @@ Y / (1 + Y), picking entry i with probability y_i / Y, and computes another slic
 slice after each. A think time is an exponential delay before the work.
 
 Slice times follow the squared coefficient of variation cv² as in lqsim: 0 constant,
-1 exponential, between them gamma. cv² > 1 (lqsim's hyperexponential) has no simstack
-distribution yet and is refused (``MISSING``); switching it on is one entry in
-``distribution`` once it exists.
+1 exponential, between them gamma, above 1 the balanced two-phase hyperexponential; on a
+bursty (``burst``) reference task every slice is Pareto with that cv² (1 if not given), as
+lqsim draws them.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from simstack.load.lqn.lqn_model import Activity, Call
 from simstack.load.lqn.lqn_values import located
 
 # Constructs the LQN grammar has and simstack does not (yet): refused by name and line.
-MISSING = {
-    "hyperexponential": "a service time with cv² > 1 (lqsim draws it from a hyperexponential, which simstack "
-                        "has no distribution for yet)",
-}
+MISSING: dict[str, str] = {}
 
 
 def num(x: float) -> str:
@@ -38,15 +35,21 @@ def num(x: float) -> str:
     return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(x)
 
 
-def distribution(mean: float, cvsq: float, what: str, source: str, line: int) -> str:
-    """A simstack distribution with this mean and squared coefficient of variation."""
+def distribution(mean: float, cvsq: float, what: str, source: str, line: int, pareto: bool = False) -> str:
+    """A simstack distribution with this mean and squared coefficient of variation (Pareto
+    slices on a bursty task, as lqsim's ``burst`` tasks draw them)."""
+    if pareto:
+        if cvsq <= 0:
+            raise located(source, line, f"{what}: a bursty task's slices are Pareto, which needs host-demand-cvsq "
+                                        f"> 0, got {num(cvsq)}")
+        return f"pareto({num(mean)}, {num(math.sqrt(cvsq))})"
     if cvsq == 0:
         return f"const({num(mean)})"
     if cvsq == 1:
         return f"exp({num(mean)})"
     if cvsq < 1:
         return f"gamma({num(mean)}, {num(math.sqrt(cvsq))})"
-    raise located(source, line, f"{what}: host-demand-cvsq {num(cvsq)} > 1 is {MISSING['hyperexponential']}")
+    return f"hyperexp({num(mean)}, {num(math.sqrt(cvsq))})"
 
 
 class Work:
@@ -55,6 +58,7 @@ class Work:
     def __init__(self, source: str, target: Callable[[Call], str]):
         self.source = source
         self.target = target
+        self.pareto = False  # the task being read is bursty: its slices are Pareto
 
     def steps(self, act: Activity) -> list[Any]:
         out: list[Any] = []
@@ -65,7 +69,7 @@ class Work:
         cpu: list[Any] = []
         if act.demand > 0:
             cpu = [{"cpu": distribution(act.demand / (1 + total), act.cvsq, f"activity {act.name!r}", self.source,
-                                        act.line)}]
+                                        act.line, self.pareto)}]
         out += cpu
         if not calls:
             return out

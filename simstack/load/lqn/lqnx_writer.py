@@ -31,8 +31,13 @@ def write_lqnx(model: LqnModel) -> str:
         out.append(f"  <processor{_attrs(name=p.name, scheduling='inf' if infinite else p.scheduling)}"
                    f"{_attrs(multiplicity=None if infinite or p.multiplicity == 1 else _n(p.multiplicity))}"
                    f"{_attrs(speed_factor=None if p.speed == 1 else _n(p.speed))}>")
-        for t in (t for t in model.tasks if t.processor == p.name):
+        for t in (t for t in model.tasks if t.processor == p.name and t.group is None):
             out += _task(t, entries)
+        for g in (g for g in model.groups if g.processor == p.name):
+            out.append(f"    <group{_attrs(name=g.name, share=_n(g.share), cap='true' if g.cap else None)}>")
+            out += ["  " + line for t in model.tasks if t.processor == p.name and t.group == g.name
+                    for line in _task(t, entries)]
+            out.append("    </group>")
         out.append("  </processor>")
     out.append("</lqn-model>")
     return "\n".join(out) + "\n"
@@ -47,7 +52,7 @@ def _task(t: Task, entries: dict) -> list[str]:
         e = entries[name]
         rate = _n(e.open_rate) if e.open_rate else None
         out.append(f"      <entry{_attrs(name=e.name, type='PH1PH2' if e.phases else 'NONE')}"
-                   f"{_attrs(open_arrival_rate=rate, semaphore=e.semaphore)}>")
+                   f"{_attrs(open_arrival_rate=rate, semaphore=e.semaphore, rwlock=e.rwlock)}>")
         out += [f"        <forwarding{_attrs(dest=f.dest, prob=_n(f.mean))}/>" for f in e.forwards]
         if e.phases:
             out.append("        <entry-phase-activities>")

@@ -3,10 +3,15 @@
 The mapping (docs/lqn.md has the full table):
 
 - processor -> host (``cores``: multiplicity or ``inf``; fcfs -> ``fifo``, ps -> ``ps``,
-  pp -> ``priority``, hol -> ``hol``, inf -> ``cores: inf``; speed-factor -> ``speed``);
-- task -> a ``threads`` pool of ``multiplicity`` threads on its processor's host (fcfs), no
-  pool (inf), a ``semaphore`` (semaphore tasks), or a closed workload of ``multiplicity``
-  clients thinking ``exp(think-time)`` (ref);
+  pp -> ``priority``, hol -> ``hol``, cfs -> ``fair`` with the processor's groups and their
+  shares and caps, inf -> ``cores: inf``; speed-factor -> ``speed``);
+- task -> a ``threads`` pool of ``multiplicity`` threads on its processor's host (fcfs; in
+  its ``group`` on a cfs processor), no pool (inf), a ``semaphore`` (semaphore tasks), a
+  ``lock`` with ``readers: true, order: writers`` and ``max_readers: multiplicity`` (rwlock
+  tasks: an r-lock / w-lock entry acquires it in its mode and then runs its phases, an
+  r-unlock / w-unlock entry runs them and releases it), or a closed workload of
+  ``multiplicity`` clients thinking ``exp(think-time)`` (ref; burst: the same with Pareto
+  slices);
 - entry -> a request class of the same name that holds its task's pool around its phases
   (``reply`` after phase 1 when phases 2 or 3 follow) or its activity graph (``lqn_graph``);
   open arrivals -> an open workload named after the entry; forwarding -> the entry's class
@@ -31,17 +36,18 @@ from simstack.load.lqn.lqn_replicas import flatten
 from simstack.load.lqn.lqn_steps import Work, num
 from simstack.load.lqn.lqn_values import located
 
-PROCESSOR_DISCIPLINES = {"fcfs": "fifo", "ps": "ps", "pp": "priority", "pri": "priority", "hol": "hol", "inf": "ps"}
+PROCESSOR_DISCIPLINES = {"fcfs": "fifo", "ps": "ps", "pp": "priority", "pri": "priority", "hol": "hol", "inf": "ps",
+                         "cfs": "fair"}
 MISSING_PROCESSOR = {
-    "cfs": "completely fair scheduling of groups with shares (fair-share groups), not in simstack yet",
     "rand": "random-order scheduling, which simstack has no discipline for",
     "ps-hol": "processor sharing with head-of-line priorities, which simstack has no discipline for",
     "ps-pp": "processor sharing with preemptive priorities, which simstack has no discipline for",
 }
-TASK_KINDS = {"ref": "ref", "fcfs": "pool", "n": "pool", "inf": "infinite", "semaphore": "semaphore"}
+TASK_KINDS = {"ref": "ref", "burst": "ref", "fcfs": "pool", "n": "pool", "inf": "infinite", "semaphore": "semaphore",
+              "rwlock": "rwlock"}
+RWLOCK_ROLES = {"r-lock": ("acquire", "read"), "r-unlock": ("release", "read"), "w-lock": ("acquire", "write"),
+                "w-unlock": ("release", "write")}
 MISSING_TASK = {
-    "rwlock": "a read-write lock with LQN semantics (readers share, writers exclusive), not in simstack yet",
-    "burst": "a bursty reference task (Pareto slice times), not in simstack yet",
     "uniform": "uniform slice times (lqsim's 'uniform' task), which simstack has no task kind for",
     "hol": "head-of-line priority between a task's entries, which simstack has no task kind for",
     "pri": "preemptive priority between a task's entries, which simstack has no task kind for",
@@ -99,8 +105,10 @@ class _Converter:
     # -- the document --------------------------------------------------------------------
     def convert(self, name: str) -> Imported:
         for g in self.model.groups:
-            raise self.fail(g.line, f"group {g.name!r} (share {num(g.share)} of processor {g.processor!r}): "
-                                    f"{MISSING_PROCESSOR['cfs']}")
+            proc = next((p for p in self.model.processors if p.name == g.processor), None)
+            if proc is None or proc.scheduling != "cfs":
+                raise self.fail(g.line, f"group {g.name!r} is on processor {g.processor!r}, which does not schedule "
+                                        f"cfs (groups only share a completely fair scheduling processor)")
         hosts = {p.name: self.host(p.name) for p in self.model.processors}
         components: dict[str, Any] = {}
         requests: dict[str, Any] = {}
@@ -138,14 +146,25 @@ class _Converter:
                                     f"{', '.join(sorted([*PROCESSOR_DISCIPLINES, *MISSING_PROCESSOR]))}")
         infinite = p.scheduling == "inf" or math.isinf(p.multiplicity)
         host: dict[str, Any] = {"cores": "inf" if infinite else int(p.multiplicity)}
+        groups = {g.name: {"share": g.share, **({"cap": True} if g.cap else {})}
+                  for g in self.model.groups if g.processor == p.name}
         if not infinite:
             host["discipline"] = PROCESSOR_DISCIPLINES[p.scheduling]
+            if host["discipline"] == "fair":
+                if groups:
+                    host["groups"] = groups
+                else:  # no groups: every task shares the whole processor
+                    host["discipline"] = "ps"
         if p.speed != 1:
             host["speed"] = p.speed
         what = f"cores: {host['cores']}" + (f", discipline: {host['discipline']}" if not infinite else "")
-        if p.scheduling == "ps" and p.quantum > 0:
-            what += f" (exact processor sharing; lqsim's round robin quantum {num(p.quantum)} is not used)"
+        if p.scheduling in ("ps", "cfs") and p.quantum > 0:
+            what += f" (exact sharing; lqsim's round robin quantum {num(p.quantum)} is not used)"
         self.mapping.append((f"processor {p.name} ({p.scheduling})", p.line, f"hosts.{p.name}: {what}"))
+        for g in self.model.groups:
+            if g.processor == p.name:
+                self.mapping.append((f"group {g.name} (share {num(g.share)}{', cap' if g.cap else ''})", g.line,
+                                     f"hosts.{p.name}.groups.{g.name}"))
         return host
 
     def pool_names(self) -> dict[str, str]:
@@ -173,20 +192,31 @@ class _Converter:
         prioritised = PROCESSOR_DISCIPLINES.get(proc.scheduling) in ("priority", "hol")
         pool = self.pools[t.name]
         graph = GraphReader(t, self.source, self.work.steps) if t.activities else None
+        if t.group is not None and (kind != "pool" or proc.scheduling != "cfs"):
+            raise self.fail(t.line, f"task {t.name!r} is in group {t.group!r}: only a task of threads (fcfs) on a "
+                                    f"cfs processor can be in a group")
         if kind == "ref":
             self.reference(t, workloads)
         elif kind == "pool":
             components[pool] = {"kind": "threads", "host": t.processor, "size": int(t.multiplicity)}
             if prioritised and t.priority:
                 components[pool]["priority"] = t.priority
+            if t.group is not None:
+                if not any(g.name == t.group and g.processor == t.processor for g in self.model.groups):
+                    raise self.fail(t.line, f"task {t.name!r} is in group {t.group!r}, which processor "
+                                            f"{t.processor!r} does not have")
+                components[pool]["group"] = t.group
             if t.queue_length:
                 components[pool].update(queue_capacity=t.queue_length, when_full="drop")
             self.mapping.append((f"task {t.name} (fcfs, multiplicity {num(t.multiplicity)})", t.line,
                                  f"components.{pool}: threads, size {int(t.multiplicity)}"))
         elif kind == "semaphore":
             self.semaphore(t, components)
+        elif kind == "rwlock":
+            self.rwlock(t, components)
         else:
             self.mapping.append((f"task {t.name} (infinite)", t.line, "no pool: its entries' classes run at once"))
+        self.work.pareto = t.scheduling == "burst"
         for ename in t.entries:
             e = self.entries[ename]
             body = self.body(t, e, graph, kind)
@@ -215,8 +245,10 @@ class _Converter:
         if t.think > 0:
             wl["think"] = f"exp({num(t.think)})"
         workloads[t.name] = wl
-        self.mapping.append((f"reference task {t.name} (multiplicity {num(t.multiplicity)}, think {num(t.think)})",
-                             t.line, f"workloads.{t.name}: closed, {int(t.multiplicity)} clients"))
+        bursty = ", Pareto slices" if t.scheduling == "burst" else ""
+        self.mapping.append((f"reference task {t.name} ({t.scheduling}, multiplicity {num(t.multiplicity)}, think "
+                             f"{num(t.think)})", t.line, f"workloads.{t.name}: closed, {int(t.multiplicity)} clients"
+                                                         f"{bursty}"))
 
     def semaphore(self, t: Task, components: dict[str, Any]) -> None:
         roles = sorted(str(self.entries[e].semaphore) for e in t.entries)
@@ -232,6 +264,19 @@ class _Converter:
         components[self.pools[t.name]] = sem
         self.mapping.append((f"semaphore task {t.name} ({size} tokens)", t.line,
                              f"components.{self.pools[t.name]}: semaphore, size {size}"))
+
+    def rwlock(self, t: Task, components: dict[str, Any]) -> None:
+        roles = sorted(str(self.entries[e].rwlock) for e in t.entries)
+        if roles != sorted(RWLOCK_ROLES):
+            raise self.fail(t.line, f"rwlock task {t.name!r} needs one r-lock, r-unlock, w-lock and w-unlock entry, "
+                                    f"got {', '.join(roles)}")
+        lock: dict[str, Any] = {"kind": "lock", "readers": True, "order": "writers"}
+        if not math.isinf(t.multiplicity):
+            lock["max_readers"] = int(t.multiplicity)
+        components[self.pools[t.name]] = lock
+        self.mapping.append((f"rwlock task {t.name} (multiplicity {num(t.multiplicity)})", t.line,
+                             f"components.{self.pools[t.name]}: lock, readers: true, order: writers"
+                             + (f", max_readers: {lock['max_readers']}" if "max_readers" in lock else "")))
 
     def body(self, t: Task, e: Entry, graph: GraphReader | None, kind: str) -> list[Any]:
         start = e.start or next((a.name for a in t.activities if a.bound_to == e.name), None)
@@ -262,6 +307,12 @@ class _Converter:
                 wrapped.insert(0, {"acquire": pool})
             else:
                 wrapped.append({"release": pool})
+        if kind == "rwlock":
+            action, mode = RWLOCK_ROLES[str(e.rwlock)]
+            if action == "acquire":
+                wrapped.insert(0, {"acquire": pool, "mode": mode})
+            else:
+                wrapped.append({"release": pool, "mode": mode})
         if e.priority:
             raise self.fail(e.line, f"entry {e.name!r} has priority {e.priority}: "
                                     f"{MISSING_TASK['hol'] if kind == 'pool' else 'entry priorities are not read'}")
@@ -286,7 +337,7 @@ class _Converter:
         dest = self.entries.get(call.dest)
         if dest is None:
             raise self.fail(call.line, f"a call to {call.dest!r}, which is not an entry of the model")
-        if self.tasks[dest.task].scheduling == "ref":
+        if self.tasks[dest.task].scheduling in ("ref", "burst"):
             raise self.fail(call.line, f"a call to entry {call.dest!r} of the reference task {dest.task!r}; "
                                        f"reference tasks only call")
         return call.dest

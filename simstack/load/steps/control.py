@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.errors import ModelError
 from simstack.lang.distributions import parse_count_distribution
+from simstack.lang.schema import located
 from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, Repeat, Step
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def read_choose(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: 
 
 def read_repeat(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Repeat:
     reader._allowed(raw, "repeat", path, ())
-    count = _count(raw["repeat"], f"{path}.repeat")
+    count = located(parse_count_distribution, raw["repeat"], f"{path}.repeat")
     if "steps" not in raw:
         raise ModelError("a repeat step needs nested 'steps' to run each time", path=path)
     return Repeat(guard, count, reader.steps(raw["steps"], f"{path}.steps"))
@@ -69,23 +70,19 @@ def read_all(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str
             or not 1 <= join <= len(branches):
         raise ModelError(f"join must be a whole number from 1 to the number of branches ({len(branches)}), "
                          f"got {join!r}", path=f"{path}.join")
-    return Fork(guard, branches, int(join))
+    order = raw.get("order", "written")
+    if order not in ("written", "random"):
+        raise ModelError(f"expected one of written, random, got {order!r}", path=f"{path}.order")
+    return Fork(guard, branches, int(join), order)
 
 
 def read_calls(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Repeat:
     """``{call: x, calls: y}``: the call made y times (a whole number), a geometric number of
     times with mean y (a non-integer y), or as a count distribution says."""
-    count = _count(raw["calls"], f"{path}.calls")
+    count = located(parse_count_distribution, raw["calls"], f"{path}.calls")
     inner = reader._call({k: v for k, v in raw.items() if k != "calls"}, guard, path)
     assert isinstance(inner, Call)
     return Repeat(Guard("repeat", path), count, (inner,))
-
-
-def _count(raw: object, path: str) -> Any:
-    try:
-        return parse_count_distribution(raw)
-    except ModelError as exc:
-        raise exc.at(path=path) from None
 
 
 def _probability(raw: object, path: str) -> float:

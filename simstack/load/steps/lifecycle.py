@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from simstack.errors import ModelError
 from simstack.kinds import lookup
 from simstack.kinds.fileserver import lookups_field
-from simstack.lang.distributions import parse_distribution
-from simstack.lang.schema import Field, boolean, read_fields, suggest
+from simstack.lang.distributions import DistributionField
+from simstack.lang.schema import Field, boolean, suggest
 from simstack.lang.spec import Alloc, FileOp, ForkProcess, Guard, Restore, Step, WriteMemory
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time
 
@@ -41,17 +41,16 @@ def _fraction(raw: object) -> float:
     return value
 
 
-def _size_dist(raw: object) -> Any:
-    return parse_distribution(raw, parse_size)
+_size_dist = DistributionField(parse_size)  # data files from the model's folder (read_fields' folder)
 
 
 def _mapping(raw: object, short: str) -> Mapping[str, Any]:
     return raw if isinstance(raw, Mapping) else {short: raw}
 
 
-def _read(raw: Mapping[str, Any], action: str, fields: dict[str, Field], short: str, path: str
-          ) -> dict[str, Any]:
-    return read_fields(_mapping(raw[action], short), fields, f"{path}.{action}")
+def _read(reader: StepReader, raw: Mapping[str, Any], action: str, fields: dict[str, Field], short: str,
+          path: str) -> dict[str, Any]:
+    return reader.fields(_mapping(raw[action], short), fields, f"{path}.{action}")
 
 
 def _host(reader: StepReader, host: object, path: str) -> str | None:
@@ -68,7 +67,7 @@ def _host(reader: StepReader, host: object, path: str) -> str | None:
 
 def read_alloc(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Alloc:
     reader._allowed(raw, "alloc", path, ())
-    v = _read(raw, "alloc", {"bytes": Field(_size_dist, help="size, e.g. 1.3GB"),
+    v = _read(reader, raw, "alloc", {"bytes": Field(_size_dist, help="size, e.g. 1.3GB"),
                              "shared": Field(str, None, "name of a host-wide read-only segment"),
                              "host": Field(lambda x: x, None)}, "bytes", path)
     return Alloc(guard, v["bytes"], v["shared"], _host(reader, v["host"], f"{path}.alloc.host"))
@@ -76,15 +75,16 @@ def read_alloc(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
 
 def read_write(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> WriteMemory:
     reader._allowed(raw, "write_memory", path, ())
-    v = _read(raw, "write_memory", {"fraction": Field(_fraction, help="share of the copy-on-write pages written"),
-                             "over": Field(lambda x: non_negative(parse_time(x), x), 0.0),
-                             "pieces": Field(lambda x: int(parse_count(x)), 10)}, "fraction", path)
+    v = _read(reader, raw, "write_memory", {
+        "fraction": Field(_fraction, help="share of the copy-on-write pages written"),
+        "over": Field(lambda x: non_negative(parse_time(x), x), 0.0),
+        "pieces": Field(lambda x: int(parse_count(x)), 10)}, "fraction", path)
     return WriteMemory(guard, v["fraction"], v["over"], v["pieces"] if v["over"] else 1)
 
 
 def read_fork(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> ForkProcess:
     reader._allowed(raw, "fork", path, ())
-    v = _read(raw, "fork", {"request": Field(str, help="request class each child runs"),
+    v = _read(reader, raw, "fork", {"request": Field(str, help="request class each child runs"),
                             "count": Field(lambda x: int(parse_count(x)), 1),
                             "wait": Field(boolean, False),
                             "respawn": Field(lambda x: parse_count(x, allow_inf=True) if x else 0, 0)},
@@ -120,7 +120,7 @@ _FILE = {"file": Field(str, help="file name (what a cache keys on)"),
 
 def _file_op(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str, action: str,
              store_key: str, write: bool, extra: dict[str, Field]) -> tuple[FileOp, dict[str, Any]]:
-    v = _read(raw, action, {store_key: Field(lambda x: x, help="the store"), **_FILE, **extra}, "file", path)
+    v = _read(reader, raw, action, {store_key: Field(lambda x: x, help="the store"), **_FILE, **extra}, "file", path)
     store = _store(reader, v[store_key], f"{path}.{action}.{store_key}")
     return FileOp(guard, store, v["file"], v["bytes"], v["lookups"], write, v["files"]), v
 

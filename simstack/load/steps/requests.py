@@ -1,7 +1,7 @@
 """Reading request classes: YAML step lists into ``spec`` step trees.
 
 Each step is a mapping with exactly one action (``cpu``, ``delay``, ``hold``, ``call``,
-``send``, ``parallel``, ``steps``; ``choose``, ``repeat``, ``all`` are read by ``branchparse``)
+``send``, ``parallel``, ``steps``; ``choose``, ``repeat``, ``all`` are read by ``steps.control``)
 plus optional modifiers (``name``, ``when``/``unless``
 a flag, ``deadline``, ``on_miss``). Flags are resolved here: a step whose condition is
 false is left out of the spec entirely, so it costs nothing at run time.
@@ -10,14 +10,14 @@ false is left out of the spec entirely, so it costs nothing at run time.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
 from simstack.kinds import lookup
 from simstack.lang.distributions import parse_distribution
-from simstack.lang.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
+from simstack.lang.schema import Field, integer, located, name_ref, one_of, read_fields, suggest, text
 from simstack.lang.spec import (
     Call,
     ComponentSpec,
@@ -39,8 +39,10 @@ from simstack.load.steps.sync import check_replies, read_acquire, read_reply
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "repeat", "all",
            "acquire", "release", "reply", "alloc", "write_memory", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
-_EXTRA = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps"), "repeat": ("steps",),
-          "all": ("join",)}
+# the keys each action takes besides itself and the modifiers (``simstack kinds`` lists them)
+EXTRA_KEYS = {"hold": ("key", "mode", "steps"), "parallel": ("count", "limit", "steps"), "repeat": ("steps",),
+          "all": ("join", "order"),
+              "reply": ("first",)}
 
 
 class StepReader:
@@ -129,12 +131,12 @@ class StepReader:
             raise ModelError(f"expected text, got {name!r}", path=f"{path}.name")
         deadline = None
         if "deadline" in raw:
-            deadline = _located(lambda v: positive(parse_time(v), v), raw["deadline"], f"{path}.deadline")
-        on_miss = _located(one_of("record", "fail"), raw.get("on_miss", "record"), f"{path}.on_miss")
+            deadline = located(lambda v: positive(parse_time(v), v), raw["deadline"], f"{path}.deadline")
+        on_miss = located(one_of("record", "fail"), raw.get("on_miss", "record"), f"{path}.on_miss")
         return Guard(name, path, deadline, on_miss)
 
     def _allowed(self, raw: Mapping[str, Any], action: str, path: str, extra: tuple[str, ...]) -> None:
-        allowed = set(MODIFIERS) | {action} | set(extra) | set(_EXTRA.get(action, ()))
+        allowed = set(MODIFIERS) | {action} | set(extra) | set(EXTRA_KEYS.get(action, ()))
         for key in raw:
             if key not in allowed:
                 raise ModelError(f"unknown key {key!r} for a {action} step; allowed: "
@@ -153,11 +155,11 @@ class StepReader:
                 raise ModelError("per_byte needs bytes", path=f"{path}.cpu")
             demand = values["demand"] or parse_distribution(0, parse_time)
             return Cpu(guard, demand, values["per_byte"], values["bytes"])
-        return Cpu(guard, _located(self._time_dist, spec, f"{path}.cpu"))
+        return Cpu(guard, located(self._time_dist, spec, f"{path}.cpu"))
 
     def _delay(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Delay:
         self._allowed(raw, "delay", path, ())
-        return Delay(guard, _located(self._time_dist, raw["delay"], f"{path}.delay"))
+        return Delay(guard, located(self._time_dist, raw["delay"], f"{path}.delay"))
 
     def _hold(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Hold:
         self._allowed(raw, "hold", path, ())
@@ -172,7 +174,7 @@ class StepReader:
                              "or a fixed key", path=path)
         if key is not None and (isinstance(key, bool) or not isinstance(key, str | int | float)):
             raise ModelError(f"expected key: item or a fixed key such as dev1, got {key!r}", path=f"{path}.key")
-        mode = _located(one_of("read", "write"), raw.get("mode", "write"), f"{path}.mode")
+        mode = located(one_of("read", "write"), raw.get("mode", "write"), f"{path}.mode")
         if mode == "read" and not comp.settings.get("readers", False):
             raise ModelError(f"mode: read needs a lock with readers: true ({comp.kind} {target!r} has none)",
                              path=f"{path}.mode")
@@ -203,7 +205,7 @@ class StepReader:
                 allowed = ", ".join(kind.call_options) or "none"
                 raise ModelError(f"unknown option {key!r} for a call to {kind.kind} {target!r}; "
                                  f"options: {allowed}", path=f"{path}.{key}")
-        options = read_fields(options_raw, kind.call_options, path)
+        options = read_fields(options_raw, kind.call_options, path, folder=self.base_dir)
         return Call(guard, target, {k: v for k, v in options.items() if v is not None})
 
     def _send(self, raw: Mapping[str, Any], guard: Guard, path: str) -> Send:
@@ -270,9 +272,6 @@ class StepReader:
     def _size_dist(self, raw: object) -> Any:
         return parse_distribution(raw, parse_size, self.base_dir)
 
-
-def _located(parse: Callable[[Any], Any], raw: object, path: str) -> Any:
-    try:
-        return parse(raw)
-    except ModelError as exc:
-        raise exc.at(path=path) from None
+    def fields(self, raw: object, fields: Mapping[str, Field], path: str) -> dict[str, Any]:
+        """``read_fields`` with data files read from the model's folder."""
+        return read_fields(raw, fields, path, folder=self.base_dir)

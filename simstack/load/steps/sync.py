@@ -55,14 +55,20 @@ def read_reply(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
     reader._allowed(raw, "reply", path, ())
     if raw["reply"] is not True:
         raise ModelError(f"write reply: true (or just reply), got {raw['reply']!r}", path=f"{path}.reply")
-    return Reply(guard)
+    first = raw.get("first", "caller")
+    if first not in REPLY_ORDERS:
+        raise ModelError(f"expected one of {', '.join(REPLY_ORDERS)}, got {first!r}", path=f"{path}.first")
+    return Reply(guard, first)
+
+
+REPLY_ORDERS = ("caller", "second_phase")  # who goes on first at a reply
 
 
 def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
     """Refuse a reply inside a ``parallel`` fan-out: which item would answer the caller?"""
     for step in body:
         if isinstance(step, Parallel):
-            inner = _first_reply(step.body)
+            inner = first_reply(step.body)
             if inner is not None:
                 raise ModelError("reply inside a parallel fan-out: every item would answer the caller; put the "
                                  "reply after the parallel step", path=inner.guard.path)
@@ -72,15 +78,16 @@ def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
 
 
 def has_reply(body: tuple[Step, ...]) -> bool:
-    return _first_reply(body) is not None
+    return first_reply(body) is not None
 
 
-def _first_reply(body: tuple[Step, ...]) -> Reply | None:
+def first_reply(body: tuple[Step, ...]) -> Reply | None:
+    """The first ``reply`` in ``body``, nested steps included (None if there is none)."""
     for step in body:
         if isinstance(step, Reply):
             return step
         for child in _children(step):
-            found = _first_reply(child)
+            found = first_reply(child)
             if found is not None:
                 return found
     return None

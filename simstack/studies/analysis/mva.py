@@ -11,6 +11,12 @@ R_ck(n) = D_ck (1 + Q_k(n - e_c)) at a queueing station, X_c = n_c / (Z_c + sum_
 Q_k = sum_c X_c R_ck (Little). Exact for product-form networks (PS stations, or FCFS with
 exponential service equal for every class). Reiser & Lavenberg, J. ACM 27 (1980);
 Lazowska et al., *Quantitative System Performance* chs. 6-7; Harchol-Balter ch. 19.
+
+These are the textbook solvers, kept as an oracle. ``solver.py`` (``simstack solve``, the
+calibration surrogate) runs the same recursion and Schweitzer iteration again, over its own
+stations (holds, fan-outs, open chains), and deliberately does not call these: the tests
+hold the model solver to this independent copy (and to the simulator), so a slip in one
+shows up as a disagreement instead of passing unnoticed in both.
 """
 
 from __future__ import annotations

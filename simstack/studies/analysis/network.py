@@ -14,89 +14,48 @@ together, each with its key path, so the model author sees the whole list at onc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from simstack.errors import ModelError
 from simstack.kinds.workloads import type_of
-from simstack.lang.distributions import Distribution, Indexed
+from simstack.lang.samplers import Distribution, Indexed
 from simstack.lang.spec import (
+    Alloc,
     Call,
+    Choose,
     ClosedWorkload,
+    ComponentSpec,
     Cpu,
     Delay,
+    FileOp,
+    Fork,
+    ForkProcess,
     Hold,
     ModelSpec,
     OpenWorkload,
     Parallel,
     PeriodicWorkload,
     ProtocolWorkload,
+    Repeat,
+    Reply,
+    Restore,
     Send,
     Sequence,
     Step,
+    WriteMemory,
 )
+from simstack.load.replicas import ITEM, member
+from simstack.studies.analysis import flow
 from simstack.studies.analysis.fluid import pool_makespan
+from simstack.studies.analysis.nodes import Chain, Fanout, HoldNode, Network, Node, Station, Visit
 
 CLIENT = "client"  # the item of a closed client: its own index, so its own lock key
+Item = int | str | None
+# steps with no queueing reading (the process lifecycle, files): refused by their action
+_ACTIONS = {Alloc: "an alloc:", WriteMemory: "a write_memory:", ForkProcess: "a fork:",
+            FileOp: "a read: or checkpoint:", Restore: "a restore:"}
 
 
-@dataclass
-class Station:
-    """One resource: ``servers`` = cores, pool size, connections (inf: a delay station)."""
-
-    name: str
-    what: str  # cpu | threads | lock | connections | bandwidth | link | server | consumers | delay
-    servers: float
-    fifo: bool = False  # FIFO service order (the residual-time correction applies if single)
-
-
-@dataclass
-class Visit:
-    station: str
-    mean: float
-    var: float
-
-
-@dataclass
-class HoldNode:
-    """Waiting for, then holding, one unit of ``station`` while ``body`` runs."""
-
-    station: str
-    body: list[Node]
-
-
-@dataclass
-class Fanout:
-    branches: list[list[Node]]
-    width: float  # branches running at once
-
-
-Node = Visit | HoldNode | Fanout
-
-
-@dataclass
-class Chain:
-    """One stream of requests: a closed workload, an open one, or work a request sends on."""
-
-    name: str
-    request: str
-    body: list[Node]
-    population: int | None = None  # closed chains
-    think: float = 0.0
-    rate: float = 0.0  # open chains: arrivals per second (per parent request if parent is set)
-    parent: str | None = None
-
-    @property
-    def closed(self) -> bool:
-        return self.population is not None
-
-
-@dataclass
-class Network:
-    stations: dict[str, Station] = field(default_factory=dict)
-    chains: dict[str, Chain] = field(default_factory=dict)
-
-
-def _dist_moments(dist: Distribution, item: int | str | None, population: int | None) -> tuple[float, float]:
+def _dist_moments(dist: Distribution, item: Item, population: int | None) -> tuple[float, float]:
     if isinstance(dist, Indexed) and isinstance(item, int):
         return dist.at(item), 0.0
     if isinstance(dist, Indexed) and item == CLIENT and population:
@@ -145,7 +104,7 @@ class _Builder:
             self.net.chains[chain.name] = chain
             chain.body = self.request(wl.request, None, item, chain)
 
-    def request(self, name: str, host: str | None, item: int | str | None, chain: Chain) -> list[Node]:
+    def request(self, name: str, host: str | None, item: Item, chain: Chain) -> list[Node]:
         req = self.spec.requests[name]
         return self.steps(req.body, req.host or host, item, chain)
 
@@ -166,14 +125,14 @@ class _Builder:
         child.body = [HoldNode(station, self.request(target, host, 0, child))]
 
     # -- steps ----------------------------------------------------------------------------
-    def steps(self, body: tuple[Step, ...], host: str | None, item: int | str | None, chain: Chain,
+    def steps(self, body: tuple[Step, ...], host: str | None, item: Item, chain: Chain,
               times: float = 1.0) -> list[Node]:
         nodes: list[Node] = []
-        for step in body:
+        for step in flow.paired(self, body):
             nodes.extend(self.step(step, host, item, chain, times))
         return nodes
 
-    def step(self, step: Step, host: str | None, item: int | str | None, chain: Chain,
+    def step(self, step: Step, host: str | None, item: Item, chain: Chain,
              times: float) -> list[Node]:
         path = step.guard.path
         if step.guard.deadline is not None and step.guard.on_miss == "fail":
@@ -187,12 +146,15 @@ class _Builder:
             return self.hold(step, host, item, chain, times)
         if isinstance(step, Call):
             if step.target in self.spec.requests:
-                return self.request(step.target, host, item, chain)
+                return flow.called(self, step.target, host, item, chain, times, path)
             return self.call(step, item, chain)
         if isinstance(step, Send):
-            via = None if step.target in self.spec.requests else step.target
-            target = step.target if via is None else self.spec.components[via].settings["handler"]
-            self.spawn(chain, target, via, times)
+            if step.target in self.spec.requests:
+                self.spawn(chain, step.target, None, times)
+                return []
+            queue = self.component(step.target, item, path)
+            if queue is not None:
+                self.spawn(chain, queue.settings["handler"], queue.name, times)
             return []
         if isinstance(step, Parallel):
             count = int(step.count)
@@ -204,10 +166,20 @@ class _Builder:
             branches = [self.steps(step.body, host, i, chain, times) for i in range(count)]
             self.fanned -= 1
             return [Fanout(branches, min(float(count), step.limit))] if count else []
-        assert isinstance(step, Sequence)
-        return self.steps(step.body, host, item, chain, times)
+        if isinstance(step, Repeat):
+            return flow.repeat(self, step, host, item, chain, times)
+        if isinstance(step, Choose):
+            return flow.choose(self, step, host, item, chain, times)
+        if isinstance(step, Fork):
+            return flow.fork(self, step, host, item, chain, times)
+        if isinstance(step, Reply):  # where nobody waits for it; a called class's is read by flow.called
+            return []
+        if isinstance(step, Sequence):
+            return self.steps(step.body, host, item, chain, times)
+        self.refuse(path, f"{_ACTIONS.get(type(step), f'a {type(step).__name__}')} step")
+        return []
 
-    def cpu(self, step: Cpu, host: str | None, item: int | str | None, chain: Chain) -> list[Node]:
+    def cpu(self, step: Cpu, host: str | None, item: Item, chain: Chain) -> list[Node]:
         if not host:
             self.refuse(step.guard.path, "a cpu step with no host")
             return []
@@ -223,9 +195,23 @@ class _Builder:
         name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline == "fifo")
         return [Visit(name, mean / h.speed, var / h.speed**2)]
 
-    def hold(self, step: Hold, host: str | None, item: int | str | None, chain: Chain,
+    def component(self, name: str, item: Item, path: str) -> ComponentSpec | None:
+        """The component a step names: ``name[item]`` is the replica of the fan-out item."""
+        comps = self.spec.components
+        if name in comps:
+            return comps[name]
+        base = name[: -len(ITEM)]
+        count = self.spec.replicas.get(base)
+        if name.endswith(ITEM) and count and isinstance(item, int):
+            return comps[member(base, item % count)]
+        self.refuse(path, f"{name} outside a fan-out (its replica follows the client, copy or stream)")
+        return None
+
+    def hold(self, step: Hold, host: str | None, item: Item, chain: Chain,
              times: float) -> list[Node]:
-        comp = self.spec.components[step.target]
+        comp = self.component(step.target, item, step.guard.path)
+        if comp is None:
+            return []
         s = comp.settings
         if comp.kind == "threads":
             if s.get("when_full") == "drop":
@@ -234,6 +220,12 @@ class _Builder:
             inner = self.steps(step.body, comp.host or host, item, chain, times)
             self.held.pop()
             return [HoldNode(self.station(comp.name, "threads", s["size"], fifo=True), inner)]
+        if comp.kind == "semaphore":
+            if s.get("initial") is not None and s["initial"] < s["size"]:
+                self.refuse(step.guard.path, f"semaphore {comp.name!r} with initial < size (units given by "
+                                             "another request: a signal, not a resource held)")
+            inner = self.steps(step.body, host, item, chain, times)
+            return [HoldNode(self.station(comp.name, "semaphore", s["size"], fifo=True), inner)]
         if comp.kind != "lock":
             self.refuse(step.guard.path, f"hold of a {comp.kind!r}")
             return []
@@ -241,6 +233,8 @@ class _Builder:
             self.refuse(step.guard.path, f"a shared (read) hold of lock {comp.name!r}")
         inner = self.steps(step.body, host, item, chain, times)
         key = step.key
+        if key == "request":  # every request its own key: it never waits
+            return inner
         if key == "item":
             if item == CLIENT:  # one request per client at a time: its own key never waits
                 return inner
@@ -251,8 +245,10 @@ class _Builder:
         name = comp.name if key is None else f"{comp.name}[{key}]"
         return [HoldNode(self.station(name, "lock", 1, fifo=True), inner)]
 
-    def call(self, step: Call, item: int | str | None, chain: Chain) -> list[Node]:
-        comp = self.spec.components[step.target]
+    def call(self, step: Call, item: Item, chain: Chain) -> list[Node]:
+        comp = self.component(step.target, item, step.guard.path)
+        if comp is None:
+            return []
         s, opts, path = comp.settings, step.options, step.guard.path
         if comp.kind == "link":
             nodes = self.latency(comp.name, s["latency"], item, chain)
@@ -287,6 +283,8 @@ class _Builder:
             return None
         threads, body = step.limit, step.body
         if len(body) == 1 and isinstance(body[0], Hold):
+            if body[0].target not in self.spec.components:  # name[item]: one replica per item
+                return None
             comp = self.spec.components[body[0].target]
             if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop":
                 return None
@@ -318,7 +316,7 @@ class _Builder:
         return pool_makespan(latency, work, threads, cap=cap, capacity=capacity, connections=connections)
 
     def capped_transfer(self, name: str, size: Distribution, rate: float, stream: float,
-                        item: int | str | None, chain: Chain) -> list[Node]:
+                        item: Item, chain: Chain) -> list[Node]:
         """A shared bandwidth whose single transfer gets at most ``stream``: the PS share,
         plus the extra time a capped transfer takes even alone (exact when alone, and when
         the share falls below the cap; in between the two overlap and this is pessimistic)."""
@@ -331,11 +329,11 @@ class _Builder:
             nodes.append(Visit(self.station(f"{name}.stream", "delay", math.inf), mean * extra, var * extra**2))
         return nodes
 
-    def latency(self, name: str, dist: Distribution, item: int | str | None, chain: Chain) -> list[Node]:
+    def latency(self, name: str, dist: Distribution, item: Item, chain: Chain) -> list[Node]:
         mean, var = _dist_moments(dist, item, chain.population)
         return [Visit(self.station(f"{name}.latency", "delay", math.inf), mean, var)]
 
-    def transfer(self, name: str, what: str, size: Distribution, rate: float, item: int | str | None,
+    def transfer(self, name: str, what: str, size: Distribution, rate: float, item: Item,
                  chain: Chain) -> Visit:
         """Bytes through a bandwidth shared by the transfers in flight: one PS server."""
         mean, var = _dist_moments(size, item, chain.population)
@@ -358,6 +356,21 @@ def _grouped(found: list[tuple[str, str]]) -> list[str]:
             for what, ps in paths.items()]
 
 
+def _too_large(nodes: list[Node]) -> Visit | None:
+    """A visit whose moments the solver's arithmetic cannot square (a 1e308-byte transfer)."""
+    for node in nodes:
+        if isinstance(node, Visit):
+            total = node.mean * node.visits
+            if not (math.isfinite(total * total) and math.isfinite(node.var * node.visits)):
+                return node
+        else:
+            for branch in [node.body] if isinstance(node, HoldNode) else node.branches:
+                found = _too_large(branch)
+                if found is not None:
+                    return found
+    return None
+
+
 def build_network(spec: ModelSpec) -> Network:
     """The queueing network of ``spec``; a ModelError lists every unsupported construct."""
     builder = _Builder(spec)
@@ -368,8 +381,15 @@ def build_network(spec: ModelSpec) -> Network:
     if builder.unsupported:
         listed = "\n  ".join(_grouped(builder.unsupported))
         raise ModelError("the analytic solver covers closed/open workloads over FIFO and PS hosts, thread "
-                         "pools, locks, databases, links, servers, delays, fan-outs and sends; this model "
-                         f"also has:\n  {listed}", file=str(spec.file) if spec.file else None)
+                         "pools, locks, semaphores, databases, links, servers, delays, fan-outs, sends, "
+                         "repeats, choices, all: forks, second phases (reply) and acquire/release pairs; this "
+                         f"model also has:\n  {listed}", file=str(spec.file) if spec.file else None)
     if not builder.net.chains:
         raise ModelError("no enabled workload to solve", file=str(spec.file) if spec.file else None)
+    for chain in builder.net.chains.values():
+        huge = _too_large(chain.body)
+        if huge is not None:
+            raise ModelError(f"a visit of {huge.mean:.3g} s (variance {huge.var:.3g}) to station {huge.station!r} "
+                             f"by {chain.name!r} is too large for the analytic solver's arithmetic",
+                             file=str(spec.file) if spec.file else None)
     return builder.net

@@ -14,21 +14,23 @@ The plan reads the visit moments when it is made: a caller that changes them in 
 
 from __future__ import annotations
 
-from simstack.studies.analysis.network import Fanout, HoldNode, Network, Node, Visit
+from simstack.studies.analysis.nodes import Fanout, HoldNode, Network, Node, Visit
 
-# one term: (slot of its station, visit mean, id of the hold node or None, E[S^2] constant)
-_Term = tuple[int, float, int | None, float]
+# one term: (slot of its station, demand of its visits, id of the hold node or None, E[S^2]
+# constant, visits of the hold); a hold's demand is its visits times its current holding time
+_Term = tuple[int, float, int | None, float, float]
 
 
 def _variance(nodes: list[Node]) -> float:
-    """Variance of a held section from its steps' own variability (queueing inside ignored)."""
+    """Variance of a held section from its steps' own variability (queueing inside ignored;
+    a repeated step counts its visits' variances, not the spread of the count)."""
     total = 0.0
     for node in nodes:
         if isinstance(node, Visit):
-            total += node.var
+            total += node.var * node.visits
         elif isinstance(node, HoldNode):
             total += _variance(node.body)
-        else:
+        elif not node.background:  # a second phase is not part of the section's time
             total += sum(_variance(b) for b in node.branches) / node.width**2
     return total
 
@@ -53,12 +55,13 @@ class _ChainPlan:
             for node in nodes:
                 if isinstance(node, Visit):
                     k = slot(node.station)
-                    self.terms.append((k, node.mean, None, node.var + node.mean**2))
-                    visits[k] += 1.0
+                    self.terms.append((k, node.mean * node.visits, None, node.visits * (node.var + node.mean**2),
+                                       1.0))
+                    visits[k] += node.visits
                 elif isinstance(node, HoldNode):
                     k = slot(node.station)
-                    self.terms.append((k, 0.0, id(node), _variance(node.body)))
-                    visits[k] += 1.0
+                    self.terms.append((k, 0.0, id(node), _variance(node.body), node.visits))
+                    visits[k] += node.visits
                     walk(node.body)
                 else:
                     assert isinstance(node, Fanout)
@@ -67,20 +70,20 @@ class _ChainPlan:
 
         walk(body)
         self.visits = dict(zip(self.stations, visits, strict=True))
-        self.static = all(key is None for _, _, key, _ in self.terms)
+        self.static = all(key is None for _, _, key, _, _ in self.terms)
         self._demand = self._sum_demands({}) if self.static else None
         self._second = self._sum_second({}) if self.static else None
 
     def _sum_demands(self, holds: dict[int, float]) -> dict[str, float]:
         sums = [0.0] * len(self.stations)
-        for k, mean, key, _ in self.terms:
-            sums[k] += mean if key is None else holds.get(key, 0.0)
+        for k, mean, key, _, times in self.terms:
+            sums[k] += mean if key is None else holds.get(key, 0.0) * times
         return dict(zip(self.stations, sums, strict=True))
 
     def _sum_second(self, holds: dict[int, float]) -> dict[str, float]:
         sums = [0.0] * len(self.stations)
-        for k, _, key, const in self.terms:
-            sums[k] += const if key is None else const + holds.get(key, 0.0) ** 2
+        for k, _, key, const, times in self.terms:
+            sums[k] += const if key is None else const + times * holds.get(key, 0.0) ** 2
         return dict(zip(self.stations, sums, strict=True))
 
     def demands(self, holds: dict[int, float]) -> dict[str, float]:

@@ -38,7 +38,9 @@ def mm1(lam: float, mu: float) -> dict[str, float]:
 def erlang_b(c: int, a: float) -> float:
     """M/M/c/c blocking probability for offered load a = lam/mu (Erlang B).
 
-    The recursion B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)) never overflows.
+    The recursion B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)) never overflows; once B is 0
+    (underflow, a few hundred steps past a) it stays 0, so it stops there: a pool of a million
+    servers costs what a pool of a few hundred does (it once made ``simstack solve`` take minutes).
     Kleinrock vol. 1 s3.7; Harchol-Balter ch. 14.
     """
     if c < 0 or int(c) != c:
@@ -48,6 +50,8 @@ def erlang_b(c: int, a: float) -> float:
     b = 1.0
     for k in range(1, int(c) + 1):
         b = a * b / (k + a * b)
+        if b == 0.0:  # every later term is 0 too
+            break
     return b
 
 

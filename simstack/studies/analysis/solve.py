@@ -9,14 +9,10 @@ flag overrides as ``simstack run`` and the model's calibrated values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
 from simstack.lang.spec import ModelSpec
-from simstack.load.loader import load_model, resolve_model_path
-from simstack.load.precedence import calibrated_parameters, choose
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.solver import Solution, solve
 
@@ -59,12 +55,3 @@ def print_solution(spec: ModelSpec, solution: Solution) -> None:
         print(chain_table(solution).to_string(index=False))
         print()
         print(station_table(solution).to_string(index=False))
-
-
-def run_solve(model: str, scenario: str | None, parameters: Mapping[str, Any],
-              flags: Mapping[str, bool]) -> None:
-    """CLI task ``solve``: load the model as ``run`` would, solve it, print the tables."""
-    model_file = resolve_model_path(model)
-    choice = choose(calibrated_parameters(model_file.parent), scenario=scenario, parameters=parameters, flags=flags)
-    spec = load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
-    print_solution(spec, solve_model(spec))

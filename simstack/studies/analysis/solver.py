@@ -40,15 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simstack.errors import SimstackError
-from simstack.studies.analysis.network import (
-    Chain,
-    Fanout,
-    HoldNode,
-    Network,
-    Node,
-    Station,
-    Visit,
-)
+from simstack.studies.analysis.nodes import Chain, Fanout, HoldNode, Network, Node, Station, Visit
 from simstack.studies.analysis.plan import Plan
 from simstack.studies.analysis.queues import erlang_c
 
@@ -128,22 +120,24 @@ class _Sweep:
         self.holds: dict[int, float] = {}
         self.demand = dict(state.demand)  # the last refresh's, at the same holding times
 
-    def visit(self, chain: Chain, name: str, service: float, width: float = 1.0) -> float:
-        """Residence of one visit of mean ``service``; records it per station. Inside a
-        fan-out ``width`` branches of each request are customers: a branch sees its siblings."""
+    def visit(self, chain: Chain, name: str, service: float, width: float = 1.0, visits: float = 1.0) -> float:
+        """Residence of ``visits`` visits of ``service`` in all (a repeated or probable step:
+        the waits that do not grow with service are counted per visit); records it per station.
+        Inside a fan-out ``width`` branches of each request are customers: a branch sees its
+        siblings."""
         if name in self.no_wait or service == 0.0:
             # no waiting; on one server the customer still counts in the queue others see
             r, queue_part = service, (service if self.s.servers[name] == 1 else 0.0)
         elif chain.population is not None:
-            r, queue_part = self._closed(chain.name, name, service, width)
+            r, queue_part = self._closed(chain.name, name, service, width, visits)
         else:
-            r, queue_part = self._open(name, service)
+            r, queue_part = self._open(name, service, visits)
         resid, qpart = self.resid[chain.name], self.qpart[chain.name]
         resid[name] = resid.get(name, 0.0) + r
         qpart[name] = qpart.get(name, 0.0) + queue_part
         return r
 
-    def _closed(self, chain: str, name: str, service: float, width: float) -> tuple[float, float]:
+    def _closed(self, chain: str, name: str, service: float, width: float, visits: float) -> tuple[float, float]:
         """(residence, queue part) of a closed customer (a fan-out branch if ``width`` > 1)."""
         s = self.s
         m = s.servers[name]
@@ -166,7 +160,7 @@ class _Sweep:
                 # Reiser: the one in service has E[S^2] / (2 E[S]) left, not a full E[S]
                 busy = max(0.0, min(load_seen, 1.0))
                 resid = s.second[name] / (2.0 * load) if load > 0 else service
-                r = (service * (1.0 + seen - busy) + busy * resid) / free
+                r = (service * (1.0 + seen - busy) + busy * resid * visits) / free
                 return r, r
             r = service * (1.0 + seen) / free
             return r, r
@@ -177,12 +171,12 @@ class _Sweep:
         queue_part = erlang_c(int(m), busy) * service / m * (1.0 + waiting) / free
         return service + queue_part, queue_part
 
-    def _open(self, name: str, service: float) -> tuple[float, float]:
+    def _open(self, name: str, service: float, visits: float) -> tuple[float, float]:
         """(residence, queue part) of an open arrival, with the station's total load."""
         st, s = self.net.stations[name], self.s
         m = st.servers
-        if m == 1 and st.fifo:  # Pollaczek-Khinchine
-            r = service + s.second[name] / 2.0 / max(1e-12, 1.0 - s.load[name])
+        if m == 1 and st.fifo:  # Pollaczek-Khinchine, its wait once per visit
+            r = service + visits * (s.second[name] / 2.0 / max(1e-12, 1.0 - s.load[name]))
             return r, r
         if m == 1:  # mixed network: closed customers ahead, stretched by the open load
             closed_q = sum(q[name] for c, q in s.q.items() if self.net.chains[c].closed)
@@ -196,16 +190,18 @@ class _Sweep:
         total = 0.0
         for node in nodes:
             if type(node) is Visit:
-                total += self.visit(chain, node.station, node.mean, width)
+                total += self.visit(chain, node.station, node.mean * node.visits, width, node.visits)
             elif type(node) is HoldNode:
-                inner = self.elapsed(chain, node.body, width)
-                self.holds[id(node)] = inner
-                held = self.s.hold.get(id(node), inner)
-                total += inner + self.visit(chain, node.station, held, width) - held
+                inner = self.elapsed(chain, node.body, width)  # over every entry
+                once = inner / node.visits
+                self.holds[id(node)] = once
+                held = self.s.hold.get(id(node), once) * node.visits
+                total += inner + self.visit(chain, node.station, held, width, node.visits) - held
             else:
                 assert isinstance(node, Fanout)
                 times = [self.elapsed(chain, b, width * node.width) for b in node.branches]
-                total += max(sum(times) / node.width, max(times))  # never shorter than its longest branch
+                if not node.background:  # a second phase loads the stations (its queues), not the wait
+                    total += max(sum(times) / node.width, max(times))  # never shorter than its longest branch
         return total
 
 

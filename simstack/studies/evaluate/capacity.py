@@ -40,6 +40,8 @@ class Probe:
     values: tuple[float, ...]
     ok: bool
     wall: float
+    replications: int | None = None  # decided sequentially: the replications it took
+    verdicts: tuple[str, ...] = ()  # decided sequentially: below | above | undecided, per condition reached
 
 
 @dataclass
@@ -64,6 +66,11 @@ class CapacityResult:
                 row[f"{name}_{label}"] = None if found is None else found.values[i]
         row["full_runs"] = sum(1 for _, stage in self.probes if stage == FULL)
         row["runs"] = len(self.probes)
+        decided = [p for p in self.probes.values() if p.replications is not None]
+        if decided:  # proven by sequential decisions: what they cost, and where they could not decide
+            row["replications"] = sum(p.replications or 0 for p in decided)
+            row["undecided"] = " ".join(str(p.n) for p in sorted(decided, key=lambda p: p.n)
+                                        if "undecided" in p.verdicts) or None
         row["wall_s"] = round(self.wall, 1)
         return row
 
@@ -72,13 +79,17 @@ class Probes(Protocol):
     """What a capacity search needs of the evaluator behind it (``simstack.studies.evaluate.metrics``)."""
 
     def values_once(self, names: Sequence[str], run: RunSelection) -> tuple[float, ...]: ...
+    def decided(self, metric: CapacityMetric, run: RunSelection, n: int) -> Probe: ...
     def probes_side_by_side(self, metric: CapacityMetric, run: RunSelection, loads: Sequence[int],
                             stage: str) -> list[Probe]: ...
 
 
 def probe(ev: Probes, metric: CapacityMetric, run: RunSelection, n: int, stage: str) -> Probe:
     """Evaluate every condition at load ``n``; the runs are not kept (a long run at a high load
-    holds millions of request rows), only the condition values."""
+    holds millions of request rows), only the condition values. A full-length probe of a
+    metric with ``decide`` is a sequential decision instead (``sequential.decided_probe``)."""
+    if metric.decide is not None and stage == FULL:
+        return ev.decided(metric, run, n)
     settings = dict(metric.screen or {}) if stage == SCREEN else {}
     at = merge(run, RunSelection(parameters={metric.parameter: n}, settings=settings))
     started = time.perf_counter()

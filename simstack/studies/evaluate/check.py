@@ -40,6 +40,7 @@ from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
+from simstack.studies.schema.metric_types import metric_unit
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study, load_study
 from simstack.tables.console import number
@@ -58,7 +59,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     rows = []
     for check in bar(study.checks, desc=progress or "", unit="check", shown=progress is not None):
         try:
-            predicted = ev.value(check.metric)
+            predicted = ev.value(check.metric, precision=check.precision)
         except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
             raise (exc if exc.file else exc.at(file=str(study.path), path=f"metrics.{check.metric}")) from None
         if check.baseline is not None:
@@ -70,11 +71,13 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
             error = (predicted - measured) / measured if measured else math.inf
             passed = check.passes(error)
             rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
-                         "rel_error": error, "tolerance": check.tolerance, "passed": passed})
+                         "unit": metric_unit(check.metric, study.metrics), "rel_error": error,
+                         "tolerance": check.tolerance, "passed": passed})
         else:
-            bound = ev.value(check.less_than)  # type: ignore[arg-type]
+            bound = ev.value(check.less_than, precision=check.precision)  # type: ignore[arg-type]
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
-                         "measured": math.nan, "rel_error": math.nan, "tolerance": math.nan,
+                         "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
+                         "rel_error": math.nan, "tolerance": math.nan,
                          "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
     return pd.DataFrame(rows)
 
@@ -216,7 +219,7 @@ def check_models(names: list[str], models_dir: Any = None, *, measured: str | No
     if jobs > 1 and len(names) > 1:
         with Workers(jobs) as workers:
             for study, label, (table, seconds) in zip(studies, labels, workers.map(
-                    _check_elsewhere, [(name, models_dir) for name in names]), strict=True):
+                    _check_elsewhere, [(study.folder,) for study in studies]), strict=True):
                 yield ModelCheck(study, label, table, seconds, rows=row_errors(study), coverage=self_check(study))
         return
     for study, label in zip(studies, labels, strict=True):
@@ -229,6 +232,6 @@ def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> t
     return compare(*args, **kwargs), time.perf_counter() - started
 
 
-def _check_elsewhere(name: str, models_dir: Any) -> tuple[pd.DataFrame, float]:
-    """One model's checks in a worker process (it reads the model's files itself)."""
-    return _timed(check_study, load_study(model_dir_of(name, models_dir)))
+def _check_elsewhere(folder: Path) -> tuple[pd.DataFrame, float]:
+    """One model's checks in a worker (it reads the model's folder, sent with it to another machine)."""
+    return _timed(check_study, load_study(folder))

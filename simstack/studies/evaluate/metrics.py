@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,28 @@ import numpy as np
 import pandas as pd
 
 from simstack.engine.parallel import Workers
+from simstack.engine.precise import simulate_until_precise, stat_name
 from simstack.engine.simulate import RunResult, simulate
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
+from simstack.lang.spec import ModelSpec
 from simstack.lang.units import SIZE_UNITS
 from simstack.load.loader import load_model
-from simstack.load.precedence import ModelChoice, calibrated_parameters, choose, run_settings
+from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
-from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
-from simstack.studies.schema.selection import RunSelection
+from simstack.studies.evaluate.sequential import decided_probe, paired_value
+from simstack.studies.schema.metric_types import (
+    PRECISE_TYPES,
+    CapacityMetric,
+    DifferenceMetric,
+    RatioMetric,
+    RunMetric,
+    with_precision,
+)
+from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
+from simstack.tables.intervals import Interval
+from simstack.tables.stopping import Precision, Stopped, precision_from
 
 
 def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = None,
@@ -39,7 +52,7 @@ def chosen(sel: RunSelection, base: Mapping[str, Any], model_dir: Path | None = 
     A what-if named in a study is a name, never a path; ``whatifs`` reads one (default: from its file)."""
     read = whatifs or (lambda name: load_whatif(name, model_dir, named_only=True))
     whatif = read(sel.whatif) if sel.whatif else None
-    return choose(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
+    return stack_layers(base, whatif, scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
 
 
 def resolve(sel: RunSelection, base: Mapping[str, Any],
@@ -79,15 +92,23 @@ class Evaluator:
         self.runs: OrderedDict[str, RunResult] = OrderedDict()  # least recently used first
         self.statistics: dict[str, float] = {}
         self.searches: dict[str, CapacityResult] = {}
+        self.stops: dict[str, Stopped] = {}  # how each precision-stopped run ended, by run key
+        self.intervals: dict[str, Interval] = {}  # the intervals paired comparisons stopped on
+        self.spent: Counter[str] = Counter()  # runs, replications, simulated events, requests (this process)
         self._whatifs: dict[str, WhatIf] = {}
         self._start: int | None = None
 
-    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None) -> float:
+    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None,
+              precision: Precision | None = None) -> float:
         """The metric ``name`` (under ``extra``); a capacity search starts at ``start`` if given
-        (a neighbouring grid point's answer: only the cost depends on it, every answer is proven)."""
+        (a neighbouring grid point's answer: only the cost depends on it, every answer is proven);
+        ``precision`` (a check's own) as if the metric stated it."""
         outer, self._start = self._start, start
+        metric = self.study.metrics[name]
+        if precision is not None:
+            metric = with_precision(metric, precision, f"metrics.{name}")
         try:
-            return self.study.metrics[name].value(self, extra)
+            return metric.value(self, extra)
         finally:
             self._start = outer
 
@@ -102,12 +123,61 @@ class Evaluator:
                 del self.runs[key]
 
     def statistic(self, metric: RunMetric, run: RunSelection) -> float:
+        precision = self.precision_for(metric, run)
         key = _key(run.scenario, run.whatif, sorted(run.parameters.items()), sorted(run.flags.items()),
                    sorted(run.settings.items()), metric.type, metric.request, metric.step, metric.stat,
-                   metric.resource, metric.lineage, metric.group, metric.unit)
+                   metric.resource, metric.lineage, metric.group, metric.unit, metric.q, repr(precision))
         if key not in self.statistics:
-            self.statistics[key] = _statistic(metric, self.run(run, needs_steps=metric.step is not None))
+            steps = metric.step is not None
+            result = self.run(run, steps) if precision is None else self.run(run, steps, precision=precision)
+            self.statistics[key] = run_statistic(metric, result)
         return self.statistics[key]
+
+    def replications_for(self, name: str, run: RunSelection) -> int:
+        """How many replications the metric ``name`` reads at ``run`` (the metric's own selection
+        under it): the settings' number, or as many as its precision took."""
+        metric = self.study.metrics[name]
+        sel = merge(metric.run, run) if isinstance(metric, RunMetric) else run
+        fixed = int({**self.study.defaults, **sel.settings}.get("replications", 1))
+        if not isinstance(metric, RunMetric):
+            return fixed
+        precision = self.precision_for(metric, sel)
+        return fixed if precision is None else self.run(sel, metric.step is not None, precision=precision).replications
+
+    def precision_for(self, metric: RunMetric, run: RunSelection) -> Precision | None:
+        """The precision a metric's run stops at: the metric's own, else ``precision`` in the
+        study's defaults or the selection's settings (None: the run's fixed replications).
+        Unless it names its statistics, it applies to the metric's own where the run can stop
+        on it (a request class's latency or quantile), else to every class's mean latency."""
+        raw = {**self.study.defaults, **run.settings}.get("precision")
+        if metric.precision is None and raw is None:
+            return None
+        try:
+            base = metric.precision or precision_from(raw or {}, f"{self.study.path}: precision (defaults or settings)")
+        except ConfigError as exc:
+            raise ModelError(str(exc)) from None
+        if base.metrics or metric.type not in PRECISE_TYPES or metric.request is None or metric.step is not None \
+                or metric.stat in ("min", "max"):
+            return base
+        return replace(base, metrics=(f"{metric.request}.{stat_name(metric.q)}",))
+
+    def paired(self, metric: RatioMetric | DifferenceMetric, extra: RunSelection | None) -> float:
+        """A ratio or difference stopped at its own precision, pair by pair (cached)."""
+        run = extra or RunSelection()
+        key = _key("paired", metric.name, repr(metric.precision), run.scenario, run.whatif,
+                   sorted(run.parameters.items()), sorted(run.flags.items()), sorted(run.settings.items()))
+        if key not in self.statistics:
+            interval = paired_value(self, metric, extra)
+            self.statistics[key], self.intervals[key] = interval.estimate, interval
+        return self.statistics[key]
+
+    def paired_interval(self, metric: RatioMetric | DifferenceMetric, extra: RunSelection | None) -> Interval:
+        """The interval a ratio or difference with a precision stopped on (``paired``)."""
+        self.paired(metric, extra)
+        run = extra or RunSelection()
+        return self.intervals[_key("paired", metric.name, repr(metric.precision), run.scenario, run.whatif,
+                                   sorted(run.parameters.items()), sorted(run.flags.items()),
+                                   sorted(run.settings.items()))]
 
     def capacity(self, metric: CapacityMetric, run: RunSelection) -> int:
         """See ``simstack.studies.evaluate.capacity``; searches are cached by metric and selection."""
@@ -135,22 +205,58 @@ class Evaluator:
         """What ``sel`` resolves to under this evaluator's parameters."""
         return chosen(sel, self.base_parameters, self.model_dir, self.whatif)
 
-    def run(self, sel: RunSelection, needs_steps: bool = False) -> RunResult:
+    def run(self, sel: RunSelection, needs_steps: bool = False, precision: Precision | None = None) -> RunResult:
+        """The run of a selection, cached; with ``precision``, as many replications (or as long
+        one run) as it takes (``simstack.engine.precise``)."""
         choice = self.choice(sel)
         key = _key(choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
-                   sorted({**self.study.defaults, **sel.settings}.items()), needs_steps)
+                   sorted({**self.study.defaults, **sel.settings}.items()), needs_steps, repr(precision))
         if key in self.runs:
             self.runs.move_to_end(key)
             return self.runs[key]
-        spec = load_model(self.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
-                          flags=choice.flags)
-        settings = run_settings(spec.settings, self.study.defaults, sel.settings)
+        spec, settings = self._spec(sel)
         if self.on_run:
             self.on_run(key)
-        self.runs[key] = simulate(spec, **settings, record_steps=needs_steps)
+        if precision is None:
+            result = simulate(spec, **settings, record_steps=needs_steps)
+        else:
+            result = simulate_until_precise(spec, precision, **settings, record_steps=needs_steps, jobs=self.jobs)
+            self.stops[key] = result.stopped  # type: ignore[assignment]
+        self._spend(result)
+        self.runs[key] = result
         while len(self.runs) > max(1, self.keep_runs):
             self.runs.popitem(last=False)
         return self.runs[key]
+
+    def replications_of(self, sel: RunSelection, reps: range, needs_steps: bool = False) -> RunResult:
+        """Replications ``reps`` of a selection (the same numbers as in a run of them all), not
+        cached: the rounds of a sequential decision or of a paired comparison."""
+        spec, settings = self._spec(sel)
+        result = simulate(spec, **{**settings, "replications": reps}, record_steps=needs_steps, jobs=self.jobs)
+        self._spend(result)
+        return result
+
+    def in_replication(self, metric: RunMetric, result: RunResult, rep: int) -> Any:
+        """``metric`` in replication ``rep`` of ``result`` alone: its value, or for a percentile
+        the latencies it reads (whose interval is by sectioning across replications)."""
+        one = one_replication(result, rep)
+        return latencies_of(metric, one) if metric.q is not None else _statistic(metric, one)
+
+    def decided(self, metric: CapacityMetric, run: RunSelection, n: int) -> Probe:
+        """A capacity probe decided sequentially (``sequential.decided_probe``)."""
+        return decided_probe(self, metric, run, n)
+
+    def _spec(self, sel: RunSelection) -> tuple[ModelSpec, dict[str, Any]]:
+        choice = self.choice(sel)
+        spec = load_model(self.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
+                          flags=choice.flags)
+        return spec, run_settings(spec.settings, self.study.defaults, sel.settings)
+
+    def _spend(self, result: RunResult) -> None:
+        """Count what a run cost: runs, replications, simulated events, requests."""
+        self.spent.update(runs=1, replications=result.replications,
+                          events=int(result.accounting["events"].sum()) if len(result.accounting) else 0,
+                          requests=int(result.accounting["started"].sum()) if len(result.accounting) else 0)
 
 
 def _probe_elsewhere(study: Study, parameters: Mapping[str, Any], name: str, run: RunSelection,
@@ -159,6 +265,20 @@ def _probe_elsewhere(study: Study, parameters: Mapping[str, Any], name: str, run
     metric = study.metrics[name]
     assert isinstance(metric, CapacityMetric)
     return probe(Evaluator(study, parameters), metric, run, n, stage)
+
+
+def run_statistic(metric: RunMetric, result: RunResult) -> float:
+    """The value of a run metric in a run (pooled over its replications)."""
+    return _statistic(metric, result)
+
+
+def one_replication(result: RunResult, rep: int) -> RunResult:
+    """A run's tables cut to one replication: a metric's value in it alone."""
+    def cut(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["rep"] == rep] if "rep" in frame.columns else frame
+    return replace(result, replications=1, requests=cut(result.requests), steps=cut(result.steps),
+                   resources=cut(result.resources), deadlines=cut(result.deadlines),
+                   accounting=cut(result.accounting))
 
 
 def _statistic(metric: RunMetric, result: RunResult) -> float:
@@ -194,6 +314,20 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
             raise ModelError(f"metric {metric.name!r}: unknown resource {metric.resource!r}; resources: "
                              f"{', '.join(result.resources['resource'].unique())}")
         return float(rows["utilisation"].mean())
+    durations = latencies_of(metric, result, ok)
+    if metric.type == "quantile" and metric.q is not None:
+        return float(np.quantile(durations, metric.q)) if durations.size else math.nan
+    return _stat(durations, metric.stat)
+
+
+def latencies_of(metric: RunMetric, result: RunResult, ok: pd.DataFrame | None = None) -> np.ndarray:
+    """The durations a latency, quantile or end-time metric reads: its request class's
+    successful recorded requests' latencies (or ends, or one step's spans), pooled."""
+    if ok is None:
+        req = result.requests
+        ok = req[~req["warmup"] & req["ok"]]
+        if metric.request is not None:
+            ok = ok[ok["request"] == metric.request]
     durations = ok["latency"].to_numpy()
     if metric.type == "end_time":  # when the last (max) or a typical process got there
         durations = ok["end"].to_numpy()
@@ -206,19 +340,19 @@ def _statistic(metric: RunMetric, result: RunResult) -> float:
         # A step run several times in one request (a fan-out) counts as its whole span.
         span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
         durations = (span["end"] - span["start"]).to_numpy()
-    return _stat(durations, metric.stat)
+    return np.asarray(durations, dtype=float)
 
 
 def _memory_peak(metric: RunMetric, result: RunResult) -> float:
     """A statistic over hosts of each host's peak memory use (mean over replications), in
     ``metric.unit``; ``resource`` picks one host or every replica of a replicated one."""
-    peaks = result.memory_peaks
+    peaks = every = result.table("memory_peaks")
     if metric.resource is not None:
         host = peaks["host"]
         peaks = peaks[(host == metric.resource) | host.str.startswith(f"{metric.resource}[")]
         if peaks.empty:
             raise ModelError(f"metric {metric.name!r}: no memory recorded on host {metric.resource!r}; "
-                             f"hosts with memory: {', '.join(result.memory_peaks['host'].unique()) or '(none)'}")
+                             f"hosts with memory: {', '.join(every['host'].unique()) or '(none)'}")
     per_host = peaks.groupby("host")["peak_used"].mean().to_numpy(dtype=float)
     return _stat(per_host, metric.stat) / SIZE_UNITS[metric.unit]
 

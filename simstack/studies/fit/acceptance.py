@@ -19,7 +19,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.io.paths import inside
-from simstack.load.loader import read_yaml
+from simstack.io.safeyaml import read_yaml
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.study import Study, within
 

@@ -76,7 +76,7 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     if alternative is not None:
         check_free_under(study, alternative, cal.parameters)
     if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
-        return calibrate_with_surrogate(study, cal, progress, alternative)
+        return calibrate_with_surrogate(study, cal, progress, alternative, jobs)
     spec = load_model(study.folder / "model.yaml")
     bounds = {}
     for name in cal.parameters:
@@ -133,12 +133,14 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         spread = uncertainty(cal.uncertainty, target_errors, fit.values, x, targets, measured, repeats, cal.seed)
         bars[-1].close()
     values = fit.values(x)
+    with Workers(jobs) as workers:  # the checks with the fitted values, side by side
+        confirmed = confirmation(study, cal.seed, values, alternative, workers)
     result = {
         "parameters": values,
         "method": cal.method,
         "seed": cal.seed,
         "evaluations": evaluations,
-        "residuals": residuals(confirmation(study, cal.seed, values, alternative), only=cal.targets),
+        "residuals": residuals(confirmed, only=cal.targets),
         "rows": [{"check": c.id, **dict(c.baseline)} for c in targets],  # type: ignore[arg-type]
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),

@@ -21,6 +21,7 @@ from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import CheckSpec, Study
+from simstack.tables.stopping import Precision
 
 
 class Fit:
@@ -48,8 +49,9 @@ class AlternativeEvaluator(Evaluator):
         super().__init__(study, parameters)
         self.alternative = alternative
 
-    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None) -> float:
-        return super().value(name, self.alternative.over(extra), start=start)
+    def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None,
+              precision: Precision | None = None) -> float:
+        return super().value(name, self.alternative.over(extra), start=start, precision=precision)
 
 
 def evaluator(study: Study, parameters: Mapping[str, Any], alternative: Alternative | None = None) -> Evaluator:

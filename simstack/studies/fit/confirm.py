@@ -8,11 +8,13 @@ under the alternative reading the fit was made for, and is recorded beside the f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simstack.engine.parallel import Workers
 from simstack.studies.evaluate.check import check_study
 from simstack.studies.fit.candidate import evaluator
 from simstack.studies.schema.prediction_grid import Alternative
@@ -20,10 +22,23 @@ from simstack.studies.schema.study import Study
 
 
 def confirmation(study: Study, seed: int, values: Mapping[str, float],
-                 alternative: Alternative | None = None) -> pd.DataFrame:
-    """The study's checks in the simulator with the fitted values (under ``alternative``)."""
+                 alternative: Alternative | None = None, workers: Workers | None = None) -> pd.DataFrame:
+    """The study's checks in the simulator with the fitted values (under ``alternative``);
+    with ``workers``, the checks side by side (each with its own evaluator: the same runs and
+    seed, so the same rows, in the order of the checks)."""
     seeded = study.with_seed(seed)
-    return check_study(seeded, evaluator(seeded, values, alternative))
+    if workers is None or workers.jobs == 1 or len(seeded.checks) < 2:
+        return check_study(seeded, evaluator(seeded, values, alternative))
+    parts = workers.map(_one_check, [(seeded, dict(values), alternative, i) for i in range(len(seeded.checks))])
+    return pd.DataFrame([row for part in parts for row in part])
+
+
+def _one_check(study: Study, values: Mapping[str, float], alternative: Alternative | None,
+               index: int) -> list[dict[str, Any]]:
+    """One check of the confirmation, in a worker (a row as ``check_study`` makes it)."""
+    one = replace(study, checks=(study.checks[index],))
+    rows = check_study(one, evaluator(one, values, alternative)).to_dict("records")
+    return [{str(k): v for k, v in row.items()} for row in rows]
 
 
 def residuals(table: pd.DataFrame, only: tuple[str, ...] | None = None) -> list[dict[str, Any]]:

@@ -170,7 +170,8 @@ def correct(rounds: int, count: int, points: list[CheckPoint], start: np.ndarray
 
 def corrected_fit(study: Study, cal: Any, table: pd.DataFrame, curves: Any, written: Mapping[str, Any],
                   start: Any, fitted: Callable[[np.ndarray, np.ndarray], Any], alternative: Any,
-                  say: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+                  say: Callable[[str], None],
+                  workers: Any = None) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """Rounds of output space mapping after a surrogate calibration's plain fit ``start`` (SciPy's
     result; ``simstack.studies.fit.surrogate``: ``curves`` its solver, ``fitted`` its least-squares fit from a
     start with row multipliers, ``written`` the model file's values of the parameters)."""
@@ -192,5 +193,5 @@ def corrected_fit(study: Study, cal: Any, table: pd.DataFrame, curves: Any, writ
         return again.x, info(again)
 
     return correct(cal.corrections, len(table), points, start.x, info(start),
-                   lambda x: confirmation(study, cal.seed, as_values(x), alternative),
+                   lambda x: confirmation(study, cal.seed, as_values(x), alternative, workers),
                    lambda x: surrogate_at(points, lambda s: curves.value(s, as_values(x))), refit, say)

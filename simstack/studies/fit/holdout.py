@@ -33,11 +33,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simstack.engine.parallel import Workers
 from simstack.errors import ModelError
 from simstack.io.outputs import FileGroup, csv_text, output_path, yaml_text
 from simstack.io.progress import bar, notes
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.units import quantity
-from simstack.load.loader import build_spec, read_yaml
+from simstack.load.loader import build_spec
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowtargets import target_series
 from simstack.studies.fit.surrogate import MvaCurves, calibrate_with_surrogate
@@ -47,8 +49,9 @@ from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
 
 
-def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
-    """Fit without each chosen value's rows, simulate them; returns (and writes) the rows."""
+def leave_out(study: Study, which: str, progress: bool = True, jobs: int = 1) -> pd.DataFrame:
+    """Fit without each chosen value's rows, simulate them (``jobs`` side by side); returns
+    (and writes) the rows."""
     cal = study.calibration
     if not isinstance(cal, SurrogateCalibration) or cal.leave_out is None or cal.rows is None:
         raise ModelError("holdout= needs a surrogate calibration with a leave_out section",
@@ -96,10 +99,10 @@ def leave_out(study: Study, which: str, progress: bool = True) -> pd.DataFrame:
             cal, parameters=tuple(fitted), confirm=False, write_rows=None,
             max_evaluations=lo.max_evaluations or cal.max_evaluations, jacobian=lo.jacobian or cal.jacobian,
             rows=dataclasses.replace(cal.rows, exclude=((lo.column, value),)))
-        result = calibrate_with_surrogate(study, fold_cal, progress)
+        result = calibrate_with_surrogate(study, fold_cal, progress, jobs=jobs)
         params = _with_fallbacks(result["parameters"], names, lo.fallback, model)
         started = time.perf_counter()
-        held = _held_out_rows(study, table, measured, series, value, lo, curves, params, progress)
+        held = _held_out_rows(study, table, measured, series, value, lo, curves, params, progress, jobs)
         rows = pd.concat([rows[rows[lo.column] != value] if not rows.empty else rows, held], ignore_index=True)
         fits[value] = {"parameters": params, "fallback": {n: lo.fallback[n] for n in names if n not in fitted},
                        "evaluations": result["evaluations"], "jacobian": result.get("jacobian"),
@@ -132,12 +135,13 @@ def _with_fallbacks(fitted: Mapping[str, Any], names: list[str], fallback: Mappi
 
 
 def _held_out_rows(study: Study, table: pd.DataFrame, measured: np.ndarray, series: list[Any], value: str,
-                   lo: LeaveOut, curves: Any, params: Mapping[str, Any], progress: bool) -> pd.DataFrame:
-    """The left-out rows with the fold's surrogate and simulated values (x the targets' scale)."""
+                   lo: LeaveOut, curves: Any, params: Mapping[str, Any], progress: bool,
+                   processes: int = 1) -> pd.DataFrame:
+    """The left-out rows with the fold's surrogate and simulated values (x the targets' scale);
+    the rows simulated side by side in ``processes`` workers (each its own run, seed and value)."""
     cal: Any = study.calibration
     targets = cal.rows
     numeric = {n: quantity(v) for n, v in params.items()}
-    ev = Evaluator(study, parameters=params)
     records, jobs = [], []
     for s in series:
         if table.at[s.rows[0], lo.column] != value:
@@ -153,14 +157,23 @@ def _held_out_rows(study: Study, table: pd.DataFrame, measured: np.ndarray, seri
             if simulate:
                 jobs.append((len(records) - 1, merge(s.selection, RunSelection(
                     parameters={targets.population: int(n)}, settings=dict(lo.settings)))))
-    for k, selection in bar(jobs, desc=f"simulating {lo.column} = {value}", shown=progress):
-        records[k]["simulated"] = round(ev.value(targets.metric, selection) * targets.scale, 1)
+    with Workers(processes) as workers, bar(total=len(jobs), desc=f"simulating {lo.column} = {value}",
+                                            shown=progress) as runs:
+        simulated = workers.map(_left_out_value, [(study, params, targets.metric, sel) for _, sel in jobs],
+                                on_done=lambda _i, _v: runs.update(1))
+        for (k, _), found in zip(jobs, simulated, strict=True):
+            records[k]["simulated"] = round(found * targets.scale, 1)
     out = pd.DataFrame.from_records(records)
     out.insert(0, "left_out", value)
     out[lo.column] = value
     out["surrogate_rel_error"] = (out["surrogate"] / out["measured"] - 1).round(5)
     out["simulated_rel_error"] = (out["simulated"] / out["measured"] - 1).round(5)
     return out
+
+
+def _left_out_value(study: Study, params: Mapping[str, Any], metric: str, selection: RunSelection) -> float:
+    """One left-out row simulated with the fold's fit (in a worker: its own evaluator)."""
+    return Evaluator(study, parameters=params).value(metric, selection)
 
 
 def error_table(rows: pd.DataFrame, column: str, by: tuple[str, ...], value: str = "simulated_rel_error"

@@ -29,13 +29,16 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from simstack.engine.parallel import Workers
 from simstack.errors import ModelError
 from simstack.io.outputs import output_path, write_table
 from simstack.io.progress import notes
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ClosedWorkload, ModelSpec
 from simstack.lang.units import quantity
-from simstack.load.loader import build_spec, read_yaml
-from simstack.studies.analysis.network import HoldNode, Network, Visit, build_network
+from simstack.load.loader import build_spec
+from simstack.studies.analysis.network import build_network
+from simstack.studies.analysis.nodes import HoldNode, Network, Visit
 from simstack.studies.analysis.solver import solve
 from simstack.studies.evaluate.baselines import file_hash
 from simstack.studies.evaluate.metrics import chosen
@@ -44,6 +47,7 @@ from simstack.studies.fit.candidate import as_written
 from simstack.studies.fit.confirm import confirmation, residuals
 from simstack.studies.fit.corrections import CheckBands, corrected_fit
 from simstack.studies.fit.jacobians import BroydenJacobian
+from simstack.studies.fit.seriescurves import SeriesCurves
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.study import Study
 
@@ -179,9 +183,17 @@ def _same_but_population(a: Network, b: Network) -> bool:
 
 
 def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: bool = True,
-                             alternative: Any = None) -> dict[str, Any]:
+                             alternative: Any = None, jobs: int = 1) -> dict[str, Any]:
     """Fit ``cal``'s free parameters to its rows through MVA; confirm with the simulator.
-    ``alternative`` (``simstack.studies.schema.prediction_grid.Alternative``) goes on top of every series."""
+    ``alternative`` (``simstack.studies.schema.prediction_grid.Alternative``) goes on top of every series.
+    ``jobs`` workers solve each candidate's curves and each Jacobian's side by side
+    (``simstack.studies.fit.seriescurves``: the same fit)."""
+    with Workers(jobs) as workers:
+        return _calibrate(study, cal, progress, alternative, workers)
+
+
+def _calibrate(study: Study, cal: SurrogateCalibration, progress: bool, alternative: Any,
+               workers: Workers) -> dict[str, Any]:
     assert cal.rows is not None and study.predictions is not None
     model_file = study.path.parent / "model.yaml"
     model = build_spec(read_yaml(model_file), model_file)
@@ -206,18 +218,9 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
     say(f"calibrating {study.model}: {len(names)} parameters on {len(table)} rows ({len(series)} series) "
         f"through {cal.surrogate}")
     start_values = dict(zip(names, x0, strict=True))
-    deps = [curves.dependencies(s, start_values, names) for s in series]
-    cache: dict[tuple[int, tuple[float, ...]], dict[int, float]] = {}
-
-    def predicted(x: np.ndarray) -> np.ndarray:
-        values = dict(zip(names, map(float, x), strict=True))
-        out = np.empty(len(table))
-        for i, s in enumerate(series):
-            key = (i, tuple(float(x[j]) for j in deps[i]))
-            if key not in cache:
-                cache[key] = curves.curve(s, values)
-            out[s.rows] = [cache[key][n] for n in s.populations]
-        return out
+    solved = SeriesCurves(curves, series, names, len(table), workers)
+    solved.find_dependencies(start_values)
+    predicted = solved.predicted
 
     calls = 0
     scale = np.where(x0 != 0, np.abs(x0), (high - low) * 1e-3)
@@ -233,6 +236,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         def residuals(x: np.ndarray) -> np.ndarray:
             nonlocal calls
             calls += 1
+            solved.solve_ahead([x])
             pred = np.maximum(predicted(x) * multipliers, 1e-300)
             if calls % 10 == 1:
                 say(f"  evaluation {calls}: {curves.solves} solves, {time.perf_counter() - started:.0f} s")
@@ -241,18 +245,20 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
 
         fun: Any = residuals
         jac: Any = "2-point"
+        side_by_side = solved.jacobian_map()  # a Jacobian's columns solved in one map
         if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (fit.jacobians)
             jac = BroydenJacobian(residuals, low, high, scale)
-            fun = jac.fun
+            fun, side_by_side = jac.fun, None
         return optimize.least_squares(fun, start, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
                                       x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
-                                      ftol=cal.tolerance, xtol=cal.tolerance)
+                                      ftol=cal.tolerance, xtol=cal.tolerance, workers=side_by_side)
 
     fit = fitted(x0, np.ones(len(table)))
     x_fit, multipliers, rounds = fit.x, np.ones(len(table)), None
     if cal.corrections and cal.confirm and study.checks:
         written = {n: model.parameters[n].value for n in names}
-        x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say)
+        x_fit, multipliers, rounds = corrected_fit(study, cal, table, curves, written, fit, fitted, alternative, say,
+                                                   workers)
     values = dict(zip(names, map(float, x_fit), strict=True))
     pred = predicted(x_fit) * multipliers
     took = time.perf_counter() - started
@@ -293,7 +299,7 @@ def calibrate_with_surrogate(study: Study, cal: SurrogateCalibration, progress: 
         if len(rounds) > 1:  # the adopted parameters are the last round's fit
             result.update(converged=rounds[-1]["converged"], stopped=rounds[-1]["stopped"])
     elif cal.confirm and study.checks:
-        result["residuals"] = residuals(confirmation(study, cal.seed, values, alternative))
+        result["residuals"] = residuals(confirmation(study, cal.seed, values, alternative, workers))
     if alternative is not None:
         result["alternative"] = alternative.name
     return result

@@ -11,10 +11,10 @@ an evaluator (``simstack.studies.evaluate.metrics.Evaluator``), which owns the r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.lang.schema import (
     Field,
     at_least,
@@ -32,9 +32,12 @@ from simstack.studies.schema.selection import (
     merge,
     selection_within,
 )
+from simstack.tables.stopping import Precision, precision_from
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
              "memory_peak", "end_time")
+# Metrics that may state their own precision: a request class's latency (mean or a percentile), a quantile.
+PRECISE_TYPES = ("latency", "quantile")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
 
 
@@ -49,6 +52,17 @@ class Evaluates(Protocol):
     def value(self, name: str, extra: RunSelection | None = None) -> float: ...
     def statistic(self, metric: RunMetric, run: RunSelection) -> float: ...
     def capacity(self, metric: CapacityMetric, run: RunSelection) -> int: ...
+    def paired(self, metric: RatioMetric | DifferenceMetric, extra: RunSelection | None) -> float: ...
+
+
+def precision_key(where: str) -> Callable[[object], Precision]:
+    """A ``precision:`` mapping (``tables.stopping.precision_from``'s keys), errors naming ``where``."""
+    def parse(value: object) -> Precision:
+        try:
+            return precision_from(value, where)  # type: ignore[arg-type]
+        except ConfigError as exc:
+            raise ModelError(str(exc)) from None
+    return parse
 
 
 @dataclass(frozen=True)
@@ -109,10 +123,17 @@ class RunMetric(Metric):
     lineage: bool = False  # failure_rate: a request also fails when work it sent failed
     group: str | None = None  # failure_rate: the worst group (e.g. item = per PV) instead of overall
     unit: str = "B"  # memory_peak: bytes are divided by this size unit (GB: gigabytes)
+    # run until this statistic is this precise (instead of a number of replications): see PRECISE_TYPES
+    precision: Precision | None = None
     keys: ClassVar[dict[str, Field]] = {
         "request": Field(name_ref, None), "step": Field(str, None), "stat": Field(one_of(*STATS), "mean"),
         "resource": Field(name_ref, None), "lineage": Field(boolean, False), "group": Field(one_of("item"), None),
         "unit": Field(one_of(*SIZE_UNITS), "B")}
+
+    @property
+    def q(self) -> float | None:
+        """The quantile of the latency this metric reads (None: not a quantile)."""
+        return _QUANTILES.get(self.stat) if self.type == "latency" else None
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
         return ev.statistic(self, merge(self.run, extra) if extra else self.run)
@@ -120,17 +141,84 @@ class RunMetric(Metric):
     @classmethod
     def parse(cls, name: str, raw: Mapping[str, Any], path: str) -> Metric:
         own = {k: v for k, v in raw.items() if k not in SELECTION_KEYS and k != "type"}
-        values = read_fields(own, {"doc": Field(str, ""), **cls.keys}, path)
+        values = read_fields(own, {"doc": Field(str, ""), **cls.keys,
+                                   "precision": Field(precision_key(f"{path}.precision"), None)}, path)
         if raw["type"] == "utilisation" and not values.get("resource"):
             raise ModelError("a utilisation metric needs resource: <name>", path=path)
-        return cls(name=name, type=raw["type"], run=selection_within(raw, path), **values)
+        metric = cls(name=name, type=raw["type"], run=selection_within(raw, path), **values)
+        metric.check_precision(path)
+        return metric
+
+    def check_precision(self, path: str) -> None:
+        """A metric states its own precision only where the run can stop on it: a request
+        class's latency (its mean or a percentile) or a quantile, not of a step."""
+        if self.precision is None:
+            return
+        if self.type not in PRECISE_TYPES or self.request is None or self.step is not None \
+                or (self.type == "latency" and self.stat in ("min", "max")):
+            raise ModelError("precision: a metric states its own precision only for a request class's latency "
+                             "(mean, median or a percentile) or quantile, without step: (other metrics read runs "
+                             "stopped on the study's defaults.precision)", path=f"{path}.precision")
+        if self.precision.metrics:
+            raise ModelError("precision: a metric's precision applies to the metric itself; metrics: is for "
+                             "sim.precision and defaults.precision", path=f"{path}.precision.metrics")
+
+
+_QUANTILES = {"median": 0.5, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+
+
+def _quantile(value: object) -> float:
+    q = parse_number(value)
+    if not 0.0 < q < 1.0:
+        raise ModelError(f"expected a quantile in (0, 1) (0.99 for the 99th percentile), got {value!r}")
+    return q
+
+
+@metric_type("quantile")
+@dataclass(frozen=True)
+class QuantileMetric(RunMetric):
+    """The ``q``-quantile of a request class's latency (``{type: quantile, request: trim,
+    q: 0.99}``), pooled over the replications: usable in checks, calibration and capacity
+    conditions (a deadline at p99), with its own precision if it states one."""
+
+    type: str = "quantile"
+    quantile: float = 0.5
+
+    @property
+    def q(self) -> float | None:
+        return self.quantile
+
+    @classmethod
+    def parse(cls, name: str, raw: Mapping[str, Any], path: str) -> Metric:
+        own = {k: v for k, v in raw.items() if k not in SELECTION_KEYS and k != "type"}
+        values = read_fields(own, {"doc": Field(str, ""), "request": Field(name_ref, None), "q": Field(_quantile),
+                                   "precision": Field(precision_key(f"{path}.precision"), None)}, path)
+        metric = cls(name=name, run=selection_within(raw, path), request=values["request"], doc=values["doc"],
+                     quantile=values["q"], precision=values["precision"])
+        metric.check_precision(path)
+        return metric
 
 
 @dataclass(frozen=True)
 class _Pair(Metric):
+    """Two metrics on the same selection; with ``precision``, replications of both are added
+    pair by pair (common random numbers) until the interval of the ratio or difference meets
+    it (``simstack.studies.evaluate.sequential``)."""
+
     a: str = ""
     b: str = ""
+    precision: Precision | None = None
     keys: ClassVar[dict[str, Field]] = {"a": Field(name_ref), "b": Field(name_ref)}
+
+    @classmethod
+    def parse(cls, name: str, raw: Mapping[str, Any], path: str) -> Metric:
+        values = read_fields(raw, {"type": Field(str), "doc": Field(str, ""), **cls.keys,
+                                   "precision": Field(precision_key(f"{path}.precision"), None)}, path)
+        values.pop("type")
+        if values["precision"] is not None and values["precision"].metrics:
+            raise ModelError("precision: a ratio's or difference's precision applies to it; metrics: is for "
+                             "sim.precision and defaults.precision", path=f"{path}.precision.metrics")
+        return cls(name=name, **values)
 
     @property
     def refs(self) -> tuple[str, ...]:
@@ -147,6 +235,8 @@ class RatioMetric(_Pair):
     """``a / b``, both evaluated on the same selection (common random numbers)."""
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
+        if self.precision is not None:
+            return ev.paired(self, extra)
         return ev.value(self.a, extra) / ev.value(self.b, extra)
 
 
@@ -156,7 +246,66 @@ class DifferenceMetric(_Pair):
     """``a - b``, both evaluated on the same selection."""
 
     def value(self, ev: Evaluates, extra: RunSelection | None = None) -> float:
+        if self.precision is not None:
+            return ev.paired(self, extra)
         return ev.value(self.a, extra) - ev.value(self.b, extra)
+
+
+def with_precision(metric: Metric, precision: Precision, path: str) -> Metric:
+    """The metric as if it stated ``precision`` (a check's own): a request class's latency or
+    quantile, or a ratio or difference (paired); anything else is refused at ``path``."""
+    if precision.metrics:
+        raise ModelError("precision: a check's precision applies to its metric; metrics: is for sim.precision "
+                         "and defaults.precision", path=f"{path}.precision.metrics")
+    if isinstance(metric, RunMetric):
+        stated = replace(metric, precision=precision)
+        stated.check_precision(path)
+        return stated
+    if isinstance(metric, _Pair):
+        return replace(metric, precision=precision)
+    raise ModelError(f"precision: metric {metric.name!r} is a {getattr(metric, 'type', 'metric')}; a precision "
+                     "applies to a latency, a quantile, a ratio or a difference", path=f"{path}.precision")
+
+
+@dataclass(frozen=True)
+class Decide:
+    """How a capacity proof decides each condition sequentially (``tables.decisions``): at
+    ``confidence``, looks at ``first``, 2 ``first``, 4 ``first``, ... replications up to
+    ``max_replications``; ``indifference`` (a share of each bound) ends a look as undecided
+    once the interval lies within bound x (1 +- indifference)."""
+
+    confidence: float = 0.95
+    first: int = 20
+    max_replications: int = 640
+    indifference: float = 0.0
+    max_time: float | None = None
+
+
+def _decide(value: object) -> Decide:
+    def share(v: object) -> float:
+        x = parse_number(v)
+        if not 0.0 <= x < 1.0:
+            raise ModelError(f"expected a share of the bound in [0, 1) (0.02: 2 %), got {v!r}")
+        return x
+
+    def level(v: object) -> float:
+        x = parse_number(v)
+        if not 0.0 < x < 1.0:
+            raise ModelError(f"expected a confidence in (0, 1), got {v!r}")
+        return x
+
+    def seconds(v: object) -> float:
+        x = parse_number(v)
+        if not x > 0:
+            raise ModelError(f"expected a number of seconds > 0, got {v!r}")
+        return x
+
+    values = read_fields(value, {"confidence": Field(level, 0.95), "first": Field(at_least(2), 20),
+                                 "max_replications": Field(at_least(2), 640), "indifference": Field(share, 0.0),
+                                 "max_time": Field(seconds, None)}, "")
+    if values["max_replications"] < values["first"]:
+        raise ModelError(f"max_replications (={values['max_replications']}) must be >= first (={values['first']})")
+    return Decide(**values)
 
 
 @metric_type("capacity")
@@ -174,6 +323,8 @@ class CapacityMetric(Metric):
     high: int = 1024
     start: int | None = None
     screen: Mapping[str, Any] | None = field(default=None, hash=False)
+    # prove each full-length load by a sequential decision (as many replications as it takes)
+    decide: Decide | None = None
 
     @property
     def refs(self) -> tuple[str, ...]:
@@ -200,7 +351,8 @@ class CapacityMetric(Metric):
         values = read_fields(own, {
             "doc": Field(str, ""), "conditions": Field(_conditions, None), "of": Field(names, None),
             "below": Field(numbers, None), "parameter": Field(name_ref), "low": Field(at_least(1), 1),
-            "high": Field(at_least(1), 1024), "start": Field(at_least(1), None), "screen": Field(mapping, None)}, path)
+            "high": Field(at_least(1), 1024), "start": Field(at_least(1), None), "screen": Field(mapping, None),
+            "decide": Field(_decide, None)}, path)
         of, below, conditions = values.pop("of"), values.pop("below"), values.pop("conditions")
         if (of is None) != (below is None):
             raise ModelError("capacity: of and below go together (or use conditions: {metric: bound})", path=path)
@@ -223,3 +375,53 @@ def _conditions(value: object) -> tuple[tuple[str, float], ...]:
     if not isinstance(value, Mapping) or not value:
         raise ModelError(f"expected a mapping of metric: bound (the metric must stay <= bound), got {value!r}")
     return tuple((name_ref(k), parse_number(v)) for k, v in value.items())
+
+
+# The unit of a run metric's value, by type (memory_peak: its own size unit).
+RUN_UNITS = {"latency": "s", "quantile": "s", "end_time": "s", "throughput": "1/s", "count": "requests",
+             "failure_rate": "share", "deadline_misses": "share", "utilisation": "share", "backlog": "requests"}
+
+
+def metric_unit(name: str, metrics: Mapping[str, Metric]) -> str:
+    """The unit a metric's value is in, for tables and axes: seconds, per second, a share, a
+    size unit, the load parameter of a capacity, a ratio, or a difference's own."""
+    metric = metrics[name]
+    if isinstance(metric, RunMetric):
+        return metric.unit if metric.type == "memory_peak" else RUN_UNITS.get(metric.type, "")
+    if isinstance(metric, CapacityMetric):
+        return metric.parameter
+    if isinstance(metric, RatioMetric):
+        return "ratio"
+    if isinstance(metric, DifferenceMetric):
+        return metric_unit(metric.a, metrics)
+    return ""
+
+
+_TYPE_WORDS = {"latency": "latency", "throughput": "throughput", "count": "completed requests",
+               "failure_rate": "failure rate", "utilisation": "utilisation", "deadline_misses": "deadline misses",
+               "backlog": "requests in the system", "memory_peak": "peak memory", "end_time": "end time"}
+_STAT_WORDS = {"mean": "mean", "median": "median", "min": "least", "max": "largest", "p95": "95th percentile",
+               "p99": "99th percentile", "p999": "99.9th percentile"}
+
+
+def describe_metric(name: str, metrics: Mapping[str, Metric]) -> str:
+    """A metric in words, for an axis that has no label of its own: "mean latency of trim",
+    "utilisation of app.cpu", "capacity in pvs", "fetch_1 / fetch_8"."""
+    metric = metrics[name]
+    if isinstance(metric, QuantileMetric):
+        return f"{metric.quantile:g} quantile of the latency of {metric.request or 'every request'}"
+    if isinstance(metric, RunMetric):
+        what = _TYPE_WORDS.get(metric.type, metric.type)
+        if metric.type in ("latency", "end_time", "memory_peak"):
+            what = f"{_STAT_WORDS.get(metric.stat, metric.stat)} {what}"
+        subject = metric.resource if metric.type in ("utilisation", "memory_peak") else metric.request
+        if metric.step is not None:
+            subject = f"step {metric.step} of {metric.request or 'any request'}"
+        return f"{what} of {subject}" if subject else what
+    if isinstance(metric, CapacityMetric):
+        return f"capacity in {metric.parameter}"
+    if isinstance(metric, RatioMetric):
+        return f"{metric.a} / {metric.b}"
+    if isinstance(metric, DifferenceMetric):
+        return f"{metric.a} - {metric.b}"
+    return name

@@ -155,7 +155,8 @@ FIGURES: dict[str, dict[str, Field]] = {
     "topology": {"run": Field(parse_selection, None)},
     # a metric across what-ifs, bars with CIs
     "whatifs": {"metric": Field(name_ref), "runs": Field(selections), "groups": Field(selections, {"": RunSelection()}),
-                "relative_to": Field(text, None), "measured": Field(measured_list, []), **AXIS_FIELDS},
+                "relative_to": Field(text, None), "measured": Field(measured_list, []), "label": Field(text, None),
+                **AXIS_FIELDS},
     # predictions.csv (with intervals) against measurements
     "predictions": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
                     "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
@@ -165,6 +166,10 @@ FIGURES: dict[str, dict[str, Field]] = {
     "parity": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
                "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),
                "scale": Field(parse_number, 1.0), "unit": Field(text, "")},
+    # a request class's latency distribution per configuration: the empirical CDF with its 95 % band
+    "latency_cdf": {"request": Field(name_ref), "runs": Field(selections, MODEL),
+                    "unit": Field(one_of("ms", "s", "us"), "ms"), "log_x": Field(boolean, False),
+                    "tail": Field(boolean, False), "deadline": Field(parse_time, None)},
     # a column of a data file: histogram, share of the largest
     "distribution": {"file": Field(text), "column": Field(name_ref), "unit": Field(text, ""),
                      "bins": Field(integer, 24)},

@@ -23,11 +23,12 @@ from simstack.lang.schema import Field, mapping, name_ref, one_of, read_fields
 from simstack.lang.units import parse_number
 from simstack.studies.schema.calibration import CalibrationSpec, read_calibration
 from simstack.studies.schema.crosscheck import CrosscheckSpec, read_crosscheck
-from simstack.studies.schema.metric_types import Metric, parse_metric
+from simstack.studies.schema.metric_types import Metric, parse_metric, precision_key, with_precision
 from simstack.studies.schema.outputs import check_outputs
 from simstack.studies.schema.prediction_grid import PredictionSpec, parse_predictions
 from simstack.studies.schema.report import ReportSpec, parse_report
 from simstack.studies.schema.rows import listed_points, read_measured_rows
+from simstack.tables.stopping import Precision
 
 # A baseline check is two-sided by default; ``at_least`` / ``at_most`` make it one-sided, for
 # claims such as "reduced by more than 90 %": the prediction passes when it is at least (at
@@ -44,6 +45,7 @@ class CheckSpec:
     less_than: str | None = None
     doc: str = ""
     side: str = "both"  # one of SIDES
+    precision: Precision | None = None  # the check's metrics (and less_than's) read at this precision
 
     def passes(self, error: float) -> bool:
         """Whether a relative error against the baseline is within this check's tolerance, on its side."""
@@ -101,10 +103,13 @@ def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]
         where = f"checks[{i}]"
         values = read_fields(item, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(mapping, None),
                                     "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
-                                    "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both")}, where)
+                                    "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both"),
+                                    "precision": Field(precision_key(f"{where}.precision"), None)}, where)
         for ref in (values["metric"], values["less_than"]):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=where)
+            if ref is not None and values["precision"] is not None:
+                with_precision(metrics[ref], values["precision"], where)  # refused here, not after a run
         if (values["baseline"] is None) == (values["less_than"] is None):
             raise ModelError("a check needs exactly one of baseline: {column: value, ...} or less_than: <metric>",
                              path=where)

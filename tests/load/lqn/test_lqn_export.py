@@ -18,7 +18,7 @@ from simstack.load.lqn.lqnx import read_lqnx
 from simstack.load.lqn.to_simstack import to_simstack
 
 from .test_lqn_exact import CLOSED, FORWARD, GEOMETRIC, MM1, TWO_PHASE, graph_model
-from .test_lqn_import import REPLICATED, TEXT
+from .test_lqn_import import FAIR, REPLICATED, RWLOCK, TEXT
 
 SEMAPHORE = """
 G "a semaphore taken by one entry and given back by another; a deterministic client" 1e-5 50 -1
@@ -49,8 +49,11 @@ E 5
 -1
 """
 
+HYPER = MM1.replace("  s serve 1.0 -1", "  s serve 1.0 -1\n  c serve 4 -1")  # cv² 4: hyperexp(1, 2)
+
 MODELS = {
-    "M/M/1": MM1, "closed": CLOSED, "geometric calls": GEOMETRIC, "two phases": TWO_PHASE, "forwarding": FORWARD,
+    "M/M/1": MM1, "hyperexponential service": HYPER, "closed": CLOSED, "geometric calls": GEOMETRIC,
+    "two phases": TWO_PHASE, "forwarding": FORWARD,
     "grammars": TEXT, "semaphore, priorities, sends": SEMAPHORE,
     "AND-join": graph_model("a -> b & c; b & c -> d; d[serve]"),
     "quorum": graph_model("a -> b & c; b & c (1) -> d; d[serve]"),
@@ -69,6 +72,54 @@ def test_import_export_import_is_the_identity(label: str) -> None:
     xml = to_lqnx(build_spec(first, None))
     second = to_simstack(read_lqnx(xml.encode(), "m.lqnx"), "m").doc
     assert doc_without_description(second) == doc_without_description(first)
+
+
+def test_the_hyperexponential_is_exported_with_its_cvsq() -> None:
+    first = to_simstack(read_lqn_text(HYPER, "m.lqn"), "m").doc
+    assert first["requests"]["serve"]["steps"][0]["steps"] == [{"cpu": "hyperexp(1, 2)"}]
+    assert 'host-demand-cvsq="4"' in to_lqnx(build_spec(first, None))
+
+
+@pytest.mark.parametrize("label", ["read-write lock", "fair-share groups"])
+def test_rwlock_and_fair_share_models_round_trip(label: str) -> None:
+    model = {"read-write lock": RWLOCK, "fair-share groups": FAIR}[label]
+    first = to_simstack(read_lqnx(model.encode(), "m.lqnx"), "m").doc
+    xml = to_lqnx(build_spec(first, None))
+    marker = 'rwlock="r-lock"' if label == "read-write lock" else '<group name="g2" share="0.3" cap="true">'
+    assert marker in xml
+    second = to_simstack(read_lqnx(xml.encode(), "m.lqnx"), "m").doc
+    assert doc_without_description(second) == doc_without_description(first)
+
+
+BURST = """<lqn-model name="m">
+  <processor name="p" scheduling="inf">
+    <task name="b" scheduling="burst" multiplicity="2"><entry name="b" type="PH1PH2"><entry-phase-activities>
+      <activity name="b1" phase="1" host-demand-mean="3" host-demand-cvsq="0.25"><synch-call dest="e" calls-mean="1"/>
+      </activity></entry-phase-activities></entry></task>
+    <task name="t" scheduling="fcfs"><entry name="e" type="PH1PH2"><entry-phase-activities>
+      <activity name="e1" phase="1" host-demand-mean="2" host-demand-cvsq="4"/>
+    </entry-phase-activities></entry></task>
+  </processor>
+</lqn-model>"""
+
+
+def test_a_bursty_reference_task_round_trips() -> None:
+    """Pareto slices in a class started by a closed workload: a burst task with their cv²."""
+    first = to_simstack(read_lqnx(BURST.encode(), "m.lqnx"), "m").doc
+    xml = to_lqnx(build_spec(first, None))
+    assert 'scheduling="burst"' in xml and 'host-demand-cvsq="0.25"' in xml
+    second = to_simstack(read_lqnx(xml.encode(), "m.lqnx"), "m").doc
+    assert doc_without_description(second) == doc_without_description(first)
+    first["requests"]["e"]["steps"][0]["steps"][0]["cpu"] = "pareto(2, 2)"  # a served entry cannot be bursty
+    with pytest.raises(ModelError, match=r"requests.e: pareto CPU demand maps to LQN only as every slice"):
+        to_lqnx(build_spec(first, None))
+
+
+def test_a_lock_without_a_reader_limit_is_refused_by_name() -> None:
+    doc = to_simstack(read_lqnx(RWLOCK.encode(), "m.lqnx"), "m").doc
+    del doc["components"]["lock"]["max_readers"]
+    with pytest.raises(ModelError, match=r"components.lock.max_readers: an LQN rwlock task has a number of readers"):
+        to_lqnx(build_spec(doc, None))
 
 
 def test_replicated_model_round_trips_written_out() -> None:

@@ -9,10 +9,11 @@ import pytest
 
 from simstack.cli.lqn import main as interop_main
 from simstack.errors import ModelError
-from simstack.load.loader import load_model
+from simstack.load.loader import build_spec, load_model
 from simstack.load.lqn.lqn_text import read_lqn_text
 from simstack.load.lqn.lqnx import read_lqnx
 from simstack.load.lqn.to_simstack import to_simstack
+from simstack.testing import run
 
 XML = b"""<?xml version="1.0"?>
 <lqn-model name="pair" description="two tasks">
@@ -156,13 +157,10 @@ def one_task(task_attrs: str = "", proc_attrs: str = "", activity: str = 'host-d
 
 
 MISSING = [
-    (one_task('scheduling="rwlock"'), "bad.lqnx: line 6: task 't' scheduling 'rwlock': a read-write lock with LQN "
-                                      "semantics (readers share, writers exclusive), not in simstack yet"),
-    (one_task('scheduling="burst"'), "bad.lqnx: line 6: task 't' scheduling 'burst': a bursty reference task "
-                                     "(Pareto slice times), not in simstack yet"),
-    (one_task(activity='host-demand-mean="1" host-demand-cvsq="4"'),
-     "bad.lqnx: line 8: activity 'e1': host-demand-cvsq 4 > 1 is a service time with cv² > 1 (lqsim draws it "
-     "from a hyperexponential, which simstack has no distribution for yet)"),
+    (one_task('scheduling="rwlock"'), "bad.lqnx: line 6: rwlock task 't' needs one r-lock, r-unlock, w-lock and "
+                                      "w-unlock entry, got None"),
+    (one_task('scheduling="burst"'), "bad.lqnx: line 4: a call to entry 'e' of the reference task 't'; reference "
+                                     "tasks only call"),
     (one_task(proc_attrs='scheduling="rand"'), "bad.lqnx: line 2: processor 'p' scheduling 'rand': random-order "
                                                "scheduling, which simstack has no discipline for"),
     (one_task('scheduling="hol"'), "bad.lqnx: line 6: task 't' scheduling 'hol': head-of-line priority between "
@@ -175,17 +173,109 @@ def test_missing_constructs_are_refused_by_name_and_line(model: str, message: st
     assert refusal(model) == message
 
 
-def test_fair_share_groups_are_refused_with_the_groups_line() -> None:
+def test_hyperexponential_and_pareto_slices_map_to_their_distributions() -> None:
+    """cv² > 1: lqsim's balanced hyperexponential, hyperexp(mean, cv); a bursty reference task:
+    Pareto slices with the activity's cv² (1 when not given), pareto(mean, cv)."""
     model = """<lqn-model name="m">
-  <processor name="p" scheduling="cfs" quantum="0.1">
+  <processor name="p" scheduling="inf">
+    <task name="b" scheduling="burst" multiplicity="2"><entry name="b" type="PH1PH2"><entry-phase-activities>
+      <activity name="b1" phase="1" host-demand-mean="3"><synch-call dest="e" calls-mean="1"/></activity>
+    </entry-phase-activities></entry></task>
+    <task name="t" scheduling="fcfs"><entry name="e" type="PH1PH2"><entry-phase-activities>
+      <activity name="e1" phase="1" host-demand-mean="2" host-demand-cvsq="4"/>
+    </entry-phase-activities></entry></task>
+  </processor>
+</lqn-model>"""
+    imported = to_simstack(read_lqnx(model.encode(), "m.lqnx"))
+    doc = imported.doc
+    assert doc["requests"]["e"]["steps"][0]["steps"] == [{"cpu": "hyperexp(2, 2)"}]
+    assert doc["requests"]["b"]["steps"][0]["steps"] == [
+        {"cpu": "pareto(1.5, 1)"}, {"repeat": "geometric(1)", "steps": [{"call": "e"}, {"cpu": "pareto(1.5, 1)"}]}]
+    assert doc["workloads"]["b"] == {"type": "closed", "request": "b", "clients": 2}
+    assert any("burst" in element and "Pareto" in target for element, _line, target in imported.mapping)
+    build_spec(doc, None)
+
+
+RWLOCK = """<lqn-model name="rw">
+  <processor name="c" scheduling="inf">
+    <task name="r" scheduling="ref" multiplicity="3"><entry name="r" type="PH1PH2"><entry-phase-activities>
+      <activity name="r1" phase="1" host-demand-mean="0.5" call-order="DETERMINISTIC">
+        <synch-call dest="rl" calls-mean="1"/><synch-call dest="ru" calls-mean="1"/></activity>
+    </entry-phase-activities></entry></task>
+    <task name="w" scheduling="ref"><entry name="w" type="PH1PH2"><entry-phase-activities>
+      <activity name="w1" phase="1" host-demand-mean="0.5" call-order="DETERMINISTIC">
+        <synch-call dest="wl" calls-mean="1"/><synch-call dest="wu" calls-mean="1"/></activity>
+    </entry-phase-activities></entry></task>
+  </processor>
+  <processor name="s" scheduling="fcfs">
+    <task name="lock" scheduling="rwlock" multiplicity="2">
+      <entry name="ru" type="PH1PH2" rwlock="r-unlock"><entry-phase-activities>
+        <activity name="ru1" phase="1" host-demand-mean="0.1"/></entry-phase-activities></entry>
+      <entry name="rl" type="PH1PH2" rwlock="r-lock"><entry-phase-activities>
+        <activity name="rl1" phase="1" host-demand-mean="0.2"/></entry-phase-activities></entry>
+      <entry name="wu" type="PH1PH2" rwlock="w-unlock"><entry-phase-activities>
+        <activity name="wu1" phase="1" host-demand-mean="0.1"/></entry-phase-activities></entry>
+      <entry name="wl" type="PH1PH2" rwlock="w-lock"><entry-phase-activities>
+        <activity name="wl1" phase="1" host-demand-mean="0.2"/></entry-phase-activities></entry>
+    </task>
+  </processor>
+</lqn-model>"""
+
+
+def test_an_rwlock_task_is_a_writers_first_lock() -> None:
+    """The lock entries acquire in their mode and then run their phase; the unlock entries run
+    theirs and release; multiplicity is the most readers at once. The model runs."""
+    doc = to_simstack(read_lqnx(RWLOCK.encode(), "rw.lqnx")).doc
+    assert doc["components"]["lock"] == {"kind": "lock", "readers": True, "order": "writers", "max_readers": 2}
+    body = {e: doc["requests"][e]["steps"] for e in ("rl", "ru", "wl", "wu")}
+    assert body["rl"] == [{"acquire": "lock", "mode": "read"}, {"steps": [{"cpu": "exp(0.2)"}], "name": "rl"}]
+    assert body["ru"] == [{"steps": [{"cpu": "exp(0.1)"}], "name": "ru"}, {"release": "lock", "mode": "read"}]
+    assert body["wl"][0] == {"acquire": "lock", "mode": "write"}
+    assert body["wu"][-1] == {"release": "lock", "mode": "write"}
+    res = run(doc, seed=1, replications=1, horizon=200.0)
+    assert {"r", "w"} <= set(res.requests["request"]) and res.blocked.empty
+
+
+FAIR = """<lqn-model name="fair">
+  <processor name="c" scheduling="inf">
+    <task name="c0" scheduling="ref" multiplicity="4"><entry name="c0" type="PH1PH2"><entry-phase-activities>
+      <activity name="c01" phase="1" host-demand-mean="0.1"><synch-call dest="s0" calls-mean="1"/></activity>
+    </entry-phase-activities></entry></task>
+    <task name="c1" scheduling="ref" multiplicity="4"><entry name="c1" type="PH1PH2"><entry-phase-activities>
+      <activity name="c11" phase="1" host-demand-mean="0.1"><synch-call dest="s1" calls-mean="1"/></activity>
+    </entry-phase-activities></entry></task>
+  </processor>
+  <processor name="server" scheduling="cfs" quantum="0.1">
     <group name="g1" share="0.7">
-      <task name="c" scheduling="ref"><entry name="c" type="PH1PH2"><entry-phase-activities>
-        <activity name="c1" phase="1" host-demand-mean="1"/></entry-phase-activities></entry></task>
+      <task name="s0" scheduling="fcfs"><entry name="s0" type="PH1PH2"><entry-phase-activities>
+        <activity name="s01" phase="1" host-demand-mean="1"/></entry-phase-activities></entry></task>
+    </group>
+    <group name="g2" share="0.3" cap="true">
+      <task name="s1" scheduling="fcfs"><entry name="s1" type="PH1PH2"><entry-phase-activities>
+        <activity name="s11" phase="1" host-demand-mean="1"/></entry-phase-activities></entry></task>
     </group>
   </processor>
 </lqn-model>"""
-    assert refusal(model) == ("bad.lqnx: line 3: group 'g1' (share 0.7 of processor 'p'): completely fair "
-                              "scheduling of groups with shares (fair-share groups), not in simstack yet")
+
+
+def test_cfs_groups_become_a_fair_host() -> None:
+    imported = to_simstack(read_lqnx(FAIR.encode(), "fair.lqnx"))
+    doc = imported.doc
+    assert doc["hosts"]["server"] == {"cores": 1, "discipline": "fair",
+                                      "groups": {"g1": {"share": 0.7}, "g2": {"share": 0.3, "cap": True}}}
+    assert doc["components"]["s0_task"] == {"kind": "threads", "host": "server", "size": 1, "group": "g1"}
+    assert doc["components"]["s1_task"]["group"] == "g2"
+    assert ("group g2 (share 0.3, cap)", 15, "hosts.server.groups.g2") in imported.mapping
+    res = run(doc, seed=1, replications=1, horizon=500.0)
+    counts = res.requests["request"].value_counts()
+    # s1's group is capped at 30 % of the core: c1 cycles about 0.3 / 1.1 per second at most
+    assert counts["c0"] > 2 * counts["c1"]
+
+
+def test_a_group_on_a_processor_without_cfs_is_refused() -> None:
+    model = FAIR.replace('scheduling="cfs" quantum="0.1"', 'scheduling="fcfs"')
+    assert refusal(model) == ("bad.lqnx: line 11: group 'g1' is on processor 'server', which does not schedule "
+                              "cfs (groups only share a completely fair scheduling processor)")
 
 
 GRAPH = """G "" 1e-5 50 -1
@@ -259,11 +349,11 @@ def test_hostile_or_foreign_files_are_refused(data: bytes, message: str | None) 
 
 def test_cli_refusal_is_one_line_with_exit_code_2(tmp_path: Path, capsys) -> None:
     src = tmp_path / "bad.lqnx"
-    src.write_text(one_task('scheduling="rwlock"'))
+    src.write_text(one_task('scheduling="hol"'))
     assert interop_main(["import", str(src), f"out={tmp_path / 'out'}"]) == 2
     err = capsys.readouterr().err
-    assert err == ("simstack: error: bad.lqnx: line 6: task 't' scheduling 'rwlock': a read-write lock with LQN "
-                   "semantics (readers share, writers exclusive), not in simstack yet\n")
+    assert err == ("simstack: error: bad.lqnx: line 6: task 't' scheduling 'hol': head-of-line priority between "
+                   "a task's entries, which simstack has no task kind for\n")
     assert not (tmp_path / "out").exists()
     assert interop_main(["import", str(src)]) == 2
     assert "usage: simstack import" in capsys.readouterr().err

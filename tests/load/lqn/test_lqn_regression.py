@@ -6,7 +6,8 @@ test reads them from a checkout named by ``SIMSTACK_LQNS_REGRESSION`` (the path 
 ``models/regression`` folder) and is skipped without one; ``benchmarks/lqn_regression.py``
 runs the whole suite the same way (docs/lqn.md). The sample covers phases, a second phase,
 forwarding, open arrivals, multiservers, activity graphs (AND, OR, loops, quorum),
-replication and semaphores, each run in a few seconds.
+replication, semaphores, the read-write lock, fair-share groups and the hyperexponential and
+Pareto distributions, each run in a few seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from simstack.testing import SEED_OFFSET
 
 FOLDER = os.environ.get("SIMSTACK_LQNS_REGRESSION")
 SAMPLE = ["01-sanity", "03-sanity", "05-sanity", "09-sanity", "21-multiserver", "41-activities", "44-activities",
-          "50-replication", "60-semaphore", "88-quorum", "92-open"]
+          "50-replication", "60-semaphore", "67-rwlock", "71-fair", "75-distributions", "76-distributions", "88-quorum",
+          "92-open"]
 
 pytestmark = pytest.mark.skipif(not FOLDER, reason="SIMSTACK_LQNS_REGRESSION (an LQNS checkout's "
                                                    "models/regression) is not set")

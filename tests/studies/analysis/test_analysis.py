@@ -15,10 +15,12 @@ import pytest
 import simstack
 from simstack.errors import ModelError, SimstackError
 from simstack.lang.units import parse_time
+from simstack.load.loader import resolve_model_path
+from simstack.load.precedence import load_chosen
+from simstack.load.whatif import load_whatif
 from simstack.studies import analysis as A
-from simstack.studies.analysis.solve import run_solve, solve_model
+from simstack.studies.analysis.solve import print_solution, solve_model
 from simstack.studies.evaluate.metrics import calibrated_parameters
-from simstack.tables.results import t_interval
 
 # -- single stations ---------------------------------------------------------------------
 
@@ -88,11 +90,6 @@ def test_cobham_against_two_class_nonpreemptive_chain():
 def test_cobham_one_class_is_pollaczek_khinchine():
     w = A.priority_nonpreemptive([0.5], [1.0], scv=[0.25])[0]["W"]
     assert w == pytest.approx(A.mg1_pk(0.5, 1.0, 0.25)["W"], rel=1e-12)
-
-
-def test_results_interval_is_the_analysis_interval():
-    x = [4.1, 3.9, 4.4, 4.0, 4.6]
-    assert t_interval(x, 0.9) == pytest.approx(A.student_t_ci(x, 0.9)[1:], rel=1e-15)
 
 
 def test_stationary_rejects_a_matrix_that_is_not_a_generator():
@@ -344,8 +341,20 @@ def test_tango_solves_and_saturates_at_the_lock():
     assert max(sol.utilisation[k] for k in sol.utilisation if math.isfinite(sol.stations[k].servers)) <= 1 + 1e-9
 
 
-def test_solve_prints_tables(capsys):
-    run_solve("pipeline", None, {"consoles": 8}, {})
+def test_solve_prints_tables_of_the_model_the_command_line_loads(capsys, tmp_path):
+    """The command line's path: the model with its calibrated values, a what-if and explicit
+    overrides stacked (``load_chosen``), then solved; the what-if's parameters reach the solver."""
+    model_file = resolve_model_path("pipeline")
+    (tmp_path / "busy.yaml").write_text("parameters: {consoles: 24}\n")
+    whatif = load_whatif(str(tmp_path / "busy.yaml"), model_file.parent)
+    calibrated = calibrated_parameters(model_file.parent)
+    solved = solve_model(load_chosen(model_file, calibrated, whatif))
+    assert solved.chains["operators"].population == 24
+    spec = load_chosen(model_file, calibrated, whatif, parameters={"consoles": 8})  # explicit over the what-if
+    solution = solve_model(spec)
+    assert solution.chains["operators"].population == 8
+    assert solution.chains["operators"].throughput < solved.chains["operators"].throughput
+    print_solution(spec, solution)
     out = capsys.readouterr().out
     assert "nothing simulated" in out and "operators" in out and "app.cpu" in out
 

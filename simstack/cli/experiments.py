@@ -1,0 +1,226 @@
+"""Named experiments: a sweep written down once, as data, with the question it answers.
+
+A facility team reruns the same sweeps: a seed's figure reproduced (trim time per
+optimisation iteration, BSA capacity against cores), a capacity question answered (how
+many consoles one pipeline serves). Each is a small YAML file in ``experiments/`` (a
+checkout's, else the installed package's copy), read as plain data
+(``simstack.io.safeyaml``: no Hydra directive, no interpolation, no code)::
+
+    model: pipeline
+    answers: How many consoles can one trim pipeline serve before a trim waits?
+    doc: optional longer text
+    axes:                          # swept: every combination is one job
+      parameters.consoles: [4, 8, 12, 16, 20, 24]
+    settings:                      # the same for every job
+      sim.replications: 3
+
+``simstack -m +experiment=NAME`` (Hydra's own spelling for choosing an experiment) becomes
+the sweep ``model=M axis=a,b,... setting=v ... experiment=NAME``, checked like any command
+line, run by whichever launcher is chosen (``hydra/launcher=joblib`` or ``=ray``) and
+gathered into one table and one report (``simstack.cli.sweep``). An override on the command
+line wins over the experiment's own for the same key (``sim.replications=1`` for a quick
+look). ``simstack experiments`` lists them, one line each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.io.paths import config_dir
+from simstack.io.safeyaml import read_yaml
+from simstack.lang.schema import Field, mapping, read_fields, suggest, text
+
+SIM_KEYS = ("seed", "replications", "horizon", "warmup", "record_steps", "record", "jobs")
+PLAIN_KEYS = ("scenario", "whatif", "output.tables", *(f"sim.{k}" for k in SIM_KEYS))
+ADDED_PREFIXES = ("parameters.", "flags.")  # keys the default config lacks: given with '+'
+_SAFE = re.compile(r"^[A-Za-z0-9_./:+\-]+$")  # a value Hydra's grammar reads as written
+
+
+def experiments_dir() -> Path:
+    """Beside the Hydra configs: the checkout's ``experiments/``, else the installed package's copy."""
+    return config_dir().parent / "experiments"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    file: Path
+    model: str
+    answers: str
+    doc: str = ""
+    axes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def jobs(self) -> int:
+        count = 1
+        for values in self.axes.values():
+            count *= len(values)
+        return count
+
+    def overrides(self, given: Sequence[str] = ()) -> list[str]:
+        """The sweep's overrides, those ``given`` on the command line for the same key left out."""
+        mine = {_bare(o) for o in given}
+        out = [f"experiment={self.name}"] + ([] if "model" in mine else [f"model={self.model}"])
+        for key, values in self.axes.items():
+            if key not in mine:
+                out.append(f"{_typed(key)}={','.join(_value(v) for v in values)}")
+        for key, value in self.settings.items():
+            if key not in mine:
+                out.append(f"{_typed(key)}={_value(value)}")
+        return out
+
+
+def _bare(override: str) -> str:
+    return override.partition("=")[0].lstrip("+~")
+
+
+def _typed(key: str) -> str:
+    return f"+{key}" if key.startswith(ADDED_PREFIXES) else key
+
+
+def _value(value: Any) -> str:
+    """A value as Hydra's override grammar reads it back: booleans lower case, odd text quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    written = str(value)
+    if _SAFE.match(written):
+        return written
+    return "'" + written.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _key(key: object, where: str) -> str:
+    if not isinstance(key, str) or not (key in PLAIN_KEYS or (key.startswith(ADDED_PREFIXES)
+                                                             and key.count(".") == 1 and key.split(".")[1])):
+        raise ModelError(f"unknown setting {key!r}{suggest(key, PLAIN_KEYS)}; an experiment may set scenario, whatif, "
+                         f"parameters.NAME, flags.NAME, output.tables and sim.{{{','.join(SIM_KEYS)}}} (the model "
+                         "is its own key, and where it runs is chosen on the command line)", path=where)
+    return key
+
+
+def _scalar(value: object, where: str, key: str) -> Any:
+    if isinstance(value, bool | int | float | str) and value != "":
+        return value
+    if value is None and key in ("whatif", "scenario"):  # the model as it is, beside its what-ifs
+        return None
+    raise ModelError(f"expected a number, a word or true/false, got {value!r}", path=where)
+
+
+def read_experiment(path: Path) -> Experiment:
+    """An experiment file, checked: its keys, values, model, what-ifs, parameters and flags."""
+    doc = read_yaml(path)
+    try:
+        top = read_fields(doc, {"model": Field(text), "answers": Field(text), "doc": Field(text, ""),
+                                "axes": Field(mapping), "settings": Field(mapping, {})}, "")
+        axes: dict[str, tuple[Any, ...]] = {}
+        for key, values in top["axes"].items():
+            where = f"axes.{key}"
+            _key(key, where)
+            if not isinstance(values, list) or not values:
+                raise ModelError(f"expected a list of the values to sweep, got {values!r}", path=where)
+            axes[key] = tuple(_scalar(v, f"{where}[{i}]", key) for i, v in enumerate(values))
+            if len(set(map(str, axes[key]))) != len(axes[key]):
+                raise ModelError(f"a value is listed twice in {list(values)!r}", path=where)
+        if not any(len(v) > 1 for v in axes.values()):
+            raise ModelError("an experiment sweeps at least one axis over two or more values", path="axes")
+        settings = {_key(k, f"settings.{k}"): _scalar(v, f"settings.{k}", k) for k, v in top["settings"].items()}
+        both = sorted(set(axes) & set(settings))
+        if both:
+            raise ModelError(f"{both[0]!r} is both an axis and a setting", path=f"settings.{both[0]}")
+        experiment = Experiment(path.stem, path, top["model"], top["answers"], top["doc"], axes, settings)
+        _check_model(experiment)
+    except ModelError as exc:
+        raise (exc if exc.file else exc.at(file=str(path))) from None
+    return experiment
+
+
+def _check_model(experiment: Experiment) -> None:
+    """The model exists, and every what-if, scenario, parameter and flag the sweep names is its."""
+    from simstack.load.loader import load_model, resolve_model_path
+    from simstack.load.whatif import load_whatif
+
+    file = resolve_model_path(experiment.model, None)
+    spec = load_model(file)
+    every = {**{k: list(v) for k, v in experiment.axes.items()}, **{k: [v] for k, v in experiment.settings.items()}}
+    for key, values in every.items():
+        where = f"axes.{key}" if key in experiment.axes else f"settings.{key}"
+        name = key.partition(".")[2]
+        if key.startswith("parameters.") and name not in spec.parameters:
+            raise ModelError(f"model {spec.name!r} has no parameter {name!r}{suggest(name, spec.parameters)}",
+                             path=where)
+        if key.startswith("flags.") and name not in spec.declared_flags:
+            raise ModelError(f"model {spec.name!r} has no flag {name!r}{suggest(name, spec.declared_flags)}",
+                             path=where)
+        for value in values:
+            if key == "whatif" and value is not None:
+                load_whatif(str(value), file.parent)
+            if key == "scenario" and value is not None:
+                load_model(file, scenario=str(value))
+
+
+def find_experiment(name: str) -> Experiment:
+    """``NAME`` (a file of ``experiments/``) or a path to an experiment's ``.yaml``."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ModelError(f"experiment file {name!r} not found")
+        return read_experiment(path)
+    known = known_experiments()
+    if name not in known:
+        raise ModelError(f"unknown experiment {name!r}{suggest(name, known)}; experiments: "
+                         f"{', '.join(known) or '(none)'} (simstack experiments lists them)")
+    return read_experiment(known[name])
+
+
+def known_experiments() -> dict[str, Path]:
+    folder = experiments_dir()
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
+
+
+def expand(argv: list[str]) -> list[str]:
+    """``+experiment=NAME`` (or ``experiment=NAME``) in ``argv`` replaced by its sweep's
+    overrides, ``-m`` added when missing; other command lines are returned as they are."""
+    chosen = [a for a in argv if _bare(a) == "experiment" and "=" in a]
+    if not chosen:
+        return argv
+    if len(chosen) > 1:
+        raise ModelError(f"one experiment at a time, got {', '.join(chosen)}")
+    experiment = find_experiment(chosen[0].partition("=")[2])
+    rest = [a for a in argv if a is not chosen[0]]
+    given = [a for a in rest if "=" in a and not a.startswith("-")]
+    multirun = [] if any(a in ("-m", "--multirun") for a in rest) else ["--multirun"]
+    return [*multirun, *rest, *experiment.overrides(given)]
+
+
+def listing() -> list[str]:
+    """One line per experiment: name, model, jobs, what it answers."""
+    rows = []
+    for name, path in known_experiments().items():
+        try:
+            e = read_experiment(path)
+            rows.append((name, f"{e.model}, {e.jobs()} jobs", e.answers))
+        except ModelError as exc:
+            rows.append((name, "INVALID", str(exc)))
+    width = max((len(n) for n, _, _ in rows), default=0)
+    middle = max((len(m) for _, m, _ in rows), default=0)
+    return [f"{n:<{width}}  {m:<{middle}}  {a}" for n, m, a in rows]
+
+
+def main(argv: list[str]) -> int:
+    """``simstack experiments``: the named experiments, one line each."""
+    import sys
+
+    if argv:
+        print("usage: simstack experiments   (then: simstack -m +experiment=NAME [hydra/launcher=joblib|ray] "
+              "[override ...])", file=sys.stderr)
+        return 2
+    lines = listing()
+    print("\n".join(lines) if lines else f"no experiments in {experiments_dir()}")
+    print("run one: simstack -m +experiment=NAME  (hydra/launcher=joblib or =ray for parallel jobs)")
+    return 0

@@ -1,0 +1,250 @@
+"""``backend=ray``: a study's items as Ray tasks, on a running cluster or on a Ray started here.
+
+Why plain tasks (``ray.remote`` functions, ``ray.wait``) rather than Ray's multiprocessing
+``Pool`` or an ``ActorPool``: an item is a pure function of its arguments, which is exactly
+what a task is, and Ray reruns a task whose worker process or node was lost (``max_retries``,
+"Task Fault Tolerance" in Ray's documentation) without our help. An actor holds state and
+dies with its node; an actor pool would need its own restarts and resubmissions for the same
+guarantee. ``jobs`` bounds the tasks in flight (the rest wait here, not in the cluster's
+queue), so a study submits the longest items first, as with processes.
+
+What travels: the function and the item, pickled with the model folders they name
+(``simstack.engine.shipping``: a node needs only the installed package, no checkout and no
+shared file system; Ray's ``runtime_env`` ``working_dir`` would ship this checkout instead,
+and a study may live anywhere). An error raised by the function comes back as the error
+itself (a model error stays a one-line model error). A worker node lost while the study
+runs is said once on standard error, and again when the step completed without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from simstack.engine import shipping
+from simstack.engine.parallel import (
+    Items,
+    Notice,
+    Pool,
+    split_shared,
+    stderr_notice,
+    unpacked,
+    using,
+    with_shared,
+)
+from simstack.errors import ConfigError, SimstackError
+
+POLL_S = 2.0  # how often the cluster's nodes are looked at while tasks run
+NESTED = 4  # the most workers an item's own maps get
+_STARTED: list[bool] = []  # whether this process connected to Ray itself (and so disconnects)
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("backend=ray needs Ray: pip install 'simstack[ray]' (or pip install ray)") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """Ray tasks: on the cluster at ``address`` (``host:port`` of its head, ``auto``, or
+    ``ray://host:10001``), else on a Ray started in this process and stopped with it."""
+
+    address: str | None = None
+    max_retries: int = 3
+    notice: Notice = field(default=stderr_notice, compare=False)
+    name: str = "ray"
+
+    def open(self, jobs: int) -> Pool:
+        return _RayPool(self, jobs)
+
+    def connect(self) -> Any:
+        """Ray, connected (once per process; inside a Ray task, the task's own cluster)."""
+        ray = _ray()
+        if ray.is_initialized():
+            return ray
+        try:
+            ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
+                     configure_logging=True, log_to_driver=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = f"the Ray cluster at ray.address={self.address}" if self.address else "a local Ray"
+            raise ConfigError(f"backend=ray: could not start or join {where}: {' '.join(str(exc).split())[:300]}"
+                              ) from None
+        _STARTED.append(True)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        self.notice(f"Ray: {'joined the cluster at ' + self.address if self.address else 'started a local Ray'} "
+                    f"({len(nodes)} node(s), {cpus} CPUs)")
+        return ray
+
+    def cpus(self) -> int:
+        """The cluster's CPUs (what ``jobs`` defaults to with this backend)."""
+        return max(1, int(self.connect().cluster_resources().get("CPU", 1)))
+
+    def nested(self, jobs: int, items: int) -> int:
+        """The cluster's spare share per item, at most ``NESTED`` (a capacity proof's c and c + 1,
+        and a neighbour or two): an item's own maps become Ray tasks too."""
+        return max(1, min(NESTED, jobs // max(1, items)))
+
+    def release(self) -> None:
+        """Disconnect, when this process connected (a task inside a Ray job leaves its Ray be)."""
+        _LEDGER.clear()
+        if _STARTED:
+            _ray().shutdown()
+            _STARTED.clear()
+
+
+class _Attempts:
+    """How often each item started (an actor beside the submitting process): an item that
+    started twice lost its worker process or node once and was run again by Ray."""
+
+    def __init__(self) -> None:
+        self.starts: dict[tuple[str, int], int] = {}
+
+    def started(self, step: str, index: int) -> None:
+        self.starts[step, index] = self.starts.get((step, index), 0) + 1
+
+    def again(self, step: str) -> int:
+        """The items of ``step`` that started more than once."""
+        return sum(1 for (s, _), n in self.starts.items() if s == step and n > 1)
+
+
+_LEDGER: list[Any] = []  # this process's attempts actor, made at its first map
+_IN_TASK: list[bool] = []  # set in a worker process once it runs an item
+
+
+def _ledger(ray: Any) -> Any:
+    """The attempts actor, on the submitting process's own node (lost only with the study)."""
+    if not _LEDGER:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+        _LEDGER.append(ray.remote(num_cpus=0, max_restarts=0)(_Attempts).options(scheduling_strategy=here).remote())
+    return _LEDGER[0]
+
+
+def _run_shipped(backend: RayCluster, attempt: tuple[Any, str, int] | None,
+                 folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
+                 positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes]:
+    """One item on a node: its start told to the ledger, the folders it names copied here (once
+    per node), the map's shared part fetched and unpickled (once per worker process), then
+    ``fn(*item)`` on ``backend`` (its own maps are Ray tasks too); its result, or its error,
+    packed with those paths as the submitting machine's."""
+    import ray
+
+    _IN_TASK[:] = [True]  # this process runs study items: its own maps are nested ones
+    if attempt is not None:
+        ledger, step, index = attempt
+        ledger.started.remote(step, index)  # not waited for
+    tokens = []
+    for token, name, origin, ref in folders:
+        shipping.receive(token, name, origin, partial(ray.get, ref[0]))
+        tokens.append(token)
+    key, ref = shared
+    common = unpacked(key, b"", lambda _: shipping.unpack(ray.get(ref[0])))
+    rest = shipping.unpack(payload)
+    back = shipping.Returning(tokens)
+    try:
+        with using(backend):
+            result = with_shared(common, positions, rest)
+    except Exception as exc:  # the error itself goes back, as from a worker process
+        return False, shipping.pack(shipping.as_sent(exc, tokens), back)
+    return True, shipping.pack(result, back)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+class _RayPool:
+    def __init__(self, backend: RayCluster, jobs: int):
+        self.backend = backend
+        self.jobs = jobs
+        self.ray = backend.connect()
+        self.task = self.ray.remote(num_cpus=1, max_retries=backend.max_retries)(_run_shipped)
+        self._running: list[Any] = []
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel:
+            for ref in self._running:
+                self.ray.cancel(ref)
+        self._running = []
+
+    def _nodes(self) -> dict[str, str]:
+        """The live nodes: id -> address."""
+        return {n["NodeID"]: n.get("NodeManagerAddress", "?") for n in self.ray.nodes() if n.get("Alive")}
+
+    def completed(self, fn: Callable[..., Any], items: Items) -> Iterator[tuple[int, Any]]:
+        ray = self.ray
+        outgoing = shipping.Outgoing()
+        common, positions, rests = split_shared(fn, items)
+        shared = (uuid.uuid4().hex, [ray.put(shipping.pack(common, outgoing))])  # once per map
+        payloads = [shipping.pack(rest, outgoing) for rest in rests]
+        folders = [(f.token, f.name, f.origin, [ray.put(f)]) for f in outgoing.folders.values()]
+        alive, lost = self._nodes(), dict[str, str]()
+        waiting = list(range(len(items)))[::-1]
+        running: dict[Any, int] = {}
+        looked = time.monotonic()
+        step = shared[0]
+        ledger = None if _IN_TASK else _ledger(ray)  # the study's own maps, not an item's nested ones
+
+        def submit() -> None:
+            while waiting and len(running) < self.jobs:
+                index = waiting.pop()
+                attempt = None if ledger is None else (ledger, step, index)
+                running[self.task.remote(self.backend, attempt, folders, shared, positions, payloads[index])] = index
+
+        try:
+            submit()
+            while running:
+                self._running = list(running)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+                if time.monotonic() - looked >= POLL_S or not ready:
+                    lost |= self._look(alive, lost)
+                    looked = time.monotonic()
+                for ref in ready:
+                    index = running.pop(ref)
+                    ok, data = self._get(ref)
+                    value = shipping.unpack(data)
+                    if not ok:
+                        raise value
+                    submit()
+                    yield index, value
+            lost |= self._look(alive, lost)
+            again = 0 if ledger is None else int(ray.get(ledger.again.remote(step)))
+            if lost or again:
+                nodes = f", {len(lost)} worker node(s) lost" if lost else ""
+                self.backend.notice(f"Ray: all {len(items)} items of this step completed; {again} of them ran "
+                                    f"again after their worker was lost{nodes}; the results do not depend on "
+                                    "where they ran")
+        finally:
+            for ref in running:
+                ray.cancel(ref)
+            self._running = []
+
+    def _look(self, alive: dict[str, str], lost: dict[str, str]) -> dict[str, str]:
+        """Nodes that were alive when the step began and are gone now (said once each)."""
+        now = self._nodes()
+        gone = {node: address for node, address in alive.items() if node not in now and node not in lost}
+        for node, address in gone.items():
+            self.backend.notice(f"Ray: lost worker node {address} (node {node[:8]}) during this step; Ray runs "
+                                f"its tasks again on the other nodes (up to {self.backend.max_retries} times each)")
+        return gone
+
+    def _get(self, ref: Any) -> tuple[bool, bytes]:
+        try:
+            ok, data = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as exc:  # the task's own code failed on its node
+            raise SimstackError(f"Ray: an item failed on its node: {_one_line(exc.cause or exc)}") from None
+        except self.ray.exceptions.RayError as exc:  # its worker or node lost more often than retried
+            raise SimstackError(f"Ray: an item of this study was lost {self.backend.max_retries + 1} times, "
+                                f"more than max_retries={self.backend.max_retries} allows "
+                                f"({type(exc).__name__}: {_one_line(exc)})") from None
+        return bool(ok), data

@@ -1,0 +1,224 @@
+"""Bounds on what a model may ask for, checked when it is read.
+
+A model is data someone else may have written, and data must not be able to make simstack
+allocate gigabytes (``repeat: 5e8`` once built a list of 500 million entries) or run for
+ever (``rate: 1e12/s``, ``clients: 1e308``). So every count and rate a model writes has a
+limit, checked before anything is built, and a model that really needs more raises it in
+its own settings, where whoever runs it can see it:
+
+    settings:
+      limits: {count: 10000000, rate: 1e9/s}
+
+- ``count``: any one count: ``repeat`` (a fixed count or a mean), ``calls``, a ``parallel``
+  count, a ``fork`` count, ``files``, ``pieces``, a workload's ``clients``, ``copies`` and
+  ``count``, ``replicas``, ``replications``, and every whole number a component's settings
+  hold (pool sizes, servers, peers, pieces), seeds apart;
+- ``rate``: arrivals per second of one workload (its rate, or copies per period);
+- ``arrivals``: requests one workload starts in a run: its count, or its rate over the
+  model's horizon (``settings.horizon``);
+- ``steps``: the steps one request runs on average, counting what it calls, sends and forks
+  and multiplying the counts around each step (a repeat of 1,000 inside a fan-out of
+  1,000 is a million).
+
+The error names the value, where it is, the limit and the key that raises it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.lang.schema import Field, read_fields
+from simstack.lang.spec import (
+    Call,
+    Choose,
+    ComponentSpec,
+    FileOp,
+    Fork,
+    ForkProcess,
+    Hold,
+    HostSpec,
+    OpenWorkload,
+    Parallel,
+    PeriodicWorkload,
+    Repeat,
+    RequestSpec,
+    Restore,
+    Send,
+    Sequence,
+    Step,
+    Workload,
+    WriteMemory,
+)
+from simstack.lang.units import parse_number, parse_rate, positive
+
+NOT_COUNTS = ("seed",)  # whole numbers of a component's settings that count nothing
+
+
+@dataclass(frozen=True)
+class Limits:
+    count: float = 1_000_000
+    rate: float = 1e8  # per second
+    arrivals: float = 1e9  # per workload and run
+    steps: float = 1e8  # per request
+
+    def refuse(self, name: str, value: float, what: str, path: str) -> None:
+        """Raise if ``value`` (a ``name`` quantity: count, rate, ...) is above its limit."""
+        limit = getattr(self, name)
+        if value > limit:
+            unit = "/s" if name == "rate" else ""
+            raise ModelError(f"{what} of {_number(value)}{unit} is above the limit of {_number(limit)}{unit} on "
+                             f"{_WHAT[name]}; a model that needs more says so with settings: {{limits: "
+                             f"{{{name}: ...}}}}", path=path)
+
+
+_WHAT = {"count": "a count", "rate": "a workload's arrivals per second",
+         "arrivals": "the requests a workload starts in a run", "steps": "the steps one request runs"}
+FIELDS = {
+    "count": Field(lambda v: positive(parse_number(v), v), Limits.count, "largest count (repeat, clients...)"),
+    "rate": Field(lambda v: positive(parse_rate(v), v), Limits.rate, "most arrivals per second of a workload"),
+    "arrivals": Field(lambda v: positive(parse_number(v), v), Limits.arrivals, "most requests a workload starts"),
+    "steps": Field(lambda v: positive(parse_number(v), v), Limits.steps, "most steps one request runs on average"),
+}
+
+
+def read_limits(raw: object) -> dict[str, Any]:
+    """``settings.limits``, checked: only the keys written (the rest keep their defaults)."""
+    values = read_fields(raw, FIELDS, "")
+    assert isinstance(raw, Mapping)  # read_fields refused anything else
+    return {k: values[k] for k in raw}
+
+
+def limits_of(settings: Mapping[str, Any]) -> Limits:
+    """The bounds in effect: the defaults, with those ``settings.limits`` raises (or lowers)."""
+    return Limits(**(settings.get("limits") or {}))
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value < 1e15 and value == int(value) else f"{value:.3g}"
+
+
+# -- the checks ------------------------------------------------------------------------------
+def check_hosts(hosts: Mapping[str, HostSpec], limits: Limits) -> None:
+    for host in hosts.values():
+        if math.isfinite(host.cores):
+            limits.refuse("count", host.cores, "cores", f"hosts.{host.name}.cores")
+
+
+def check_component(comp: ComponentSpec, limits: Limits) -> None:
+    """Every whole number a component's settings hold (a pool's size, a hierarchy's devices)."""
+    for key, value in comp.settings.items():
+        if isinstance(value, int) and not isinstance(value, bool) and key not in NOT_COUNTS:
+            limits.refuse("count", value, f"{key}", f"components.{comp.name}.{key}")
+
+
+def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, Any], limits: Limits,
+                    horizon: float | None) -> None:
+    """Counts, rates and arrivals of the built-in workload types; ``horizon`` is the model's."""
+    for wl in workloads.values():
+        where = f"workloads.{wl.name}"
+        for f in fields(wl):
+            value = getattr(wl, f.name)
+            if f.name in ("clients", "copies", "count", "warmup", "repeat") and isinstance(value, int | float) \
+                    and math.isfinite(value):
+                limits.refuse("count", value, f.name, f"{where}.{f.name}")
+        rate = _rate(wl)
+        if rate is not None:
+            limits.refuse("rate", rate, "an arrival rate", where)
+            count = getattr(wl, "count", math.inf) * getattr(wl, "copies", 1)
+            expected = min(count, rate * horizon) if horizon is not None else count
+            if math.isfinite(expected):
+                limits.refuse("arrivals", expected, "a number of arrivals (count, or rate x settings.horizon)", where)
+    if "replications" in settings:
+        limits.refuse("count", float(settings["replications"]), "replications", "settings.replications")
+
+
+def _rate(wl: Workload) -> float | None:
+    """Arrivals per second of an open or periodic workload (None for closed ones)."""
+    if isinstance(wl, OpenWorkload):
+        mean = wl.interarrival.mean
+        return 1.0 / mean if mean > 0 else None  # zero gaps: all at once, bounded by the count
+    if isinstance(wl, PeriodicWorkload):
+        return wl.copies / wl.period
+    return None
+
+
+class _Work:
+    """The mean number of steps one request of each class runs, its calls and sends included."""
+
+    def __init__(self, requests: Mapping[str, RequestSpec], components: Mapping[str, ComponentSpec],
+                 limits: Limits):
+        self.requests = requests
+        self.components = components
+        self.limits = limits
+        self.done: dict[str, float] = {}
+        self.open: set[str] = set()
+
+    def request(self, name: str) -> float:
+        if name in self.done:
+            return self.done[name]
+        if name in self.open:  # a send that comes back round: each pass counted once
+            return 1.0
+        self.open.add(name)
+        steps = self.body(self.requests[name].body)
+        self.open.discard(name)
+        self.done[name] = steps
+        return steps
+
+    def body(self, body: tuple[Step, ...]) -> float:
+        return math.fsum(self.step(step) for step in body)
+
+    def step(self, step: Step) -> float:
+        where = step.guard.path
+        if isinstance(step, Repeat):
+            self.limits.refuse("count", float(step.count.mean), "a repeat count", where)
+            return self._within(float(step.count.mean) * self.body(step.body), where)
+        if isinstance(step, Parallel):
+            self.limits.refuse("count", step.count, "a parallel count", f"{where}.parallel.count")
+            return self._within(1 + step.count * self.body(step.body), where)
+        if isinstance(step, ForkProcess):
+            self.limits.refuse("count", step.count, "a fork count", f"{where}.fork.count")
+            if math.isfinite(step.respawn):
+                self.limits.refuse("count", step.respawn, "a respawn count", f"{where}.fork.respawn")
+            return self._within(1 + step.count * self.request(step.request), where)
+        if isinstance(step, WriteMemory):
+            self.limits.refuse("count", step.pieces, "pieces", f"{where}.write_memory.pieces")
+            return float(step.pieces)
+        if isinstance(step, FileOp | Restore):
+            op = step if isinstance(step, FileOp) else step.read
+            self.limits.refuse("count", op.files, "files", where)
+            return float(op.files)
+        if isinstance(step, Choose):
+            return math.fsum(b.p * self.body(b.body) for b in step.branches)
+        if isinstance(step, Fork):
+            return self._within(1 + math.fsum(self.body(b) for b in step.branches), where)
+        if isinstance(step, Hold | Sequence):
+            return 1 + self.body(step.body)
+        if isinstance(step, Call | Send) and step.target in self.requests:
+            return self._within(1 + self.request(step.target), where)
+        handler = self.components.get(step.target, _NONE).settings.get("handler") if isinstance(step, Send) else None
+        if isinstance(handler, str) and handler in self.requests:  # an unknown handler is the graph's to refuse
+            return self._within(1 + self.request(handler), where)
+        return 1.0
+
+    def _within(self, steps: float, where: str) -> float:
+        self.limits.refuse("steps", steps, "a mean number of steps", where)
+        return steps
+
+
+_NONE = ComponentSpec("", "", None, {})
+
+
+def check_requests(requests: Mapping[str, RequestSpec], components: Mapping[str, ComponentSpec],
+                   limits: Limits) -> None:
+    """Every count in every request class, and the steps one request of each runs."""
+    work = _Work(requests, components, limits)
+    for name in requests:
+        work._within(work.request(name), f"requests.{name}")
+
+
+__all__ = ["FIELDS", "Limits", "check_component", "check_requests", "check_workloads", "limits_of",
+           "read_limits"]

@@ -1,0 +1,121 @@
+"""Named experiments (``experiments/*.yaml``): every file is plain data that names a real model,
+its what-ifs, scenarios, parameters and flags, and expands into overrides the command line
+accepts; a hostile or mistyped file is refused with its file and key; ``simstack experiments``
+lists one line each; and one small experiment runs end to end into one table and one report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simstack.cli.experiments import expand, experiments_dir, find_experiment, known_experiments, read_experiment
+from simstack.cli.main import CONFIG_DIR
+from simstack.cli.overrides import check_overrides
+from simstack.errors import ModelError
+
+ROOT = Path(__file__).resolve().parents[2]
+SIMSTACK = Path(sys.executable).parent / "simstack"
+FACILITIES = {"gsi_fair", "slac_bsa", "tango", "cms_conditions", "lhcb_hlt", "pipeline"}
+
+
+def test_the_experiments_folder_is_the_checkouts_and_covers_every_facility() -> None:
+    assert experiments_dir() == ROOT / "experiments"
+    models = {read_experiment(path).model for path in known_experiments().values()}
+    assert models == FACILITIES
+
+
+@pytest.mark.parametrize("name", sorted(known_experiments()))
+def test_every_experiment_is_valid_data_that_the_command_line_accepts(name: str) -> None:
+    experiment = find_experiment(name)
+    assert experiment.answers and experiment.jobs() >= 2
+    overrides = experiment.overrides()
+    assert overrides[:2] == [f"experiment={name}", f"model={experiment.model}"]
+    chosen = check_overrides(["--multirun", *overrides], Path(CONFIG_DIR))  # raises on a key Hydra would refuse
+    assert chosen["model"] == [experiment.model]
+
+
+def test_expanding_adds_the_sweep_and_lets_the_command_line_win() -> None:
+    argv = expand(["+experiment=pipeline_capacity", "sim.replications=1", "hydra/launcher=joblib"])
+    assert argv[0] == "--multirun" and "sim.replications=1" in argv and "sim.replications=2" not in argv
+    assert "+parameters.consoles=8,16,24,32,40,48,56,64" in argv and "+flags.cache=false,true" in argv
+    assert "experiment=pipeline_capacity" in argv and "hydra/launcher=joblib" in argv
+    assert expand(["-m", "model=pipeline", "+parameters.consoles=2,4"]) == ["-m", "model=pipeline",
+                                                                          "+parameters.consoles=2,4"]
+    assert expand(["-m", "experiment=cms_phases_threads"]).count("-m") == 1  # no second -m
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = "model: pipeline\nanswers: a question\naxes:\n  parameters.consoles: [2, 4]\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (GOOD + "hydra:\n  run: {dir: /tmp}\n", "key 'hydra' at line 5 is not allowed"),
+    (GOOD.replace("a question", "${oc.env:HOME}"), "interpolation"),
+    (GOOD + "settings:\n  task: predict\n", "settings.task: unknown setting 'task'"),
+    (GOOD + "settings:\n  hydra.launcher.n_jobs: 2\n", "settings.hydra.launcher.n_jobs: unknown setting"),
+    (GOOD.replace("consoles", "consols"), "axes.parameters.consols: model 'pipeline' has no parameter 'consols' "
+                                          "(did you mean 'consoles'?)"),
+    (GOOD.replace("[2, 4]", "[2]"), "axes: an experiment sweeps at least one axis over two or more values"),
+    (GOOD.replace("[2, 4]", "[2, 2]"), "axes.parameters.consoles: a value is listed twice"),
+    (GOOD + "  flags.cache: [true, {x: 1}]\n", "axes.flags.cache[1]: expected a number, a word or true/false"),
+    (GOOD + "  whatif: [pipeline/nope]\n", "unknown what-if"),
+    (GOOD.replace("model: pipeline", "model: pipelin"), "unknown model 'pipelin'"),
+    ("model: pipeline\naxes: {parameters.consoles: [2, 4]}\n", "missing required key 'answers'"),
+])
+def test_a_bad_experiment_file_is_refused_naming_its_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ModelError) as refused:
+        read_experiment(path)
+    assert message in str(refused.value)
+    assert str(path) in str(refused.value)
+
+
+def test_a_bad_experiment_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD + "settings:\n  task: predict\n")
+    done = subprocess.run([str(SIMSTACK), "-m", f"+experiment={path}"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("simstack: error: ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "multirun").exists()
+    unknown = subprocess.run([str(SIMSTACK), "-m", "+experiment=pipeline_capasity"], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=120)
+    assert unknown.returncode == 2 and "did you mean 'pipeline_capacity'?" in unknown.stderr
+
+
+def test_simstack_experiments_lists_one_line_each(tmp_path: Path) -> None:
+    done = subprocess.run([str(SIMSTACK), "experiments"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for name, path in known_experiments().items():
+        mine = [line for line in lines if line.startswith(f"{name} ")]
+        assert len(mine) == 1 and read_experiment(path).answers in mine[0] and "INVALID" not in mine[0]
+
+
+def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    done = subprocess.run([str(SIMSTACK), "-m", "+experiment=cms_phases_threads", f"hydra.sweep.dir={sweep}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "7 of 7 jobs ok" in done.stdout
+    table = pd.read_csv(sweep / "sweep_summary.csv")
+    assert sorted(table["parameters.threads"].unique()) == [1, 2, 4, 8, 16, 32, 100]
+    phases = {"load_global_tag / load_iovs", "load_global_tag / fetch_payloads", "load_global_tag / deserialise"}
+    assert phases | {"load_global_tag"} == set(table["request"])
+    for threads, job in table.groupby("parameters.threads"):  # the phases add up to the total
+        by = job.set_index("request")["mean"]
+        assert by[sorted(phases)].sum() == pytest.approx(by["load_global_tag"], rel=1e-6), threads
+    serial = table[table["request"] == "load_global_tag / load_iovs"]["mean"]
+    assert serial.max() == pytest.approx(serial.min(), rel=1e-9)  # one thread whatever the pool: Amdahl
+    totals = table[table["request"] == "load_global_tag"]  # the last load's end, from requests.parquet
+    assert (totals["end_max"] >= totals["mean"] * totals["count"] * 0.999).all()  # ten loads one after another
+    page = (sweep / "sweep_report.html").read_text()
+    assert "experiment cms_phases_threads: CMS seed 003" in page

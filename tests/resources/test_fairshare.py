@@ -1,0 +1,124 @@
+"""Fair-share processor groups (``discipline: fair``, LQN ``group``/``share``, cap or not)
+against the exact CTMC of two groups of closed clients on one core, and on a timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from simstack.errors import ModelError
+from simstack.load.loader import build_spec
+from simstack.testing import check_invariants, compare, rep_mean_latency, rep_throughput, run
+
+
+def fair_doc(clients: tuple[int, int], think: tuple[float, float], work: tuple[float, float],
+             shares: tuple[float, float], caps: tuple[bool, bool]) -> dict[str, Any]:
+    """Group ``g1`` (share ``shares[0]``) and ``g2``: each a pool whose clients think, then run
+    one exponential CPU step on the pool's thread."""
+    groups = {f"g{i + 1}": {"share": shares[i], "cap": caps[i]} for i in range(2)}
+    return {"name": "fair",
+            "hosts": {"h": {"cores": 1, "discipline": "fair", "groups": groups}},
+            "components": {f"p{i + 1}": {"kind": "threads", "host": "h", "size": clients[i], "group": f"g{i + 1}"}
+                           for i in range(2)},
+            "requests": {f"r{i + 1}": [{"hold": f"p{i + 1}", "steps": [{"cpu": f"exp({work[i]})"}]}]
+                         for i in range(2)},
+            "workloads": {f"w{i + 1}": {"type": "closed", "request": f"r{i + 1}", "clients": clients[i],
+                                        "think": f"exp({think[i]})"} for i in range(2)}}
+
+
+def fair_ctmc(clients: tuple[int, int], think: tuple[float, float], work: tuple[float, float],
+              shares: tuple[float, float], caps: tuple[bool, bool]) -> dict[str, float]:
+    """State (n1, n2): jobs of each group at the core. Both busy: each gets its share (they
+    add up to 1 here); one alone: the whole core, or its share if capped. Within a group the
+    jobs share its part equally, so with exponential work group i completes at part_i / s_i."""
+    states = [(a, b) for a in range(clients[0] + 1) for b in range(clients[1] + 1)]
+    index = {s: i for i, s in enumerate(states)}
+    gen = np.zeros((len(states), len(states)))
+
+    def parts(n: tuple[int, int]) -> tuple[float, float]:
+        if n[0] and n[1]:
+            return shares
+        alone = [0.0, 0.0]
+        for i in range(2):
+            if n[i]:
+                alone[i] = shares[i] if caps[i] else 1.0
+        return alone[0], alone[1]
+
+    for n in states:
+        part = parts(n)
+        for i in range(2):
+            moves = []
+            if n[i] < clients[i]:
+                moves.append((1, (clients[i] - n[i]) / think[i]))
+            if n[i]:
+                moves.append((-1, part[i] / work[i]))
+            for step, rate in moves:
+                m = list(n)
+                m[i] += step
+                gen[index[n], index[(m[0], m[1])]] += rate
+                gen[index[n], index[n]] -= rate
+    lhs = np.vstack([gen.T, np.ones(len(states))])
+    rhs = np.zeros(len(states) + 1)
+    rhs[-1] = 1.0
+    pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+    out = {}
+    for i in range(2):
+        x = sum(p * parts(n)[i] for p, n in zip(pi, states, strict=True)) / work[i]
+        out[f"X{i + 1}"] = x
+        out[f"R{i + 1}"] = clients[i] / x - think[i]
+    return out
+
+
+@pytest.mark.parametrize("caps", [(False, False), (True, False)])
+def test_fair_share_groups_match_the_exact_ctmc(caps: tuple[bool, bool]) -> None:
+    """Three clients in a 25 % group, two in a 75 % one. Guaranteed shares: each group gets
+    the whole core when the other has no work. Capped: g1 never gets more than its 25 %."""
+    params: tuple[Any, ...] = ((3, 2), (2.0, 1.0), (0.3, 0.4), (0.25, 0.75), caps)
+    exact = fair_ctmc(*params)
+    res = run(fair_doc(*params), seed=11, replications=10, horizon=3000.0, warmup=50.0)
+    check_invariants(res)
+    for i in (1, 2):
+        compare(f"fair caps {caps}: group {i} response time (CTMC)", rep_mean_latency(res, f"r{i}"), exact[f"R{i}"])
+        compare(f"fair caps {caps}: group {i} throughput (CTMC)", rep_throughput(res, f"r{i}"), exact[f"X{i}"])
+
+
+def test_the_cap_changes_the_answer() -> None:
+    params: tuple[Any, ...] = ((3, 2), (2.0, 1.0), (0.3, 0.4), (0.25, 0.75))
+    assert fair_ctmc(*params, (True, False))["R1"] > fair_ctmc(*params, (False, False))["R1"] + 0.2
+
+
+def timeline_doc(cap: bool) -> dict[str, Any]:
+    """g1 (share 0.25) runs a 1 s step from 0; g2 (0.75) a 1.5 s step from 0.5 s."""
+    doc = fair_doc((1, 1), (1.0, 1.0), (1.0, 1.0), (0.25, 0.75), (cap, False))
+    doc["requests"]["r1"] = [{"hold": "p1", "steps": [{"cpu": 1.0}]}]
+    doc["requests"]["r2"] = [{"delay": 0.5}, {"hold": "p2", "steps": [{"cpu": 1.5}]}]
+    for w in doc["workloads"].values():
+        w.update(count=1, think=0)
+    return doc
+
+
+@pytest.mark.parametrize(("cap", "ends"), [
+    # r1 alone at 1/s to 0.5 (half done), then r1 at 0.25/s and r2 at 0.75/s: both need 2 s more
+    (False, {"r1": 2.5, "r2": 2.5}),
+    # capped: r1 at 0.25/s throughout: 1 s of work ends at 4; r2 at 0.75/s from 0.5 ends at 2.5
+    (True, {"r1": 4.0, "r2": 2.5}),
+])
+def test_fair_share_on_a_timeline(cap: bool, ends: dict[str, float]) -> None:
+    res = run(timeline_doc(cap), seed=1, replications=1, horizon=None)
+    got = {row.request: round(row.end, 9) for row in res.requests.itertuples()}
+    assert got == ends
+
+
+def test_groups_are_checked() -> None:
+    doc = fair_doc((1, 1), (1.0, 1.0), (1.0, 1.0), (0.5, 0.75), (False, False))
+    with pytest.raises(ModelError, match=r"hosts.h.groups: the shares add up to 1.25"):
+        build_spec(doc, None)
+    doc["hosts"]["h"]["discipline"] = "ps"
+    with pytest.raises(ModelError, match=r"hosts.h.groups: groups need discipline: fair"):
+        build_spec(doc, None)
+    doc = fair_doc((1, 1), (1.0, 1.0), (1.0, 1.0), (0.5, 0.5), (False, False))
+    doc["components"]["p2"]["group"] = "nope"
+    with pytest.raises(ModelError, match=r"components.p2.group: host 'h' has no group 'nope'; groups: g1, g2"):
+        run(doc, seed=1, replications=1, horizon=1.0)
