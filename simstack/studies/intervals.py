@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.expressions import evaluate
-from simstack.load.loader import read_yaml
-from simstack.load.parameters import choose as resolve_parameters
+from simstack.load.parameters import resolve_values
 from simstack.studies.analysis.bounds import extrapolated
 from simstack.studies.evaluate.conformal import Coverage, ErrorClass, band, class_table, fold_coverage, needed
 from simstack.studies.evaluate.distance import axis_order, counted_axes, distance, fitted_configurations
@@ -194,7 +194,7 @@ def _quantity_at(study: Study, text: str, selection: RunSelection, base: Mapping
     """An expression of the model's parameters as they are at a grid point under its fit;
     each parameter enters as a plain number in base units (seconds, bytes, bytes per second)."""
     choice = chosen(selection, base, study.folder)
-    made = resolve_parameters(read_yaml(study.folder / "model.yaml") or {}, choice.scenario, choice.parameters,
+    made = resolve_values(read_yaml(study.folder / "model.yaml") or {}, choice.scenario, choice.parameters,
                               choice.flags)
 
     def lookup(name: str) -> Any:

@@ -26,9 +26,9 @@ from typing import Any
 import pandas as pd
 
 from simstack.errors import ModelError
+from simstack.io.safeyaml import read_yaml
 from simstack.lang.units import quantity
-from simstack.load.loader import read_yaml
-from simstack.load.parameters import choose
+from simstack.load.parameters import resolve_values
 from simstack.studies.evaluate.metrics import chosen
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import AxisValue, PredictionSpec
@@ -122,7 +122,7 @@ def _target_configurations(study: Study, axes: Sequence[str], within: Sequence[s
 def _resolved(doc: Any, sel: RunSelection, study: Study) -> tuple[dict[str, Any], dict[str, bool]]:
     """Every parameter (resolved) and flag of a selection on the model's own values."""
     choice = chosen(sel, {}, study.folder)
-    made = choose(doc, choice.scenario, choice.parameters, choice.flags)
+    made = resolve_values(doc, choice.scenario, choice.parameters, choice.flags)
     return {n: p.value for n, p in made.parameters.items()}, dict(made.flags)
 
 
