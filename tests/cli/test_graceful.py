@@ -20,6 +20,8 @@ import pytest
 
 from simstack.cli.main import claimed_run_dir
 
+pytestmark = pytest.mark.slow  # each test runs the simstack command and interrupts, fills or closes what it writes
+
 SIMSTACK = str(Path(sys.executable).with_name("simstack"))
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 SHORT = ["sim.replications=1", "sim.horizon=20", "sim.warmup=1"]
