@@ -150,16 +150,21 @@ LABELS = {"first_map_s": "first map (pool start), s", "items_per_s": "no-op item
           "folder_map_ms": "a map naming Tango's folder, ms", "per_map_ms": "per map (shared part, folders), ms"}
 
 
+def _shown(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def overhead_table(found: dict[str, dict[str, float]]) -> pd.DataFrame:
     """One row per figure, one column per backend, then each backend's ratio to processes."""
     rows = []
     for key, label in LABELS.items():
         row: dict[str, Any] = {"figure": label}
+        for name, figures in found.items():  # three significant digits: the figures span 0.1 ms to 4,000/s
+            row[name] = _shown(figures[key])
         for name, figures in found.items():
-            row[name] = round(figures[key], 3)
-        for name, figures in found.items():
-            if name != "processes" and found.get("processes", {}).get(key):
-                row[f"{name} / processes"] = round(figures[key] / found["processes"][key], 1)
+            if name != "processes":
+                base = found.get("processes", {}).get(key)
+                row[f"{name} / processes"] = f"{figures[key] / base:.2g}" if base else "-"
         rows.append(row)
     return pd.DataFrame(rows)
 
