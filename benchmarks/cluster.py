@@ -265,7 +265,7 @@ def project(study: dict[str, Any], figures: dict[str, float], cores: int, nested
     for m in study["maps"]:
         seconds = list(m["cpu"])
         if nested and "searches" in study:  # each search's proof pair side by side
-            seconds = [_nested_search(d, s) for d, s in zip(seconds, study["searches"], strict=True)]
+            seconds = [nested_search(d, s) for d, s in zip(seconds, study["searches"], strict=True)]
         if m["here"] or len(seconds) == 1:
             total += sum(seconds) + m.get("driver_cpu", 0.0) - sum(m["cpu"])
             continue
@@ -286,7 +286,7 @@ def dispatch(m: dict[str, Any], figures: dict[str, float], traced_on: dict[str, 
 FULL_OVER_SCREEN = 10.0  # a full run's cost over a screening run's (10 s and 1 s of simulated time)
 
 
-def _nested_search(seconds: float, search: dict[str, Any]) -> float:
+def nested_search(seconds: float, search: dict[str, Any]) -> float:
     """A capacity search's critical path with its first proof pair side by side: its screening
     runs one after another, then the full runs, the first two at once."""
     screens, fulls = search["runs"] - search["full_runs"], search["full_runs"]
