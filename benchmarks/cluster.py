@@ -150,16 +150,21 @@ LABELS = {"first_map_s": "first map (pool start), s", "items_per_s": "no-op item
           "folder_map_ms": "a map naming Tango's folder, ms", "per_map_ms": "per map (shared part, folders), ms"}
 
 
+def _shown(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def overhead_table(found: dict[str, dict[str, float]]) -> pd.DataFrame:
     """One row per figure, one column per backend, then each backend's ratio to processes."""
     rows = []
     for key, label in LABELS.items():
         row: dict[str, Any] = {"figure": label}
+        for name, figures in found.items():  # three significant digits: the figures span 0.1 ms to 4,000/s
+            row[name] = _shown(figures[key])
         for name, figures in found.items():
-            row[name] = round(figures[key], 3)
-        for name, figures in found.items():
-            if name != "processes" and found.get("processes", {}).get(key):
-                row[f"{name} / processes"] = round(figures[key] / found["processes"][key], 1)
+            if name != "processes":
+                base = found.get("processes", {}).get(key)
+                row[f"{name} / processes"] = f"{figures[key] / base:.2g}" if base else "-"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -260,7 +265,7 @@ def project(study: dict[str, Any], figures: dict[str, float], cores: int, nested
     for m in study["maps"]:
         seconds = list(m["cpu"])
         if nested and "searches" in study:  # each search's proof pair side by side
-            seconds = [_nested_search(d, s) for d, s in zip(seconds, study["searches"], strict=True)]
+            seconds = [nested_search(d, s) for d, s in zip(seconds, study["searches"], strict=True)]
         if m["here"] or len(seconds) == 1:
             total += sum(seconds) + m.get("driver_cpu", 0.0) - sum(m["cpu"])
             continue
@@ -281,7 +286,7 @@ def dispatch(m: dict[str, Any], figures: dict[str, float], traced_on: dict[str, 
 FULL_OVER_SCREEN = 10.0  # a full run's cost over a screening run's (10 s and 1 s of simulated time)
 
 
-def _nested_search(seconds: float, search: dict[str, Any]) -> float:
+def nested_search(seconds: float, search: dict[str, Any]) -> float:
     """A capacity search's critical path with its first proof pair side by side: its screening
     runs one after another, then the full runs, the first two at once."""
     screens, fulls = search["runs"] - search["full_runs"], search["full_runs"]

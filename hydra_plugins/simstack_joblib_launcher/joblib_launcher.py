@@ -25,6 +25,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from joblib import Parallel, delayed
+from joblib.parallel import LokyBackend
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -51,7 +52,8 @@ class FaultTolerantJoblibLauncher(Launcher):
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        options = {**self.joblib, "backend": "loky"}
+        # loky processes whose initializer ties each worker to this process, from its start
+        options = {**self.joblib, "backend": LokyBackend(initializer=_end_with, initargs=(os.getpid(),))}
         for key in ("pre_dispatch", "batch_size", "max_nbytes"):  # numbers written as strings
             if isinstance(options.get(key), str) and options[key].isdigit():
                 options[key] = int(options[key])
@@ -94,7 +96,7 @@ class _Jobs:
         """Run these jobs; the ones that were running when a worker was lost (none if none was)."""
         launcher = self.launcher
         state = Singleton.get_state()
-        calls = (delayed(_execute)(i, os.getpid(), self.first + i, self.overrides[i], launcher.hydra_context,
+        calls = (delayed(_execute)(i, self.first + i, self.overrides[i], launcher.hydra_context,
                                    launcher.config, launcher.task_function, state) for i in indices)
         try:
             for i, ret in Parallel(return_as="generator_unordered", **options)(calls):
@@ -127,10 +129,9 @@ class _Jobs:
         self.returns[i] = JobReturn(overrides=self.overrides[i], status=JobStatus.COMPLETED, _return_value=None)
 
 
-def _execute(i: int, parent: int, idx: int, overrides: Sequence[str], hydra_context: HydraContext,
+def _execute(i: int, idx: int, overrides: Sequence[str], hydra_context: HydraContext,
              config: DictConfig, task_function: TaskFunction, state: dict[Any, Any]) -> tuple[int, JobReturn]:
     """One job in a loky worker, as hydra-joblib-launcher runs it, tagged with its place."""
-    _end_with(parent)
     setup_globals()
     Singleton.set_state(state)
     sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
@@ -146,8 +147,9 @@ _watching = threading.Event()
 
 
 def _end_with(parent: int) -> None:
-    """End this worker when the sweep's process ends (it would otherwise run its job on, an
-    orphan nobody gathers). Once per worker; only when the sweep's process is its parent."""
+    """End this worker when the sweep's process ends (it would otherwise run its job on, or
+    wait idle, an orphan nobody gathers). A worker's initializer; only when the sweep's
+    process is its parent."""
     if _watching.is_set() or os.getppid() != parent:
         return
     _watching.set()

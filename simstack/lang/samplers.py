@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -71,9 +71,10 @@ class Exp:
 
 
 @dataclass(frozen=True)
-class Lognormal:
-    """Lognormal given by its mean and coefficient of variation (sd / mean)."""
+class _MeanCv:
+    """A law given by its mean and coefficient of variation (sd / mean): both moments known."""
 
+    NAME: ClassVar[str] = ""
     mean_value: float
     cv: float
 
@@ -84,39 +85,34 @@ class Lognormal:
     @property
     def variance(self) -> float:
         return (self.cv * self.mean_value) ** 2
+
+    def __repr__(self) -> str:
+        return f"{self.NAME}({_num(self.mean_value)}, {_num(self.cv)})"
+
+
+@dataclass(frozen=True, repr=False)
+class Lognormal(_MeanCv):
+    """Lognormal given by its mean and coefficient of variation (sd / mean)."""
+
+    NAME: ClassVar[str] = "lognormal"
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         sigma2 = math.log1p(self.cv**2)
         mu = math.log(self.mean_value) - sigma2 / 2
         return rng.lognormal(mu, math.sqrt(sigma2), n)
 
-    def __repr__(self) -> str:
-        return f"lognormal({_num(self.mean_value)}, {_num(self.cv)})"
 
-
-@dataclass(frozen=True)
-class Gamma:
-    mean_value: float
-    cv: float
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return (self.cv * self.mean_value) ** 2
+@dataclass(frozen=True, repr=False)
+class Gamma(_MeanCv):
+    NAME: ClassVar[str] = "gamma"
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         shape = 1.0 / self.cv**2
         return rng.gamma(shape, self.mean_value / shape, n)
 
-    def __repr__(self) -> str:
-        return f"gamma({_num(self.mean_value)}, {_num(self.cv)})"
 
-
-@dataclass(frozen=True)
-class HyperExponential:
+@dataclass(frozen=True, repr=False)
+class HyperExponential(_MeanCv):
     """A two-phase hyperexponential with balanced means, given by its mean and cv >= 1.
 
     A mixture of two exponentials: with probability p a short one, otherwise a long one, each
@@ -125,8 +121,7 @@ class HyperExponential:
     lqsim draws a slice from when its squared coefficient of variation is above one.
     """
 
-    mean_value: float
-    cv: float
+    NAME: ClassVar[str] = "hyperexp"
 
     def __post_init__(self) -> None:
         if not self.cv >= 1:
@@ -138,26 +133,15 @@ class HyperExponential:
         c2 = self.cv**2
         return 0.5 * (1.0 - math.sqrt((c2 - 1.0) / (c2 + 1.0)))
 
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return (self.cv * self.mean_value) ** 2
-
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         p = self.p
         # balanced means: each phase contributes mean / 2, so phase i has mean mean / (2 p_i)
         scale = np.where(rng.random(n) < p, self.mean_value / (2 * p), self.mean_value / (2 * (1 - p)))
         return rng.exponential(1.0, n) * scale
 
-    def __repr__(self) -> str:
-        return f"hyperexp({_num(self.mean_value)}, {_num(self.cv)})"
 
-
-@dataclass(frozen=True)
-class Pareto:
+@dataclass(frozen=True, repr=False)
+class Pareto(_MeanCv):
     """A Pareto (type I) duration given by its mean and cv: heavy-tailed bursts.
 
     P(X > x) = (x_m / x)^a for x >= x_m. The shape a = 1 + sqrt(1 + 1 / cv²) (always above 2,
@@ -165,8 +149,7 @@ class Pareto:
     cv, the parameters lqsim's bursty (``burst``) reference tasks draw their slices from.
     """
 
-    mean_value: float
-    cv: float
+    NAME: ClassVar[str] = "pareto"
 
     @property
     def shape(self) -> float:
@@ -177,20 +160,9 @@ class Pareto:
         a = self.shape
         return self.mean_value * (a - 1.0) / a
 
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return (self.cv * self.mean_value) ** 2
-
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         # numpy's pareto is the Lomax law (x_m = 1, shifted to start at 0)
         return (rng.pareto(self.shape, n) + 1.0) * self.scale
-
-    def __repr__(self) -> str:
-        return f"pareto({_num(self.mean_value)}, {_num(self.cv)})"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from simstack.io.outputs import read_cell
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
-from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.metrics import Evaluator, one_replication
 from simstack.studies.schema.metric_types import CapacityMetric, DifferenceMetric, RatioMetric, RunMetric
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
@@ -134,12 +134,6 @@ class _OneReplication(Evaluator):
         return one_replication(self._parent.run(sel, needs_steps, precision=precision), self._rep)
 
 
-def one_replication(result: RunResult, rep: int) -> RunResult:
-    def cut(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[frame["rep"] == rep] if "rep" in frame.columns else frame
-    return replace(result, replications=1, requests=cut(result.requests), steps=cut(result.steps),
-                   resources=cut(result.resources), deadlines=cut(result.deadlines),
-                   accounting=cut(result.accounting))
 
 
 def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tuple[float, float, float]:

@@ -21,6 +21,8 @@ from simstack.load.loader import MODELS_DIR
 from simstack.load.precedence import stack_layers
 from simstack.load.whatif import load_whatif
 
+pytestmark = pytest.mark.slow  # most tests run the simstack command (2-3 s of start-up each)
+
 ROOT = Path(__file__).resolve().parents[2]
 WHATIFS = sorted(f"{p.parents[1].name}/{p.stem}" for p in MODELS_DIR.glob("*/whatif/*.yaml"))
 

@@ -142,8 +142,9 @@ def test_a_check_of_two_models_on_the_cluster_gives_the_same_tables(cluster: Clu
 
 
 def test_a_worker_node_killed_mid_prediction_changes_nothing(cluster: Cluster) -> None:
-    here = _study(cluster.driver / "k1" / "mm1", loads=3, horizon=60000)
-    there = _study(cluster.driver / "k2" / "mm1", loads=3, horizon=60000)
+    # tasks of a few seconds, so that the node is killed while it runs one, on a quiet machine too
+    here = _study(cluster.driver / "k1" / "mm1", loads=3, horizon=240000)
+    there = _study(cluster.driver / "k2" / "mm1", loads=3, horizon=240000)
     _simstack("predict", f"model={here}", "jobs=2", cwd=cluster.driver, env=cluster.cluster.env())
     study = subprocess.Popen([str(SIMSTACK), "predict", f"model={there}", *cluster.ray, "jobs=2", *QUIET],
                              cwd=cluster.driver, env=cluster.cluster.env(), stdout=subprocess.PIPE,

@@ -17,6 +17,8 @@ from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
 from simstack.errors import ModelError
 
+pytestmark = pytest.mark.slow  # runs named experiments through the simstack command
+
 ROOT = Path(__file__).resolve().parents[2]
 SIMSTACK = Path(sys.executable).parent / "simstack"
 FACILITIES = {"gsi_fair", "slac_bsa", "tango", "cms_conditions", "lhcb_hlt", "pipeline"}

@@ -7,7 +7,6 @@ instead of a traceback, no empty outputs folder, the last good files kept.
 
 from __future__ import annotations
 
-import os
 import resource
 import shutil
 import signal
@@ -19,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from simstack.cli.main import claimed_run_dir
+
+pytestmark = pytest.mark.slow  # each test runs the simstack command and interrupts, fills or closes what it writes
 
 SIMSTACK = str(Path(sys.executable).with_name("simstack"))
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
@@ -64,8 +65,8 @@ def test_a_task_that_writes_nothing_leaves_no_folder(tmp_path: Path, task: list[
     assert not (tmp_path / "outputs").exists()
 
 
-def test_two_runs_in_one_second_get_two_folders(tmp_path: Path) -> None:
-    os.chdir(tmp_path)
+def test_two_runs_in_one_second_get_two_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # undone after the test: a later test (a Ray started here) reads the cwd
     first, second = claimed_run_dir("outputs"), claimed_run_dir("outputs")
     assert first != second and Path(first).is_dir() and Path(second).is_dir()
     assert Path(second).name.startswith(Path(first).name[:8])

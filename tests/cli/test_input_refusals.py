@@ -20,6 +20,8 @@ from simstack.studies.evaluate.check import read_measured
 from simstack.studies.fit.calibrate import calibrate
 from simstack.studies.schema.study import load_study
 
+pytestmark = pytest.mark.slow  # each test runs the simstack command
+
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 
 

@@ -22,6 +22,8 @@ from simstack.io.plaindata import check_csv_text
 from simstack.io.safeyaml import read_yaml
 from simstack.load.loader import MODELS_DIR
 
+pytestmark = pytest.mark.slow  # most tests attack through the simstack command (2-3 s of start-up each)
+
 SECRET_VAR = "SIMSTACK_TEST_SECRET"
 
 
