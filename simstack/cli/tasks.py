@@ -26,10 +26,13 @@ from simstack.report.build import write_report
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.crosscheck import crosscheck_into, summary
 from simstack.studies.evaluate.check import ModelCheck, check_models, models_with_checks
+from simstack.studies.evaluate.conformal import Coverage
+from simstack.studies.evaluate.distance import CLASSES
 from simstack.studies.evaluate.rowcompare import RowErrors
 from simstack.studies.fit.acceptance import describe
 from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives
 from simstack.studies.fit.holdout import error_table, leave_out
+from simstack.studies.intervals import Method, method
 from simstack.studies.predict import interval_plan, predict_selection, write_predictions
 from simstack.studies.provenance import stale_calibration
 from simstack.studies.schema.calibration import SurrogateCalibration
@@ -76,7 +79,37 @@ def print_check(result: ModelCheck) -> None:
         print(format_table(shown, mixed=MIXED_COLUMNS))
     if result.rows is not None:
         print_row_errors(result.rows)
+    if result.coverage is not None:
+        print("interval " + coverage_line(result.coverage) + (" BELOW the stated coverage by more than 10 points"
+                                                              if result.coverage_short else ""))
     print(flush=True)
+
+
+def coverage_line(check: Coverage) -> str:
+    """The self-check of an interval: its left-out rows against the other folds' bands."""
+    if not check.checked:
+        return (f"coverage on the left-out rows: none of {check.unchecked} rows can be checked (their class has too "
+                "few rows in the other folds)")
+    text = (f"coverage on the left-out rows (each fold against the band of the others): "
+            f"{check.share:.1%} of {check.checked} rows, stated {check.coverage:.0%}")
+    return text + (f"; {check.unchecked} rows not checkable (too few rows of their class in the other folds)"
+                   if check.unchecked else "")
+
+
+def print_method(how: Method) -> None:
+    """What the intervals rest on, before anything runs."""
+    bases = how.record()["bases"]
+    print(f"interval: stated coverage {how.interval.coverage:.0%}; rows by basis: "
+          + ", ".join(f"{n} {b}" for b, n in bases.items()))
+    for cls in how.classes.values():
+        span = f"band {math.exp(-cls.quantile):.3f}-{math.exp(cls.quantile):.3f} x point" if cls.usable \
+            else "too few rows for a band"
+        print(f"interval: model error, {CLASSES[cls.cls]}: {cls.rows} left-out rows of {len(cls.folds)} fold(s) "
+              f"({', '.join(cls.folds)}): {span}")
+    if how.check is not None:
+        print(f"interval: {coverage_line(how.check)}")
+    elif how.interval.model_error is False:
+        print("interval: no left-out rows, so the coverage cannot be checked on the model's own data")
 
 
 def print_row_errors(rows: RowErrors) -> None:
@@ -156,6 +189,9 @@ def predict(cfg: DictConfig) -> int:
     if (parameters or flags) and not where:
         raise ConfigError("parameter and flag overrides need a selection (+where.COLUMN=VALUE): the committed "
                           "predictions hold the model's own values")
+    how = method(study)
+    if how is not None:
+        print_method(how)
     judged, more = interval_plan(study)
     for verdict in judged:
         print(f"interval: {describe(verdict)}")
@@ -171,8 +207,10 @@ def predict(cfg: DictConfig) -> int:
             print(format_table(pd.DataFrame(found.runs)))
         print("(a selection: the committed predictions are left as they are)")
         return 0
-    made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg))
+    made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg), how=how)
     print(format_table(made.table))
+    if how is not None and how.check is not None:
+        print(f"interval: {coverage_line(how.check)} (in {made.written[-1].name})")
     print(f"wrote {made.written[0]}")
     return 0
 

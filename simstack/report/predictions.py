@@ -34,6 +34,9 @@ from simstack.report.registry import builds
 from simstack.studies.schema.report import FigureSpec
 
 INTERVAL = ("low", "high")
+BASIS = "basis"
+BOUNDS = "bounds"
+HATCH = {"shape": "/", "size": 6, "solidity": 0.3}
 
 
 def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFrame:
@@ -47,15 +50,47 @@ def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFr
 
 
 def keys_of(frame: pd.DataFrame, value: str, interval: tuple[str, ...] = ()) -> list[str]:
-    return [c for c in frame.columns if c not in (value, *INTERVAL, *interval)]
+    return [c for c in frame.columns if c not in (value, *INTERVAL, BASIS, *interval)]
+
+
+def basis_column(ctx: Context, file: str, columns: pd.Index) -> str | None:
+    """The column that names each row's interval basis (None when the file has none)."""
+    pred = ctx.study.predictions
+    name = pred.interval.basis if pred is not None and pred.interval is not None and file == pred.file else BASIS
+    return name if name in columns else None
+
+
+def stated_coverage(ctx: Context, file: str) -> float | None:
+    """The coverage the study's interval states, for its own predictions file."""
+    pred = ctx.study.predictions
+    return pred.interval.coverage if pred is not None and pred.interval is not None and file == pred.file else None
+
+
+def legend_entries(fig: go.Figure, coverage: float | None, hatched: bool) -> None:
+    """Legend lines for what the bars and the hatching mean (no data of their own)."""
+    if coverage is not None:
+        fig.add_scatter(x=[None], y=[None], mode="markers", marker={"color": "grey", "symbol": "line-ns-open",
+                                                                    "size": 12, "line": {"width": 2}},
+                        name=f"bars: interval of stated coverage {coverage:.0%}")
+    if hatched:
+        fig.add_scatter(x=[None], y=[None], mode="lines", fill="toself", fillpattern=HATCH, line={"width": 0},
+                        fillcolor="rgba(128,128,128,0.15)", name="hatched: bounds (the data cannot decide)")
+
+
+def hatched_band(fig: go.Figure, x: list[Any], low: list[float], high: list[float], colour_: str, label: str) -> None:
+    """A band from low to high over consecutive points (one polygon per run of bounds rows)."""
+    fig.add_scatter(x=[*x, *reversed(x)], y=[*high, *reversed(low)], mode="lines", fill="toself",
+                    fillpattern={**HATCH, "fgcolor": colour_}, fillcolor="rgba(0,0,0,0)",
+                    line={"width": 0.5, "color": colour_}, name=f"{label}: bounds", legendgroup=label,
+                    showlegend=False, hoverinfo="skip")
 
 
 def interval_columns(ctx: Context, fig_spec: FigureSpec, columns: pd.Index) -> tuple[str, str] | None:
     """The low and high columns of the band (see the module text); None when there is none."""
     o = fig_spec.options
-    if (o["low"] is None) != (o["high"] is None):
+    if (o.get("low") is None) != (o.get("high") is None):
         raise ModelError("low and high go together: name both interval columns, or neither", path=fig_spec.path)
-    if o["low"] is not None:
+    if o.get("low") is not None:
         for column in (o["low"], o["high"]):
             if column not in columns:
                 raise ModelError(f"unknown column {column!r}; columns: {', '.join(columns)}", path=fig_spec.path)
@@ -107,7 +142,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     if pred.empty:
         raise ModelError(f"no row of {o['file']} matches {o['where']}", path=f"{fig_spec.path}.where")
     band = interval_columns(ctx, fig_spec, pred.columns)
-    keys = keys_of(pred, o["value"], band or ())
+    basis = basis_column(ctx, o["file"], pred.columns) if band is not None else None
+    keys = keys_of(pred, o["value"], (*(band or ()), *([basis] if basis else [])))
     series = list(o["series"]) if o["series"] is not None else \
         [k for k in keys if k != o["x"] and pred[k].nunique() > 1]
     meas = measurements(ctx, fig_spec, keys)
@@ -115,6 +151,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         meas = filtered(meas, {k: v for k, v in o["where"].items() if k in meas.columns}, fig_spec.path)
     scale = o["scale"]
     fig = go.Figure()
+    hatched_any = False
     pred = ordered(pred, series, o["where"])
     groups = pred.groupby(series, sort=False) if series else [((), pred)]
     for i, (key, rows) in enumerate(groups):
@@ -125,7 +162,18 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         values = (rows[o["value"]] * scale).tolist()
         bars = None
         if band is not None:
-            bars = error_bars(values, (rows[band[0]] * scale).tolist(), (rows[band[1]] * scale).tolist())
+            low, high = (rows[band[0]] * scale).tolist(), (rows[band[1]] * scale).tolist()
+            flags = (rows[basis] == BOUNDS).tolist() if basis else [False] * len(rows)
+            xs = _numeric(rows[o["x"]])
+            bounded = [False] * len(rows)  # a lone bounds row keeps its error bar: a band needs two points
+            for run in (r for r in _runs(flags) if len(r) > 1):
+                hatched_band(fig, [xs[j] for j in run], [low[j] for j in run], [high[j] for j in run], colour(i),
+                             label)
+                hatched_any = True
+                for j in run:
+                    bounded[j] = True
+            bars = error_bars(values, [v if b else lo for v, lo, b in zip(values, low, bounded, strict=True)],
+                              [v if b else hi for v, hi, b in zip(values, high, bounded, strict=True)])
         mine = meas
         for column, k in zip(series, key, strict=True):
             mine = mine[mine[column] == str(k)] if column in mine.columns else mine
@@ -137,6 +185,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
             fig.add_scatter(x=_numeric(mine[o["x"]]), y=(mine["measured"] * scale).tolist(), mode="markers",
                             name=f"{label}: measured", legendgroup=label,
                             marker={"color": colour(i), "size": 8, "symbol": "circle-open", "line": {"width": 2}})
+    if band is not None:
+        legend_entries(fig, stated_coverage(ctx, o["file"]), hatched_any)
     fig.update_layout(title=fig_spec.title or f"{o['value']} against {o['x']}")
     style_axes(fig, o, o["x"], value_title(o["value"], o["unit"]))
     shown = pred if meas.empty else pred.astype({k: str for k in keys}).merge(
@@ -146,6 +196,17 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     if o["measured"] or o["measured_file"] is not None:
         note += "; measured: the mean of the measured runs at that point"
     return [fig, f"<p>{html.escape(note)}</p>" if note else "", Table(shown.drop(columns=fixed))]
+
+
+def _runs(flags: list[bool]) -> list[list[int]]:
+    """The positions of each run of consecutive true flags."""
+    runs: list[list[int]] = []
+    for j, flag in enumerate(flags):
+        if flag and runs and runs[-1][-1] == j - 1:
+            runs[-1].append(j)
+        elif flag:
+            runs.append([j])
+    return runs
 
 
 def ordered(pred: pd.DataFrame, series: list[str], where: dict[str, Any]) -> pd.DataFrame:

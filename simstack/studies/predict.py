@@ -9,7 +9,10 @@ provenance ``predictions_meta.json`` and, for a capacity metric, ``predictions_r
 each reading of the interval) are planned in ``simstack.studies.readings``: each distinct run once,
 capacity searches warm-started, ``--jobs N`` of them side by side. With an interval, only the
 alternatives whose fits are acceptable (``simstack.studies.fit.acceptance``) widen it; the verdicts are
-printed and recorded in the provenance.
+printed and recorded in the provenance. Each row's interval states its basis (cross-validated
+model error, operational bounds, or the alternatives alone: ``simstack.studies.intervals``), and
+the provenance records the stated coverage and the coverage measured on the model's own
+left-out rows.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from simstack.io.safeyaml import read_yaml
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.acceptance import RULE, Verdict, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges
+from simstack.studies.intervals import Method, intervals, method
 from simstack.studies.provenance import meta_path, meta_text, provenance
 from simstack.studies.readings import (
     POINT,
@@ -55,20 +59,30 @@ def grid(study: Study) -> list[dict[str, Any]]:
 
 def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
             progress: bool = False, jobs: int | None = None,
-            runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None) -> pd.DataFrame:
+            runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None,
+            how: Method | None = None) -> pd.DataFrame:
     """Evaluate the prediction metric at every grid point that ``keep`` accepts, under the
     point's own fit and each reading of the interval (``simstack.studies.readings``: each distinct run
     once). ``runs``, if given, receives one row per capacity search (the runs that decided
     it). With ``jobs`` > 1 and several runs to make, they run side by side in worker
     processes, else one after another with ``jobs`` processes proving each capacity.
-    ``extra`` goes on top of every point (a what-if of a few rows)."""
+    ``extra`` goes on top of every point (a what-if of a few rows). With an interval, each row
+    gets its low, high and basis (``simstack.studies.intervals``; ``how``: decided already),
+    and a row extrapolated by bounds has its anchor evaluated too, though not written."""
     pred = _spec(study)
     jobs = jobs or pred.jobs
     warm = _committed(study)
-    points = [p for p in pred.points if keep is None or keep(p.columns)]
+    if pred.interval is not None and how is None:
+        how = method(study)
+    chosen = [i for i, p in enumerate(pred.points) if keep is None or keep(p.columns)]
+    shown = len(chosen)
+    if how is not None:
+        chosen += sorted({how.anchors[i] for i in chosen if i in how.anchors} - set(chosen))
+    points = [pred.points[i] for i in chosen]
     if extra is not None:
         points = [replace(p, selection=merge(p.selection, extra)) for p in points]
-    readings = interval_readings(study, Evaluator(study).base_parameters)
+    base = Evaluator(study).base_parameters
+    readings = interval_readings(study, base)
     tasks = plan(study, points, readings, pred.metric, pred.value_columns,
                  [warm.get(_key(p.columns, pred.columns)) for p in points])
     if len(tasks) < len(points) * len(readings):
@@ -77,15 +91,20 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
     run = run_in_parallel if jobs > 1 and len(tasks) > 1 else run_in_sequence
     done = run(study, tasks, jobs, progress, lambda t: t.point.label())
     by_use = {use: task for task in tasks for use in task.users}
+    values = [done[by_use[(k, POINT)].key].value for k in range(len(points))]
+    spans = [(min(vs), max(vs)) for vs in ([done[by_use[(k, r.name)].key].value for r in readings]
+                                            for k in range(len(points)))]
+    made = intervals(study, how, chosen, points, values, spans, base) if how is not None else []
     rows = []
-    for i, point in enumerate(points):
+    for k, point in enumerate(points[:shown]):
         metric = study.metrics[point.metric or pred.metric]
-        own = done[by_use[(i, POINT)].key]
+        own = done[by_use[(k, POINT)].key]
         row = {**point.columns, pred.value_column: _written(own.value, metric, pred.scale, pred.digits), **own.extra}
         if pred.interval is not None:
-            values = [done[by_use[(i, r.name)].key].value for r in readings]
-            row[pred.interval.low] = _written(min(values), metric, pred.scale, pred.digits)
-            row[pred.interval.high] = _written(max(values), metric, pred.scale, pred.digits)
+            low, high, basis = made[k]
+            row[pred.interval.low] = _written(low, metric, pred.scale, pred.digits)
+            row[pred.interval.high] = _written(high, metric, pred.scale, pred.digits)
+            row[pred.interval.basis] = basis
         rows.append(row)
     if runs is not None:
         named = pred.interval is not None
@@ -94,7 +113,7 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
             if search is not None:
                 runs.append({**{c: t.point.columns.get(c) for c in pred.columns},
                              **({"reading": t.reading.name} if named else {}), **search})
-    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high]
+    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high, pred.interval.basis]
     columns = [*pred.columns, pred.value_column, *pred.value_columns, *bounds]
     return pd.DataFrame(rows, columns=columns)
 
@@ -181,6 +200,7 @@ class Predictions:
     table: pd.DataFrame
     runs: list[dict[str, Any]]
     written: tuple[Path, ...] = ()
+    method: Method | None = None  # what each row's interval rests on, and the self-check
 
 
 def interval_plan(study: Study) -> tuple[list[Verdict], int]:
@@ -198,21 +218,25 @@ def predict_selection(study: Study, where: Mapping[str, Any], parameters: Mappin
     if given; the committed predictions are left as they are."""
     overrides = RunSelection(parameters=dict(parameters or {}), flags=dict(flags or {}))
     runs: list[dict[str, Any]] = []
-    table = predict(study, keep=selected(study, where), progress=progress, jobs=jobs, runs=runs, extra=overrides)
-    return Predictions(table, runs)
+    how = method(study)
+    table = predict(study, keep=selected(study, where), progress=progress, jobs=jobs, runs=runs, extra=overrides,
+                    how=how)
+    return Predictions(table, runs, method=how)
 
 
-def write_predictions(study: Study, jobs: int | None = None, progress: bool = False) -> Predictions:
+def write_predictions(study: Study, jobs: int | None = None, progress: bool = False,
+                      how: Method | None = None) -> Predictions:
     """Every point of the grid into the predictions file, with the capacity searches' file
-    and the provenance (``predictions_meta.json``), each written whole."""
+    and the provenance (``predictions_meta.json``), each written whole. ``how``: the interval
+    method if already decided (``simstack.studies.intervals.method``)."""
     seed = int({**study.defaults}.get("seed", 1))
     # the provenance of the inputs as they were read, before hours of runs
     meta = provenance(study, Evaluator(study).base_parameters, seed, f"simstack predict model={study.model}")
-    judged = verdicts(study)
-    if judged:
-        meta["interval"] = {"rule": RULE, "alternatives": [v.record() for v in judged]}
+    how = how or method(study)
+    if how is not None:
+        meta["interval"] = {**how.record(), "rule": RULE, "alternatives": [v.record() for v in verdicts(study)]}
     runs: list[dict[str, Any]] = []
-    table = predict(study, progress=progress, jobs=jobs, runs=runs)
+    table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how)
     pred = _spec(study)
     path = output_path(study.folder, pred.file, "predictions.file")
     text = csv_text(table, float_format="%.10g")
@@ -224,4 +248,4 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
                       csv_text(pd.DataFrame(runs), float_format="%.10g"))
         group.add(meta_path(path), meta_text({**meta, "rows": len(table), "jobs": jobs or pred.jobs,
                                               "table_sha256": sha256_text(text)}))
-    return Predictions(table, runs, tuple(group))
+    return Predictions(table, runs, tuple(group), how)

@@ -7,8 +7,9 @@ metrics, predictions; not their ``doc`` prose, not the report section), of the f
 simstack commit, the command and the date. ``inputs_sha256`` combines the hashes that decide
 the numbers; the model's tests compare it with the current files. A study with an interval
 adds the hash of what its acceptance rule reads (the checks and the calibration section:
-tolerances and targets), and with ``parameter_uncertainty`` that of the point fit's ranges
-(an alternative's are in its file's hash).
+tolerances and targets), with ``model_error`` that of the left-out rows its band is made of,
+and with ``parameter_uncertainty`` that of the point fit's ranges (an alternative's are in its
+file's hash).
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def input_hashes(study: Study, parameters: Mapping[str, Any]) -> dict[str, str |
     interval = study.predictions.interval if study.predictions else None
     if interval is not None:  # which alternatives are accepted depends on tolerances and targets
         hashes["acceptance"] = _sha(_canonical(_without_doc({k: doc.get(k) for k in ("checks", "calibration")})))
+    lo = getattr(study.calibration, "leave_out", None)
+    if interval is not None and interval.model_error and lo is not None:  # the left-out rows scored for the band
+        path = model_dir / lo.write
+        hashes["model_error"] = _sha(path.read_bytes()) if path.is_file() else None
     if interval is not None and interval.parameter_uncertainty:  # the ranges of the point's fit
         fit = read_yaml(model_dir / "calibrated.yaml") if (model_dir / "calibrated.yaml").is_file() else None
         hashes["uncertainty"] = _sha(_canonical(fit.get("uncertainty") if isinstance(fit, Mapping) else None))

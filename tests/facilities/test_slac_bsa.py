@@ -70,7 +70,7 @@ def _capacity(predictions: pd.DataFrame, point: GridPoint) -> int:
 
 # ---- the committed predictions ----------------------------------------------------------
 def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -> None:
-    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high"]
+    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high", "basis"]
     threads = (1, 2, 4, 8, 16, 32)
     expected = {(d, c, n, m, lock) for c in (1, 32) for lock in (True, False) for n in threads
                 for d, m in (("original", 0), ("prototype", n))}
@@ -88,6 +88,25 @@ def test_each_interval_holds_its_point_and_the_lockset_bound(predictions: pd.Dat
     for row in predictions[predictions["global_lock"]].itertuples(index=False):
         lockset = by_lock.loc[(row.design, row.cores, row.callback_threads, row.worker_threads, False)]
         assert row.capacity_high >= lockset["capacity_pvs"], row
+
+
+def test_every_row_but_the_measured_one_gets_the_bounds(predictions: pd.DataFrame) -> None:
+    """One measured row (the original code on one core, 32 PVs) leaves nothing to leave out:
+    every other row's interval is bounded by no gain from it (at most 32 below) and by the
+    limits the model declares (the cores, the global lock, the callback ring), or reaches an
+    accepted reading beyond them (README, "Intervals")."""
+    measured = (predictions["design"] == "original") & (predictions["cores"] == 1) & \
+        (predictions["callback_threads"] == 1) & predictions["global_lock"]
+    assert predictions.loc[measured, "basis"].tolist() == ["alternatives"]
+    others = predictions[~measured]
+    assert set(others["basis"]) == {"bounds"}
+    assert (others["capacity_low"] <= 32).all()
+    values = _model_values()
+    for row in others.itertuples(index=False):
+        ring = values["callback_queue_capacity"] + row.callback_threads
+        assert row.capacity_high <= max(ring, row.capacity_pvs), row
+    one_core_prototype = others[(others["design"] == "prototype") & (others["cores"] == 1)]
+    assert (one_core_prototype["capacity_low"] == 32).all() and (one_core_prototype["capacity_high"] >= 94).all()
 
 
 def test_predictions_were_made_from_the_current_model_files() -> None:

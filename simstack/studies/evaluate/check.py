@@ -5,6 +5,11 @@ measurements against the model and the previous measurements.
 model=NAME`` one of them. Each check prints predicted, measured (read from the baseline
 row the check names), relative error and tolerance; the exit code is 1 if any is out.
 
+A model whose ``predictions.interval`` has ``model_error: true`` is also judged on its own
+left-out rows: each leave-out fold against the band the other folds give
+(``simstack.studies.evaluate.leftout.self_check``); the check fails when that coverage falls
+more than 10 points below the interval's stated coverage.
+
 ``simstack check model=NAME measured=new.csv [reference=old.csv]`` compares stage timings
 measured after a release (columns ``scenario, whatif, request, step, seconds``; ``whatif``
 and ``step`` may be empty) with the model's prediction and with the reference
@@ -31,6 +36,8 @@ from simstack.io.paths import known_models, model_dir_of
 from simstack.io.plaindata import check_csv_text
 from simstack.io.progress import bar
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
+from simstack.studies.evaluate.conformal import Coverage
+from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
 from simstack.studies.schema.metric_types import metric_unit
@@ -41,6 +48,7 @@ from simstack.tables.console import number
 MEASURED_COLUMNS = ("scenario", "whatif", "request", "step", "seconds")
 ALPHA = 0.01
 MIN_SLOWDOWN = 0.05
+COVERAGE_SLACK = 0.10  # a model fails when its intervals cover its left-out rows this far below the stated share
 
 
 def check_study(study: Study, evaluator: Evaluator | None = None, progress: str | None = None) -> pd.DataFrame:
@@ -162,8 +170,9 @@ def _slower(new: np.ndarray, old: np.ndarray) -> bool:
 @dataclass(frozen=True)
 class ModelCheck:
     """One model's regression check: its table (baseline checks, or measured stages against
-    the model with ``measured``), how long it took, and its committed predictions against the
-    measured rows they cover (baseline checks only, when the study asks for it)."""
+    the model with ``measured``), how long it took, its committed predictions against the
+    measured rows they cover (baseline checks only, when the study asks for it), and the
+    coverage of its intervals on its own left-out rows (with ``interval.model_error``)."""
 
     study: Study
     label: str  # "tango (3 of 5)"
@@ -171,6 +180,12 @@ class ModelCheck:
     seconds: float
     measured: bool = False
     rows: RowErrors | None = None
+    coverage: Coverage | None = None
+
+    @property
+    def coverage_short(self) -> bool:
+        """The intervals cover the left-out rows more than 10 points below their stated coverage."""
+        return self.coverage is not None and self.coverage.short_by(COVERAGE_SLACK)
 
     @property
     def failures(self) -> int:
@@ -184,7 +199,7 @@ class ModelCheck:
 
     @property
     def failed(self) -> bool:
-        return self.failures > 0 or (self.rows is not None and self.rows.out_of_tolerance)
+        return self.failures > 0 or (self.rows is not None and self.rows.out_of_tolerance) or self.coverage_short
 
 
 def check_models(names: list[str], models_dir: Any = None, *, measured: str | None = None,
@@ -205,11 +220,11 @@ def check_models(names: list[str], models_dir: Any = None, *, measured: str | No
         with Workers(jobs) as workers:
             for study, label, (table, seconds) in zip(studies, labels, workers.map(
                     _check_elsewhere, [(study.folder,) for study in studies]), strict=True):
-                yield ModelCheck(study, label, table, seconds, rows=row_errors(study))
+                yield ModelCheck(study, label, table, seconds, rows=row_errors(study), coverage=self_check(study))
         return
     for study, label in zip(studies, labels, strict=True):
         table, seconds = _timed(check_study, study, progress=label if progress else None)
-        yield ModelCheck(study, label, table, seconds, rows=row_errors(study))
+        yield ModelCheck(study, label, table, seconds, rows=row_errors(study), coverage=self_check(study))
 
 
 def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> tuple[pd.DataFrame, float]:

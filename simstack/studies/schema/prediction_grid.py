@@ -13,11 +13,11 @@ comes in two forms:
   make a *linked* axis (values that move together, e.g. callback and agent threads); a
   value may also be a list with one entry per column.
 
-An optional ``interval`` lists *alternatives* (what-ifs, scenarios, parameters, each with
-its own fitted values if it has a ``calibrated`` file): the low and high columns are the
-envelope of the point value and every accepted alternative's value at the same point
-(``simstack.studies.fit.acceptance``); with ``parameter_uncertainty: true``, also each of those fits with
-one fitted parameter at a time at the low or high end of its recorded uncertainty.
+An optional ``interval`` (``simstack.studies.schema.interval``) states a coverage and gives each
+row a low, a high and the basis they rest on: the model's cross-validated error, operational
+bounds where the rows run out, or the envelope over *alternatives* (what-ifs, scenarios,
+parameters, each with its own fitted values if it has a ``calibrated`` file) that the acceptance
+rule lets in (``simstack.studies.fit.acceptance``).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from simstack.io.outputs import output_name
 from simstack.lang.schema import (
     Field,
     at_least,
-    boolean,
     mapping,
     name_ref,
     read_fields,
 )
 from simstack.lang.units import parse_number
+from simstack.studies.schema.interval import Alternative, Interval, check_axes, parse_interval
 from simstack.studies.schema.rows import MeasuredRows
 from simstack.studies.schema.selection import (
     SELECTION_KEYS,
@@ -46,6 +46,8 @@ from simstack.studies.schema.selection import (
     merge,
     parse_selection,
 )
+
+__all__ = ["Alternative", "AxisValue", "GridPoint", "Interval", "PredictionSpec", "parse_predictions"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class GridPoint:
     columns: Mapping[str, Any] = field(hash=False)
     selection: RunSelection
     metric: str | None = None
+    at: Mapping[str, Any] = field(default_factory=dict, hash=False)  # axis -> its value as the axis writes it
 
     def label(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.columns.items())
@@ -67,28 +70,6 @@ class AxisValue:
     metric: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict, hash=False)
     written: Any = None  # the value as the axis lists it (what a point names)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One alternative reading of the model, for the interval's envelope."""
-
-    name: str
-    selection: RunSelection
-    calibrated: str | None = None  # a file of fitted parameters beside the model, instead of calibrated.yaml
-
-    def over(self, base: RunSelection | None = None) -> RunSelection:
-        """This reading on top of ``base`` (a grid point's selection, or none for a calibration
-        target): its scenario, what-if, flags and parameters win. Predict and calibrate both use it."""
-        return merge(base or RunSelection(), self.selection)
-
-
-@dataclass(frozen=True)
-class Interval:
-    alternatives: tuple[Alternative, ...]
-    low: str = "low"
-    high: str = "high"
-    parameter_uncertainty: bool = False  # also each fit's values at its parameters' uncertainty low and high
 
 
 def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
@@ -175,8 +156,10 @@ def _only_selection(extra: Mapping[str, Any], path: str) -> None:
                          "parameters, flags or settings", path=f"{path}.{unknown[0]}")
 
 
-def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None) -> GridPoint:
-    """Columns in axis order (overrides win), selections merged in axis order, then ``extra``."""
+def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None,
+               axes: tuple[str, ...] = ()) -> GridPoint:
+    """Columns in axis order (overrides win), selections merged in axis order, then ``extra``;
+    ``axes`` names the axes of ``values`` (the point remembers which value of each it has)."""
     columns: dict[str, Any] = {}
     for v in values:
         columns.update(v.columns)
@@ -184,29 +167,8 @@ def grid_point(values: tuple[AxisValue, ...], extra: RunSelection | None = None)
         columns.update(v.overrides)
     selection = merge(reduce(merge, (v.selection for v in values), RunSelection()), extra or RunSelection())
     metric = next((v.metric for v in values if v.metric is not None), None)
-    return GridPoint(columns, selection, metric)
-
-
-def parse_interval(raw: object, path: str) -> Interval:
-    i = read_fields(raw, {"alternatives": Field(mapping), "low": Field(str, "low"), "high": Field(str, "high"),
-                          "parameter_uncertainty": Field(boolean, False), "doc": Field(str, "")}, path)
-    alts = []
-    for name, sel in i["alternatives"].items():
-        where = f"{path}.alternatives.{name}"
-        sel = dict(sel or {})
-        calibrated = sel.pop("calibrated", None)
-        if calibrated is not None:
-            if not isinstance(calibrated, str) or "/" in calibrated or "\\" in calibrated:
-                raise ModelError(f"expected the name of a file beside the model (no directories), got {calibrated!r}",
-                                 path=f"{where}.calibrated")
-            try:
-                output_name("fit")(calibrated)
-            except ModelError as exc:
-                raise exc.at(path=f"{where}.calibrated") from None
-        alts.append(Alternative(name_ref(name), parse_selection(sel, where), calibrated))
-    if not alts:
-        raise ModelError("expected at least one alternative", path=f"{path}.alternatives")
-    return Interval(tuple(alts), i["low"], i["high"], i["parameter_uncertainty"])
+    at = {axis: v.written for axis, v in zip(axes, values, strict=False)}
+    return GridPoint(columns, selection, metric, at)
 
 
 def scale(value: object) -> float:
@@ -233,6 +195,7 @@ class PredictionSpec:
     digits: int | None = None  # round the written values (None: as computed)
     value_columns: Mapping[str, str] = field(default_factory=dict, hash=False)  # further value columns: metric each
     measured: MeasuredRows | None = None  # the file against measured rows, in check (evaluate.rowcompare)
+    axis_values: Mapping[str, tuple[AxisValue, ...]] = field(default_factory=dict, hash=False)  # every axis, in order
 
 
 def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec:
@@ -263,7 +226,7 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
         combos = [(values, RunSelection()) for values in product(axes)]
     else:
         combos = [pick(axes, point, f"predictions.points[{i}]") for i, point in enumerate(p["points"])]
-    points = tuple(grid_point(values, extra) for values, extra in combos)
+    points = tuple(grid_point(values, extra, tuple(axes)) for values, extra in combos)
     columns = tuple(p["columns"] or dict.fromkeys(c for point in points for c in point.columns))
     for i, point in enumerate(points):
         missing = [c for c in point.columns if c not in columns]
@@ -271,10 +234,13 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
             raise ModelError(f"column {missing[0]!r} of point {i} ({point.label()}) is not in columns: "
                              f"{', '.join(columns)}", path="predictions.columns")
     interval = None if p["interval"] is None else parse_interval(p["interval"], "predictions.interval")
+    if interval is not None:
+        check_axes(interval, axes, columns, "predictions.interval")
     return PredictionSpec(p["file"], by_value, p["metric"], p["value_column"], p["scale"], chosen, points,
                           columns, interval, p["jobs"], p["runs_file"], p["digits"],
                           value_columns=read_columns(p["value_columns"], metrics, p["value_column"],
-                                                     "predictions.value_columns"))
+                                                     "predictions.value_columns"),
+                          axis_values={axis: tuple(values) for axis, values in axes.items()})
 
 
 def _positive(value: object) -> int:

@@ -1,0 +1,228 @@
+"""Prediction intervals that state their coverage and the basis each row's interval rests on.
+
+``simstack predict`` evaluates every row under the point's reading and each accepted
+alternative (``simstack.studies.readings``); the envelope of those values is what the model's
+readings disagree on. This module turns it into the written interval (docs/studies.md,
+"Intervals"):
+
+1. **cross-validated**: where the calibration left rows out (``model_error: true``) and the
+   row's distance class has enough left-out errors, the band point x exp(+-q) of
+   ``simstack.studies.evaluate.conformal``, united with the envelope: the model's own error,
+   measured where the model had to predict rows it never saw at that distance, and the
+   readings the rows cannot tell apart.
+2. **bounds**: otherwise, where the row lies beyond the configurations the calibration was
+   fitted on and the section declares ``bounds``: between no further gain and ideal scaling
+   from the nearest validated row (its *anchor*), within the limits the model declares
+   (``simstack.studies.analysis.bounds.extrapolated``), united with the envelope.
+3. **alternatives**: otherwise the envelope alone.
+
+The union is conservative on purpose: an accepted alternative is a model that fits every row
+too, so a band or a bound drawn around the point's reading does not rule it out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from simstack.errors import ModelError
+from simstack.io.safeyaml import read_yaml
+from simstack.lang.expressions import evaluate
+from simstack.load.parameters import resolve_values
+from simstack.studies.analysis.bounds import extrapolated
+from simstack.studies.evaluate.conformal import Coverage, ErrorClass, band, class_table, fold_coverage, needed
+from simstack.studies.evaluate.distance import axis_order, counted_axes, distance, fitted_configurations
+from simstack.studies.evaluate.leftout import left_out_scores
+from simstack.studies.evaluate.metrics import chosen
+from simstack.studies.schema.interval import Interval
+from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
+from simstack.studies.schema.prediction_grid import GridPoint
+from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.study import Study
+
+WHERE = "predictions.interval"
+DIMENSIONS = {"latency": (1, 0), "throughput": (-1, 0)}  # a limit's dimension, by run metric type
+
+
+@dataclass(frozen=True)
+class Method:
+    """What the interval of every grid point rests on, decided before anything runs."""
+
+    interval: Interval
+    classes: Mapping[int, ErrorClass] = field(default_factory=dict, hash=False)
+    check: Coverage | None = None  # the self-check on the left-out rows
+    steps: tuple[tuple[int, bool], ...] = ()  # per grid point: steps beyond the fitted range, fitted exactly
+    anchors: Mapping[int, int] = field(default_factory=dict, hash=False)  # bounds row -> its anchor row
+
+    def basis(self, index: int) -> str:
+        steps = self.steps[index][0]
+        known = self.classes.get(min(steps, 2))
+        if known is not None and known.usable:
+            return "cross-validated"
+        if steps > 0 and self.interval.bounds is not None:
+            return "bounds"
+        return "alternatives"
+
+    def record(self) -> dict[str, Any]:
+        """The method as ``predictions_meta.json`` records it."""
+        out: dict[str, Any] = {"coverage": self.interval.coverage, "bases": {}}
+        for i in range(len(self.steps)):
+            out["bases"][self.basis(i)] = out["bases"].get(self.basis(i), 0) + 1
+        if self.interval.model_error:
+            out["model_error"] = {
+                "score": "|log(measured / predicted)| of the calibration's left-out rows (simulated, else surrogate)",
+                "quantile": f"the ceil((n + 1) x {self.interval.coverage:g})-th smallest score of the row's distance "
+                            "class (split conformal, Lei et al. 2018), at least "
+                            f"{needed(self.interval.coverage)} scores",
+                "classes": [c.record() for c in self.classes.values()]}
+        if self.check is not None:
+            out["self_check"] = self.check.record()
+        if self.interval.bounds is not None:
+            out["bounds"] = {"sense": self.interval.bounds.sense, "along": list(self.interval.bounds.along),
+                             "scale": self.interval.bounds.scale,
+                             "limits": [{"value": lim.value, "where": {k: list(v) for k, v in lim.where.items()},
+                                         **({"doc": lim.doc} if lim.doc else {})}
+                                        for lim in self.interval.bounds.limits]}
+        return out
+
+
+def method(study: Study) -> Method | None:
+    """The left-out errors by class, the self-check, each grid point's distance and each bounds
+    row's anchor (None without an interval)."""
+    pred = study.predictions
+    if pred is None or pred.interval is None:
+        return None
+    interval = pred.interval
+    scored = left_out_scores(study)
+    classes = class_table(scored, interval.coverage) if scored is not None else {}
+    check = fold_coverage(scored, interval.coverage) if scored is not None else None
+    axes = counted_axes(study)
+    fitted = fitted_configurations(study)
+    order = axis_order(pred, axes)
+    steps = tuple(distance(p.at, p.columns, fitted, order, interval.distance.within) for p in pred.points)
+    done = Method(interval, classes, check, steps)
+    anchors = {}
+    for i in range(len(pred.points)):
+        if done.basis(i) == "bounds":
+            anchors[i] = _anchor(i, pred.points, steps, study)
+    return Method(interval, classes, check, steps, anchors)
+
+
+def _anchor(index: int, points: Sequence[GridPoint], steps: Sequence[tuple[int, bool]], study: Study) -> int:
+    """The validated row (fitted exactly on every counted axis) nearest to row ``index``: most
+    axis values in common, then fewest steps apart on the others."""
+    pred = study.predictions
+    assert pred is not None
+    order = {axis: {str(v.written): k for k, v in enumerate(values)} for axis, values in pred.axis_values.items()}
+    mine = points[index]
+    best: tuple[int, int, int] | None = None
+    for j, other in enumerate(points):
+        if not steps[j][1]:
+            continue
+        differ = [a for a in mine.at if str(mine.at[a]) != str(other.at[a])]
+        apart = sum(abs(order[a].get(str(mine.at[a]), 0) - order[a].get(str(other.at[a]), 0)) for a in differ)
+        score = (len(differ), apart, j)
+        if best is None or score < best:
+            best = score
+    if best is None:
+        raise ModelError(f"bounds: no row of the grid lies at a configuration the calibration was fitted on, so row "
+                         f"{mine.label()} has no validated row to extrapolate from; add such a point to the grid",
+                         file=str(study.path), path=f"{WHERE}.bounds")
+    return best[2]
+
+
+def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequence[GridPoint],
+              values: Sequence[float], envelopes: Sequence[tuple[float, float]],
+              base: Mapping[str, Any]) -> list[tuple[float, float, str]]:
+    """(low, high, basis) of each evaluated row: ``indices`` into the grid, ``points`` as
+    evaluated (with any selection on top), their point ``values`` and ``envelopes``; every
+    bounds row's anchor must be among them. ``base``: the point's fitted values."""
+    pred = study.predictions
+    assert pred is not None
+    at = {i: k for k, i in enumerate(indices)}
+    out: dict[int, tuple[float, float, str]] = {}
+    for k, i in enumerate(indices):  # every row that is not extrapolated by bounds first: anchors are such rows
+        basis = how.basis(i)
+        if basis == "bounds":
+            continue
+        low, high = envelopes[k]
+        if basis == "cross-validated":
+            q = how.classes[min(how.steps[i][0], 2)].quantile
+            lo, hi = band(values[k], q)
+            low, high = min(low, lo), max(high, hi)
+        out[i] = (low, high, basis)
+    bounds = how.interval.bounds
+    for k, i in enumerate(indices):
+        if i in out:
+            continue
+        assert bounds is not None
+        a = how.anchors[i]
+        if a not in out:
+            raise ModelError(f"row {pred.points[i].label()}: its anchor {pred.points[a].label()} was not evaluated")
+        point, anchor = points[k], points[at[a]]
+        ratio = None
+        if bounds.scale is not None and all(str(point.at[x]) == str(anchor.at[x]) for x in point.at
+                                            if x not in bounds.along):
+            mine = _value_at(study, bounds.scale, point.selection, base, f"{WHERE}.bounds.scale")
+            theirs = _value_at(study, bounds.scale, anchor.selection, base, f"{WHERE}.bounds.scale")
+            if not (mine > 0 and theirs > 0):
+                raise ModelError(f"scale {bounds.scale!r} is {theirs:g} at {anchor.label()} and {mine:g} at "
+                                 f"{point.label()}: a parallelism must be > 0", file=str(study.path),
+                                 path=f"{WHERE}.bounds.scale")
+            ratio = mine / theirs
+        metric = study.metrics[point.metric or pred.metric]
+        limits = [_limit_at(study, lim.value, point.selection, base, metric, f"{WHERE}.bounds.limits[{j}]")
+                  for j, lim in enumerate(bounds.limits) if lim.applies(point.columns)]
+        low, high = extrapolated(out[a][:2], bounds.sense, ratio, limits)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ModelError(f"bounds: row {point.label()} differs from its anchor {anchor.label()} in more than the "
+                             f"axes of along ({', '.join(bounds.along) or 'none'}) and no limit applies to it, so "
+                             "nothing bounds it; declare a limit (bounds.limits) that applies to it",
+                             file=str(study.path), path=f"{WHERE}.bounds")
+        env_low, env_high = envelopes[k]
+        out[i] = (min(low, env_low), max(high, env_high), "bounds")
+    return [out[i] for i in indices]
+
+
+def _value_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], where: str) -> float:
+    return _quantity_at(study, text, selection, base, where).value
+
+
+def _quantity_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], where: str) -> Any:
+    """An expression of the model's parameters as they are at a grid point under its fit;
+    each parameter enters as a plain number in base units (seconds, bytes, bytes per second)."""
+    choice = chosen(selection, base, study.folder)
+    made = resolve_values(read_yaml(study.folder / "model.yaml") or {}, choice.scenario, choice.parameters,
+                              choice.flags)
+
+    def lookup(name: str) -> Any:
+        """The value in base units as a plain number: a calibrated value is one already, and
+        a model value such as 20us becomes 2e-05, so the two mix in one expression."""
+        if name not in made.parameters:
+            raise ModelError(f"unknown parameter ${name}; parameters: {', '.join(made.parameters)}")
+        value = made.parameters[name].value
+        if isinstance(value, str):
+            try:
+                return evaluate(value, lambda other: lookup(other)).value
+            except ModelError:
+                raise ModelError(f"parameter ${name} is {value!r}, not a number or a quantity such as 2ms") from None
+        return value
+    try:
+        return evaluate(text, lookup)
+    except ModelError as exc:
+        raise exc.at(file=str(study.path), path=where) from None
+
+
+def _limit_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], metric: object,
+              where: str) -> float:
+    """A limit in the metric's base units (its dimension checked where the metric has one)."""
+    q = _quantity_at(study, text, selection, base, where)
+    want = (0, 0) if isinstance(metric, CapacityMetric) else \
+        DIMENSIONS.get(metric.type) if isinstance(metric, RunMetric) else None
+    if want is not None and q.dim not in (want, (0, 0)):  # parameters enter as plain numbers in base units
+        raise ModelError(f"limit {text!r} is a {q.kind}, but metric {metric.name!r} is "  # type: ignore[attr-defined]
+                         f"{'a number' if want == (0, 0) else 'a time' if want == (1, 0) else 'a rate'}",
+                         file=str(study.path), path=where)
+    return float(q.value)
