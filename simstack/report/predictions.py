@@ -187,8 +187,9 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
                             marker={"color": colour(i), "size": 8, "symbol": "circle-open", "line": {"width": 2}})
     if band is not None:
         legend_entries(fig, stated_coverage(ctx, o["file"]), hatched_any)
-    fig.update_layout(title=fig_spec.title or f"{o['value']} against {o['x']}")
-    style_axes(fig, o, o["x"], value_title(o["value"], o["unit"]))
+    what = o["label"] or o["value"]  # the axis says what the value is, not its column's name
+    fig.update_layout(title=fig_spec.title or f"{what} against {o['x']}")
+    style_axes(fig, o, o["x"], value_title(what, o["unit"]))
     shown = pred if meas.empty else pred.astype({k: str for k in keys}).merge(
         meas.groupby([k for k in keys if k in meas.columns], as_index=False)["measured"].mean(), how="left")
     fixed = [k for k in keys if pred[k].nunique() == 1]  # said once in the note, not on every row

@@ -64,3 +64,31 @@ def test_the_legend_states_the_coverage_of_the_studys_own_interval(model_dir: Pa
     (model_dir / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     lines = plotted(build_report(model_dir)[0])[0]
     assert any(t["name"] == "bars: interval of stated coverage 80%" for t in lines)
+
+
+def _layouts(page_html: str) -> list[dict]:
+    """Every figure's layout as the browser receives it, in page order."""
+    import json
+
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while (start := page_html.find("Plotly.newPlot(", at)) != -1:
+        rest = page_html[page_html.index(",", start) + 1:].lstrip()
+        _, end = decoder.raw_decode(rest)
+        layout, _ = decoder.raw_decode(rest[end:].lstrip().lstrip(",").lstrip())
+        found.append(layout)
+        at = start + 1
+    return found
+
+
+def test_a_predictions_axis_says_what_the_value_is_when_labelled(model_dir: Path) -> None:
+    """``label`` names the value on its axis (Tango: attribute reads (thousands in 15 s));
+    without it the column's name stands there, as before."""
+    doc = yaml.safe_load((model_dir / "checks.yaml").read_text())
+    doc["report"]["figures"][0].update({"label": "trim latency", "unit": "ms"})
+    doc["report"]["figures"].append({"type": "predictions", "value": "predicted_ms", "x": "consoles"})
+    (model_dir / "checks.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    text = build_report(model_dir)[0]
+    layouts = _layouts(text)
+    assert layouts[0]["yaxis"]["title"]["text"] == "trim latency (ms)"
+    assert "trim latency against consoles" in text  # the figure's heading
+    assert layouts[2]["yaxis"]["title"]["text"] == "predicted_ms"

@@ -161,7 +161,8 @@ FIGURES: dict[str, dict[str, Field]] = {
     "predictions": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "x": Field(name_ref),
                     "series": Field(names, None), "where": Field(mapping, {}), "measured": Field(measured_list, []),
                     "measured_file": Field(measured_file, None), "measured_scale": Field(parse_number, 1.0),
-                    "low": Field(name_ref, None), "high": Field(name_ref, None), **AXIS_FIELDS},
+                    "low": Field(name_ref, None), "high": Field(name_ref, None),
+                    "label": Field(text, None), **AXIS_FIELDS},  # what the value is, for its axis
     # every prediction against its measurement
     "parity": {"file": Field(text, "predictions.csv"), "value": Field(name_ref), "where": Field(mapping, {}),
                "measured_file": Field(measured_file), "band": Field(parse_number, 0.15),
