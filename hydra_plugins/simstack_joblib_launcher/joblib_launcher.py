@@ -25,8 +25,8 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from joblib import Parallel, delayed
-from joblib.parallel import LokyBackend
 from joblib.externals.loky.process_executor import TerminatedWorkerError
+from joblib.parallel import LokyBackend
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
