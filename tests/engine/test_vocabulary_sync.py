@@ -18,6 +18,7 @@ from scipy import stats
 
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
+from simstack.studies.analysis import explore, stationary
 from simstack.testing import check_invariants, compare, per_rep, rep_mean_latency, rep_resource, rep_throughput, run
 
 
@@ -320,27 +321,21 @@ def two_phase_ctmc(clients: int, think: float, s1: float, s2: float) -> dict[str
     State (q, s): q clients at the server (waiting, or in phase 1), s the server's state:
     0 idle, 1 in phase 1 (its client waits for the reply), 2 in phase 2 (its client has
     its reply and thinks again)."""
-    states = [(0, 0)] + [(q, 1) for q in range(1, clients + 1)] + [(q, 2) for q in range(clients + 1)]
-    index = {s: i for i, s in enumerate(states)}
-    gen = np.zeros((len(states), len(states)))
-
-    def rate(a: tuple[int, int], b: tuple[int, int], value: float) -> None:
-        gen[index[a], index[b]] += value
-        gen[index[a], index[a]] -= value
-
-    for q, s in states:
+    def moves(state: tuple[int, int]) -> list[tuple[tuple[int, int], float]]:
+        q, s = state
+        out = []
         if q < clients:
-            rate((q, s), (q + 1, 1 if s == 0 else s), (clients - q) / think)
+            out.append(((q + 1, 1 if s == 0 else s), (clients - q) / think))
         if s == 1:
-            rate((q, s), (q - 1, 2), 1 / s1)
+            out.append(((q - 1, 2), 1 / s1))
         if s == 2:
-            rate((q, s), (q, 1) if q else (0, 0), 1 / s2)
-    a = np.vstack([gen.T, np.ones(len(states))])
-    b = np.zeros(len(states) + 1)
-    b[-1] = 1.0
-    pi = np.linalg.lstsq(a, b, rcond=None)[0]
-    x = sum(pi[index[(q, 1)]] for q in range(1, clients + 1)) / s1
-    return {"X": x, "R": clients / x - think, "busy": 1 - pi[index[(0, 0)]]}
+            out.append(((q, 1) if q else (0, 0), 1 / s2))
+        return out
+
+    states, generator = explore((0, 0), moves)
+    prob = dict(zip(states, stationary(generator), strict=True))
+    x = sum(p for (_, s), p in prob.items() if s == 1) / s1
+    return {"X": x, "R": clients / x - think, "busy": 1 - prob[(0, 0)]}
 
 
 def test_second_phase_matches_the_exact_ctmc() -> None:
@@ -449,11 +444,8 @@ def shared_core_ctmc(clients: int, think: float, s1: float, s2: float, c: float,
     core (a tuple of jobs: ``s1``, ``s2`` the server's phases, ``c`` a client's step, the head
     running) and the number of clients waiting for the server's thread. At the end of ``s1``
     the caller's step and ``s2`` join the line in the order ``first`` says."""
-    start: tuple[tuple[str, ...], int] = ((), 0)
-    states, index, edges = [start], {start: 0}, []
-    i = 0
-    while i < len(states):
-        line, waiting = states[i]
+    def moves(state: tuple[tuple[str, ...], int]) -> list[tuple[tuple[tuple[str, ...], int], float]]:
+        line, waiting = state
         out = []
         thinking = clients - line.count("c") - line.count("s1") - waiting
         if thinking:
@@ -468,20 +460,10 @@ def shared_core_ctmc(clients: int, think: float, s1: float, s2: float, c: float,
                 out.append(((rest + ("s1",), waiting - 1) if waiting else (rest, waiting), 1 / s2))
             else:
                 out.append(((rest, waiting), 1 / c))
-        for state, rate in out:
-            if state not in index:
-                index[state] = len(states)
-                states.append(state)
-            edges.append((i, index[state], rate))
-        i += 1
-    gen = np.zeros((len(states), len(states)))
-    for a, b, rate in edges:
-        gen[a, b] += rate
-        gen[a, a] -= rate
-    lhs = np.vstack([gen.T, np.ones(len(states))])
-    rhs = np.zeros(len(states) + 1)
-    rhs[-1] = 1.0
-    pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+        return out
+
+    states, generator = explore(((), 0), moves)
+    pi = stationary(generator)
     x = sum(p for p, (line, _w) in zip(pi, states, strict=True) if line and line[0] == "c") / c
     return {"X": x, "R": clients / x - think}
 

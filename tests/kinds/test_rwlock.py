@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
+from simstack.studies.analysis import explore, stationary
 from simstack.testing import check_invariants, compare, rep_mean_latency, rep_throughput, run
 
 
@@ -40,11 +40,8 @@ def rwlock_ctmc(readers: int, writers: int, think_r: float, think_w: float, hold
                 max_readers: float) -> dict[str, float]:
     """Exact throughputs and response times. State (h, p, b, w, q): readers holding, readers
     waiting for a reader's place, readers behind writers, a writer holding (0/1), writers waiting."""
-    start = (0, 0, 0, 0, 0)
-    states, index, edges = [start], {start: 0}, []
-    i = 0
-    while i < len(states):
-        h, p, b, w, q = states[i]
+    def moves(state: tuple[int, ...]) -> list[tuple[tuple[int, ...], float]]:
+        h, p, b, w, q = state
         out = []
         idle_r, idle_w = readers - h - p - b, writers - w - q
         if idle_r:  # a reader asks
@@ -62,20 +59,10 @@ def rwlock_ctmc(readers: int, writers: int, think_r: float, think_w: float, hold
             else:
                 enter = int(min(b, max_readers))
                 out.append(((enter, b - enter, 0, 0, 0), 1 / hold_w))
-        for state, rate in out:
-            if state not in index:
-                index[state] = len(states)
-                states.append(state)
-            edges.append((i, index[state], rate))
-        i += 1
-    gen = np.zeros((len(states), len(states)))
-    for a, b_, rate in edges:
-        gen[a, b_] += rate
-        gen[a, a] -= rate
-    lhs = np.vstack([gen.T, np.ones(len(states))])
-    rhs = np.zeros(len(states) + 1)
-    rhs[-1] = 1.0
-    pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+        return out
+
+    states, generator = explore((0, 0, 0, 0, 0), moves)
+    pi = stationary(generator)
     x_r = sum(pr * s[0] for pr, s in zip(pi, states, strict=True)) / hold_r
     x_w = sum(pr * s[3] for pr, s in zip(pi, states, strict=True)) / hold_w
     return {"Xr": x_r, "Xw": x_w, "Rr": readers / x_r - think_r, "Rw": writers / x_w - think_w}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
+from simstack.studies.analysis import explore, stationary
 from simstack.testing import check_invariants, compare, rep_mean_latency, rep_throughput, run
 
 
@@ -33,10 +33,6 @@ def fair_ctmc(clients: tuple[int, int], think: tuple[float, float], work: tuple[
     """State (n1, n2): jobs of each group at the core. Both busy: each gets its share (they
     add up to 1 here); one alone: the whole core, or its share if capped. Within a group the
     jobs share its part equally, so with exponential work group i completes at part_i / s_i."""
-    states = [(a, b) for a in range(clients[0] + 1) for b in range(clients[1] + 1)]
-    index = {s: i for i, s in enumerate(states)}
-    gen = np.zeros((len(states), len(states)))
-
     def parts(n: tuple[int, int]) -> tuple[float, float]:
         if n[0] and n[1]:
             return shares
@@ -46,23 +42,18 @@ def fair_ctmc(clients: tuple[int, int], think: tuple[float, float], work: tuple[
                 alone[i] = shares[i] if caps[i] else 1.0
         return alone[0], alone[1]
 
-    for n in states:
-        part = parts(n)
+    def moves(n: tuple[int, int]) -> list[tuple[tuple[int, int], float]]:
+        part, out = parts(n), []
         for i in range(2):
-            moves = []
+            one = (1, 0) if i == 0 else (0, 1)
             if n[i] < clients[i]:
-                moves.append((1, (clients[i] - n[i]) / think[i]))
+                out.append(((n[0] + one[0], n[1] + one[1]), (clients[i] - n[i]) / think[i]))
             if n[i]:
-                moves.append((-1, part[i] / work[i]))
-            for step, rate in moves:
-                m = list(n)
-                m[i] += step
-                gen[index[n], index[(m[0], m[1])]] += rate
-                gen[index[n], index[n]] -= rate
-    lhs = np.vstack([gen.T, np.ones(len(states))])
-    rhs = np.zeros(len(states) + 1)
-    rhs[-1] = 1.0
-    pi = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+                out.append(((n[0] - one[0], n[1] - one[1]), part[i] / work[i]))
+        return out
+
+    states, generator = explore((0, 0), moves)
+    pi = stationary(generator)
     out = {}
     for i in range(2):
         x = sum(p * parts(n)[i] for p, n in zip(pi, states, strict=True)) / work[i]

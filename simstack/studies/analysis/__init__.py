@@ -10,7 +10,7 @@ of Computer Systems* (2013).
 """
 
 from simstack.studies.analysis.bounds import asymptotic_bounds, balanced_job_bounds
-from simstack.studies.analysis.ctmc import birth_death, generator_from_rates, stationary, threads_lock_chain
+from simstack.studies.analysis.ctmc import birth_death, explore, generator_from_rates, stationary, threads_lock_chain
 from simstack.studies.analysis.mva import mva_closed, mva_load_dependent, mva_multiclass, mva_schweitzer
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.nodes import Network
@@ -29,7 +29,7 @@ from simstack.studies.analysis.queues import (
 from simstack.studies.analysis.solver import Solution, solve
 
 __all__ = ["Network", "Solution", "asymptotic_bounds", "balanced_job_bounds", "birth_death",
-           "build_network", "erlang_b", "erlang_c", "generator_from_rates", "jackson_tandem", "mg1_pk",
+           "build_network", "erlang_b", "erlang_c", "explore", "generator_from_rates", "jackson_tandem", "mg1_pk",
            "mm1", "mm1_ps", "mm1_ps_sojourn", "mmc", "mva_closed", "mva_load_dependent", "mva_multiclass",
            "mva_schweitzer", "priority_nonpreemptive", "priority_preemptive_mm1", "solve", "stationary",
            "threads_lock_chain"]

@@ -9,8 +9,8 @@ the MVA independently. Kleinrock vol. 1 ch. 2-3; Harchol-Balter chs. 11-12.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -59,6 +59,28 @@ def generator_from_rates(n_states: int, transitions: dict[tuple[int, int], float
         raise ValueError("rates must be >= 0 and off the diagonal")
     q = sp.coo_matrix((rates, (rows, cols)), shape=(n_states, n_states)).tocsr()
     return (q - sp.diags(np.asarray(q.sum(axis=1)).ravel())).tocsr()
+
+
+State = TypeVar("State", bound=Hashable)
+
+
+def explore(start: State, moves: Callable[[State], Iterable[tuple[State, float]]]
+            ) -> tuple[list[State], sp.csr_matrix]:
+    """The states reachable from ``start`` and the chain's generator, with ``moves(state)``
+    giving each ``(next state, rate)``: a chain written as its rules, not as a numbered list.
+    Moves to the same state add up; a move back to itself is ignored (it changes nothing)."""
+    states, index, rates = [start], {start: 0}, {}
+    i = 0
+    while i < len(states):
+        for nxt, rate in moves(states[i]):
+            if nxt not in index:
+                index[nxt] = len(states)
+                states.append(nxt)
+            j = index[nxt]
+            if j != i and rate > 0:
+                rates[(i, j)] = rates.get((i, j), 0.0) + rate
+        i += 1
+    return states, generator_from_rates(len(states), rates)
 
 
 def birth_death(birth: Sequence[float] | np.ndarray, death: Sequence[float] | np.ndarray) -> np.ndarray:

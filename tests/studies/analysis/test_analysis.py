@@ -34,6 +34,22 @@ def test_erlang_c_against_birth_death_chain(c, lam, mu):
     assert A.mmc(lam, mu, c)["L"] == pytest.approx(pi @ n, rel=1e-9)
 
 
+def test_a_chain_explored_from_its_rules_is_the_numbered_chain():
+    """M/M/2/6 written as rules: the states in the order reached, the birth-death answer."""
+    def moves(n):
+        out = [(n, 9.0)]  # a move back to the same state changes nothing
+        if n < 6:
+            out.append((n + 1, 1.5))
+        if n > 0:
+            out.append((n - 1, min(n, 2) * 1.0))
+        return out
+
+    states, q = A.explore(0, moves)
+    assert states == [0, 1, 2, 3, 4, 5, 6]
+    pi = A.stationary(q)
+    assert pi == pytest.approx(A.birth_death(np.full(6, 1.5), np.minimum(np.arange(1, 7), 2.0)), rel=1e-12)
+
+
 def test_erlang_b_against_loss_chain():
     c, a = 5, 3.2
     pi = A.birth_death(np.full(c, a), np.arange(1, c + 1, dtype=float))
