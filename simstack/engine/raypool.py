@@ -218,16 +218,28 @@ class _RayPool:
                     submit()
                     yield index, value
             lost |= self._look(alive, lost)
-            again = 0 if ledger is None else int(ray.get(ledger.again.remote(step)))
-            if lost or again:
+            again = self._again(ledger, step)
+            if lost or again != 0:
                 nodes = f", {len(lost)} worker node(s) lost" if lost else ""
-                self.backend.notice(f"Ray: all {len(items)} items of this step completed; {again} of them ran "
-                                    f"again after their worker was lost{nodes}; the results do not depend on "
-                                    "where they ran")
+                count = f"{again} of them" if again is not None else "an unknown number of them (the count was " \
+                    "lost with its node)"
+                self.backend.notice(f"Ray: all {len(items)} items of this step completed; {count} ran again "
+                                    f"after their worker was lost{nodes}; the results do not depend on where they ran")
         finally:
             for ref in running:
                 ray.cancel(ref)
             self._running = []
+
+    def _again(self, ledger: Any, step: str) -> int | None:
+        """The items of ``step`` that ran more than once; None when the ledger actor was lost
+        (Ray may place it on a worker node): the count is a notice, never worth the study."""
+        if ledger is None:
+            return 0
+        try:
+            return int(self.ray.get(ledger.again.remote(step)))
+        except self.ray.exceptions.RayError:
+            _LEDGER.clear()  # the next map makes a new one
+            return None
 
     def _look(self, alive: dict[str, str], lost: dict[str, str]) -> dict[str, str]:
         """Nodes that were alive when the step began and are gone now (said once each)."""

@@ -12,6 +12,7 @@ lost machine) completes, says so, and writes the same file again.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,9 @@ def test_a_worker_node_killed_mid_prediction_changes_nothing(cluster: Cluster) -
     victim.kill()
     out, err = study.communicate(timeout=600)
     assert study.returncode == 0, err[-3000:]
-    assert "Ray: all 3 items of this step completed; 1 of them ran again after their worker was lost" in err, err
+    # the count of reruns is exact while its ledger actor lives; Ray may have placed it on the killed node
+    assert re.search(r"Ray: all 3 items of this step completed; (1 of them|an unknown number of them \(the count "
+                     r"was lost with its node\)) ran again after their worker was lost", err), err
     assert (there / "predictions.csv").read_bytes() == (here / "predictions.csv").read_bytes()
     assert len(pd.read_csv(there / "predictions.csv")) == 3
 
