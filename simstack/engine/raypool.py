@@ -95,54 +95,33 @@ class RayCluster:
 
     def release(self) -> None:
         """Disconnect, when this process connected (a task inside a Ray job leaves its Ray be)."""
-        _LEDGER.clear()
         if _STARTED:
             _ray().shutdown()
             _STARTED.clear()
 
 
-class _Attempts:
-    """How often each item started (an actor beside the submitting process): an item that
-    started twice lost its worker process or node once and was run again by Ray."""
-
-    def __init__(self) -> None:
-        self.starts: dict[tuple[str, int], int] = {}
-
-    def started(self, step: str, index: int) -> None:
-        self.starts[step, index] = self.starts.get((step, index), 0) + 1
-
-    def again(self, step: str) -> int:
-        """The items of ``step`` that started more than once."""
-        return sum(1 for (s, _), n in self.starts.items() if s == step and n > 1)
-
-
-_LEDGER: list[Any] = []  # this process's attempts actor, made at its first map
-_IN_TASK: list[bool] = []  # set in a worker process once it runs an item
-
-
-def _ledger(ray: Any) -> Any:
-    """The attempts actor, on the submitting process's own node (lost only with the study)."""
-    if not _LEDGER:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
-        _LEDGER.append(ray.remote(num_cpus=0, max_restarts=0)(_Attempts).options(scheduling_strategy=here).remote())
-    return _LEDGER[0]
-
-
-def _run_shipped(backend: RayCluster, attempt: tuple[Any, str, int] | None,
-                 folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
-                 positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes]:
-    """One item on a node: its start told to the ledger, the folders it names copied here (once
-    per node), the map's shared part fetched and unpickled (once per worker process), then
-    ``fn(*item)`` on ``backend`` (its own maps are Ray tasks too); its result, or its error,
-    packed with those paths as the submitting machine's."""
+def _attempt() -> int | None:
+    """Which run of the current task this is: 0 the first, 1 once Ray ran it again after its
+    worker process or node was lost (Ray's own count, kept with the task; None where this Ray
+    does not say)."""
     import ray
 
-    _IN_TASK[:] = [True]  # this process runs study items: its own maps are nested ones
-    if attempt is not None:
-        ledger, step, index = attempt
-        ledger.started.remote(step, index)  # not waited for
+    worker: Any = ray._private.worker.global_worker
+    try:
+        return int(worker.core_worker.get_current_task_attempt_number())
+    except AttributeError:
+        return None
+
+
+def _run_shipped(backend: RayCluster, folders: list[tuple[str, str, str, list[Any]]], shared: tuple[str, list[Any]],
+                 positions: tuple[int, ...], payload: bytes) -> tuple[bool, bytes, int | None]:
+    """One item on a node: the folders it names copied here (once per node), the map's shared
+    part fetched and unpickled (once per worker process), then ``fn(*item)`` on ``backend``
+    (its own maps are Ray tasks too); its result, or its error, packed with those paths as the
+    submitting machine's, and which run of the task this was."""
+    import ray
+
+    attempt = _attempt()
     tokens = []
     for token, name, origin, ref in folders:
         shipping.receive(token, name, origin, partial(ray.get, ref[0]))
@@ -155,8 +134,8 @@ def _run_shipped(backend: RayCluster, attempt: tuple[Any, str, int] | None,
         with using(backend):
             result = with_shared(common, positions, rest)
     except Exception as exc:  # the error itself goes back, as from a worker process
-        return False, shipping.pack(shipping.as_sent(exc, tokens), back)
-    return True, shipping.pack(result, back)
+        return False, shipping.pack(shipping.as_sent(exc, tokens), back), attempt
+    return True, shipping.pack(result, back), attempt
 
 
 def _one_line(exc: BaseException) -> str:
@@ -192,14 +171,12 @@ class _RayPool:
         waiting = list(range(len(items)))[::-1]
         running: dict[Any, int] = {}
         looked = time.monotonic()
-        step = shared[0]
-        ledger = None if _IN_TASK else _ledger(ray)  # the study's own maps, not an item's nested ones
+        attempts: list[int | None] = []  # each item's run that completed: 0 the first
 
         def submit() -> None:
             while waiting and len(running) < self.jobs:
                 index = waiting.pop()
-                attempt = None if ledger is None else (ledger, step, index)
-                running[self.task.remote(self.backend, attempt, folders, shared, positions, payloads[index])] = index
+                running[self.task.remote(self.backend, folders, shared, positions, payloads[index])] = index
 
         try:
             submit()
@@ -211,35 +188,25 @@ class _RayPool:
                     looked = time.monotonic()
                 for ref in ready:
                     index = running.pop(ref)
-                    ok, data = self._get(ref)
+                    ok, data, attempt = self._get(ref)
+                    attempts.append(attempt)
                     value = shipping.unpack(data)
                     if not ok:
                         raise value
                     submit()
                     yield index, value
             lost |= self._look(alive, lost)
-            again = self._again(ledger, step)
+            again = None if None in attempts else sum(1 for n in attempts if n)
             if lost or again != 0:
                 nodes = f", {len(lost)} worker node(s) lost" if lost else ""
-                count = f"{again} of them" if again is not None else "an unknown number of them (the count was " \
-                    "lost with its node)"
+                count = f"{again} of them" if again is not None else "an unknown number of them (this Ray does " \
+                    "not say)"
                 self.backend.notice(f"Ray: all {len(items)} items of this step completed; {count} ran again "
                                     f"after their worker was lost{nodes}; the results do not depend on where they ran")
         finally:
             for ref in running:
                 ray.cancel(ref)
             self._running = []
-
-    def _again(self, ledger: Any, step: str) -> int | None:
-        """The items of ``step`` that ran more than once; None when the ledger actor was lost
-        (Ray may place it on a worker node): the count is a notice, never worth the study."""
-        if ledger is None:
-            return 0
-        try:
-            return int(self.ray.get(ledger.again.remote(step)))
-        except self.ray.exceptions.RayError:
-            _LEDGER.clear()  # the next map makes a new one
-            return None
 
     def _look(self, alive: dict[str, str], lost: dict[str, str]) -> dict[str, str]:
         """Nodes that were alive when the step began and are gone now (said once each)."""
@@ -250,13 +217,13 @@ class _RayPool:
                                 f"its tasks again on the other nodes (up to {self.backend.max_retries} times each)")
         return gone
 
-    def _get(self, ref: Any) -> tuple[bool, bytes]:
+    def _get(self, ref: Any) -> tuple[bool, bytes, int | None]:
         try:
-            ok, data = self.ray.get(ref)
+            ok, data, attempt = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:  # the task's own code failed on its node
             raise SimstackError(f"Ray: an item failed on its node: {_one_line(exc.cause or exc)}") from None
         except self.ray.exceptions.RayError as exc:  # its worker or node lost more often than retried
             raise SimstackError(f"Ray: an item of this study was lost {self.backend.max_retries + 1} times, "
                                 f"more than max_retries={self.backend.max_retries} allows "
                                 f"({type(exc).__name__}: {_one_line(exc)})") from None
-        return bool(ok), data
+        return bool(ok), data, attempt

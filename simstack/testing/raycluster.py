@@ -76,7 +76,21 @@ class Node:
         """The node's worker processes running a task now (Ray names them after the task's
         function: ``task`` picks one), actors and Ray's own agents left out."""
         return [pid for pid, args in self._processes() if args.startswith(f"ray::{task}")
-                and not any(word in args for word in ("IDLE", "Agent", "_Attempts"))]
+                and not any(word in args for word in ("IDLE", "Agent"))]
+
+    def freeze_task(self, task: str) -> int | None:
+        """A worker process running ``task`` stopped (SIGSTOP) mid-task: its pid, or None when
+        none runs it now. Ray names a worker after its task only while the function runs, and
+        sends the result after the name goes back, so a process frozen under the task's name
+        has not sent its result: killing the node now always loses that task, however short."""
+        for pid in self.task_pids(task):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+                if title.startswith(f"ray::{task}"):
+                    return pid
+                os.kill(pid, signal.SIGCONT)  # it finished between the two looks
+        return None
 
     def kill(self) -> None:
         """The whole node at once, as a machine lost: its raylet, agents and worker processes."""

@@ -69,7 +69,8 @@ def explore(start: State, moves: Callable[[State], Iterable[tuple[State, float]]
     """The states reachable from ``start`` and the chain's generator, with ``moves(state)``
     giving each ``(next state, rate)``: a chain written as its rules, not as a numbered list.
     Moves to the same state add up; a move back to itself is ignored (it changes nothing)."""
-    states, index, rates = [start], {start: 0}, {}
+    states, index = [start], {start: 0}
+    rates: dict[tuple[int, int], float] = {}
     i = 0
     while i < len(states):
         for nxt, rate in moves(states[i]):
