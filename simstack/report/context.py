@@ -72,6 +72,9 @@ class Context:
         if isinstance(metric, RatioMetric | DifferenceMetric) and metric.precision is not None:
             paired = self.evaluator.paired_interval(metric, self.chosen(sel))  # the interval it stopped on
             return mean, paired.low, paired.high
+        if isinstance(metric, RunMetric) and metric.precision is not None and not metric.stops_its_run:
+            stopped = self.evaluator.stopped_interval(metric, merge(metric.run, self.chosen(sel)))
+            return mean, stopped.low, stopped.high
         per_rep = self.per_replication(name, sel)
         if per_rep.size < 2:
             return mean, math.nan, math.nan
@@ -83,8 +86,7 @@ class Context:
     def per_replication(self, name: str, sel: RunSelection | None = None) -> np.ndarray:
         """The metric in each replication alone (empty for a capacity or a single replication)."""
         metric = self.study.metrics[name]
-        if self._capacity_inside(name) or (isinstance(metric, RatioMetric | DifferenceMetric)
-                                           and metric.precision is not None):  # its interval is its own
+        if self._capacity_inside(name) or _stopped_alone(metric):  # its interval is its own
             return np.array([])
         reps = self.replications(sel, name)
         if reps < 2:
@@ -119,6 +121,14 @@ class Context:
             if not pd.api.types.is_numeric_dtype(table[column]):
                 table[column] = table[column].map(read_cell)
         return table
+
+
+def _stopped_alone(metric: Any) -> bool:
+    """A metric whose precision its study reads replication by replication, not from a run
+    (a paired comparison, a throughput...): its interval is the one it stopped on."""
+    if isinstance(metric, RatioMetric | DifferenceMetric):
+        return metric.precision is not None
+    return isinstance(metric, RunMetric) and metric.precision is not None and not metric.stops_its_run
 
 
 class _OneReplication(Evaluator):

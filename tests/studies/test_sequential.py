@@ -124,10 +124,12 @@ def test_a_precision_in_the_defaults_applies_to_each_metric(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("metric,message", [
-    ({"type": "utilisation", "resource": "station", "precision": {"relative": 0.1}},
-     "metrics.m.precision: precision: a metric states its own precision only for a request class's latency"),
     ({"type": "latency", "request": "job", "stat": "max", "precision": {"relative": 0.1}},
-     "a metric states its own precision only"),
+     "metrics.m.precision: precision: a metric with stat: max has no interval across replications"),
+    ({"type": "end_time", "request": "job", "stat": "p99", "precision": {"relative": 0.1}},
+     "metrics.m.precision: precision: a metric with stat: p99 has no interval across replications"),
+    ({"type": "failure_rate", "request": "job", "group": "item", "precision": {"relative": 0.1}},
+     "metrics.m.precision: precision: a failure rate of the worst group has no interval across replications"),
     ({"type": "quantile", "request": "job", "q": 1.5}, "metrics.m.q: expected a quantile in (0, 1)"),
     ({"type": "quantile", "request": "job", "q": 0.9, "precision": {"relative": 2}},
      "metrics.m.precision.relative must be a number in (0, 1) (got 2)"),
@@ -165,7 +167,53 @@ def test_a_check_states_its_precision_and_the_metric_keeps_its_replications(tmp_
 
 
 def test_a_check_precision_on_a_metric_that_cannot_take_one_is_refused(tmp_path: Path) -> None:
-    metrics = {"busy": {"type": "utilisation", "resource": "station"}, "mean": METRICS["mean"]}
-    checks = [{"id": "c", "metric": "busy", "less_than": "mean", "precision": {"relative": 0.05}}]
-    with pytest.raises(ModelError, match=r"checks\[0\]\.precision: precision: a metric states its own precision only"):
+    metrics = {"worst": {"type": "latency", "request": "job", "stat": "max"}, "mean": METRICS["mean"]}
+    checks = [{"id": "c", "metric": "worst", "less_than": "mean", "precision": {"relative": 0.05}}]
+    with pytest.raises(ModelError, match=r"checks\[0\]\.precision: precision: a metric with stat: max has no interval"):
         load_study(_study(tmp_path / "mm1_load", metrics, checks=checks))
+
+
+# M/M/1 at load 5: throughput lambda = 0.5/s, utilisation rho = 0.5, mean sojourn 2 s (the
+# station's step is the whole request); none of them is a statistic the run itself can stop on
+OWN = {
+    "rate": {"type": "throughput", "request": "job", "precision": {"relative": 0.01}},
+    "busy": {"type": "utilisation", "resource": "station", "precision": {"relative": 0.02}},
+    "in_station": {"type": "latency", "request": "job", "step": "call:station", "precision": {"relative": 0.03}},
+}
+
+
+@pytest.mark.parametrize("name,truth,target", [("rate", 0.5, 0.01), ("busy", 0.5, 0.02), ("in_station", 2.0, 0.03)])
+def test_a_rate_a_utilisation_and_a_step_stop_on_their_own_precision(tmp_path_factory: pytest.TempPathFactory,
+                                                                     name: str, truth: float, target: float) -> None:
+    ev = Evaluator(load_study(_study(tmp_path_factory.mktemp("own") / "mm1_load", OWN)))
+    value = ev.value(name)
+    (stopped,) = ev.stops.values()
+    iv = stopped.intervals[name]
+    assert stopped.stopped == "precision" and iv.relative_half_width <= target
+    assert stopped.replications >= 20 and stopped.replications > 4  # not the study's fixed 4
+    assert iv.units == stopped.replications and value == iv.estimate
+    assert abs(value - truth) <= 3 * iv.half_width, (value, iv)
+    assert ev.replications_for(name, ev.study.metrics[name].run) == stopped.replications
+
+
+def test_a_reports_error_bar_for_such_a_metric_is_the_interval_it_stopped_on(tmp_path: Path) -> None:
+    from simstack.report.context import Context
+
+    study = load_study(_study(tmp_path / "mm1_load", {"rate": OWN["rate"]}))
+    ctx = Context(study, {})
+    value, low, high = ctx.estimate("rate")
+    (stopped,) = ctx.evaluator.stops.values()
+    iv = stopped.intervals["rate"]
+    assert (value, low, high) == (iv.estimate, iv.low, iv.high) and (high - low) / 2 <= 0.01 * value
+    assert ctx.replications(name="rate") == stopped.replications and ctx.per_replication("rate").size == 0
+
+
+def test_a_check_states_a_precision_for_a_utilisation(tmp_path: Path) -> None:
+    metrics = {"busy": {"type": "utilisation", "resource": "station"}, "mean": METRICS["mean"]}
+    checks = [{"id": "c", "metric": "busy", "less_than": "mean", "precision": {"relative": 0.02}}]
+    study = load_study(_study(tmp_path / "mm1_load", metrics, checks=checks))
+    ev = Evaluator(study)
+    assert check_study(study, ev)["passed"].all()
+    (busy,) = [s for s in ev.stops.values() if "busy" in s.intervals]
+    assert busy.met and busy.intervals["busy"].relative_half_width <= 0.02
+    assert abs(busy.intervals["busy"].estimate - 0.5) <= 3 * busy.intervals["busy"].half_width

@@ -31,9 +31,8 @@ from simstack.load.loader import load_model
 from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
-from simstack.studies.evaluate.sequential import decided_probe, paired_value
+from simstack.studies.evaluate.sequential import decided_probe, paired_value, replicated_value
 from simstack.studies.schema.metric_types import (
-    PRECISE_TYPES,
     CapacityMetric,
     DifferenceMetric,
     RatioMetric,
@@ -123,6 +122,8 @@ class Evaluator:
                 del self.runs[key]
 
     def statistic(self, metric: RunMetric, run: RunSelection) -> float:
+        if metric.precision is not None and not metric.stops_its_run:
+            return self.stopped_interval(metric, run).estimate
         precision = self.precision_for(metric, run)
         key = _key(run.scenario, run.whatif, sorted(run.parameters.items()), sorted(run.flags.items()),
                    sorted(run.settings.items()), metric.type, metric.request, metric.step, metric.stat,
@@ -141,6 +142,9 @@ class Evaluator:
         fixed = int({**self.study.defaults, **sel.settings}.get("replications", 1))
         if not isinstance(metric, RunMetric):
             return fixed
+        if metric.precision is not None and not metric.stops_its_run:
+            self.stopped_interval(metric, sel)
+            return self.stops[self._replicated_key(metric, sel)].replications
         precision = self.precision_for(metric, sel)
         return fixed if precision is None else self.run(sel, metric.step is not None, precision=precision).replications
 
@@ -156,10 +160,25 @@ class Evaluator:
             base = metric.precision or precision_from(raw or {}, f"{self.study.path}: precision (defaults or settings)")
         except ConfigError as exc:
             raise ModelError(str(exc)) from None
-        if base.metrics or metric.type not in PRECISE_TYPES or metric.request is None or metric.step is not None \
-                or metric.stat in ("min", "max"):
+        if base.metrics or not metric.stops_its_run:
             return base
         return replace(base, metrics=(f"{metric.request}.{stat_name(metric.q)}",))
+
+    def stopped_interval(self, metric: RunMetric, run: RunSelection) -> Interval:
+        """A run metric that states a precision its run cannot stop on (a throughput, a
+        utilisation, a step's span...), read replication by replication until its interval
+        meets it (``sequential.replicated_value``, cached): the interval, whose estimate is
+        the metric's value."""
+        key = self._replicated_key(metric, run)
+        if key not in self.intervals:
+            stopped = replicated_value(self, metric, run)
+            self.intervals[key], self.stops[key] = stopped.intervals[metric.name], replace(stopped, values={})
+        return self.intervals[key]
+
+    @staticmethod
+    def _replicated_key(metric: RunMetric, run: RunSelection) -> str:
+        return _key("replicated", repr(metric), run.scenario, run.whatif, sorted(run.parameters.items()),
+                    sorted(run.flags.items()), sorted(run.settings.items()))
 
     def paired(self, metric: RatioMetric | DifferenceMetric, extra: RunSelection | None) -> float:
         """A ratio or difference stopped at its own precision, pair by pair (cached)."""

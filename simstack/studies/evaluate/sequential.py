@@ -1,10 +1,14 @@
 """Studies that run as long as their question needs: paired comparisons stopped at a
 precision, capacity proofs stopped at a decision.
 
-Both add replications of one or more selections in rounds, replication index by replication
+All add replications of one or more selections in rounds, replication index by replication
 index, so that every selection's replication i draws the same random numbers (common random
 numbers, the study's seed), and read each metric in each replication alone:
 
+- **a run metric with a precision its run cannot stop on** (a throughput, a utilisation, a
+  failure rate, a step's span: ``{type: throughput, request: read, precision: {relative:
+  0.02}}``) adds replications until the Student-t interval of its per-replication values
+  (sectioning for a percentile) meets the target. Its value is their mean.
 - **a ratio or difference with a precision** (``{type: ratio, a: base, b: new, precision:
   {relative: 0.02}}``) pairs the replications of ``a``'s and ``b``'s runs and stops when the
   interval of the ratio of their means (``intervals.ratio_interval``) or of the mean
@@ -106,6 +110,22 @@ def paired_value(ev: Replicates, metric: RatioMetric | DifferenceMetric, extra: 
                                 estimators={metric.name: interval})
     _note(ev, metric.name, stopped)
     return stopped.intervals[metric.name]
+
+
+def replicated_value(ev: Replicates, metric: RunMetric, run: RunSelection) -> Stopped:
+    """A run metric stopped at its own precision replication by replication, where its run
+    cannot stop on it (a throughput, a utilisation, a failure rate, a step's span): its
+    value in each replication alone, Student-t across them (sectioning for a percentile),
+    until the interval meets the target. The interval's estimate, the mean over the
+    replications run, is the metric's value."""
+    assert metric.precision is not None
+
+    def replicate(reps: range) -> list[dict[str, Any]]:
+        return rows(ev, [(metric, run)], reps)
+
+    own = estimator(metric)
+    return run_until_precise(replicate, replace(metric.precision, metrics=(metric.name,)),
+                             estimators={metric.name: own} if own else None)
 
 
 def _note(ev: Replicates, name: str, stopped: Stopped) -> None:

@@ -36,7 +36,7 @@ from simstack.tables.stopping import Precision, precision_from
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
              "memory_peak", "end_time")
-# Metrics that may state their own precision: a request class's latency (mean or a percentile), a quantile.
+# Metrics whose run itself stops on their precision: a request class's latency (mean or a percentile), a quantile.
 PRECISE_TYPES = ("latency", "quantile")
 STATS = ("mean", "median", "min", "max", "p95", "p99", "p999")
 
@@ -149,16 +149,32 @@ class RunMetric(Metric):
         metric.check_precision(path)
         return metric
 
+    @property
+    def stops_its_run(self) -> bool:
+        """Whether a run can stop on this metric's own statistic (``engine.precise``): a request
+        class's latency (mean, median or a percentile) or quantile, not of a step. Another run
+        metric with a precision is read replication by replication instead
+        (``studies.evaluate.sequential.replicated_value``)."""
+        return self.type in PRECISE_TYPES and self.request is not None and self.step is None \
+            and self.stat not in ("min", "max")
+
     def check_precision(self, path: str) -> None:
-        """A metric states its own precision only where the run can stop on it: a request
-        class's latency (its mean or a percentile) or a quantile, not of a step."""
+        """A metric states its own precision where replications can be added until its interval
+        meets it: a value per replication whose mean across replications is the metric (a
+        latency, rate, share, count, utilisation, backlog...) or a percentile (by sectioning).
+        Not an extreme (``min``, ``max``), a worst group, or a statistic over hosts or ends
+        other than their mean: the mean of per-replication extremes is another quantity."""
         if self.precision is None:
             return
-        if self.type not in PRECISE_TYPES or self.request is None or self.step is not None \
-                or (self.type == "latency" and self.stat in ("min", "max")):
-            raise ModelError("precision: a metric states its own precision only for a request class's latency "
-                             "(mean, median or a percentile) or quantile, without step: (other metrics read runs "
-                             "stopped on the study's defaults.precision)", path=f"{path}.precision")
+        if self.stat in ("min", "max") or (self.type in ("end_time", "memory_peak") and self.stat != "mean"):
+            raise ModelError(f"precision: a metric with stat: {self.stat} has no interval across replications (the "
+                             "mean of each replication's extreme is another quantity): state the precision of its "
+                             "mean or a percentile, or read it at the study's defaults.precision",
+                             path=f"{path}.precision")
+        if self.group is not None:
+            raise ModelError("precision: a failure rate of the worst group has no interval across replications "
+                             "(the mean of each replication's worst group is another quantity): state the precision "
+                             "of the overall failure rate", path=f"{path}.precision")
         if self.precision.metrics:
             raise ModelError("precision: a metric's precision applies to the metric itself; metrics: is for "
                              "sim.precision and defaults.precision", path=f"{path}.precision.metrics")
@@ -252,8 +268,9 @@ class DifferenceMetric(_Pair):
 
 
 def with_precision(metric: Metric, precision: Precision, path: str) -> Metric:
-    """The metric as if it stated ``precision`` (a check's own): a request class's latency or
-    quantile, or a ratio or difference (paired); anything else is refused at ``path``."""
+    """The metric as if it stated ``precision`` (a check's own): a run metric that can state
+    one (``RunMetric.check_precision``), or a ratio or difference (paired); anything else is
+    refused at ``path``."""
     if precision.metrics:
         raise ModelError("precision: a check's precision applies to its metric; metrics: is for sim.precision "
                          "and defaults.precision", path=f"{path}.precision.metrics")
@@ -264,7 +281,7 @@ def with_precision(metric: Metric, precision: Precision, path: str) -> Metric:
     if isinstance(metric, _Pair):
         return replace(metric, precision=precision)
     raise ModelError(f"precision: metric {metric.name!r} is a {getattr(metric, 'type', 'metric')}; a precision "
-                     "applies to a latency, a quantile, a ratio or a difference", path=f"{path}.precision")
+                     "applies to a run metric, a ratio or a difference", path=f"{path}.precision")
 
 
 @dataclass(frozen=True)
