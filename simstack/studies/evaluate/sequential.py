@@ -1,5 +1,5 @@
-"""Studies that run as long as their question needs: paired comparisons stopped at a
-precision, capacity proofs stopped at a decision.
+"""Studies that run as long as their question needs: run metrics and paired comparisons
+stopped at a precision, capacity proofs stopped at a decision.
 
 All add replications of one or more selections in rounds, replication index by replication
 index, so that every selection's replication i draws the same random numbers (common random
