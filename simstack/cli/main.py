@@ -27,17 +27,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from simstack.cli.experiments import expand
-from simstack.cli.options import backend
+from simstack.cli.options import TASK_NAMES, backend
 from simstack.cli.overrides import check_overrides
-from simstack.cli.sweep import gather_main, sweep_job
-from simstack.cli.tasks import TASKS
+from simstack.cli.sweep import sweep_job
 from simstack.engine.parallel import using
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
-from simstack.load.loader import resolve_model_path
-from simstack.load.whatif import load_whatif
-from simstack.tables.console import printable
+from simstack.io.terminal import printable
 
 CONFIG_DIR = str(config_dir())
 
@@ -68,6 +65,8 @@ OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM,
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 @sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
+    from simstack.cli.tasks import TASKS  # the studies and the report: loaded once a task runs
+
     try:
         task = TASKS.get(str(cfg.task))
         if task is None:
@@ -160,7 +159,7 @@ def _quiet_stdout() -> None:
 
 
 class Printable(io.TextIOBase):
-    """Standard output with control characters escaped (``tables.console.printable``)."""
+    """Standard output with control characters escaped (``io.terminal.printable``)."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
@@ -187,6 +186,7 @@ def _main() -> None:
     """A leading task word becomes ``task=<word>``; overrides are checked before Hydra runs,
     so their errors read like simstack's own."""
     if len(sys.argv) > 1 and sys.argv[1] == "gather":  # simstack gather MULTIRUN_DIR (no Hydra)
+        from simstack.cli.gather import gather_main
         sys.exit(gather_main(sys.argv[2:]))
     if sys.argv[1:2] == ["--version"]:  # the version and which build of the hot path runs
         from importlib.metadata import version
@@ -203,7 +203,7 @@ def _main() -> None:
     if sys.argv[1:2] == ["experiments"]:  # the named experiments, one line each
         from simstack.cli.experiments import main as experiments
         sys.exit(experiments(sys.argv[2:]))
-    if len(sys.argv) > 1 and sys.argv[1] in TASKS:
+    if len(sys.argv) > 1 and sys.argv[1] in TASK_NAMES:
         sys.argv[1] = f"task={sys.argv[1]}"
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
@@ -238,6 +238,9 @@ def _quiet_hydra(task: str) -> list[str]:
 def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:
     """Read every model and what-if a run or sweep names before Hydra creates a directory,
     so a missing or hostile file is refused with nothing written."""
+    from simstack.load.loader import resolve_model_path  # the model language: loaded once a run is asked for
+    from simstack.load.whatif import load_whatif
+
     models_dir = os.pathsep.join(chosen.get("models_dir", [])) or None
     for model in chosen.get("model", []):
         read_yaml(resolve_model_path(model, models_dir))

@@ -17,6 +17,10 @@ from simstack.errors import ConfigError
 
 BACKENDS = ("processes", "ray")
 
+# The task words (``simstack check ...``), known before the tasks themselves are imported;
+# ``cli.tasks.TASKS`` maps each to its function (a test keeps the two the same).
+TASK_NAMES = ("run", "check", "calibrate", "predict", "solve", "report", "crosscheck")
+
 
 def plain(node: Any, where: str) -> Any:
     """A config node as plain data, never resolving ``${...}``: an interpolation could read

@@ -94,10 +94,13 @@ NOTE = _choose()
 
 
 def compiled_modules() -> list[str]:
-    """The hot-path modules loaded from compiled extensions."""
+    """The hot-path modules that load from compiled extensions: where the import finds each
+    (through ``_FromSource`` when the compiled build is passed over), without running it, so
+    ``simstack --version`` does not load the engine to say which build it has."""
     out = []
     for name in COMPILABLE:
-        origin = getattr(importlib.import_module(name), "__file__", "") or ""
+        spec = importlib.util.find_spec(name)
+        origin = (spec.origin if spec is not None else "") or ""
         if not origin.endswith(".py"):
             out.append(name)
     return out

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from simstack.io.terminal import printable
 from simstack.resources import hotpath
 from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
 from simstack.tables.stopping import stop_record
@@ -30,17 +31,6 @@ SIGNIFICANT = 4
 DURATIONS = ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high", "mean_wait", "mean_service")
 SHARES = ("utilisation", "failed")
 MISSING = "-"
-
-
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7f, *range(0x80, 0xa0)) if c not in (0x0a, 0x09)}
-
-
-def printable(text: str, *, lines: bool = True) -> str:
-    """``text`` with every control character written as ``\\xNN`` (a name from a received
-    file must not move the cursor, clear the screen or set the title of the terminal it is
-    printed on); newlines and tabs are kept where ``lines`` allows them."""
-    out = text.translate(_CONTROL)
-    return out if lines else out.replace("\n", "\\x0a").replace("\t", "\\x09")
 
 
 def number(value: Any) -> str:

@@ -17,8 +17,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
+from simstack.cli.gather import gather_main
 from simstack.cli.main import CONFIG_DIR
-from simstack.cli.sweep import STATUS_FILE, gather_main, one_line, sweep_job, write_status
+from simstack.cli.sweep import STATUS_FILE, one_line, sweep_job, write_status
 from simstack.errors import ModelError
 
 BAD = "workloads.operators.clients: must be >= 1, got -1"
@@ -161,7 +162,7 @@ def test_one_line_keeps_simstack_messages_as_they_are() -> None:
 def test_the_expected_jobs_follow_the_basic_sweepers_order(tmp_path: Path) -> None:
     import yaml
 
-    from simstack.cli.sweep import expected_jobs
+    from simstack.cli.gather import expected_jobs
 
     hydra_cfg = {"sweep": {"dir": str(tmp_path), "subdir": "${hydra.job.num}"},
                  "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",

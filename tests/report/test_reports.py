@@ -24,7 +24,7 @@ INSTALL = ("headless Chromium not found: install it with `apt-get update && apt-
 
 
 def sweep_table() -> pd.DataFrame:
-    """A gathered table as ``simstack.cli.sweep.gather`` builds it: override values as text, jobs
+    """A gathered table as ``simstack.cli.gather.gather`` builds it: override values as text, jobs
     in an order that is neither numeric nor the one of a string sort, one failed job."""
     rows = []
     rng = np.random.default_rng(7)

@@ -1,0 +1,246 @@
+"""Gathering a sweep: every job's ``status.json``, ``summary.csv`` and ``run.json`` joined
+into ``sweep_summary.csv`` (one row per job and request, with ``status`` and ``error``) and
+``sweep_report.html``, with one line on the outcome; exit 1 when any job failed.
+
+``GatherSweep`` does it when Hydra ends a multirun (``configs/config.yaml`` names it as a
+callback); ``simstack gather DIR`` does it again for a finished or interrupted multirun
+directory, where jobs that left neither a status nor results are ``missing``. The jobs'
+side, each job's ``status.json``, is ``simstack.cli.sweep``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE
+from simstack.errors import SimstackError
+
+
+def expected_jobs(sweep_dir: Path) -> dict[str, list[str]]:
+    """Job directory name -> overrides, as the basic sweeper expands ``multirun.yaml``;
+    empty when that file is missing or the sweep was not a plain grid."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    path = sweep_dir / "multirun.yaml"
+    if not path.is_file():
+        return {}
+    hydra_cfg = (yaml.safe_load(path.read_text()) or {}).get("hydra") or {}
+    if (hydra_cfg.get("sweeper") or {}).get("_target_", "").rsplit(".", 1)[-1] != "BasicSweeper" \
+            or hydra_cfg.get("sweep", {}).get("subdir") != "${hydra.job.num}":
+        return {}
+    declared = [f"{k}={v}" for k, v in (hydra_cfg["sweeper"].get("params") or {}).items()]  # as BasicSweeper
+    parsed = OverridesParser.create().parse_overrides(declared + [str(o) for o in hydra_cfg["overrides"]["task"]])
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return {str(i): list(job) for i, job in enumerate(batches[0])} if batches else {}
+
+
+def _job_order(name: str) -> tuple[bool, int, str]:
+    """Numbered job directories in numeric order (2 before 10), anything else after them."""
+    return not name.isdigit(), int(name) if name.isdigit() else 0, name
+
+
+def _job_dirs(sweep_dir: Path) -> dict[str, Path]:
+    """The numbered job folders (Hydra's ``hydra.sweep.subdir``, ``${hydra.job.num}``)."""
+    return {p.name: p for p in sweep_dir.iterdir() if p.name.isdigit() and p.is_dir() and (p / ".hydra").is_dir()}
+
+
+def _split(override: str) -> tuple[str, str, str]:
+    """``+parameters.consoles=4`` -> (as typed ``+parameters.consoles``, column ``parameters.consoles``, ``4``)."""
+    key, _, value = str(override).partition("=")
+    return key, key.lstrip("+~"), value
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A job's JSON file, or nothing when it is absent or was cut short by an interruption."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame:
+    status = _read_json(job / STATUS_FILE) if job is not None else {}
+    if not status and job is not None and (job / ".hydra" / "overrides.yaml").is_file():
+        overrides = [str(o) for o in yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []]
+    overrides = [str(o) for o in status.get("overrides", overrides)]
+    meta = _read_json(job / "run.json") if job is not None else {}
+    # run.json is written only once a run succeeded: a job stopped after that (or a sweep from
+    # before status files) has its results, so it counts as ok
+    state = status.get("status", "ok" if meta else "missing")
+    table = pd.DataFrame()
+    if state == "ok" and job is not None and (job / "summary.csv").is_file():
+        table = pd.concat([pd.read_csv(job / "summary.csv"), _phases(job / "stages.csv")], ignore_index=True)
+        table = _last_ends(table, job / "requests.parquet")
+    if table.empty:
+        table = pd.DataFrame([{}])
+    head = {"job": name, **{column: value for _, column, value in map(_split, overrides)}, "status": state,
+            "error": status.get("error") if state != "missing" else MISSING_ERROR}
+    for i, (key, value) in enumerate(head.items()):
+        table.insert(i, key, value)
+    table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
+    wall = meta.get("wall_time_s")
+    table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
+    table["dropped"], table["dropped_at"] = _drops(job) if state == "ok" and job is not None else (0, "")
+    return table
+
+
+def _drops(job: Path) -> tuple[int, str]:
+    """Work a job's resources turned away (a full queue that drops, a refused connection): the
+    number and where, so that a sweep whose jobs ran cannot pass for one that lost nothing."""
+    path = job / "resources.csv"
+    if not path.is_file():
+        return 0, ""
+    resources = pd.read_csv(path)
+    if "drops" not in resources.columns:
+        return 0, ""
+    per = resources.groupby("resource", sort=False)["drops"].sum()
+    per = per[per > 0]
+    return int(per.sum()), ", ".join(f"{name} {int(n):,}" for name, n in per.items())
+
+
+def _last_ends(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``end_max``: when the last recorded request of each class ended (seconds of simulated
+    time, over every replication), from the job's per-request table when it was written. For a
+    batch of work (a farm starting up) that is the answer: when the last process was ready."""
+    if not path.is_file() or "request" not in table.columns:
+        return table
+    rows = pd.read_parquet(path, columns=["request", "end", "ok", "warmup"])
+    ends = rows[rows["ok"] & ~rows["warmup"]].groupby("request")["end"].max()
+    return table.assign(end_max=table["request"].map(ends))
+
+
+def _phases(path: Path) -> pd.DataFrame:
+    """A job's phases (its named stages, with ``sim.record_steps=true``) as rows of their own,
+    ``request / stage``, so a sweep's report draws each phase against the swept value."""
+    if not path.is_file():
+        return pd.DataFrame()
+    stages = pd.read_csv(path)
+    stages = stages[stages["component"] == "stage"]
+    rows = stages.drop(columns=["step", "component", "mean_wait", "mean_service"], errors="ignore")
+    return rows.assign(request=stages["request"] + " / " + stages["step"])
+
+
+def gather(sweep_dir: Path) -> pd.DataFrame:
+    """One row per job and request (one row for a job without results), in job order."""
+    if not sweep_dir.is_dir():
+        raise SimstackError(f"{sweep_dir}: not a directory (expected a multirun directory, "
+                            "e.g. multirun/DATE/TIME)")
+    expected = expected_jobs(sweep_dir)
+    found = _job_dirs(sweep_dir)
+    names = sorted(set(found) | set(expected), key=_job_order)
+    if not names:
+        raise SimstackError(f"{sweep_dir}: no sweep jobs found (expected numbered job directories "
+                            "with a .hydra folder, or a multirun.yaml)")
+    frames = [_job_rows(n, found.get(n), expected.get(n, [])) for n in names]
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs["override_keys"] = {k: v for f in frames for k, v in f.attrs.get("override_keys", {}).items()}
+    return table
+
+
+def outcome_line(table: pd.DataFrame) -> str:
+    """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``."""
+    from simstack.report.sweep import varying_overrides  # the report's plotting stack only when a sweep ends
+
+    jobs = table.drop_duplicates("job")
+    ok = int((jobs["status"] == "ok").sum())
+    line = f"{ok} of {len(jobs)} jobs ok"
+    swept = varying_overrides(table)
+    losses = _losses(table, jobs, swept)
+    if losses:
+        line += f"; with losses (dropped work or failed requests): {losses}"
+    bad = jobs[jobs["status"] != "ok"]
+    if bad.empty:
+        return line
+    items = []
+    for _, row in bad.iterrows():
+        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
+        items.append(f"{label}: {row['error']}")
+    return f"{line}; {'failed' if (bad['status'] == 'failed').all() else 'failed or missing'}: " + "; ".join(items)
+
+
+def _losses(table: pd.DataFrame, jobs: pd.DataFrame, swept: list[str]) -> str:
+    """The ok jobs that dropped work or failed requests, each with what it lost."""
+    items = []
+    for _, row in jobs[jobs["status"] == "ok"].iterrows():
+        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
+        lost = []
+        if row.get("dropped", 0):
+            lost.append(f"dropped at {row['dropped_at']}")
+        own = table[table["job"] == row["job"]]
+        if "failed" in own.columns:
+            failing = own[pd.to_numeric(own["failed"], errors="coerce").fillna(0) > 0]
+            lost += [f"{r['request']} failed {float(r['failed']):.1%}" for _, r in failing.iterrows()]
+        if lost:
+            items.append(f"{label}: {'; '.join(lost)}")
+    return "; ".join(items)
+
+
+def _raw_key(table: pd.DataFrame, column: str) -> str:
+    """The override as typed (``+parameters.consoles``) for a column (``parameters.consoles``)."""
+    return table.attrs.get("override_keys", {}).get(column, column)
+
+
+def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:
+    """Write ``sweep_summary.csv`` and ``sweep_report.html``; return the table and the outcome line."""
+    from simstack.report.sweep import sweep_report
+
+    table = gather(sweep_dir)
+    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
+    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, _title(table, sweep_dir)))
+    return table, outcome_line(table)
+
+
+def _title(table: pd.DataFrame, sweep_dir: Path) -> str:
+    """A named experiment's sweep is titled by its name and the question it answers."""
+    names: list[str] = list(table["experiment"].dropna().astype(str).unique()) if "experiment" in table.columns else []
+    if len(names) != 1 or names[0] in ("", "null"):
+        return f"sweep {sweep_dir}"
+    from simstack.cli.experiments import find_experiment
+
+    try:
+        return f"experiment {names[0]}: {find_experiment(names[0]).answers} ({sweep_dir})"
+    except SimstackError:
+        return f"experiment {names[0]} ({sweep_dir})"
+
+
+def _report(sweep_dir: Path) -> int:
+    table, line = write_gathered(sweep_dir)
+    print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
+          f"and {sweep_dir / 'sweep_report.html'}")
+    print(line, file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
+    return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
+
+
+class GatherSweep(Callback):
+    """Gathers the sweep once every job has finished; exits 1 if any job failed."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            code = _report(Path(config.hydra.sweep.dir))
+        except SimstackError as exc:
+            print(f"simstack: error: {exc}", file=sys.stderr)
+            code = 2
+        if code:
+            sys.exit(code)
+
+
+def gather_main(argv: list[str]) -> int:
+    """``simstack gather DIR``: rebuild the table and report of a multirun directory."""
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print("usage: simstack gather MULTIRUN_DIR   (e.g. multirun/2026-01-31/12-00-00)", file=sys.stderr)
+        return 2
+    try:
+        return _report(Path(argv[0]))
+    except SimstackError as exc:
+        print(f"simstack: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,69 @@
+"""The command loads what a verb needs and no more: ``simstack --version`` and a refused
+override answer before the engine, the studies, SciPy or pandas are imported (importing them
+all first made every command take seconds to start; a study task imports them when it runs).
+What is imported is checked, not how long it takes: timings belong in benchmarks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from simstack.cli.options import TASK_NAMES
+from simstack.cli.tasks import TASKS
+
+HEAVY = ("pandas", "scipy", "simpy", "networkx", "plotly", "simstack.engine.simulate", "simstack.studies",
+         "simstack.report", "simstack.load.loader")
+
+
+def _loaded_after(argv: list[str]) -> tuple[list[str], str, int]:
+    """The heavy modules imported by ``simstack ARGV`` (run in a fresh interpreter), its
+    output and exit code."""
+    code = ("import io, json, sys\n"
+            f"sys.argv = ['simstack', *{argv!r}]\n"
+            "out = io.StringIO()\n"
+            "sys.stdout, real = out, sys.stdout\n"
+            "from simstack.cli.main import main\n"
+            "try:\n    main()\n    status = 0\n"
+            "except SystemExit as exc:\n    status = exc.code or 0\n"
+            f"loaded = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            "real.write(json.dumps([loaded, out.getvalue(), status]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout, done.stderr[-2000:]
+    loaded, out, status = json.loads(done.stdout)
+    return loaded, out, status
+
+
+def test_the_task_words_are_the_tasks() -> None:
+    assert sorted(TASK_NAMES) == sorted(TASKS)
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["nosuchsetting=1"], ["check", "modle=pipeline"]])
+def test_a_verb_that_needs_no_model_loads_neither_engine_nor_studies(argv: list[str]) -> None:
+    loaded, out, status = _loaded_after(argv)
+    assert loaded == [], (argv, loaded)
+    if argv == ["--version"]:
+        assert out.startswith("simstack ") and "hot path:" in out and status == 0
+    else:
+        assert status == 2  # refused by the override check, before Hydra, the model or the task
+
+
+def test_the_version_names_the_build_without_loading_it() -> None:
+    """Which hot-path modules are compiled is read from where the import would find them;
+    what ``--version`` says is what the import then loads."""
+    from simstack.resources.hotpath import COMPILABLE
+
+    code = ("import json, sys\nfrom simstack.resources.hotpath import compiled_modules\n"
+            "said = compiled_modules()\nimport simstack.engine.simulate\n"
+            f"found = [m for m in {COMPILABLE!r} if not sys.modules[m].__file__.endswith('.py')]\n"
+            "print(json.dumps([said, found]))\n")
+    for build in ({}, {"SIMSTACK_HOTPATH": "pure"}):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                              env={**os.environ, **build})
+        said, found = json.loads(done.stdout)
+        assert said == found, build
+        if build:
+            assert said == []
