@@ -28,7 +28,7 @@ from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
 from simstack.report.stages import spans
-from simstack.studies.evaluate.metrics import failure_by_item
+from simstack.studies.evaluate.run_values import failure_by_item
 from simstack.studies.schema.report import FigureSpec
 
 PERCENTILES = {"p1": 1, "q1": 25, "median": 50, "q3": 75, "p99": 99}

@@ -18,10 +18,12 @@ import pandas as pd
 from simstack.errors import ModelError
 from simstack.io.outputs import output_path, write_table
 from simstack.io.progress import notes
+from simstack.load.precedence import calibrated_parameters
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.solver import solve
-from simstack.studies.evaluate.metrics import Evaluator, calibrated_parameters, measurement_window
+from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowtargets import Series
+from simstack.studies.evaluate.run_values import measurement_window
 from simstack.studies.fit.surrogate import MvaCurves
 from simstack.studies.schema.crosscheck import CrosscheckSpec
 from simstack.studies.schema.rows import point_selection, read_rows

@@ -15,7 +15,7 @@ from simstack.load.graph import build_graph
 from simstack.load.loader import build_spec
 from simstack.resources.meter import Meter
 from simstack.resources.sharing import SharedRate
-from simstack.studies.evaluate.metrics import _failed_lineage
+from simstack.studies.evaluate.run_values import failed_lineage
 
 
 def run(doc: dict[str, Any], **kwargs: Any):
@@ -143,7 +143,7 @@ def test_a_dropped_hand_off_fails_its_sender_by_lineage() -> None:
     assert (req["reason"] == "queue full: q").sum() == 1
     sender = req[req["request"] == "send3"]
     assert sender["ok"].all()  # the sender itself went on
-    assert _failed_lineage(req) == {(0, int(sender["id"].iloc[0]))}
+    assert failed_lineage(req) == {(0, int(sender["id"].iloc[0]))}
 
 
 def test_a_named_stage_leaves_one_span() -> None:

@@ -18,8 +18,9 @@ import yaml
 from simstack import load_model, simulate
 from simstack.errors import ModelError
 from simstack.kinds.hierarchy import affected, generate_hierarchy
+from simstack.load.precedence import calibrated_parameters
 from simstack.report.build import build_report
-from simstack.studies.evaluate.metrics import calibrated_parameters, failure_by_item
+from simstack.studies.evaluate.run_values import failure_by_item
 from simstack.tables.confidence import student_t_ci
 from tests.report.test_report_cmd import plotted
 from tests.report.test_reports import _screenshot

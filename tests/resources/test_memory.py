@@ -231,7 +231,7 @@ def test_host_by_item_places_each_process_on_its_node() -> None:
 def test_study_metrics_read_memory_peaks_and_end_times() -> None:
     """memory_peak: a statistic over hosts of each host's peak (here 2 GB and 1 GB, in GB);
     end_time: a statistic of when requests ended (the last process ready at 3 s)."""
-    from simstack.studies.evaluate.metrics import _statistic
+    from simstack.studies.evaluate.run_values import run_statistic
     from simstack.studies.schema.metric_types import RunMetric
     from simstack.studies.schema.selection import RunSelection
 
@@ -240,13 +240,13 @@ def test_study_metrics_read_memory_peaks_and_end_times() -> None:
            "workloads": {"go": {"type": "closed", "clients": 3, "count": 1, "request": "p"}}}
     res = simulate(build_spec(doc, None), seed=1)
     metric = RunMetric(name="m", type="memory_peak", run=RunSelection(), stat="max", unit="GB")
-    assert _statistic(metric, res) == pytest.approx(2.0)
+    assert run_statistic(metric, res) == pytest.approx(2.0)
     mean = RunMetric(name="m", type="memory_peak", run=RunSelection(), resource="node", unit="GB")
-    assert _statistic(mean, res) == pytest.approx(1.5)
+    assert run_statistic(mean, res) == pytest.approx(1.5)
     ended = RunMetric(name="t", type="end_time", run=RunSelection(), request="p", stat="max")
-    assert _statistic(ended, res) == pytest.approx(3.0)
+    assert run_statistic(ended, res) == pytest.approx(3.0)
     with pytest.raises(ModelError, match="no memory recorded on host 'nod'"):
-        _statistic(RunMetric(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
+        run_statistic(RunMetric(name="m", type="memory_peak", run=RunSelection(), resource="nod"), res)
 
 
 def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:

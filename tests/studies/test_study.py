@@ -296,7 +296,7 @@ def test_interval_errors_are_located(study_dir: Path, change: str, message: str)
 
 
 def test_predict_writes_its_provenance_and_it_tracks_the_inputs(study_dir: Path) -> None:
-    from simstack.studies.evaluate.metrics import calibrated_parameters
+    from simstack.load.precedence import calibrated_parameters
     from simstack.studies.provenance import inputs_fingerprint, meta_path, provenance
 
     study = load_study(study_dir)

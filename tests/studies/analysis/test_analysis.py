@@ -16,11 +16,10 @@ import simstack
 from simstack.errors import ModelError, SimstackError
 from simstack.lang.units import parse_time
 from simstack.load.loader import resolve_model_path
-from simstack.load.precedence import load_chosen
+from simstack.load.precedence import calibrated_parameters, load_chosen
 from simstack.load.whatif import load_whatif
 from simstack.studies import analysis as A
 from simstack.studies.analysis.solve import print_solution, solve_model
-from simstack.studies.evaluate.metrics import calibrated_parameters
 
 # -- single stations ---------------------------------------------------------------------
 

@@ -1,0 +1,149 @@
+"""The value of a run metric read from a run's tables: a latency statistic, a rate, a share,
+a utilisation, a backlog, a memory peak; pooled over the run's replications, or in one
+replication alone (``one_replication``). Pure functions of the tables: the evaluator
+(``simstack.studies.evaluate.metrics``) decides which run a metric reads, these what it reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simstack.engine.simulate import RunResult
+from simstack.errors import ModelError
+from simstack.lang.units import SIZE_UNITS
+from simstack.studies.schema.metric_types import RunMetric
+
+
+def one_replication(result: RunResult, rep: int) -> RunResult:
+    """A run's tables cut to one replication: a metric's value in it alone."""
+    def cut(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["rep"] == rep] if "rep" in frame.columns else frame
+    return replace(result, replications=1, requests=cut(result.requests), steps=cut(result.steps),
+                   resources=cut(result.resources), deadlines=cut(result.deadlines),
+                   accounting=cut(result.accounting))
+
+
+def run_statistic(metric: RunMetric, result: RunResult) -> float:
+    """The value of a run metric in a run (pooled over its replications)."""
+    req = result.requests
+    recorded = req[~req["warmup"]]
+    if metric.request is not None:
+        if metric.request not in result.model.requests:
+            raise ModelError(f"metric {metric.name!r}: unknown request class {metric.request!r}; "
+                             f"request classes: {', '.join(result.model.requests)}")
+        recorded = recorded[recorded["request"] == metric.request]
+    if metric.type == "failure_rate":
+        failed = _failed(recorded, req, metric.lineage)
+        if not len(recorded):
+            return math.nan
+        if metric.group == "item":
+            return float(failed.groupby(recorded["item"]).mean().max())
+        return float(failed.mean())
+    if metric.type == "backlog":
+        return float(result.accounting["in_system"].mean())
+    if metric.type == "memory_peak":
+        return _memory_peak(metric, result)
+    ok = recorded[recorded["ok"]]
+    window = measurement_window(result)
+    if metric.type == "count":
+        return len(ok) / result.replications
+    if metric.type == "throughput":
+        return len(ok) / result.replications / window
+    if metric.type == "deadline_misses":
+        return len(result.deadlines) / max(1, len(recorded))
+    if metric.type == "utilisation":
+        rows = result.resources[result.resources["resource"] == metric.resource]
+        if rows.empty:
+            raise ModelError(f"metric {metric.name!r}: unknown resource {metric.resource!r}; resources: "
+                             f"{', '.join(result.resources['resource'].unique())}")
+        return float(rows["utilisation"].mean())
+    durations = latencies_of(metric, result, ok)
+    if metric.type == "quantile" and metric.q is not None:
+        return float(np.quantile(durations, metric.q)) if durations.size else math.nan
+    return _stat(durations, metric.stat)
+
+
+def latencies_of(metric: RunMetric, result: RunResult, ok: pd.DataFrame | None = None) -> np.ndarray:
+    """The durations a latency, quantile or end-time metric reads: its request class's
+    successful recorded requests' latencies (or ends, or one step's spans), pooled."""
+    if ok is None:
+        req = result.requests
+        ok = req[~req["warmup"] & req["ok"]]
+        if metric.request is not None:
+            ok = ok[ok["request"] == metric.request]
+    durations = ok["latency"].to_numpy()
+    if metric.type == "end_time":  # when the last (max) or a typical process got there
+        durations = ok["end"].to_numpy()
+    if metric.step is not None:
+        steps = result.steps.merge(ok[["rep", "id"]], on=["rep", "id"])
+        steps = steps[steps["step"] == metric.step]
+        if steps.empty:
+            raise ModelError(f"metric {metric.name!r}: no recorded step named {metric.step!r} in "
+                             f"{metric.request or 'any request'}")
+        # A step run several times in one request (a fan-out) counts as its whole span.
+        span = steps.groupby(["rep", "id"]).agg(start=("start", "min"), end=("end", "max"))
+        durations = (span["end"] - span["start"]).to_numpy()
+    return np.asarray(durations, dtype=float)
+
+
+def _memory_peak(metric: RunMetric, result: RunResult) -> float:
+    """A statistic over hosts of each host's peak memory use (mean over replications), in
+    ``metric.unit``; ``resource`` picks one host or every replica of a replicated one."""
+    peaks = every = result.table("memory_peaks")
+    if metric.resource is not None:
+        host = peaks["host"]
+        peaks = peaks[(host == metric.resource) | host.str.startswith(f"{metric.resource}[")]
+        if peaks.empty:
+            raise ModelError(f"metric {metric.name!r}: no memory recorded on host {metric.resource!r}; "
+                             f"hosts with memory: {', '.join(every['host'].unique()) or '(none)'}")
+    per_host = peaks.groupby("host")["peak_used"].mean().to_numpy(dtype=float)
+    return _stat(per_host, metric.stat) / SIZE_UNITS[metric.unit]
+
+
+def _failed(recorded: pd.DataFrame, requests: pd.DataFrame, lineage: bool) -> pd.Series:
+    """Per recorded request: did it fail (or, with ``lineage``, any request it started)?"""
+    failed = ~recorded["ok"]
+    if lineage:
+        bad = failed_lineage(requests)
+        keys = zip(recorded["rep"], recorded["id"], strict=True)
+        failed = failed | pd.Series([key in bad for key in keys], index=recorded.index, dtype=bool)
+    return failed
+
+
+def failure_by_item(result: RunResult, request: str, lineage: bool = True) -> pd.Series:
+    """Failure fraction of ``request`` per item (per PV, per device...), warm-up excluded."""
+    req = result.requests
+    recorded = req[~req["warmup"] & (req["request"] == request)]
+    return _failed(recorded, req, lineage).groupby(recorded["item"]).mean()
+
+
+def failed_lineage(requests: Any) -> set[tuple[int, int]]:
+    """(replication, id) of every request some descendant of which failed."""
+    failed: set[tuple[int, int]] = set()
+    parent = dict(zip(zip(requests["rep"], requests["id"], strict=True), requests["parent"], strict=True))
+    for rep, rid in zip(requests.loc[~requests["ok"], "rep"], requests.loc[~requests["ok"], "id"], strict=True):
+        up = parent.get((rep, rid), -1)
+        while up != -1 and (rep, up) in parent:
+            failed.add((rep, up))
+            up = parent[(rep, up)]
+    return failed
+
+
+def measurement_window(result: RunResult) -> float:
+    """The seconds of a run that count: from the end of the warm-up to the horizon (or the mean end)."""
+    end = result.horizon if result.horizon is not None else float(result.accounting["end_time"].mean())
+    warm = result.warmup if isinstance(result.warmup, int | float) else 0.0
+    return max(end - warm, 1e-12)
+
+
+def _stat(values: np.ndarray, stat: str) -> float:
+    if values.size == 0:
+        return math.nan
+    if stat in ("p95", "p99", "p999"):
+        return float(np.percentile(values, {"p95": 95, "p99": 99, "p999": 99.9}[stat]))
+    return float(getattr(np, stat)(values))
