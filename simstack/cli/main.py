@@ -65,9 +65,9 @@ OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM,
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 @sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
-    from simstack.cli.tasks import TASKS  # the studies and the report: loaded once a task runs
-
     try:
+        from simstack.cli.tasks import TASKS  # the studies and the report: loaded once a task runs
+
         task = TASKS.get(str(cfg.task))
         if task is None:
             raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")

@@ -44,9 +44,16 @@ def test_a_closed_pipe_ends_quietly_after_the_results_are_written(tmp_path: Path
     assert {"summary.csv", "requests.parquet", "steps.parquet", "run.json"} <= {p.name for p in folder.iterdir()}
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as at a terminal: a test runner started in the background (``make test &``, a CI
+    job) passes its commands SIGINT ignored, and a command that inherits that never sees it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_is_one_line_exit_130_and_no_folder(tmp_path: Path) -> None:
     run = subprocess.Popen([SIMSTACK, "model=pipeline", "sim.replications=200"], cwd=tmp_path,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=_as_from_a_terminal)
     deadline = time.monotonic() + 120
     while not _run_folders(tmp_path) and time.monotonic() < deadline:  # Hydra has made its folder: running
         time.sleep(0.2)
