@@ -197,7 +197,7 @@ class _RayPool:
                     yield index, value
             lost |= self._look(alive, lost)
             again = None if None in attempts else sum(1 for n in attempts if n)
-            if lost or again != 0:
+            if lost or again:  # an unknown count (None) is said only beside a lost node
                 nodes = f", {len(lost)} worker node(s) lost" if lost else ""
                 count = f"{again} of them" if again is not None else "an unknown number of them (this Ray does " \
                     "not say)"
