@@ -138,6 +138,19 @@ def _run_shipped(backend: RayCluster, folders: list[tuple[str, str, str, list[An
     return True, shipping.pack(result, back), attempt
 
 
+def rerun_notice(items: int, attempts: list[int | None], lost: int) -> str | None:
+    """What a completed step says of its reruns: ``attempts`` is each item's completed run (0
+    the first; None where Ray did not say), ``lost`` the worker nodes lost meanwhile. Nothing
+    when nothing ran again and no node was lost; an unknown count only beside a lost node."""
+    again = None if None in attempts else sum(1 for n in attempts if n)
+    if not lost and not again:
+        return None
+    count = f"{again} of them" if again is not None else "an unknown number of them (this Ray does not say)"
+    nodes = f", {lost} worker node(s) lost" if lost else ""
+    return (f"Ray: all {items} items of this step completed; {count} ran again after their worker was lost{nodes}; "
+            "the results do not depend on where they ran")
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
@@ -196,13 +209,9 @@ class _RayPool:
                     submit()
                     yield index, value
             lost |= self._look(alive, lost)
-            again = None if None in attempts else sum(1 for n in attempts if n)
-            if lost or again:  # an unknown count (None) is said only beside a lost node
-                nodes = f", {len(lost)} worker node(s) lost" if lost else ""
-                count = f"{again} of them" if again is not None else "an unknown number of them (this Ray does " \
-                    "not say)"
-                self.backend.notice(f"Ray: all {len(items)} items of this step completed; {count} ran again "
-                                    f"after their worker was lost{nodes}; the results do not depend on where they ran")
+            said = rerun_notice(len(items), attempts, len(lost))
+            if said:
+                self.backend.notice(said)
         finally:
             for ref in running:
                 ray.cancel(ref)
