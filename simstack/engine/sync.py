@@ -12,7 +12,8 @@ gives its body a context of its own (``_Phase``) holding the caller's continuati
 ``reply`` step resumes the caller and the body goes on (phase 2, still holding whatever it
 holds); if the body ends without passing a reply, the caller resumes then. Either way the
 caller resumes exactly once. ``first: second_phase`` swaps who goes on first: the body runs
-on until it waits, and the caller resumes right after, at the same instant. In a request
+on until it waits, and the caller resumes right after, at the same instant; ``first: either``
+draws one order or the other at each reply, with even odds, from a stream of its own. In a request
 class started by a workload, a ``send:`` or a queue no caller waits, so ``reply`` does
 nothing there.
 """
@@ -27,6 +28,7 @@ from simstack.errors import ModelError
 from simstack.kinds.base import Ctx
 from simstack.kinds.locks import LockRuntime
 from simstack.kinds.semaphores import Semaphore
+from simstack.lang.samplers import Uniform
 from simstack.lang.spec import Acquire, Release, Reply
 from simstack.load.steps.sync import has_reply
 from simstack.resources.protocol import K
@@ -96,6 +98,25 @@ class SecondPhaseFirstRunner:
     def run(self, ctx: Ctx, k: K) -> None:
         if isinstance(ctx, _Phase):
             Soon(self.env, lambda _e: ctx.reply())
+        k()
+
+
+class EitherFirstRunner:
+    """Each reply, one order or the other with even odds (lqsim's order where the caller and
+    the second phase share a processor): the draw comes from the step's own stream."""
+
+    __slots__ = ("env", "draw")
+
+    def __init__(self, env: Any, draw: Callable[[Ctx], float]):
+        self.env = env
+        self.draw = draw
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        if isinstance(ctx, _Phase):
+            if self.draw(ctx) < 0.5:
+                ctx.reply()
+            else:
+                Soon(self.env, lambda _e: ctx.reply())
         k()
 
 
@@ -198,6 +219,9 @@ def compile_sync(r: Replication, step: Acquire | Release | Reply, priority: int)
     """The runner of one synchronisation step (``priority``: the waiting thread's, which
     orders a lock's line when the lock has ``order: priority``)."""
     if isinstance(step, Reply):
+        if step.first == "either":
+            stream = f"{step.guard.path}:{step.guard.name}.order"
+            return EitherFirstRunner(r.env, r.sampler(stream, Uniform(0.0, 1.0)))
         return SecondPhaseFirstRunner(r.env) if step.first == "second_phase" else ReplyRunner()
     runtime = r.runtimes[step.target]
     if isinstance(runtime, Semaphore):

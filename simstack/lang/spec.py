@@ -123,7 +123,8 @@ class Release:
 class Reply:
     """In a called request class: the caller goes on from here while the rest of the
     class runs on (the second phase of a layered-queueing entry). ``first``: who goes on first
-    at that instant, the caller (``caller``) or the second phase (``second_phase``, lqsim's order)."""
+    at that instant, the caller (``caller``), the second phase (``second_phase``, lqsim's order) or
+    either, drawn per reply with even odds (``either``, lqsim's order where both share a processor)."""
 
     guard: Guard
     first: str = "caller"

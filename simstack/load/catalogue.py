@@ -67,7 +67,7 @@ STEPS: dict[str, str] = {
     "acquire": "take a semaphore unit or a lock (mode: read|write, key:) and keep it after the step",
     "release": "give back a semaphore unit or a lock taken by an acquire, possibly in another request",
     "reply": "in a called request class: the caller resumes here while the class goes on (second phase); "
-             "first: caller (default) or second_phase, who goes on first",
+             "first: caller (default), second_phase or either (each half the time), who goes on first",
 }
 MODIFIER_DOCS: dict[str, str] = {
     "name": "the step's name in the step table (default action:target)",

@@ -61,7 +61,7 @@ def read_reply(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: s
     return Reply(guard, first)
 
 
-REPLY_ORDERS = ("caller", "second_phase")  # who goes on first at a reply
+REPLY_ORDERS = ("caller", "second_phase", "either")  # who goes on first at a reply (either: each half the time)
 
 
 def check_replies(body: tuple[Step, ...]) -> tuple[Step, ...]:
