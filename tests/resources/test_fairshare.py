@@ -1,5 +1,6 @@
 """Fair-share processor groups (``discipline: fair``, LQN ``group``/``share``, cap or not)
-against the exact CTMC of two groups of closed clients on one core, and on a timeline."""
+against the exact CTMC of two groups of closed clients on one core and on two (where a group
+with fewer jobs than its part has cores leaves the rest to the other), and on a timeline."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from simstack.testing import check_invariants, compare, rep_mean_latency, rep_th
 
 
 def fair_doc(clients: tuple[int, int], think: tuple[float, float], work: tuple[float, float],
-             shares: tuple[float, float], caps: tuple[bool, bool]) -> dict[str, Any]:
+             shares: tuple[float, float], caps: tuple[bool, bool], cores: int = 1) -> dict[str, Any]:
     """Group ``g1`` (share ``shares[0]``) and ``g2``: each a pool whose clients think, then run
     one exponential CPU step on the pool's thread."""
     groups = {f"g{i + 1}": {"share": shares[i], "cap": caps[i]} for i in range(2)}
     return {"name": "fair",
-            "hosts": {"h": {"cores": 1, "discipline": "fair", "groups": groups}},
+            "hosts": {"h": {"cores": cores, "discipline": "fair", "groups": groups}},
             "components": {f"p{i + 1}": {"kind": "threads", "host": "h", "size": clients[i], "group": f"g{i + 1}"}
                            for i in range(2)},
             "requests": {f"r{i + 1}": [{"hold": f"p{i + 1}", "steps": [{"cpu": f"exp({work[i]})"}]}]
@@ -28,19 +29,33 @@ def fair_doc(clients: tuple[int, int], think: tuple[float, float], work: tuple[f
                                         "think": f"exp({think[i]})"} for i in range(2)}}
 
 
+def fair_parts(n: tuple[int, int], shares: tuple[float, float], caps: tuple[bool, bool],
+               cores: int) -> tuple[float, float]:
+    """The cores each group gets with ``n`` jobs, by the documented rule: in proportion to the
+    shares among the groups with work, none above one core per job nor, capped, above its
+    share of the host; what a group cannot use goes to the others by their shares."""
+    limit = [min(n[i], cores * shares[i] if caps[i] else n[i]) for i in range(2)]
+    active, left, got = [i for i in range(2) if n[i]], float(cores), [0.0, 0.0]
+    while active:
+        total = sum(shares[i] for i in active)
+        full = [i for i in active if left * shares[i] / total >= limit[i]]
+        if not full:
+            for i in active:
+                got[i] = left * shares[i] / total
+            break
+        for i in full:
+            got[i], left = limit[i], left - limit[i]
+            active.remove(i)
+    return got[0], got[1]
+
+
 def fair_ctmc(clients: tuple[int, int], think: tuple[float, float], work: tuple[float, float],
-              shares: tuple[float, float], caps: tuple[bool, bool]) -> dict[str, float]:
-    """State (n1, n2): jobs of each group at the core. Both busy: each gets its share (they
-    add up to 1 here); one alone: the whole core, or its share if capped. Within a group the
-    jobs share its part equally, so with exponential work group i completes at part_i / s_i."""
+              shares: tuple[float, float], caps: tuple[bool, bool], cores: int = 1) -> dict[str, float]:
+    """State (n1, n2): jobs of each group at the host. Each group gets its part of the cores
+    (``fair_parts``); within a group the jobs share that part equally, so with exponential
+    work group i completes at part_i / s_i."""
     def parts(n: tuple[int, int]) -> tuple[float, float]:
-        if n[0] and n[1]:
-            return shares
-        alone = [0.0, 0.0]
-        for i in range(2):
-            if n[i]:
-                alone[i] = shares[i] if caps[i] else 1.0
-        return alone[0], alone[1]
+        return fair_parts(n, shares, caps, cores)
 
     def moves(n: tuple[int, int]) -> list[tuple[tuple[int, int], float]]:
         part, out = parts(n), []
@@ -73,6 +88,35 @@ def test_fair_share_groups_match_the_exact_ctmc(caps: tuple[bool, bool]) -> None
     for i in (1, 2):
         compare(f"fair caps {caps}: group {i} response time (CTMC)", rep_mean_latency(res, f"r{i}"), exact[f"R{i}"])
         compare(f"fair caps {caps}: group {i} throughput (CTMC)", rep_throughput(res, f"r{i}"), exact[f"X{i}"])
+
+
+def test_the_rule_on_two_cores_by_hand() -> None:
+    """25 % and 75 % of two cores: 0.5 and 1.5 when both have enough jobs; a group with one
+    job takes one core and leaves the rest to the other; capped, 25 % is half a core even
+    when the other half would be idle."""
+    shares, free, capped = (0.25, 0.75), (False, False), (True, False)
+    assert fair_parts((3, 2), shares, free, 2) == (0.5, 1.5)
+    assert fair_parts((3, 1), shares, free, 2) == (1.0, 1.0)
+    assert fair_parts((1, 0), shares, free, 2) == (1.0, 0.0)
+    assert fair_parts((3, 0), shares, free, 2) == (2.0, 0.0)
+    assert fair_parts((3, 1), shares, capped, 2) == (0.5, 1.0)
+    assert fair_parts((3, 0), shares, capped, 2) == (0.5, 0.0)
+    assert fair_parts((1, 1), shares, free, 1) == (0.25, 0.75)  # one core: the shares themselves
+
+
+@pytest.mark.parametrize("caps", [(False, False), (True, False)])
+def test_fair_share_groups_on_two_cores_match_the_exact_ctmc(caps: tuple[bool, bool]) -> None:
+    """Four clients in a 25 % group and two in a 75 % one on two cores: the states where one
+    group has a single job (one core at most) and the other takes what is left decide it."""
+    params: tuple[Any, ...] = ((4, 2), (1.0, 1.0), (0.4, 0.5), (0.25, 0.75), caps, 2)
+    exact = fair_ctmc(*params)
+    res = run(fair_doc(*params), seed=12, replications=10, horizon=3000.0, warmup=50.0)
+    check_invariants(res)
+    for i in (1, 2):
+        compare(f"fair on 2 cores caps {caps}: group {i} response time (CTMC)", rep_mean_latency(res, f"r{i}"),
+                exact[f"R{i}"])
+        compare(f"fair on 2 cores caps {caps}: group {i} throughput (CTMC)", rep_throughput(res, f"r{i}"),
+                exact[f"X{i}"])
 
 
 def test_the_cap_changes_the_answer() -> None:
