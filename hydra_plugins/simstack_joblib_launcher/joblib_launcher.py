@@ -57,8 +57,8 @@ class FaultTolerantJoblibLauncher(Launcher):
         for key in ("pre_dispatch", "batch_size", "max_nbytes"):  # numbers written as strings
             if isinstance(options.get(key), str) and options[key].isdigit():
                 options[key] = int(options[key])
-        log.info(f"Joblib.Parallel({','.join(f'{k}={v}' for k, v in options.items())}) is launching "
-                 f"{len(job_overrides)} jobs")
+        shown = ", ".join(f"{k}={v}" for k, v in options.items() if k != "backend")  # no object's repr
+        log.info(f"joblib (loky worker processes, {shown}) is launching {len(job_overrides)} jobs")
         log.info(f"Launching jobs, sweep output dir : {sweep_dir}")
         for i, overrides in enumerate(job_overrides):
             log.info(f"\t#{initial_job_idx + i} : {' '.join(filter_overrides(overrides))}")

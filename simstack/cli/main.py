@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import importlib.util
-import io
 import itertools
 import os
 import shutil
@@ -20,7 +19,6 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -34,7 +32,7 @@ from simstack.engine.parallel import using
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
-from simstack.io.terminal import printable
+from simstack.io.terminal import Printable, printable, quiet_stdout
 
 CONFIG_DIR = str(config_dir())
 
@@ -80,7 +78,7 @@ def app(cfg: DictConfig) -> None:
     except SimstackError as exc:
         _fail(exc)
     except BrokenPipeError:  # the reader went away (| head): the results were written before printing
-        _quiet_stdout()
+        quiet_stdout()
         sys.exit(141)
     except OSError as exc:  # a full disk, a folder without write permission: one line, the last good files kept
         if exc.errno not in OS_ERRORS:
@@ -140,46 +138,22 @@ def main() -> None:
     (``simstack ... | head``) ends quietly, the results already written; what is printed on
     standard output has its control characters escaped (a name from a received file cannot
     drive the terminal)."""
-    sys.stdout = Printable(sys.stdout)
+    out = Printable(sys.stdout)
+    sys.stdout = out
     try:
         _main()
+    except SystemExit as exc:
+        if out.pipe_closed and not exc.code:
+            sys.exit(141)
+        raise
     except KeyboardInterrupt:
         print("simstack: interrupted", file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError:
-        _quiet_stdout()
+    except BrokenPipeError:  # written past ``Printable`` (a library's own stream)
+        quiet_stdout()
+        sys.exit(141)
+    if out.pipe_closed:
         sys.exit(141)  # 128 + SIGPIPE, as a program killed by the closed pipe would
-
-
-def _quiet_stdout() -> None:
-    """After a closed pipe, point standard output at /dev/null so that Python's final flush
-    does not raise again (the recipe of Python's signal documentation)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
-
-
-class Printable(io.TextIOBase):
-    """Standard output with control characters escaped (``io.terminal.printable``)."""
-
-    def __init__(self, stream: TextIO):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        self._stream.write(printable(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def isatty(self) -> bool:
-        return self._stream.isatty()
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return self._stream.encoding
 
 
 def _main() -> None:
@@ -221,7 +195,9 @@ def _main() -> None:
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
-    if not {"-m", "--multirun"} & set(sys.argv[1:]):
+    if {"-m", "--multirun"} & set(sys.argv[1:]):  # a job's printout is its stdout.txt: no log beside it
+        sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none"]
+    else:
         sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
 

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, open_dict
 
 from simstack.errors import SimstackError
 from simstack.io.atomic import write_text_atomic
+from simstack.io.terminal import say
 
 STATUS_FILE = "status.json"
 JOB_OUTPUT_FILE = "stdout.txt"
@@ -64,8 +65,8 @@ def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
             status["traceback"] = trace
         write_status(out_dir, status)
         shown = " ".join(overrides)
-        print(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
-              f" [{status['wall_time_s']:.1f} s]", flush=True)
+        say(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
+            f" [{status['wall_time_s']:.1f} s]")
         return None
 
     return wrapper
@@ -91,7 +92,7 @@ def record_lost_job(job_dir: Path, overrides: list[str], error: str) -> None:
         pass
     write_status(job_dir, {"job": job_dir.name, "status": "failed", "error": error, "overrides": overrides,
                            "wall_time_s": None})
-    print(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", flush=True)
+    say(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}")
 
 
 def _quiet(cfg: DictConfig) -> None:

@@ -7,6 +7,7 @@ instead of a traceback, no empty outputs folder, the last good files kept.
 
 from __future__ import annotations
 
+import json
 import resource
 import shutil
 import signal
@@ -42,6 +43,25 @@ def test_a_closed_pipe_ends_quietly_after_the_results_are_written(tmp_path: Path
     assert "Traceback" not in err and "BrokenPipe" not in err
     (folder,) = _run_folders(tmp_path)
     assert {"summary.csv", "requests.parquet", "steps.parquet", "run.json"} <= {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib"])
+def test_a_sweep_into_a_closed_pipe_completes_its_table_and_ends_quietly(tmp_path: Path, launcher: str) -> None:
+    """``simstack -m ... | head -1``: every job still runs and is gathered; the jobs' lines and
+    Hydra's own go nowhere once the reader has gone, and the command ends with 141."""
+    out = tmp_path / "sweep"
+    run = subprocess.Popen([SIMSTACK, "-m", "model=pipeline", "+parameters.consoles=2,4", *SHORT,
+                            f"hydra/launcher={launcher}", f"hydra.sweep.dir={out}"], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert run.stdout is not None and run.stderr is not None
+    run.stdout.readline()
+    run.stdout.close()  # the pipe closes before the jobs have printed their lines
+    err = run.stderr.read().decode()
+    assert run.wait(timeout=300) == 141, err[-3000:]
+    assert "Traceback" not in err and "Logging error" not in err, err[-3000:]
+    assert {"sweep_summary.csv", "sweep_report.html"} <= {p.name for p in out.iterdir()}
+    assert {json.loads((out / job / "status.json").read_text())["status"] for job in ("0", "1")} == {"ok"}
+    assert not list(out.glob("*/*.log"))  # a job's printout is its stdout.txt: no empty log beside it
 
 
 def _as_from_a_terminal() -> None:
