@@ -28,7 +28,7 @@ from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
 from simstack.report.whatifs import reason
-from simstack.studies.schema.metric_types import describe_metric, metric_unit
+from simstack.studies.schema.metric_words import describe_metric, metric_unit
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import merge
 

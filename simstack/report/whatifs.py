@@ -21,7 +21,7 @@ from simstack.report.common import MEASURED_MARKER, colour, error_bars, value_ti
 from simstack.report.context import Context, with_ci
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
-from simstack.studies.schema.metric_types import describe_metric, metric_unit
+from simstack.studies.schema.metric_words import describe_metric, metric_unit
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import RunSelection, merge
 

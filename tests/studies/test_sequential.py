@@ -20,7 +20,8 @@ from simstack.errors import ModelError
 from simstack.studies.evaluate.capacity import FULL
 from simstack.studies.evaluate.check import check_study
 from simstack.studies.evaluate.metrics import Evaluator
-from simstack.studies.schema.metric_types import QuantileMetric, describe_metric, metric_unit
+from simstack.studies.schema.metric_types import QuantileMetric
+from simstack.studies.schema.metric_words import describe_metric, metric_unit
 from simstack.studies.schema.study import load_study
 from simstack.tables.stopping import Target
 

@@ -40,7 +40,7 @@ from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
-from simstack.studies.schema.metric_types import metric_unit
+from simstack.studies.schema.metric_words import metric_unit
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study, load_study
 from simstack.tables.console import number
