@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,3 +195,12 @@ def check_invariants(res: RunResult, *, eps: float = TIME_EPS) -> None:
     assert (acc["in_system"] >= 0).all()
     counts = rq.groupby("rep").size().reindex(acc["rep"], fill_value=0).to_numpy()
     assert (counts == acc["finished"].to_numpy()).all(), "finished count disagrees with the requests table"
+
+
+def edit_study(folder: Path, old: str, new: str) -> None:
+    """The study file of ``folder`` (``checks.yaml``) with ``old``, which must be in it,
+    replaced by ``new``: a test's variant of a shipped or fixture study."""
+    path = folder / "checks.yaml"
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))

@@ -22,6 +22,7 @@ import pytest
 from simstack.errors import ModelError
 from simstack.io.outputs import FileGroup, csv_text, neutral, read_cell
 from simstack.studies.schema.study import load_study
+from simstack.testing import edit_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 SIMSTACK = str(Path(sys.executable).with_name("simstack"))
@@ -32,13 +33,6 @@ def study(tmp_path: Path) -> Path:
     folder = tmp_path / "received"
     shutil.copytree(FIXTURE, folder)
     return folder
-
-
-def _edit(folder: Path, old: str, new: str) -> None:
-    path = folder / "checks.yaml"
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -68,7 +62,7 @@ def _files(root: Path) -> dict[str, bytes]:
      r"alternatives\.evil\.calibrated: expected a \.yaml file"),
 ])
 def test_a_study_cannot_name_an_output_it_must_not_write(study: Path, edit: tuple[str, str], message: str) -> None:
-    _edit(study, *edit)
+    edit_study(study, *edit)
     with pytest.raises(ModelError, match=message):
         load_study(study)
 
@@ -78,7 +72,7 @@ def test_git_never_sees_a_config_from_a_study(study: Path) -> None:
     subprocess.run(["git", "init", "-q", str(study)], check=True)
     config = study / ".git" / "config"
     before = config.read_bytes()
-    _edit(study, "  file: predictions.csv", "  file: .git/config")
+    edit_study(study, "  file: predictions.csv", "  file: .git/config")
     done = subprocess.run([SIMSTACK, "predict", "model=received", f"models_dir={study.parent}"],
                           capture_output=True, text=True, cwd=study.parent, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -90,7 +84,7 @@ def test_an_output_cannot_leave_through_a_link(study: Path, tmp_path: Path) -> N
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (study / "out").symlink_to(elsewhere)
-    _edit(study, "  file: predictions.csv", "  file: out/predictions.csv")
+    edit_study(study, "  file: predictions.csv", "  file: out/predictions.csv")
     snapshot = _files(study)
     done = subprocess.run([SIMSTACK, "predict", "model=received", f"models_dir={study.parent}"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -105,7 +99,7 @@ def test_an_output_over_a_data_file_of_the_model_is_refused(study: Path) -> None
     (study / "data" / "service.csv").write_text("seconds\n0.4\n0.6\n")
     model = study / "model.yaml"
     model.write_text(model.read_text().replace("service: exp($service)", "service: empirical(data/service.csv)"))
-    _edit(study, "  file: predictions.csv", "  file: data/service.csv")
+    edit_study(study, "  file: predictions.csv", "  file: data/service.csv")
     with pytest.raises(ModelError, match=r"predictions\.file: 'data/service\.csv' is a file the study reads "
                                          r"\(model\.yaml \(a data file it names\)\)"):
         load_study(study)
@@ -113,7 +107,7 @@ def test_an_output_over_a_data_file_of_the_model_is_refused(study: Path) -> None
 
 def test_a_link_to_an_input_is_an_input(study: Path) -> None:
     (study / "innocent.csv").symlink_to(study / "baselines.csv")
-    _edit(study, "  file: predictions.csv", "  file: innocent.csv")
+    edit_study(study, "  file: predictions.csv", "  file: innocent.csv")
     with pytest.raises(ModelError, match=r"'innocent\.csv' is a file the study reads \(baselines\)"):
         load_study(study)
 

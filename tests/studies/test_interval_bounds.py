@@ -27,6 +27,7 @@ from simstack.studies.intervals import method
 from simstack.studies.predict import predict, write_predictions
 from simstack.studies.provenance import input_hashes
 from simstack.studies.schema.study import load_study
+from simstack.testing import edit_study
 
 BATCH = """name: batch
 description: Sixteen equal jobs on a pool of $threads threads and $cores processor-sharing cores.
@@ -88,12 +89,6 @@ def batch(tmp_path: Path) -> Path:
     return folder
 
 
-def _edit(folder: Path, old: str, new: str) -> None:
-    text = (folder / "checks.yaml").read_text()
-    assert old in text, old
-    (folder / "checks.yaml").write_text(text.replace(old, new))
-
-
 # --- the arithmetic ------------------------------------------------------------------------
 
 def test_bounds_lie_between_no_gain_and_ideal_scaling_within_the_limits() -> None:
@@ -129,18 +124,18 @@ def test_a_selection_evaluates_the_anchor_of_its_bounds_without_writing_it(batch
 
 def test_an_alternative_outside_the_bounds_stays_in_the_interval(batch: Path) -> None:
     """An accepted reading need not share the structure the bounds are proven for."""
-    _edit(batch, "    coverage: 0.8\n", "    coverage: 0.8\n    alternatives: {slow: {flags: {slow: true}}}\n")
+    edit_study(batch, "    coverage: 0.8\n", "    coverage: 0.8\n    alternatives: {slow: {flags: {slow: true}}}\n")
     table = predict(load_study(batch)).set_index("threads")
     assert table.loc[16, "high"] == pytest.approx(0.16)  # 16 jobs of 2 w on 4 cores: the slow reading
     assert table.loc[16, "low"] == pytest.approx(0.04)
 
 
 def test_a_row_that_nothing_bounds_is_refused(batch: Path) -> None:
-    _edit(batch, "      limits: [{value: 16 * $work / $cores, doc: the cores}]\n", "")
-    _edit(batch, "    threads: {values: [1, 2, 4, 8, 16], parameters: threads}\n",
+    edit_study(batch, "      limits: [{value: 16 * $work / $cores, doc: the cores}]\n", "")
+    edit_study(batch, "    threads: {values: [1, 2, 4, 8, 16], parameters: threads}\n",
           "    threads: {values: [1, 2, 4, 8, 16], parameters: threads}\n"
           "    mode: {plain: {}, slow: {flags: {slow: true}}}\n")
-    _edit(batch, "sense: lower", "sense: higher")
+    edit_study(batch, "sense: lower", "sense: higher")
     with pytest.raises(ModelError, match="nothing bounds it; declare a limit"):
         predict(load_study(batch), keep=lambda c: c["mode"] == "slow" and str(c["threads"]) == "4")
 
@@ -164,19 +159,19 @@ def test_the_method_is_recorded_with_the_predictions(batch: Path) -> None:
     ("      sense: lower\n", "      sense: faster\n", "expected one of lower, higher"),
 ])
 def test_the_section_is_checked_when_read(batch: Path, old: str, new: str, message: str) -> None:
-    _edit(batch, old, new)
+    edit_study(batch, old, new)
     with pytest.raises(ModelError, match=message):
         load_study(batch)
 
 
 def test_a_limit_of_the_wrong_kind_is_refused(batch: Path) -> None:
-    _edit(batch, "16 * $work / $cores", "5MB")
+    edit_study(batch, "16 * $work / $cores", "5MB")
     with pytest.raises(ModelError, match="limit '5MB' is a size, but metric 't' is a time"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
 
 
 def test_a_limit_naming_an_unknown_parameter_is_refused(batch: Path) -> None:
-    _edit(batch, "16 * $work / $cores", "16 * $wrk")
+    edit_study(batch, "16 * $work / $cores", "16 * $wrk")
     with pytest.raises(ModelError, match=r"unknown parameter \$wrk"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
 
@@ -301,12 +296,12 @@ def test_model_error_needs_a_leave_out(tiny: Path) -> None:
     (tiny / "leave_out.csv").unlink()
     with pytest.raises(ModelError, match="holdout=all"):
         left_out_scores(load_study(tiny))
-    _edit(tiny, "  leave_out: {column: host, write: leave_out.csv, fallback: {demand: 2ms}}\n", "")
+    edit_study(tiny, "  leave_out: {column: host, write: leave_out.csv, fallback: {demand: 2ms}}\n", "")
     with pytest.raises(ModelError, match="needs a surrogate calibration with a leave_out section"):
         left_out_scores(load_study(tiny))
 
 
 def test_a_parallelism_of_zero_is_refused(batch: Path) -> None:
-    _edit(batch, "      scale: $threads\n", "      scale: $threads - 2\n")
+    edit_study(batch, "      scale: $threads\n", "      scale: $threads - 2\n")
     with pytest.raises(ModelError, match="a parallelism must be > 0"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")

@@ -22,6 +22,7 @@ from simstack.errors import ConfigError, ModelError
 from simstack.io.outputs import yaml_text
 from simstack.studies.fit.calibrate import calibrate, chosen_alternatives
 from simstack.studies.schema.study import load_study
+from simstack.testing import edit_study
 
 pytestmark = pytest.mark.slow  # calibrations
 
@@ -85,12 +86,6 @@ def lin(tmp_path: Path) -> Path:
     return folder
 
 
-def _edit(folder: Path, old: str, new: str) -> None:
-    text = (folder / "checks.yaml").read_text()
-    assert old in text
-    (folder / "checks.yaml").write_text(text.replace(old, new))
-
-
 def simstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([SIMSTACK, *args, f"hydra.run.dir={cwd / 'out'}"], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
@@ -144,8 +139,9 @@ def test_alternative_errors_are_located(lin: Path, name: str, error: type, messa
 
 
 def test_all_needs_an_alternative_with_a_file_and_a_study_needs_an_interval(lin: Path) -> None:
-    _edit(lin, "slow: {flags: {slow: true}, calibrated: calibrated_slow.yaml}", "slow: {flags: {slow: true}}")
-    _edit(lin, "slower: {flags: {slower: true}, calibrated: calibrated_slower.yaml}", "slower: {flags: {slower: true}}")
+    edit_study(lin, "slow: {flags: {slow: true}, calibrated: calibrated_slow.yaml}", "slow: {flags: {slow: true}}")
+    edit_study(lin, "slower: {flags: {slower: true}, calibrated: calibrated_slower.yaml}",
+               "slower: {flags: {slower: true}}")
     with pytest.raises(ConfigError, match=r"alternative=all: no alternative of .* names a calibrated: file; "
                                           r"alternatives: slow, fixed, slower"):
         chosen_alternatives(load_study(lin), "all")
@@ -156,7 +152,7 @@ def test_all_needs_an_alternative_with_a_file_and_a_study_needs_an_interval(lin:
 
 
 def test_an_alternative_that_sets_a_fitted_parameter_is_refused(lin: Path) -> None:
-    _edit(lin, "fixed: {flags: {slow: true}}", "fixed: {parameters: {b: 2.0}, calibrated: calibrated_fixed.yaml}")
+    edit_study(lin, "fixed: {flags: {slow: true}}", "fixed: {parameters: {b: 2.0}, calibrated: calibrated_fixed.yaml}")
     study = load_study(lin)
     with pytest.raises(ModelError, match=r"predictions.interval.alternatives.fixed: alternative 'fixed' sets "
                                          r"calibration parameter 'b', so it cannot be fitted under it"):
@@ -252,7 +248,7 @@ def test_without_uncertainty_the_calibrated_file_keeps_its_keys(lin: Path) -> No
 def test_the_profile_is_the_range_where_every_target_stays_within_tolerance(lin: Path) -> None:
     from simstack.studies.fit.uncertainty import budget
 
-    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
+    edit_study(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
     study = load_study(lin)
     result = calibrate(study, progress=False)
     spread = result["uncertainty"]
@@ -269,7 +265,7 @@ def test_the_profile_is_the_range_where_every_target_stays_within_tolerance(lin:
 
 
 def test_the_bootstrap_resamples_the_measured_repeats(lin: Path) -> None:
-    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: bootstrap\n  repeats: repeats.csv")
+    edit_study(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: bootstrap\n  repeats: repeats.csv")
     (lin / "repeats.csv").write_text("check,value,unit\nlat_one,1900,ms\nlat_one,2100,ms\n")
     done = simstack("calibrate", f"model={lin}", cwd=lin.parent)
     assert done.returncode == 0, done.stderr
@@ -299,7 +295,7 @@ def test_the_bootstrap_resamples_the_measured_repeats(lin: Path) -> None:
      r"calibration.uncertainty: expected one of none, profile, bootstrap, got 'profiles'"),
 ])
 def test_uncertainty_errors_are_located(lin: Path, setting: str, rows: str | None, message: str) -> None:
-    _edit(lin, "  max_evaluations: 30", f"  max_evaluations: 30\n  {setting}")
+    edit_study(lin, "  max_evaluations: 30", f"  max_evaluations: 30\n  {setting}")
     if rows is not None:
         (lin / "repeats.csv").write_text(rows)
     with pytest.raises(ModelError, match=message):
@@ -311,8 +307,8 @@ def test_uncertainty_errors_are_located(lin: Path, setting: str, rows: str | Non
 def test_parameter_uncertainty_widens_the_envelope_by_each_fits_ranges(lin: Path) -> None:
     from simstack.studies.predict import predict
 
-    _edit(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
-    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    edit_study(lin, "  max_evaluations: 30", "  max_evaluations: 30\n  uncertainty: profile")
+    edit_study(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
     _fit_all(lin)
     table = predict(load_study(lin)).set_index("extra")
     # none, t = a + b (+ 0.5 under slow and fixed): the point a in [1.8, 2.2] -> 4.8..5.2, b in [2, 3.5] -> 4..5.5;
@@ -335,7 +331,7 @@ def test_parameter_uncertainty_widens_the_envelope_by_each_fits_ranges(lin: Path
 def test_parameter_uncertainty_needs_the_ranges(lin: Path, without: str, message: str) -> None:
     from simstack.studies.predict import predict
 
-    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    edit_study(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
     spread = "uncertainty: {a: {low: 1.8, high: 2.2, method: profile}}\n"
     residuals = "residuals: [{check: lat_one, rel_error: 0.0}, {check: lat_two, rel_error: 0.0}]\n"
     for name in ("calibrated.yaml", "calibrated_slow.yaml"):
@@ -350,7 +346,7 @@ def test_the_provenance_tracks_the_ranges_when_they_decide_the_numbers(lin: Path
 
     (lin / "calibrated.yaml").write_text("parameters: {a: 2.0}\nuncertainty: {a: {low: 1.8, high: 2.2}}\n")
     assert "uncertainty" not in input_hashes(load_study(lin), {"a": 2.0})
-    _edit(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
+    edit_study(lin, "  interval:\n", "  interval:\n    parameter_uncertainty: true\n")
     before = input_hashes(load_study(lin), {"a": 2.0})["uncertainty"]
     (lin / "calibrated.yaml").write_text("parameters: {a: 2.0}\nuncertainty: {a: {low: 1.7, high: 2.2}}\n")
     assert input_hashes(load_study(lin), {"a": 2.0})["uncertainty"] not in (None, before)
@@ -399,7 +395,7 @@ def test_band_column_errors_are_located(lin: Path, extra: dict, message: str) ->
 def test_an_exact_residual_on_a_zero_tolerance_is_within_and_not_the_worst(lin: Path) -> None:
     from simstack.studies.fit.acceptance import worst_residual
 
-    _edit(lin, "baseline: {quantity: one}, tolerance: 0.1", "baseline: {quantity: one}, tolerance: 0")
+    edit_study(lin, "baseline: {quantity: one}, tolerance: 0.1", "baseline: {quantity: one}, tolerance: 0")
     ok, worst = worst_residual(load_study(lin), [{"check": "lat_one", "rel_error": 0.0},
                                                  {"check": "lat_two", "rel_error": 0.05}])
     assert ok and worst is not None and worst["check"] == "lat_two"

@@ -13,6 +13,7 @@ from simstack.errors import ModelError
 from simstack.studies.evaluate.check import check_study
 from simstack.studies.predict import predict
 from simstack.studies.schema.study import load_study, within
+from simstack.testing import edit_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
 
@@ -24,15 +25,8 @@ def study_dir(tmp_path: Path) -> Path:
     return target
 
 
-def _edit(study_dir: Path, old: str, new: str) -> None:
-    path = study_dir / "checks.yaml"
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
-
-
 def test_a_further_column_takes_its_metric_from_the_same_run(study_dir: Path) -> None:
-    _edit(study_dir, "value_column: predicted_sojourn_s", "value_column: predicted_sojourn_s\n"
+    edit_study(study_dir, "value_column: predicted_sojourn_s", "value_column: predicted_sojourn_s\n"
           "  value_columns: {utilisation: busy}")
     table = predict(load_study(study_dir)).set_index("load")
     assert list(table.columns) == ["predicted_sojourn_s", "utilisation"]
@@ -41,12 +35,12 @@ def test_a_further_column_takes_its_metric_from_the_same_run(study_dir: Path) ->
 
 
 def test_a_column_naming_an_unknown_metric_or_the_value_column_is_refused(study_dir: Path) -> None:
-    _edit(study_dir, "value_column: predicted_sojourn_s", "value_column: predicted_sojourn_s\n"
+    edit_study(study_dir, "value_column: predicted_sojourn_s", "value_column: predicted_sojourn_s\n"
           "  value_columns: {utilisation: bussy}")
     with pytest.raises(ModelError, match=r"checks.yaml: predictions.value_columns.utilisation: unknown metric 'bussy'; "
                                          r"metrics: sojourn, busy, sojourn_light"):
         load_study(study_dir)
-    _edit(study_dir, "{utilisation: bussy}", "{predicted_sojourn_s: busy}")
+    edit_study(study_dir, "{utilisation: bussy}", "{predicted_sojourn_s: busy}")
     with pytest.raises(ModelError, match=r"predictions.value_columns.predicted_sojourn_s: a further value column "
                                          r"needs a new name, not 'predicted_sojourn_s'"):
         load_study(study_dir)
@@ -57,9 +51,10 @@ def test_one_sided_checks_pass_on_their_side_only(study_dir: Path) -> None:
     check fails, at_most passes, at_least fails."""
     table = check_study(load_study(study_dir)).set_index("check")
     assert not table.loc["sojourn", "passed"]
-    _edit(study_dir, "tolerance: 0.1}\n  - {id: utilisation", "tolerance: 0.1, side: at_most}\n  - {id: utilisation")
+    edit_study(study_dir, "tolerance: 0.1}\n  - {id: utilisation",
+               "tolerance: 0.1, side: at_most}\n  - {id: utilisation")
     assert check_study(load_study(study_dir)).set_index("check").loc["sojourn", "passed"]
-    _edit(study_dir, "side: at_most", "side: at_least")
+    edit_study(study_dir, "side: at_most", "side: at_least")
     assert not check_study(load_study(study_dir)).set_index("check").loc["sojourn", "passed"]
 
 
@@ -70,6 +65,6 @@ def test_within_reads_the_tolerance_on_the_named_side() -> None:
 
 
 def test_an_unknown_side_is_refused(study_dir: Path) -> None:
-    _edit(study_dir, "tolerance: 0.1}\n  - {id: utilisation", "tolerance: 0.1, side: above}\n  - {id: utilisation")
+    edit_study(study_dir, "tolerance: 0.1}\n  - {id: utilisation", "tolerance: 0.1, side: above}\n  - {id: utilisation")
     with pytest.raises(ModelError, match=r"checks.yaml: checks\[0\].side: .*above"):
         load_study(study_dir)
