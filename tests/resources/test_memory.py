@@ -265,3 +265,22 @@ def test_a_run_writes_its_memory_tables(tmp_path: Any) -> None:
     write_run(plain, {}, tmp_path / "plain", tables=True)
     assert not (tmp_path / "plain" / "memory_peaks.csv").exists()
     assert not (tmp_path / "plain" / "memory.parquet").exists()
+
+
+def test_a_memory_peak_in_one_replication_is_that_replications_own() -> None:
+    """A replication cut from a run (a metric read per replication: its precision, a paired
+    comparison, a report's error bar) reads its own peak, not the whole run's: Poisson
+    arrivals holding 1 GB for an exponential time reach different peaks in each."""
+    from simstack.studies.evaluate.run_values import one_replication, run_statistic
+    from simstack.studies.schema.metric_types import RunMetric
+    from simstack.studies.schema.selection import RunSelection
+
+    doc = {"hosts": {"node": {"cores": 1}},
+           "requests": {"p": [{"alloc": {"bytes": "1GB", "host": "node"}}, {"delay": "exp(1)"}]},
+           "workloads": {"go": {"type": "open", "interarrival": "exp(0.5)", "count": 40, "request": "p"}}}
+    res = simulate(build_spec(doc, None), seed=3, replications=4)
+    metric = RunMetric(name="m", type="memory_peak", run=RunSelection(), unit="GB")
+    each = [run_statistic(metric, one_replication(res, rep)) for rep in range(4)]
+    peaks = res.table("memory_peaks").sort_values("rep")["peak_used"].to_numpy() / GB
+    assert each == pytest.approx(list(peaks)) and len(set(each)) > 1
+    assert run_statistic(metric, res) == pytest.approx(sum(each) / 4)

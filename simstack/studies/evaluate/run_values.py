@@ -20,12 +20,13 @@ from simstack.studies.schema.metric_types import RunMetric
 
 
 def one_replication(result: RunResult, rep: int) -> RunResult:
-    """A run's tables cut to one replication: a metric's value in it alone."""
+    """A run's tables cut to one replication, the kinds' own (``memory_peaks``...) too: a
+    metric's value in it alone."""
     def cut(frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["rep"] == rep] if "rep" in frame.columns else frame
     return replace(result, replications=1, requests=cut(result.requests), steps=cut(result.steps),
                    resources=cut(result.resources), deadlines=cut(result.deadlines),
-                   accounting=cut(result.accounting))
+                   accounting=cut(result.accounting), tables={k: cut(v) for k, v in result.tables.items()})
 
 
 def run_statistic(metric: RunMetric, result: RunResult) -> float:
