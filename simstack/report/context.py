@@ -73,7 +73,7 @@ class Context:
         if isinstance(metric, RatioMetric | DifferenceMetric) and metric.precision is not None:
             paired = self.evaluator.paired_interval(metric, self.chosen(sel))  # the interval it stopped on
             return mean, paired.low, paired.high
-        if isinstance(metric, RunMetric) and metric.precision is not None and not metric.stops_its_run:
+        if isinstance(metric, RunMetric) and metric.read_per_replication:
             stopped = self.evaluator.stopped_interval(metric, merge(metric.run, self.chosen(sel)))
             return mean, stopped.low, stopped.high
         per_rep = self.per_replication(name, sel)
@@ -129,7 +129,7 @@ def _stopped_alone(metric: Any) -> bool:
     (a paired comparison, a throughput...): its interval is the one it stopped on."""
     if isinstance(metric, RatioMetric | DifferenceMetric):
         return metric.precision is not None
-    return isinstance(metric, RunMetric) and metric.precision is not None and not metric.stops_its_run
+    return isinstance(metric, RunMetric) and metric.read_per_replication
 
 
 class _OneReplication(Evaluator):

@@ -118,7 +118,7 @@ class Evaluator:
                 del self.runs[key]
 
     def statistic(self, metric: RunMetric, run: RunSelection) -> float:
-        if metric.precision is not None and not metric.stops_its_run:
+        if metric.read_per_replication:
             return self.stopped_interval(metric, run).estimate
         precision = self.precision_for(metric, run)
         key = _key(run.scenario, run.whatif, sorted(run.parameters.items()), sorted(run.flags.items()),
@@ -138,7 +138,7 @@ class Evaluator:
         fixed = int({**self.study.defaults, **sel.settings}.get("replications", 1))
         if not isinstance(metric, RunMetric):
             return fixed
-        if metric.precision is not None and not metric.stops_its_run:
+        if metric.read_per_replication:
             self.stopped_interval(metric, sel)
             return self.stops[self._replicated_key(metric, sel)].replications
         precision = self.precision_for(metric, sel)

@@ -158,6 +158,11 @@ class RunMetric(Metric):
         return self.type in PRECISE_TYPES and self.request is not None and self.step is None \
             and self.stat not in ("min", "max")
 
+    @property
+    def read_per_replication(self) -> bool:
+        """Whether its own precision is met replication by replication, not by its run."""
+        return self.precision is not None and not self.stops_its_run
+
     def check_precision(self, path: str) -> None:
         """A metric states its own precision where replications can be added until its interval
         meets it: a value per replication whose mean across replications is the metric (a
