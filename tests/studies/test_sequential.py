@@ -126,9 +126,9 @@ def test_a_precision_in_the_defaults_applies_to_each_metric(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("metric,message", [
     ({"type": "latency", "request": "job", "stat": "max", "precision": {"relative": 0.1}},
-     "metrics.m.precision: precision: a metric with stat: max has no interval across replications"),
+     "metrics.m.precision: precision: the max of latency has no interval across replications"),
     ({"type": "end_time", "request": "job", "stat": "p99", "precision": {"relative": 0.1}},
-     "metrics.m.precision: precision: a metric with stat: p99 has no interval across replications"),
+     "metrics.m.precision: precision: the p99 of end_time has no interval across replications"),
     ({"type": "failure_rate", "request": "job", "group": "item", "precision": {"relative": 0.1}},
      "metrics.m.precision: precision: a failure rate of the worst group has no interval across replications"),
     ({"type": "quantile", "request": "job", "q": 1.5}, "metrics.m.q: expected a quantile in (0, 1)"),
@@ -170,7 +170,7 @@ def test_a_check_states_its_precision_and_the_metric_keeps_its_replications(tmp_
 def test_a_check_precision_on_a_metric_that_cannot_take_one_is_refused(tmp_path: Path) -> None:
     metrics = {"worst": {"type": "latency", "request": "job", "stat": "max"}, "mean": METRICS["mean"]}
     checks = [{"id": "c", "metric": "worst", "less_than": "mean", "precision": {"relative": 0.05}}]
-    with pytest.raises(ModelError, match=r"checks\[0\]\.precision: precision: a metric with stat: max has no interval"):
+    with pytest.raises(ModelError, match=r"checks\[0\]\.precision: precision: the max of latency has no interval"):
         load_study(_study(tmp_path / "mm1_load", metrics, checks=checks))
 
 

@@ -172,10 +172,10 @@ class RunMetric(Metric):
         if self.precision is None:
             return
         if self.stat in ("min", "max") or (self.type in ("end_time", "memory_peak") and self.stat != "mean"):
-            raise ModelError(f"precision: a metric with stat: {self.stat} has no interval across replications (the "
-                             "mean of each replication's extreme is another quantity): state the precision of its "
-                             "mean or a percentile, or read it at the study's defaults.precision",
-                             path=f"{path}.precision")
+            raise ModelError(f"precision: the {self.stat} of {self.type} has no interval across replications (the "
+                             f"mean of each replication's {self.stat} is another quantity than the {self.stat} of the "
+                             "whole run): state the precision of its mean, or read it at the study's "
+                             "defaults.precision", path=f"{path}.precision")
         if self.group is not None:
             raise ModelError("precision: a failure rate of the worst group has no interval across replications "
                              "(the mean of each replication's worst group is another quantity): state the precision "
