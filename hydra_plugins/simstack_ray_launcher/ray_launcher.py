@@ -7,6 +7,7 @@ is gathered there even without a shared filesystem."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
+
+from simstack.engine.raypool import hush_token_notice
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,9 @@ class RayLauncher(Launcher):
             init.pop("include_dashboard", None)  # a setting for starting a Ray, not for joining one
         started = not ray.is_initialized()
         if started:
-            log.info(f"Ray: starting with {init}" if init.get("address") is None else f"Ray: joining {init['address']}")
+            print(f"simstack: Ray: starting with {init}" if init.get("address") is None
+                  else f"simstack: Ray: joining {init['address']}", file=sys.stderr, flush=True)
+            hush_token_notice()
             ray.init(**{k: v for k, v in init.items() if v is not None})
         remote = ray.remote(**_plain(self.ray_cfg["remote"]))(_execute_job) if self.ray_cfg["remote"] \
             else ray.remote(_execute_job)

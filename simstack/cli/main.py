@@ -120,6 +120,18 @@ def _drop_empty_run_dir() -> None:
                 parent.rmdir()
 
 
+# Every word that may stand first on the command line: the Hydra tasks and the verbs with their
+# own argument syntax (dispatched in ``_main`` before Hydra composes anything).
+VERBS = (*TASK_NAMES, "import", "export", "gather", "kinds", "experiments")
+
+
+def _looks_like_a_verb(word: str) -> bool:
+    """A first word that is neither an override (``key=value``, ``+key=...``, ``~key``) nor an
+    option (``-m``, ``--jobs``): a mistyped or unknown task (``simstack compare``), which Hydra
+    would report as an override it cannot parse."""
+    return bool(word) and "=" not in word and not word.startswith(("-", "+", "~"))
+
+
 def jobs_option(args: list[str]) -> list[str]:
     """``--jobs N`` / ``--jobs=N`` as the override ``sim.jobs=N``."""
     out, i = [], 0
@@ -179,6 +191,8 @@ def _main() -> None:
         sys.exit(experiments(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASK_NAMES:
         sys.argv[1] = f"task={sys.argv[1]}"
+    elif len(sys.argv) > 1 and _looks_like_a_verb(sys.argv[1]):
+        _fail(ConfigError(f"{sys.argv[1]!r} is not a task; tasks: {', '.join(VERBS)} (simstack --help)"))
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
@@ -196,7 +210,7 @@ def _main() -> None:
     except SimstackError as exc:
         _fail(exc)
     if {"-m", "--multirun"} & set(sys.argv[1:]):  # a job's printout is its stdout.txt: no log beside it
-        sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none"]
+        sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none", "hydra/hydra_logging=warnings"]
     else:
         sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
@@ -207,7 +221,7 @@ def _quiet_hydra(task: str) -> list[str]:
     ``.hydra/``); a single run records its settings in ``run.json`` and a study task writes
     into the model's folder, so Hydra writes nothing of its own there: no config copy, no log
     file that a full disk could fail, no folder at all for a study task."""
-    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=warnings"]
     return quiet if task == "task=run" else [*quiet, "hydra.run.dir=."]
 
 

@@ -52,6 +52,17 @@ def _ray() -> Any:
     return ray
 
 
+def _secure_default(record: logging.LogRecord) -> bool:
+    return "Token authentication is enabled" not in record.getMessage()
+
+
+def hush_token_notice() -> None:
+    """Ray's notice that the local Ray it starts uses token authentication (its secure
+    default, nothing for the user to do) is noise beside simstack's one line; any other
+    authentication warning, such as the cluster running without it, still shows."""
+    logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(_secure_default)
+
+
 @dataclass(frozen=True)
 class RayCluster:
     """Ray tasks: on the cluster at ``address`` (``host:port`` of its head, ``auto``, or
@@ -70,6 +81,7 @@ class RayCluster:
         ray = _ray()
         if ray.is_initialized():
             return ray
+        hush_token_notice()
         try:
             ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
                      configure_logging=True, log_to_driver=True)
