@@ -363,6 +363,11 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
+    varying = [wl.name for wl in spec.workloads.values() if getattr(wl, "schedule", None) is not None]
+    if warmup == "mser5" and varying:
+        raise ConfigError(f"sim.warmup 'mser5' looks for the end of a start-up transient in a stationary run, but "
+                          f"workload {varying[0]!r} follows a rate schedule, so there is no steady state to find: "
+                          "give sim.warmup as a time")
     if isinstance(warmup, int | float) and horizon is not None and warmup >= horizon:
         raise ConfigError(f"sim.warmup ({warmup:g} s) must be shorter than sim.horizon ({horizon:g} s): "
                           "nothing would be recorded")

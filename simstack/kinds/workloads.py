@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.errors import ModelError
 from simstack.lang.distributions import parse_distribution
+from simstack.lang.samplers import Exp
+from simstack.lang.schedules import RateSchedule, read_schedule
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ClosedWorkload, ModelSpec, OpenWorkload, PeriodicWorkload, ProtocolWorkload, Workload
 from simstack.lang.units import non_negative, parse_count, parse_rate, parse_time, positive
@@ -138,14 +140,16 @@ def _one_of(values: Mapping[str, Any], a: str, b: str, what: str, where: str) ->
 class Open(WorkloadType):
     name = "open"
     spec = OpenWorkload
-    docs = {"rate": "Poisson arrivals per second (or interarrival)",
+    docs = {"rate": "Poisson arrivals per second (or interarrival); or a schedule of time: {steps: [[0, 2/s], "
+                    "[7h, 20/s]]}, {ramp: [[0, 0], [10min, 5/s]]} (either with repeat: PERIOD), or a supercycle "
+                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}",
             "interarrival": "time between arrivals, a distribution (or rate)",
             "count": "arrivals to generate", "start": "time of the first arrival's clock start",
             "replicas": "N independent streams; stream i starts requests with item i"}
 
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
-        return {"rate": Field(lambda x: positive(parse_rate(x), x), None),
+        return {"rate": Field(_rate_or_schedule, None),
                 "interarrival": Field(_times(base_dir), None), "count": _count(), "start": Field(_start, 0.0)}
 
     @classmethod
@@ -154,11 +158,16 @@ class Open(WorkloadType):
         if values["interarrival"] is not None and not values["interarrival"].mean > 0:
             raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
                              f"got {raw['interarrival']!r}", path=f"{where}.interarrival")
+        if isinstance(values["rate"], RateSchedule):  # a non-homogeneous Poisson process
+            return OpenWorkload(name, values["request"], Exp(1.0), values["count"], values["start"],
+                                schedule=values["rate"])
         gaps = values["interarrival"] or parse_distribution(f"exp({1.0 / values['rate']!r})", parse_time)
         return OpenWorkload(name, values["request"], gaps, values["count"], values["start"])
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
+        if wl.schedule is not None:
+            return _start_scheduled(r, wl, wl.schedule, scope)
         gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
         state = {"n": 0}
         body = r.root(wl.request, scope)
@@ -171,6 +180,46 @@ class Open(WorkloadType):
             Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
 
         Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
+
+    @classmethod
+    def finite(cls, wl: OpenWorkload) -> bool:
+        """A count, or a schedule whose rate ends at zero for good, stops the arrivals."""
+        ends = wl.schedule is not None and wl.schedule.period is None and wl.schedule.rates[-1] == 0
+        return math.isfinite(wl.count) or ends
+
+
+def _rate_or_schedule(value: object) -> float | RateSchedule:
+    """An open workload's ``rate:``: arrivals per second, or a schedule of time (a mapping)."""
+    if isinstance(value, Mapping):
+        return read_schedule(value)
+    return positive(parse_rate(value), value)
+
+
+def _start_scheduled(r: Replication, wl: OpenWorkload, schedule: RateSchedule, scope: Scope) -> None:
+    """Arrivals of rate λ(t) by inversion: the next one after t where Λ grows by a unit
+    exponential draw (``lang.schedules``); the same stream a stationary open workload of
+    the same name draws from, so a constant schedule gives its arrivals to the last bits' rounding."""
+    unit = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+    state = {"n": 0}
+    body = r.root(wl.request, scope)
+
+    def arrive(_e: object = None) -> None:
+        if state["n"] >= wl.count:
+            return
+        state["n"] += 1
+        r.start(wl.request, wl.name, wl.item, scope, None, body=body)
+        follow()
+
+    def follow() -> None:
+        now = r.env._now
+        when = schedule.next_arrival(now, unit(None))  # type: ignore[arg-type]
+        if when < math.inf:
+            Wake(r.env, when - now, arrive)  # type: ignore[arg-type]
+
+    def first(_e: object = None) -> None:
+        follow()
+
+    Wake(r.env, wl.start, first)  # type: ignore[arg-type]
 
 
 @register

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simstack.lang.samplers import Distribution
+from simstack.lang.schedules import RateSchedule
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -248,6 +249,7 @@ class OpenWorkload(Workload):
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
     item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
+    schedule: RateSchedule | None = None  # a rate that follows time (then interarrival is unused)
 
 
 @dataclass(frozen=True)
