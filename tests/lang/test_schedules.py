@@ -63,3 +63,16 @@ def test_a_ramp_integrates_to_its_trapezoid() -> None:
     assert schedule.cumulative(10) == pytest.approx(50)
     assert schedule.cumulative(12) == pytest.approx(70)
     assert schedule.rate(5) == pytest.approx(5)
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"load_dependent": [1, 2], "servers": 3}, r"components\.db\.servers: load_dependent .* replaces servers"),
+    ({"load_dependent": []}, r"components\.db\.load_dependent: expected a list of total service rates"),
+    ({"load_dependent": [1, 0]}, r"components\.db\.load_dependent: entry 1 \(with 2 present\)"),
+    ({"load_dependent": "fast"}, r"components\.db\.load_dependent: expected a list"),
+])
+def test_a_bad_load_dependent_station_is_refused_at_its_place(settings: dict, message: str) -> None:
+    doc = {"name": "m", "components": {"db": {"kind": "server", "service": "1ms", **settings}},
+           "requests": {"r": [{"call": "db"}]}, "workloads": {"w": {"type": "open", "request": "r", "rate": 1}}}
+    with pytest.raises(ModelError, match=message):
+        build_spec(doc, None)

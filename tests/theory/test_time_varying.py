@@ -102,3 +102,27 @@ def test_cycle_windows_follow_the_supercycle() -> None:
     assert [w[0] for w in windows] == ["injection", "extraction"] * 2 + ["injection"]
     np.testing.assert_allclose([w[1] for w in windows], [0, 0.6, 0.8, 1.4, 1.6])
     np.testing.assert_allclose([w[2] for w in windows], [0.6, 0.8, 1.4, 1.6, 2.0])
+
+
+# -- load-dependent service (issue 31, part 2) --------------------------------------------
+def load_dependent_mean_response(lam: float, mean_service: float, rates: list[float], cap: int = 400) -> float:
+    """M/M/LD: the birth-death chain of birth rate lam and death rate c(n)/E[S] (c's last entry
+    held), solved for its stationary mean number present; Little's law gives the response time."""
+    weights = [1.0]
+    for n in range(1, cap + 1):
+        weights.append(weights[-1] * lam * mean_service / rates[min(n, len(rates)) - 1])
+    p = np.asarray(weights) / sum(weights)
+    assert p[-1] < 1e-12, "the chain's truncation holds probability"
+    return float(p @ np.arange(cap + 1)) / lam
+
+
+@pytest.mark.parametrize("rates,lam", [([1.0, 1.8, 2.4, 2.8], 2.0), ([1.0, 0.8, 0.6], 0.45)])
+def test_a_load_dependent_station_against_its_birth_death_chain(rates: list[float], lam: float) -> None:
+    doc = {"name": "ld", "components": {"db": {"kind": "server", "service": "exp(1)", "load_dependent": rates}},
+           "requests": {"q": [{"call": "db"}]},
+           "workloads": {"arrivals": {"type": "open", "request": "q", "rate": lam}}}
+    res = run(doc, seed=9, replications=8, horizon=6000, warmup=300)
+    done = res.requests[~res.requests["warmup"]]
+    per_rep = done.groupby("rep")["latency"].mean().to_numpy()
+    compare(f"M/M/LD {rates} at {lam}/s", per_rep, load_dependent_mean_response(lam, 1.0, rates), rel=0.0,
+            widen=2.2)
