@@ -112,7 +112,7 @@ def _times(base_dir: Path | None) -> Any:
     return lambda value: parse_distribution(value, parse_time, base_dir)
 
 
-def _start(value: object) -> float:
+def start_time(value: object) -> float:
     """A start time or phase: a time >= 0 (time starts at zero)."""
     return non_negative(parse_time(value), value)
 
@@ -125,7 +125,7 @@ def _non_negative_int(value: object) -> int:
     return int(non_negative(integer(value), value))
 
 
-def _count() -> Field:
+def count_field() -> Field:
     return Field(lambda v: parse_count(v, allow_inf=True), float("inf"))
 
 
@@ -150,7 +150,7 @@ class Open(WorkloadType):
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         return {"rate": Field(_rate_or_schedule, None),
-                "interarrival": Field(_times(base_dir), None), "count": _count(), "start": Field(_start, 0.0)}
+                "interarrival": Field(_times(base_dir), None), "count": count_field(), "start": Field(start_time, 0.0)}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
@@ -233,8 +233,8 @@ class Closed(WorkloadType):
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
-        return {"clients": Field(_whole), "think": Field(times, times(0)), "count": _count(),
-                "start": Field(_start, 0.0)}
+        return {"clients": Field(_whole), "think": Field(times, times(0)), "count": count_field(),
+                "start": Field(start_time, 0.0)}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
@@ -286,8 +286,8 @@ class Periodic(WorkloadType):
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
         return {"frequency": Field(lambda x: positive(parse_rate(x), x), None),
-                "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(_start, 0.0),
-                "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": _count()}
+                "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(start_time, 0.0),
+                "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": count_field()}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.lang.samplers import Distribution
 from simstack.lang.schedules import RateSchedule
+from simstack.lang.traces import TraceIndex
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -250,6 +251,16 @@ class OpenWorkload(Workload):
     start: float = 0.0
     item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
     schedule: RateSchedule | None = None  # a rate that follows time (then interarrival is unused)
+
+
+@dataclass(frozen=True)
+class TraceWorkload(Workload):
+    trace: TraceIndex  # the scanned file (``simstack.lang.traces``)
+    scale: float  # time stretch: 2 plays the trace at half its rate
+    loop: bool
+    block: float | None  # a moving-block bootstrap per replication, blocks of this many trace seconds
+    count: float
+    start: float = 0.0
 
 
 @dataclass(frozen=True)

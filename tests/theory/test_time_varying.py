@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
+from simstack.errors import ModelError
 from simstack.lang.schedules import read_schedule
+from simstack.load.loader import build_spec
+from simstack.studies.analysis.solve import solve_model
 from simstack.tables.windows import cycle_windows, fixed_windows, over_time
 from simstack.testing import compare, run, server_station
 from simstack.testing.reference import mt_infinite_server_mean, mt_mm1_mean
@@ -126,3 +129,9 @@ def test_a_load_dependent_station_against_its_birth_death_chain(rates: list[floa
     per_rep = done.groupby("rep")["latency"].mean().to_numpy()
     compare(f"M/M/LD {rates} at {lam}/s", per_rep, load_dependent_mean_response(lam, 1.0, rates), rel=0.0,
             widen=2.2)
+
+
+def test_the_analytic_solver_refuses_a_scheduled_rate_naming_it() -> None:
+    spec = build_spec(scheduled_station({"steps": STEPS}, 1, 0.1), None)
+    with pytest.raises(ModelError, match=r"workloads\.arrivals\.rate.*a rate that follows a schedule"):
+        solve_model(spec)

@@ -93,6 +93,10 @@ class _Builder:
                 item = CLIENT
             elif isinstance(wl, ProtocolWorkload):
                 chain = Chain(wl.name, wl.request, [], population=1, think=wl.gap.mean)
+            elif isinstance(wl, OpenWorkload) and wl.schedule is not None:  # no steady state to solve for
+                self.refuse(f"workloads.{wl.name}.rate", "a rate that follows a schedule (solve its peak rate as a "
+                            "constant rate for a bound)")
+                continue
             elif isinstance(wl, OpenWorkload):
                 chain = Chain(wl.name, wl.request, [], rate=1.0 / wl.interarrival.mean)
             elif isinstance(wl, PeriodicWorkload):  # Poisson arrivals at the same rate (pessimistic)
