@@ -122,7 +122,7 @@ def _drop_empty_run_dir() -> None:
 
 # Every word that may stand first on the command line: the Hydra tasks and the verbs with their
 # own argument syntax (dispatched in ``_main`` before Hydra composes anything).
-VERBS = (*TASK_NAMES, "import", "export", "gather", "kinds", "experiments")
+VERBS = (*TASK_NAMES, "import", "export", "fit", "gather", "kinds", "experiments")
 
 
 def _looks_like_a_verb(word: str) -> bool:
@@ -183,6 +183,9 @@ def _main() -> None:
     if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (their own argument syntax)
         from simstack.cli.lqn import main as lqn
         sys.exit(lqn(sys.argv[1:]))
+    if sys.argv[1:2] == ["fit"]:  # distributions fitted to measured samples (its own argument syntax)
+        from simstack.cli.fit import main as fit
+        sys.exit(fit(sys.argv[2:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
