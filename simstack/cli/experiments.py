@@ -83,7 +83,10 @@ class Experiment:
     def overrides(self, given: Sequence[str] = ()) -> list[str]:
         """The sweep's overrides, those ``given`` on the command line for the same key left out."""
         mine = {_bare(o) for o in given}
-        out = [f"experiment={self.name}"] + ([] if "model" in mine else [f"model={self.model}"])
+        # a file of experiments/ by its name, any other by its path, so the gathering reads its answer
+        known = known_experiments().get(self.name)
+        ref = self.name if known is not None and known.resolve() == self.file.resolve() else str(self.file.resolve())
+        out = [f"experiment={_value(ref)}"] + ([] if "model" in mine else [f"model={self.model}"])
         for key, values in self.axes.items():
             if key not in mine:
                 out.append(f"{_typed(key)}={','.join(_value(v) for v in values)}")

@@ -224,15 +224,17 @@ def _raw_key(table: pd.DataFrame, column: str) -> str:
     return table.attrs.get("override_keys", {}).get(column, column)
 
 
-def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str, list[str]]:
+def write_gathered(sweep_dir: Path, own: bool = False) -> tuple[pd.DataFrame, str, list[str]]:
     """Write ``sweep_summary.csv`` and ``sweep_report.html``; return the table, the outcome
-    line and a named experiment's answer in words (``simstack.tables.answers``)."""
+    line and a named experiment's answer in words (``simstack.tables.answers``). ``own``: the
+    sweep that just ran here, whose experiment file (any path) was read to start it; a folder
+    gathered again may come from elsewhere, so only ``experiments/NAME`` is read for it."""
     from simstack.report.sweep import sweep_report, varying_overrides
     from simstack.tables.answers import answer_lines, answer_table
 
     table = gather(sweep_dir)
     table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    experiment = _experiment(table)
+    experiment = _experiment(table, own)
     answer = experiment.answer if experiment is not None else None
     (sweep_dir / "sweep_report.html").write_text(sweep_report(table, _title(table, experiment, sweep_dir), answer))
     said: list[str] = []
@@ -242,10 +244,10 @@ def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str, list[str]]:
     return table, outcome_line(table), said
 
 
-def _experiment(table: pd.DataFrame) -> Experiment | None:
+def _experiment(table: pd.DataFrame, own: bool) -> Experiment | None:
     """The named experiment the sweep ran, when it ran one and its file still reads."""
     names: list[str] = list(table["experiment"].dropna().astype(str).unique()) if "experiment" in table.columns else []
-    if len(names) != 1 or names[0] in ("", "null"):
+    if len(names) != 1 or names[0] in ("", "null") or (not own and Path(names[0]).suffix in (".yaml", ".yml")):
         return None
     from simstack.cli.experiments import find_experiment
 
@@ -265,8 +267,8 @@ def _title(table: pd.DataFrame, experiment: Experiment | None, sweep_dir: Path) 
     return f"sweep {sweep_dir}"
 
 
-def _report(sweep_dir: Path) -> int:
-    table, line, answer = write_gathered(sweep_dir)
+def _report(sweep_dir: Path, own: bool = False) -> int:
+    table, line, answer = write_gathered(sweep_dir, own)
     print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
           f"and {sweep_dir / 'sweep_report.html'}")
     for said in answer:
@@ -280,7 +282,7 @@ class GatherSweep(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:
-            code = _report(Path(config.hydra.sweep.dir))
+            code = _report(Path(config.hydra.sweep.dir), own=True)
         except SimstackError as exc:
             print(f"simstack: error: {exc}", file=sys.stderr)
             code = 2

@@ -223,7 +223,7 @@ def sweep_figure(table: pd.DataFrame, metric: str = "mean", threshold: tuple[str
             fig.add_hline(y=threshold[1], line={"dash": "dash", "color": "#444"}, **at,
                           annotation_text=f"threshold {number(threshold[1])} {unit}")
         fig.update_xaxes(title_text=x_title, **at)
-        interval = " (95% CI)" if METRICS[metric][1] else ""
+        interval = ", 95% CI" if METRICS[metric][1] else ""
         fig.update_yaxes(title_text=f"{metric} latency ({unit}){interval}" if unit == "ms"
                          else f"{metric} ({unit}){interval}", rangemode="tozero", **at)
     if categorical:
@@ -253,6 +253,7 @@ def loss_figure(table: pd.DataFrame) -> go.Figure:
     fig, rows, cols = _grid(panels, panels)
     jobs = ok.drop_duplicates("job").copy()
     jobs["failed_%"] = jobs["dropped_%"] if "dropped_%" in jobs else 0.0  # the last panel draws the dropped share
+    jobs["request"] = "(dropped)"
     for i, (request, panel) in enumerate([(r, ok[ok["request"] == r]) for r in requests] + [("", jobs)]):
         at = {"row": i // cols + 1, "col": i % cols + 1}
         for j, label in enumerate(labels):
@@ -263,7 +264,7 @@ def loss_figure(table: pd.DataFrame) -> go.Figure:
                 x=points["_x"].tolist(), y=points["failed_%"].astype(float).tolist(), mode="lines+markers",
                 name=label or ("failed" if request else "dropped"), legendgroup=label,
                 showlegend=i == 0 and bool(label), line={"color": PALETTE[j % len(PALETTE)]},
-                customdata=points[["job"]].values.tolist(),
+                customdata=points[["job", "request"]].values.tolist(),
                 hovertemplate=f"job %{{customdata[0]}}<br>{escaped(x_title)}=%{{x}}<br>%{{y:.4g}} %"
                               f"<extra>{escaped(label)}</extra>"), **at)
         fig.update_xaxes(title_text=x_title, **at)

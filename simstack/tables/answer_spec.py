@@ -121,6 +121,8 @@ def _level(values: tuple[Any, ...], raw: object, where: str) -> str:
 def _threshold(metric: str, raw: object) -> float:
     """``at_most`` in the metric's unit: a time (``50ms``) for times, a percentage for failed."""
     if metric in TIMES:
+        if not isinstance(raw, str) or not raw.strip() or raw.strip()[-1].isdigit():
+            raise ModelError(f"expected a time with its unit, such as 50ms, got {raw!r}")
         seconds = parse_time(raw)
         return seconds if metric == "end_max" else seconds * 1e3
     text = str(raw).strip()

@@ -173,7 +173,7 @@ def answer_table(answer: Answer, table: pd.DataFrame, varying: list[str]) -> pd.
 
 
 def _level(value: object) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return "none" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def _capacity_text(answer: Capacity, row: pd.Series) -> str:
