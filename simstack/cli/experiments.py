@@ -13,13 +13,17 @@ checkout's, else the installed package's copy), read as plain data
       parameters.consoles: [4, 8, 12, 16, 20, 24]
     settings:                      # the same for every job
       sim.replications: 3
+    answer:                        # the number that answers it (simstack.tables.answer_spec)
+      capacity: {axis: parameters.consoles, request: trim, metric: p95, at_most: 50ms}
+    cost: {wall_s: 88, measured: "2026-11-28", how: ...}   # the sweep's last measured wall time
 
 ``simstack -m +experiment=NAME`` (Hydra's own spelling for choosing an experiment) becomes
 the sweep ``model=M axis=a,b,... setting=v ... experiment=NAME``, checked like any command
 line, run by whichever launcher is chosen (``hydra/launcher=joblib`` or ``=ray``) and
 gathered into one table and one report (``simstack.cli.sweep``). An override on the command
 line wins over the experiment's own for the same key (``sim.replications=1`` for a quick
-look). ``simstack experiments`` lists them, one line each.
+look). ``simstack experiments`` lists them, one line each, with their jobs and last
+measured wall time: a note kept in the file, since the listing runs with no sweep at hand.
 """
 
 from __future__ import annotations

@@ -112,8 +112,9 @@ def _throughput(summary: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
     replication (count / replications / (horizon - warm-up)); unknown (NaN) without a horizon
     or with a warm-up found by the run itself."""
     horizon, warmup, reps = meta.get("horizon"), meta.get("warmup") or 0, meta.get("replications") or 0
-    numeric = isinstance(horizon, int | float) and isinstance(warmup, int | float) and horizon > warmup
-    window = float(horizon) - float(warmup) if numeric and reps else math.nan
+    window = math.nan
+    if isinstance(horizon, int | float) and isinstance(warmup, int | float) and horizon > warmup and reps:
+        window = float(horizon) - float(warmup)
     out = summary.copy()
     if "count" in out.columns:
         out.insert(list(out.columns).index("count") + 1, "throughput", out["count"] / max(reps, 1) / window)

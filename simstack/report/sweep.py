@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 
 from simstack.report.page import Part, Table, heading, page
@@ -71,7 +72,7 @@ def loss_summary(table: pd.DataFrame) -> str:
         return ""
     parts = []
     for request, rows in ok[failed > 0].groupby("request", sort=False):
-        worst = rows.loc[pd.to_numeric(rows["failed_%"]).idxmax()]
+        worst = rows.iloc[int(np.argmax(pd.to_numeric(rows["failed_%"]).to_numpy()))]
         reason = worst.get("failed_reason")
         why = f" ({reason})" if isinstance(reason, str) and reason.strip() else ""
         parts.append(f"{request} failed up to {number(float(worst['failed_%']))} %{why}")
@@ -79,7 +80,7 @@ def loss_summary(table: pd.DataFrame) -> str:
     places = sorted({p.split(" ")[0] for at in jobs.get("dropped_at", pd.Series(dtype=str)).dropna()
                      for p in str(at).split(", ") if p})
     if places:
-        share = pd.to_numeric(jobs.get("dropped_%"), errors="coerce").max()
+        share = pd.to_numeric(jobs["dropped_%"], errors="coerce").max()
         parts.append(f"work dropped at {', '.join(places)}, up to {number(float(share))} % of the arrivals there")
     return (f"{losing['job'].nunique()} of {jobs['job'].nunique()} ok jobs lost work: " + "; ".join(parts)
             + " (per job: the Losses figure and the failed_%, failed_reason and dropped_at columns)")

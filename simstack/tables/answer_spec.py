@@ -160,11 +160,11 @@ def read_answer(raw: Mapping[str, Any], axes: Mapping[str, tuple[Any, ...]], req
                      _level(values, top["denominator"], f"{where}.denominator"), top["request"], top["metric"])
     top = read_fields(raw[kind], {**common, "lines": Field(mapping, help="{axis: [level a, level b]}")}, where)
     lines = top["lines"]
-    other = next(iter(lines), None)
+    other: str | None = next(iter(lines), None)
     if len(lines) != 1 or other == top["axis"] or not isinstance(lines[other], list) or len(lines[other]) != 2:
         raise ModelError(f"expected one other axis with two of its levels, e.g. {{flags.x: [true, false]}}, "
                          f"got {lines!r}", path=f"{where}.lines")
-    located(_axis(axes), other, f"{where}.lines")
+    other = located(_axis(axes), other, f"{where}.lines")
     a, b = (_level(axes[other], v, f"{where}.lines.{other}[{i}]") for i, v in enumerate(lines[other]))
     return Crossing(top["axis"], (other, a, b), top["request"], top["metric"])
 
