@@ -67,12 +67,13 @@ def swept(table: pd.DataFrame) -> tuple[str | None, list[str]]:
     return x, [c for c in varying if c != x]
 
 
-def _natural(value: object) -> tuple[int, float, str]:
-    """Sort key: numbers by value before text (so 2 < 10 < "fifo")."""
+def _natural(value: object, given: list[str]) -> tuple[int, float]:
+    """Sort key: numbers by value before text, text in the order the sweep gave it (``given``:
+    the column's values in job order), never alphabetically."""
     try:
-        return 0, float(str(value)), ""
+        return 0, float(str(value))
     except ValueError:
-        return 1, 0.0, str(value)
+        return 1, float(given.index(str(value)))
 
 
 def _prepared(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None, list[str], str, list[str], list[str]]:
@@ -85,7 +86,8 @@ def _prepared(table: pd.DataFrame) -> tuple[pd.DataFrame, str | None, list[str],
     x_title = f"{x_col} ({unit})" if x_col and unit else (x_col or "job")
     ok["_series"] = [", ".join(f"{c}={r[c]}" for c in series_cols) for _, r in ok.iterrows()]
     first = ok.drop_duplicates("_series").set_index("_series")
-    labels = sorted(first.index, key=lambda label: tuple(_natural(first.at[label, c]) for c in series_cols))
+    given = {c: list(dict.fromkeys(ok[c].astype(str))) for c in series_cols}
+    labels = sorted(first.index, key=lambda label: tuple(_natural(first.at[label, c], given[c]) for c in series_cols))
     requests = list(dict.fromkeys(ok["request"])) if "request" in ok else []
     return ok, x_col, series_cols, x_title, labels, requests
 

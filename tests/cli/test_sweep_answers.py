@@ -21,7 +21,8 @@ import pytest
 from simstack.cli.gather import gather
 from simstack.report.sweep import sweep_report
 from simstack.report.sweep_figures import loss_figure, sweep_figure
-from simstack.tables.answer_spec import Capacity
+from simstack.tables.answer_spec import Capacity, Crossing, Ratio
+from simstack.tables.answers import answer_lines, answer_table
 
 pytestmark = pytest.mark.slow  # one sweep through the simstack command (about 20 s)
 
@@ -160,3 +161,51 @@ def test_losses_are_said_in_one_line_and_drawn_not_left_out(swept) -> None:
     assert len(crosses) == 1 and list(crosses[0].y) == [0.0]
     assert "failed 100 %" in crosses[0].hovertemplate or "100" in str(crosses[0].customdata)
     assert "Losses" in sweep_report(empty, "t", Capacity("parameters.consoles", "trim", "p95", 20.0))
+
+
+def _per_rep_means(sweep: Path, table: pd.DataFrame, whatif: str, consoles: str) -> np.ndarray:
+    """The trim's mean latency (ms) per replication of one job, from its own per-request table."""
+    trims = table[table["request"] == "trim"]
+    job = trims[(trims["whatif"].astype(str) == whatif) & (trims["parameters.consoles"].astype(str) == consoles)]
+    rows = pd.read_parquet(sweep / str(job["job"].iloc[0]) / "requests.parquet")
+    rows = rows[(rows["request"] == "trim") & rows["ok"] & ~rows["warmup"]]
+    return rows.groupby("rep")["latency"].mean().to_numpy() * 1e3
+
+
+def test_a_ratio_and_a_crossing_come_from_the_paired_replications(swept) -> None:
+    sweep, _ = swept
+    table = gather(sweep)
+    varying = ["whatif", "parameters.consoles"]
+    ratio = answer_table(Ratio("whatif", "null", LEVELS[0], "trim", "mean"), table, varying)
+    for consoles in ("2", "40"):
+        a, b = _per_rep_means(sweep, table, "null", consoles), _per_rep_means(sweep, table, LEVELS[0], consoles)
+        row = ratio[ratio["line"] == f"parameters.consoles={consoles}"].iloc[0]
+        assert row["ratio"] == pytest.approx(a.mean() / b.mean(), rel=1e-9) and row["pairs"] == 2
+        assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
+    crossing = answer_table(Crossing("parameters.consoles", ("whatif", "null", LEVELS[0]), "trim"), table, varying)
+    signs = [np.sign(np.mean(_per_rep_means(sweep, table, "null", c) - _per_rep_means(sweep, table, LEVELS[0], c)))
+             for c in ("2", "40")]
+    assert (crossing["crossing"].iloc[0] == "40") == (signs[0] != signs[1])
+    lines = answer_lines(Crossing("parameters.consoles", ("whatif", "null", LEVELS[0]), "trim"), crossing)
+    assert ("crosses between 2 and 40" in lines[0]) == (signs[0] != signs[1])
+
+
+def test_lines_of_a_categorical_override_keep_the_order_given(swept) -> None:
+    sweep, _ = swept
+    table = gather(sweep)
+    swapped = table[["job", "experiment", "model", "parameters.consoles", "whatif",
+                     *[c for c in table.columns if c not in ("job", "experiment", "model", "parameters.consoles",
+                                                             "whatif")]]]  # consoles on x, what-ifs as lines
+    names = [t.name for t in sweep_figure(swapped).data if t.name != "no successful request"]
+    assert names[:2] == [f"whatif={level}" for level in LEVELS]
+
+
+def test_the_gathered_page_renders_with_a_unit_on_every_value_axis(swept, tmp_path: Path) -> None:
+    from tests.report.test_reports import _screenshot
+
+    sweep, _ = swept
+    page = sweep / "sweep_report.html"
+    for _, layout in _plotted(page.read_text()):
+        titles = [v["title"]["text"] for k, v in layout.items() if k.startswith("yaxis") and "title" in v]
+        assert titles and all(re.search(r"\((ms|%|s|/s)\b", t) or "(% of" in t for t in titles), titles
+    assert _screenshot(page, tmp_path / "answers.png", height=2400) == []
