@@ -25,7 +25,7 @@ from simstack.report.sweep_figures import (
     swept,
     varying_overrides,
 )
-from simstack.tables.answer_spec import Answer, Capacity
+from simstack.tables.answer_spec import METRICS, Answer, Capacity
 from simstack.tables.answers import answer_lines, answer_table
 from simstack.tables.console import number
 
@@ -100,7 +100,7 @@ def sweep_report(table: pd.DataFrame, title: str, answer: Answer | None = None) 
     metric = answer.metric if answer is not None else "mean"
     intro = (f"{ok} of {len(jobs)} jobs ok. Swept: {x_col or 'nothing'}"
              + (f"; lines by {', '.join(series_cols)}" if series_cols else "") + f". The figure draws the {metric} "
-             "(ms for times); error bars are 95% confidence intervals across replications (none with one "
+             f"({METRICS[metric][3]}); error bars are 95% confidence intervals across replications (none with one "
              "replication). Every column's unit is in its header.")
     if answer is not None and ok:
         result = answer_table(answer, table, varying_overrides(table))
