@@ -13,27 +13,35 @@ checkout's, else the installed package's copy), read as plain data
       parameters.consoles: [4, 8, 12, 16, 20, 24]
     settings:                      # the same for every job
       sim.replications: 3
+    answer:                        # the number that answers it (simstack.tables.answer_spec)
+      capacity: {axis: parameters.consoles, request: trim, metric: p95, at_most: 50ms}
+    cost: {wall_s: 88, measured: "2026-11-28", how: ...}   # the sweep's last measured wall time
 
 ``simstack -m +experiment=NAME`` (Hydra's own spelling for choosing an experiment) becomes
 the sweep ``model=M axis=a,b,... setting=v ... experiment=NAME``, checked like any command
 line, run by whichever launcher is chosen (``hydra/launcher=joblib`` or ``=ray``) and
 gathered into one table and one report (``simstack.cli.sweep``). An override on the command
 line wins over the experiment's own for the same key (``sim.replications=1`` for a quick
-look). ``simstack experiments`` lists them, one line each.
+look). ``simstack experiments`` lists them, one line each, with their jobs and last
+measured wall time: a note kept in the file, since the listing runs with no sweep at hand.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simstack.errors import ModelError
 from simstack.io.paths import config_dir
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, mapping, read_fields, suggest, text
+from simstack.tables.answer_spec import Answer, read_answer
+
+if TYPE_CHECKING:
+    from simstack.lang.spec import ModelSpec
 
 SIM_KEYS = ("seed", "replications", "horizon", "warmup", "record_steps", "record", "jobs")
 PLAIN_KEYS = ("scenario", "whatif", "output.tables", *(f"sim.{k}" for k in SIM_KEYS))
@@ -47,6 +55,18 @@ def experiments_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """The last measured wall time of the whole sweep, when, and how it was run."""
+
+    wall_s: float
+    measured: str
+    how: str = ""
+
+    def text(self) -> str:
+        return f"{self.wall_s:.0f} s ({self.measured})"
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     file: Path
@@ -55,6 +75,8 @@ class Experiment:
     doc: str = ""
     axes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    answer: Answer | None = None
+    cost: Cost | None = None
 
     def jobs(self) -> int:
         count = 1
@@ -65,7 +87,10 @@ class Experiment:
     def overrides(self, given: Sequence[str] = ()) -> list[str]:
         """The sweep's overrides, those ``given`` on the command line for the same key left out."""
         mine = {_bare(o) for o in given}
-        out = [f"experiment={self.name}"] + ([] if "model" in mine else [f"model={self.model}"])
+        # a file of experiments/ by its name, any other by its path, so the gathering reads its answer
+        known = known_experiments().get(self.name)
+        ref = self.name if known is not None and known.resolve() == self.file.resolve() else str(self.file.resolve())
+        out = [f"experiment={_value(ref)}"] + ([] if "model" in mine else [f"model={self.model}"])
         for key, values in self.axes.items():
             if key not in mine:
                 out.append(f"{_typed(key)}={','.join(_value(v) for v in values)}")
@@ -117,7 +142,9 @@ def read_experiment(path: Path) -> Experiment:
     doc = read_yaml(path)
     try:
         top = read_fields(doc, {"model": Field(text), "answers": Field(text), "doc": Field(text, ""),
-                                "axes": Field(mapping), "settings": Field(mapping, {})}, "")
+                                "axes": Field(mapping), "settings": Field(mapping, {}),
+                                "answer": Field(mapping, help="how the sweep answers: capacity, ratio or crossing"),
+                                "cost": Field(mapping, None)}, "")
         axes: dict[str, tuple[Any, ...]] = {}
         for key, values in top["axes"].items():
             where = f"axes.{key}"
@@ -133,14 +160,29 @@ def read_experiment(path: Path) -> Experiment:
         both = sorted(set(axes) & set(settings))
         if both:
             raise ModelError(f"{both[0]!r} is both an axis and a setting", path=f"settings.{both[0]}")
-        experiment = Experiment(path.stem, path, top["model"], top["answers"], top["doc"], axes, settings)
-        _check_model(experiment)
+        cost = _cost(top["cost"]) if top["cost"] is not None else None
+        experiment = Experiment(path.stem, path, top["model"], top["answers"], top["doc"], axes, settings,
+                                cost=cost)
+        spec = _check_model(experiment)
+        experiment = replace(experiment, answer=read_answer(top["answer"], axes, spec.requests))
     except ModelError as exc:
         raise (exc if exc.file else exc.at(file=str(path))) from None
     return experiment
 
 
-def _check_model(experiment: Experiment) -> None:
+def _cost(raw: Mapping[str, Any]) -> Cost:
+    """``cost: {wall_s: 312, measured: 2026-11-28, how: ...}``: the sweep's last measured wall time."""
+    top = read_fields(raw, {"wall_s": Field(_seconds), "measured": Field(text), "how": Field(text, "")}, "cost")
+    return Cost(top["wall_s"], top["measured"], top["how"])
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ModelError(f"expected the wall time in seconds, a number > 0, got {value!r}")
+    return float(value)
+
+
+def _check_model(experiment: Experiment) -> ModelSpec:
     """The model exists, and every what-if, scenario, parameter and flag the sweep names is its."""
     from simstack.load.loader import load_model, resolve_model_path
     from simstack.load.whatif import load_whatif
@@ -162,6 +204,7 @@ def _check_model(experiment: Experiment) -> None:
                 load_whatif(str(value), file.parent)
             if key == "scenario" and value is not None:
                 load_model(file, scenario=str(value))
+    return spec
 
 
 def find_experiment(name: str) -> Experiment:
@@ -199,12 +242,13 @@ def expand(argv: list[str]) -> list[str]:
 
 
 def listing() -> list[str]:
-    """One line per experiment: name, model, jobs, what it answers."""
+    """One line per experiment: name, model, jobs, last measured wall time, what it answers."""
     rows = []
     for name, path in known_experiments().items():
         try:
             e = read_experiment(path)
-            rows.append((name, f"{e.model}, {e.jobs()} jobs", e.answers))
+            cost = f", last ran in {e.cost.text()}" if e.cost else ", not yet timed"
+            rows.append((name, f"{e.model}, {e.jobs()} jobs{cost}", e.answers))
         except ModelError as exc:
             rows.append((name, "INVALID", str(exc)))
     width = max((len(n) for n, _, _ in rows), default=0)

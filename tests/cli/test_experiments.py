@@ -16,6 +16,7 @@ from simstack.cli.experiments import expand, experiments_dir, find_experiment, k
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
 from simstack.errors import ModelError
+from simstack.tables.answer_spec import Crossing, Ratio
 
 pytestmark = pytest.mark.slow  # runs named experiments through the simstack command
 
@@ -56,11 +57,14 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-GOOD = "model: pipeline\nanswers: a question\naxes:\n  parameters.consoles: [2, 4]\n"
+ANSWER = "answer:\n  capacity: {axis: parameters.consoles, request: trim, metric: p95, at_most: 50ms}\n"
+GOOD = "model: pipeline\nanswers: a question\n" + ANSWER + "axes:\n  parameters.consoles: [2, 4]\n"
+RATIO = "answer:\n  ratio: {axis: flags.cache, numerator: false, denominator: true, request: trim}\n"
+BOTH = GOOD.replace(ANSWER, "") + "  flags.cache: [false, true]\n"
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    (GOOD + "hydra:\n  run: {dir: /tmp}\n", "key 'hydra' at line 5 is not allowed"),
+    (GOOD + "hydra:\n  run: {dir: /tmp}\n", "key 'hydra' at line 7 is not allowed"),
     (GOOD.replace("a question", "${oc.env:HOME}"), "interpolation"),
     (GOOD + "settings:\n  task: predict\n", "settings.task: unknown setting 'task'"),
     (GOOD + "settings:\n  hydra.launcher.n_jobs: 2\n", "settings.hydra.launcher.n_jobs: unknown setting"),
@@ -72,6 +76,22 @@ GOOD = "model: pipeline\nanswers: a question\naxes:\n  parameters.consoles: [2, 
     (GOOD + "  whatif: [pipeline/nope]\n", "unknown what-if"),
     (GOOD.replace("model: pipeline", "model: pipelin"), "unknown model 'pipelin'"),
     ("model: pipeline\naxes: {parameters.consoles: [2, 4]}\n", "missing required key 'answers'"),
+    # the answer: what the sweep's number is, checked against the axes and the model
+    (GOOD.replace(ANSWER, ""), "missing required key 'answer' (how the sweep answers: capacity, ratio or crossing)"),
+    (GOOD.replace("capacity:", "capasity:"), "answer: expected exactly one of capacity, ratio, crossing, got capasity "
+                                             "(did you mean 'capacity'?)"),
+    (GOOD.replace("axis: parameters.consoles", "axis: parameters.workers"),
+     "answer.capacity.axis: expected one of the swept axes (parameters.consoles), got 'parameters.workers'"),
+    (GOOD.replace("request: trim", "request: trimm"), "answer.capacity.request: expected a request class of the "
+                                                      "model (trim, write_audit), got 'trimm' (did you mean 'trim'?)"),
+    (GOOD.replace("metric: p95", "metric: p97"), "answer.capacity.metric: expected one of mean, median, p90, p95"),
+    (GOOD.replace("50ms", "50"), "answer.capacity.at_most: expected a time with its unit, such as 50ms, got 50"),
+    (GOOD.replace("p95, at_most: 50ms", "failed, at_most: 1"), "answer.capacity.at_most: expected a percentage"),
+    (BOTH + RATIO.replace("numerator: false", "numerator: maybe"),
+     "answer.ratio.numerator: expected one of the axis's levels (false, true), got 'maybe'"),
+    (BOTH + "answer:\n  crossing: {axis: parameters.consoles, request: trim, lines: {flags.cache: [false]}}\n",
+     "answer.crossing.lines: expected one other axis with two of its levels"),
+    (GOOD + "cost: {wall_s: -3, measured: today}\n", "cost.wall_s: expected the wall time in seconds, a number > 0"),
 ])
 def test_a_bad_experiment_file_is_refused_naming_its_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     path = _write(tmp_path, text)
@@ -93,13 +113,26 @@ def test_a_bad_experiment_on_the_command_line_is_one_line_and_exit_2(tmp_path: P
     assert unknown.returncode == 2 and "did you mean 'pipeline_capacity'?" in unknown.stderr
 
 
-def test_simstack_experiments_lists_one_line_each(tmp_path: Path) -> None:
+def test_simstack_experiments_lists_one_line_each_with_its_jobs_and_last_wall_time(tmp_path: Path) -> None:
     done = subprocess.run([str(SIMSTACK), "experiments"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     for name, path in known_experiments().items():
         mine = [line for line in lines if line.startswith(f"{name} ")]
-        assert len(mine) == 1 and read_experiment(path).answers in mine[0] and "INVALID" not in mine[0]
+        experiment = read_experiment(path)
+        assert len(mine) == 1 and experiment.answers in mine[0] and "INVALID" not in mine[0]
+        assert experiment.cost is not None and experiment.answer is not None, name  # every shipped one is timed
+        assert f", {experiment.jobs()} jobs, last ran in {experiment.cost.wall_s:.0f} s ({experiment.cost.measured})" \
+            in mine[0]
+
+
+def test_a_ratio_and_a_crossing_are_read_from_the_file(tmp_path: Path) -> None:
+    ratio = read_experiment(_write(tmp_path, BOTH + RATIO)).answer
+    assert ratio == Ratio("flags.cache", "false", "true", "trim", "mean")
+    crossing = read_experiment(_write(tmp_path, BOTH + "answer:\n  crossing: {axis: parameters.consoles, "
+                                                       "request: write_audit, metric: p99, "
+                                                       "lines: {flags.cache: [true, false]}}\n")).answer
+    assert crossing == Crossing("parameters.consoles", ("flags.cache", "true", "false"), "write_audit", "p99")
 
 
 def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: Path) -> None:
@@ -110,14 +143,15 @@ def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: P
     assert "7 of 7 jobs ok" in done.stdout
     table = pd.read_csv(sweep / "sweep_summary.csv")
     assert sorted(table["parameters.threads"].unique()) == [1, 2, 4, 8, 16, 32, 100]
+    assert "answer: load_global_tag mean at parameters.threads=1 over parameters.threads=8: " in done.stdout
     phases = {"load_global_tag / load_iovs", "load_global_tag / fetch_payloads", "load_global_tag / deserialise"}
     assert phases | {"load_global_tag"} == set(table["request"])
     for threads, job in table.groupby("parameters.threads"):  # the phases add up to the total
-        by = job.set_index("request")["mean"]
+        by = job.set_index("request")["mean_ms"]
         assert by[sorted(phases)].sum() == pytest.approx(by["load_global_tag"], rel=1e-6), threads
-    serial = table[table["request"] == "load_global_tag / load_iovs"]["mean"]
+    serial = table[table["request"] == "load_global_tag / load_iovs"]["mean_ms"]
     assert serial.max() == pytest.approx(serial.min(), rel=1e-9)  # one thread whatever the pool: Amdahl
     totals = table[table["request"] == "load_global_tag"]  # the last load's end, from requests.parquet
-    assert (totals["end_max"] >= totals["mean"] * totals["count"] * 0.999).all()  # ten loads one after another
+    assert (totals["end_max_s"] * 1e3 >= totals["mean_ms"] * totals["count"] * 0.999).all()  # ten loads in a row
     page = (sweep / "sweep_report.html").read_text()
     assert "experiment cms_phases_threads: CMS seed 003" in page

@@ -63,9 +63,9 @@ def test_the_gathered_table_has_a_status_and_an_error_per_job(failed_sweep) -> N
                                         1: {"status": "failed", "rows": 1, "consoles": -1},
                                         2: {"status": "ok", "rows": 2, "consoles": 4}}
     failed = table[table["status"] == "failed"].iloc[0]
-    assert BAD in failed["error"] and pd.isna(failed["mean"])
+    assert BAD in failed["error"] and pd.isna(failed["mean_ms"])
     assert table.loc[table["status"] == "ok", "error"].isna().all()
-    assert (table.loc[table["status"] == "ok", "mean"] > 0).all()
+    assert (table.loc[table["status"] == "ok", "mean_ms"] > 0).all()
     assert BAD in html.unescape((sweep / "sweep_report.html").read_text())
 
 
@@ -94,7 +94,7 @@ def test_gather_rebuilds_an_interrupted_sweep(failed_sweep, tmp_path: Path, caps
     assert jobs.loc[2, "parameters.consoles"] == 4  # from the sweep's own multirun.yaml
     assert jobs.loc[1, "parameters.consoles"] == -1  # from the job's .hydra/overrides.yaml
     assert "did not finish" in jobs.loc[1, "error"]
-    assert (table.loc[table["job"] == 0, "mean"] > 0).all()
+    assert (table.loc[table["job"] == 0, "mean_ms"] > 0).all()
     assert (copy / "sweep_report.html").is_file()
 
 
