@@ -246,6 +246,7 @@ def run_comparison(cfg: DictConfig, model_file: Path, whatifs: list[WhatIf]) -> 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     write_comparison(cfg, model_file, scenario, whatifs, comparison, kwargs, asked, out_dir, tables)
     if len(whatifs) == 1:  # the what-if's own tables, as a run of it alone prints them
+        print(f"the what-if {whatifs[0].name} alone:")
         print_summary(comparison.after[whatifs[0].name])
         print()
     print(comparison_text(comparison, run_header(comparison.before)))
@@ -283,8 +284,8 @@ def comparison_text(comparison: Comparison, header: str) -> str:
     level = f"{comparison.level * 100:g} %"
     n = comparison.replications
     parts = [f"before (baseline) and after (what-if), {n} paired replication{'s' if n != 1 else ''} on common "
-             f"random numbers; difference = after - before and ratio = after / before with their {level} "
-             "intervals across the pairs (baseline run: " + header + ")"]
+             f"random numbers: difference = after - before and ratio = after / before, each with its {level} "
+             "interval across the pairs", f"baseline: {header}"]
     parts += comparison.notes
     if comparison.stopped is not None and comparison.precision is not None:
         stop = stop_record(comparison.precision, comparison.stopped)
@@ -296,11 +297,12 @@ def comparison_text(comparison: Comparison, header: str) -> str:
         shown = requests[["request", "statistic", *numbers]].drop(columns="replications")
         parts += ["", f"what-if {whatif}, per request class:", format_table(shown, mixed=numbers)]
         resources = comparison.resources[comparison.resources["whatif"] == whatif]
-        busy = resources.groupby("resource", sort=False)[["before", "after"]].transform(
-            lambda v: v.abs().fillna(1)).max(axis=1) > 0
+        busy = (resources["before"].abs().fillna(1) + resources["after"].abs().fillna(1)) > 0
         idle = sorted(set(resources["resource"]) - set(resources.loc[busy, "resource"]))
         shown = resources.loc[busy, ["resource", "kind", "statistic", *numbers]].drop(columns="replications")
         parts += [f"what-if {whatif}, per resource:", format_table(shown, mixed=numbers)]
         if idle:
             parts.append(f"idle in both, not shown: {', '.join(idle)}")
+        if (~busy & ~resources["resource"].isin(idle)).any():
+            parts.append("rows 0 before and after not shown (comparison_resources.csv has them)")
     return "\n".join(parts)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -120,16 +120,20 @@ def per_replication(result: RunResult) -> pd.DataFrame:
     req = result.requests
     recorded = req[~req["warmup"]]
     windows = _windows(result)
-    for (rep, request), group in recorded.groupby(["rep", "request"], sort=True, observed=True):
+    for key, group in recorded.groupby(["rep", "request"], sort=True, observed=True):
+        rep, request = cast(tuple[int, str], key)
         ok = group["latency"].to_numpy(dtype=float)[group["ok"].to_numpy(dtype=bool)]
         for name, q in LATENCIES.items():
             value = math.nan if not ok.size else float(ok.mean() if q is None else np.quantile(ok, q))
             rows.append((int(rep), "request", str(request), name, value * 1e3))
         rows.append((int(rep), "request", str(request), "throughput_per_s", ok.size / windows[int(rep)]))
         rows.append((int(rep), "request", str(request), "failed_%", 100.0 * (1.0 - ok.size / len(group))))
-    for row in result.resources.itertuples(index=False):
-        rows.append((int(row.rep), "resource", str(row.resource), "utilisation_%", 100.0 * float(row.utilisation)))
-        rows.append((int(row.rep), "resource", str(row.resource), "mean_queue", float(row.mean_queue)))
+    res = result.resources
+    for rep, resource, busy, queue in zip(res["rep"].to_numpy(dtype=int), res["resource"].astype(str),
+                                          res["utilisation"].to_numpy(dtype=float),
+                                          res["mean_queue"].to_numpy(dtype=float), strict=True):
+        rows.append((int(rep), "resource", resource, "utilisation_%", 100.0 * float(busy)))
+        rows.append((int(rep), "resource", resource, "mean_queue", float(queue)))
     return pd.DataFrame(rows, columns=["rep", "what", "name", "statistic", "value"])
 
 
@@ -249,7 +253,7 @@ def _stat_values(result: RunResult, chosen: Sequence[Statistic]) -> dict[str, di
     out: dict[str, dict[int, float]] = {}
     for s in chosen:
         groups = ok[ok["request"] == s.request].groupby("rep")["latency"]
-        out[s.name] = {int(rep): float(g.mean() if s.q is None else np.quantile(g.to_numpy(dtype=float), s.q))
+        out[s.name] = {cast(int, rep): float(g.mean() if s.q is None else np.quantile(g.to_numpy(dtype=float), s.q))
                        for rep, g in groups}
     return out
 
