@@ -87,3 +87,12 @@ def test_a_list_where_one_whatif_is_meant_is_refused(tmp_path: Path) -> None:
     done = _simstack("solve", "model=pipeline", "whatif=[settings_cache,double_workers]", cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "whatif names 2 what-ifs (settings_cache, double_workers); this task takes one" in done.stderr
+
+
+def test_a_list_of_whatifs_is_read_before_the_run() -> None:
+    """``whatif=[A,B]``: each file is read (and a missing one refused) before Hydra makes a folder."""
+    from simstack.cli.main import CONFIG_DIR
+    from simstack.cli.overrides import check_overrides
+
+    chosen = check_overrides(["model=pipeline", "whatif=[settings_cache,pipeline/double_workers]"], Path(CONFIG_DIR))
+    assert chosen["whatif"] == ["settings_cache", "pipeline/double_workers"]
