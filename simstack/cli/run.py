@@ -4,6 +4,11 @@ The model as the command line chose it (file, what-if, the calibrated values, pa
 flag overrides, the scenario) is simulated with the run settings Hydra composed; the tables
 are printed and the run's files (small CSV tables, per-request records as Parquet, a
 ``run.json`` with the settings, seed, commit and wall time) go to Hydra's run directory.
+
+With a what-if (``whatif=W``, or a list ``whatif=[W1,W2]``) the run answers "what does it
+change?": the model as written and each what-if run on common random numbers and compared
+pair by pair (``simstack.studies.compare``), printed before and after with the difference and
+the ratio, and written as ``comparison_*.csv``. A sweep's job runs its what-if alone.
 """
 
 from __future__ import annotations
@@ -258,11 +263,12 @@ def write_comparison(cfg: DictConfig, model_file: Path, scenario: str | None, wh
                      comparison: Comparison, kwargs: Mapping[str, Any], asked: Mapping[str, Any], out_dir: Path,
                      tables: bool) -> None:
     """The comparison's tables (``comparison_*.csv``), and each configuration's run: the
-    baseline's in ``baseline/``; one what-if's in the folder itself (as a run of it alone
-    writes it), several what-ifs' each in a folder of its name."""
-    record = {"baseline": "baseline/", "whatifs": [w.name for w in whatifs], "replications": comparison.replications,
-              "level": comparison.level, "files": [f"comparison_{n}.csv" for n in ("requests", "resources",
-                                                                                 "replications")],
+    baseline's in ``before/``; one what-if's in the folder itself (as a run of it alone writes
+    it), several what-ifs' each in ``after/NAME/`` (a what-if may be called ``baseline``)."""
+    where = {w.name: Path() if len(whatifs) == 1 else Path("after", w.name) for w in whatifs}
+    record = {"before": "before/", "after": {name: f"{path}/" for name, path in where.items()},
+              "replications": comparison.replications, "level": comparison.level,
+              "files": [f"comparison_{n}.csv" for n in ("requests", "resources", "replications")],
               "precision": None if comparison.stopped is None or comparison.precision is None else
               stop_record(comparison.precision, comparison.stopped)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -271,12 +277,11 @@ def write_comparison(cfg: DictConfig, model_file: Path, scenario: str | None, wh
         group.add(out_dir / "comparison_resources.csv", csv_text(comparison.resources))
         group.add(out_dir / "comparison_replications.csv", csv_text(comparison.per_replication))
         group.add(out_dir / "comparison.json", json.dumps(record, indent=2, default=str))
-    write_run(comparison.before, _settings(cfg, model_file, scenario, None, kwargs, asked), out_dir / "baseline",
+    write_run(comparison.before, _settings(cfg, model_file, scenario, None, kwargs, asked), out_dir / "before",
               tables)
     for w in whatifs:
-        where = out_dir if len(whatifs) == 1 else out_dir / w.name
         write_run(comparison.after[w.name], _settings(cfg, model_file, scenario or w.scenario, w, kwargs, asked),
-                  where, tables)
+                  out_dir / where[w.name], tables)
 
 
 def comparison_text(comparison: Comparison, header: str) -> str:

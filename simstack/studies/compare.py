@@ -52,7 +52,7 @@ from simstack.tables.stopping import Precision, Stopped, run_until_precise
 LATENCIES: dict[str, float | None] = {"mean_ms": None, "p95_ms": 0.95, "p99_ms": 0.99}
 REQUEST_STATISTICS = (*LATENCIES, "throughput_per_s", "failed_%")
 RESOURCE_STATISTICS = ("utilisation_%", "mean_queue")
-BASELINE = "baseline"
+BASELINE = ""  # the model without what-if, in ``per_replication``'s ``whatif`` column (no file stem is empty)
 _PARTS = ("before", "after", "difference", "ratio")
 COLUMNS = ("statistic", *(f"{p}{s}" for p in _PARTS for s in ("", "_low", "_high")), "replications")
 
@@ -65,8 +65,8 @@ class Comparison:
     what-if, resource and statistic: ``before``, ``after``, ``difference`` (after - before)
     and ``ratio`` (after / before), each with its ``_low``/``_high`` bounds at ``level``, in
     the unit the statistic's name ends with (``_ms``, ``_per_s``, ``_%``; a ratio has none).
-    ``per_replication`` holds every value the intervals were made from (configuration, rep,
-    what, name, statistic, value). ``before`` and ``after`` are the runs themselves.
+    ``per_replication`` holds every value the intervals were made from (whatif, empty for the
+    baseline; rep, what, name, statistic, value). ``before`` and ``after`` are the runs themselves.
     """
 
     requests: pd.DataFrame
@@ -90,7 +90,7 @@ def compare(spec_before: ModelSpec, specs_after: Mapping[str, ModelSpec], settin
     if not specs_after:
         raise ConfigError("a comparison needs at least one what-if")
     if BASELINE in specs_after:
-        raise ConfigError(f"a what-if cannot be named {BASELINE!r}: the name stands for the model without what-if")
+        raise ConfigError("a what-if needs a name (an empty one stands for the model without what-if)")
     kwargs = dict(settings)
     if kwargs.get("record", "full") != "full":
         raise ConfigError("a what-if comparison pairs every request class's latencies replication by replication; "
@@ -102,13 +102,13 @@ def compare(spec_before: ModelSpec, specs_after: Mapping[str, ModelSpec], settin
         stopped = None
     else:
         runs, stopped = _until_precise(spec_before, specs, kwargs, precision)
-    values = pd.concat([per_replication(result).assign(configuration=name) for name, result in runs.items()],
+    values = pd.concat([per_replication(result).assign(whatif=name) for name, result in runs.items()],
                        ignore_index=True)
     n = runs[BASELINE].replications
     requests = _table(runs, values, "request", level)
     resources = _table(runs, values, "resource", level)
     notes = [] if n >= 2 else ["one replication: no interval (ask for sim.replications=2 or more)"]
-    return Comparison(requests, resources, values[["configuration", "rep", "what", "name", "statistic", "value"]],
+    return Comparison(requests, resources, values[["whatif", "rep", "what", "name", "statistic", "value"]],
                       runs[BASELINE], {k: v for k, v in runs.items() if k != BASELINE}, n, level, precision,
                       stopped, notes)
 
@@ -149,7 +149,7 @@ def _windows(result: RunResult) -> dict[int, float]:
 def _table(runs: Mapping[str, RunResult], values: pd.DataFrame, what: str, level: float) -> pd.DataFrame:
     """One row per what-if, name and statistic (module docstring)."""
     mine = values[values["what"] == what]
-    by = {key: group.set_index("rep")["value"] for key, group in mine.groupby(["configuration", "name", "statistic"])}
+    by = {key: group.set_index("rep")["value"] for key, group in mine.groupby(["whatif", "name", "statistic"])}
     order = REQUEST_STATISTICS if what == "request" else RESOURCE_STATISTICS
     names = list(dict.fromkeys(mine["name"]))
     kinds = _kinds(runs) if what == "resource" else {}

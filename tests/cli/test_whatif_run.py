@@ -63,7 +63,7 @@ def test_a_whatif_run_prints_before_and_after_with_paired_intervals(tmp_path: Pa
     assert db["difference_high"] < 0  # the cache takes load off the database
     # the what-if's own run where a run of it alone writes it; the baseline's beside it
     assert json.loads((out / "run.json").read_text())["config"]["whatif"] == "pipeline/settings_cache"
-    assert json.loads((out / "baseline" / "run.json").read_text())["config"]["whatif"] is None
+    assert json.loads((out / "before" / "run.json").read_text())["config"]["whatif"] is None
     assert json.loads((out / "comparison.json").read_text())["replications"] == 3
 
 
@@ -78,7 +78,7 @@ def test_a_list_of_whatifs_is_compared_with_one_baseline(tmp_path: Path) -> None
     assert "what-if double_workers, per request class:" in done.stdout
     requests = pd.read_csv(out / "comparison_requests.csv")
     assert list(dict.fromkeys(requests["whatif"])) == ["settings_cache", "double_workers"]
-    for folder in ("baseline", "settings_cache", "double_workers"):
+    for folder in ("before", "after/settings_cache", "after/double_workers"):
         assert (out / folder / "summary.csv").is_file()
 
 

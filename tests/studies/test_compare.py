@@ -73,6 +73,7 @@ def test_a_configuration_compared_with_itself_differs_by_exactly_nothing() -> No
         assert len(shares) and (shares["ratio"] == 1).all() and (shares["ratio_high"] == shares["ratio_low"]).all()
     assert set(comparison.requests["statistic"]) == {"mean_ms", "p95_ms", "p99_ms", "throughput_per_s", "failed_%"}
     assert set(comparison.resources["statistic"]) == {"utilisation_%", "mean_queue"}
+    assert set(comparison.per_replication["whatif"]) == {BASELINE, "same"}
 
 
 def test_a_precision_adds_paired_replications_until_the_difference_is_known() -> None:
@@ -108,7 +109,7 @@ def test_what_a_comparison_refuses() -> None:
     spec = station("1s")
     with pytest.raises(ConfigError, match="at least one what-if"):
         compare(spec, {}, SETTINGS)
-    with pytest.raises(ConfigError, match="cannot be named 'baseline'"):
+    with pytest.raises(ConfigError, match="a what-if needs a name"):
         compare(spec, {BASELINE: spec}, SETTINGS)
     with pytest.raises(ConfigError, match="sim.record=summary keeps none"):
         compare(spec, {"same": spec}, {**SETTINGS, "record": "summary"})
