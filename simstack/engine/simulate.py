@@ -44,6 +44,8 @@ from simstack.tables.results import (
     resources_table,
     step_summary,
     steps_frame,
+    losses,
+    with_throughput,
 )
 from simstack.tables.stopping import Precision, Stopped
 from simstack.tables.streamstats import (
@@ -89,10 +91,34 @@ class RunResult:
             raise KeyError(f"no result table {name!r}; tables: {', '.join(sorted(self.tables))}") from None
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
+        """Per group the latency statistics and intervals (``SUMMARY_COLUMNS``), then the
+        throughput with its interval (``THROUGHPUT_COLUMNS``)."""
+        by = tuple(by)
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, tuple(by))
-            return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
-        return latency_summary(self.requests, tuple(by))
+            rows = latency_summary_from(self.stats, by)
+            table = pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
+            counts = {(*key, rec.rep): stream.count for rec in self.stats
+                      for key, (stream, _) in rec.request_streams().items()}
+            fields = ("request", "workload")
+            completions = pd.Series({(*(dict(zip(fields, k[:-1], strict=True))[b] for b in by), k[-1]): v
+                                     for k, v in counts.items()}, dtype=float)
+            completions = completions.groupby(level=list(range(len(by) + 1))).sum() if len(completions) else completions
+        else:
+            table = latency_summary(self.requests, by)
+            recorded = self.requests[~self.requests["warmup"] & self.requests["ok"]]
+            completions = recorded.groupby([*by, "rep"], observed=True).size()
+        return with_throughput(table, completions, self.windows(), by)
+
+    def windows(self) -> dict[int, float]:
+        """Each replication's measured window (s): from the warm-up (or, with mser5, its first
+        recorded request) to its end."""
+        if self.accounting.empty:
+            return {}
+        ends = dict(zip(self.accounting["rep"], self.accounting["end_time"], strict=True))
+        if self.warmup == "mser5":
+            kept = self.requests[~self.requests["warmup"]].groupby("rep")["start"].min()
+            return {int(rep): float(end) - float(kept.get(rep, end)) for rep, end in ends.items()}
+        return {int(rep): float(end) - float(self.warmup or 0.0) for rep, end in ends.items()}
 
     def latency_cdf(self) -> pd.DataFrame:
         """Each request class's latency distribution with a 95 % band (``latency_cdf.csv``)."""
@@ -103,6 +129,11 @@ class RunResult:
             return pd.DataFrame(stage_summary_from(self.stats), columns=[
                 "request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
         return step_summary(self.steps, self.requests)
+
+    def losses(self) -> pd.DataFrame:
+        """Every request class that failed requests and every resource that dropped arrivals
+        (``tables.results.losses``): empty when the run lost nothing."""
+        return losses(self.requests, self.summary(), self.resource_summary())
 
     def resource_summary(self) -> pd.DataFrame:
         cols = ["utilisation", "mean_busy", "mean_queue", "max_queue", "arrivals", "drops"]
