@@ -39,12 +39,12 @@ from simstack.tables.results import (
     blocked_table,
     deadlines_table,
     latency_summary,
+    losses,
     mser5,
     requests_frame,
     resources_table,
     step_summary,
     steps_frame,
-    losses,
     with_throughput,
 )
 from simstack.tables.stopping import Precision, Stopped

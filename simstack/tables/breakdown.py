@@ -28,7 +28,8 @@ import pandas as pd
 OUTSIDE = "(outside named steps)"
 QUEUED = "(queued before the first step)"
 EXTRA = (QUEUED, OUTSIDE)
-COLUMNS = ["request", "step", "component", "count", "wait", "service", "share", "waits_for", "encloses", "held"]
+COLUMNS = ["request", "step", "component", "count", "wait", "service", "share", "waits_for", "encloses", "held",
+           "offset"]
 SAMPLE = 200  # requests per class read to tell which steps enclose others ...
 PAIRS = 500_000  # ... as long as their pairs of steps stay this few (a request of 1,700 steps: one)
 # What a wait at a component of each kind is a wait for (any other kind: "a <kind>").
@@ -43,7 +44,8 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
     successful request, their share of the mean latency, how many requests ran the step, what
     its wait is for, and for a step that encloses others its mean span (``held``, to draw as
     a span: its inner steps' time is theirs, its ``service`` only what none of them covers).
-    ``only`` keeps those step names (the rest of the time is then outside them); ``kinds`` maps
+    ``offset`` is the mean time from the request's start to the step's first start (the order
+    of the stack). ``only`` keeps those step names (the rest of the time is then outside them); ``kinds`` maps
     a component to its kind. ``wait + service`` over a class's rows is its mean latency."""
     ok = requests.loc[~requests["warmup"] & requests["ok"], ["rep", "id", "request", "start", "end"]]
     if ok.empty:
@@ -66,14 +68,18 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
     per_request = rows.assign(mid=rows["start"] + rows["wait"]).groupby([*by, "key"]).agg(
         t0=("mid", "min"), t1=("end", "max"))
     spans = (per_request["t1"] - per_request["t0"]).groupby(level=[0, 1, 2]).sum()
+    lags = rows.assign(lag=rows["start"] - rows["r0"]).groupby([*by, "key"])["lag"].min()
+    first = lags.groupby(level=[0, 1, 2]).mean()
     out: dict[tuple[str, str, str], dict[str, object]] = {}
-    for (request, step, component, phase), total in intervals.groupby([*by, "phase"], sort=False)["amount"].sum().items():
+    amounts = intervals.groupby([*by, "phase"], sort=False)["amount"].sum()
+    for (request, step, component, phase), total in amounts.items():
         n = int(counts[request])
         row = out.setdefault((request, step, component), {
             "request": request, "step": step, "component": component, "wait": 0.0, "service": 0.0,
             "waits_for": {QUEUED: "its turn (queued)", OUTSIDE: ""}.get(step, _waits_for(component, kinds or {})),
             "count": n if step in EXTRA else int(ran.get((request, step, component), 0)),
-            "encloses": (request, step) in enclosing, "held": np.nan})
+            "encloses": (request, step) in enclosing, "held": np.nan,
+            "offset": 0.0 if step == QUEUED else float(first.get((request, step, component), np.inf))})
         row[phase] = float(row[phase]) + float(total) / n  # type: ignore[arg-type]
         if row["encloses"] and row["count"]:
             row["held"] = float(spans.get((request, step, component), np.nan)) / int(row["count"])  # type: ignore[call-overload]
@@ -83,7 +89,7 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
     table = pd.DataFrame(kept, columns=[c for c in COLUMNS if c != "share"])
     latency = (ok["end"] - ok["start"]).groupby(ok["request"]).mean()
     table["share"] = (table["wait"] + table["service"]) / table["request"].map(latency).astype(float)
-    return table[COLUMNS].reset_index(drop=True)
+    return table[COLUMNS].sort_values(["request", "offset"], kind="stable").reset_index(drop=True)
 
 
 def _waits_for(component: str, kinds: Mapping[str, str]) -> str:

@@ -39,6 +39,7 @@ SHARES = ("utilisation", "failed", "share")
 PER_REP = ("drops", "arrivals")  # means over replications of counts
 MODEL_TIME = "tu"  # model time units: a model whose times have no unit (settings: {time_unit: none})
 MISSING = "-"
+NOISE = 1e-9  # below this share of a column's largest value, a value is rounding noise (printed 0)
 
 
 def number(value: Any) -> str:
@@ -88,9 +89,11 @@ def column_decimals(values: pd.Series | np.ndarray) -> int | None:
 
 
 def _loses_digits(values: pd.Series, decimals: int) -> bool:
-    """Whether a nonzero value would show fewer than four significant digits with ``decimals``."""
+    """Whether a nonzero value would show fewer than four significant digits with ``decimals``
+    (rounding noise, a billionth of the column's largest value, is zero)."""
     x = np.abs(np.asarray(values, dtype=float))
-    x = x[np.isfinite(x) & (x > 0) & (x != np.round(x))]
+    x = x[np.isfinite(x)]
+    x = x[(x > NOISE * (x.max() if x.size else 0)) & (x != np.round(x))]
     return bool(x.size) and bool(np.floor(np.log10(x.min())) + 1 + decimals < SIGNIFICANT)
 
 
@@ -108,6 +111,10 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
             aligned, decimals = False, None
         if aligned and decimals is not None:
             cells = [MISSING if not math.isfinite(v) else _fixed(v, decimals) for v in series.astype(float)]
+        elif numeric and col not in mixed:
+            x = series.astype(float)
+            largest = float(np.nanmax(np.abs(x))) if x.notna().any() else 0.0
+            cells = [number(0.0 if math.isfinite(v) and abs(v) <= NOISE * largest else v) for v in x]
         else:
             cells = [printable(number(v), lines=False) for v in series]
         header = printable(str(col), lines=False)
