@@ -85,7 +85,8 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
             row["held"] = float(spans.get((request, step, component), np.nan)) / int(row["count"])  # type: ignore[call-overload]
     named = {row["request"] for row in out.values() if row["step"] not in EXTRA}
     kept = [row for row in out.values()
-            if row["step"] not in EXTRA or row["wait"] or row["service"] or row["request"] not in named]
+            if row["step"] not in EXTRA or row["wait"] or row["service"]
+            or (row["request"] not in named and row["step"] == OUTSIDE)]
     table = pd.DataFrame(kept, columns=[c for c in COLUMNS if c != "share"])
     latency = (ok["end"] - ok["start"]).groupby(ok["request"]).mean()
     table["share"] = (table["wait"] + table["service"]) / table["request"].map(latency).astype(float)

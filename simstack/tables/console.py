@@ -4,7 +4,7 @@ The tables an engineer reads at a terminal mix durations, shares and counts. Lef
 pandas, a column switches to scientific notation as soon as it spans a few decades
 (``6.632e-02`` beside ``0.295``). Here every number is written the same way: four
 significant digits in plain notation, whole numbers without decimals, durations in
-milliseconds (microseconds for a column whose values are all below a millisecond, model time
+milliseconds (microseconds for a table whose times are all below a millisecond, model time
 units for a model with ``settings: {time_unit: none}``), rates per second and shares in
 percent, with the unit in the column header (``mean_ms``, ``wait_µs``, ``utilisation_%``,
 ``throughput_per_s``, ``drops_per_rep`` for a mean over replications of a count). A column
@@ -128,14 +128,16 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
 
 def with_units(table: pd.DataFrame, durations: tuple[str, ...] = DURATIONS,
                shares: tuple[str, ...] = SHARES, time_unit: str = "s") -> pd.DataFrame:
-    """Seconds to milliseconds (to microseconds for a column all below a millisecond; left
-    as model time units with ``time_unit="none"``), fractions to percent, means of counts
-    per replication, the unit appended to the header."""
+    """Seconds to milliseconds (to microseconds when every duration of the table is below a
+    millisecond: one unit per table, so its columns compare at a glance; left as model time
+    units with ``time_unit="none"``), fractions to percent, means of counts per replication,
+    the unit appended to the header."""
     out = table.copy()
+    timed = [c for c in out.columns if c in durations]
+    factor, unit = duration_scale(out[timed].to_numpy(dtype=float).ravel() if timed else np.empty(0), time_unit)
     renames = {}
     for col in out.columns:
         if col in durations:
-            factor, unit = duration_scale(out[col], time_unit)
             out[col] = out[col] * factor
             renames[col] = f"{col}_{unit}"
         elif col in shares:
@@ -149,8 +151,8 @@ def with_units(table: pd.DataFrame, durations: tuple[str, ...] = DURATIONS,
 
 
 def duration_scale(values: pd.Series | np.ndarray, time_unit: str = "s") -> tuple[float, str]:
-    """(factor, unit) for a column of durations in seconds: ms, or µs when every value is
-    below a millisecond; (1, ``tu``) for a model whose times have no unit."""
+    """(factor, unit) for durations in seconds: ms, or µs when every value is below a
+    millisecond; (1, ``tu``) for a model whose times have no unit."""
     if time_unit == "none":
         return 1.0, MODEL_TIME
     x = np.abs(np.asarray(values, dtype=float))
@@ -202,8 +204,9 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
     95 % interval (``NAME_±``); ``attrs["note"]`` says how the intervals were made."""
     summary = result.summary()
     out = pd.DataFrame({"request": summary["request"]})
+    factor, unit = duration_scale(summary[[c for c, _ in PERCENTILES]].to_numpy(dtype=float).ravel(),
+                                  time_unit(result))
     for column, _ in PERCENTILES:
-        factor, unit = duration_scale(summary[column], time_unit(result))
         out[f"{column}_{unit}"] = summary[column] * factor
         out[f"{column}_±_{unit}"] = (summary[f"{column}_high"] - summary[f"{column}_low"]) / 2 * factor
     methods = sorted(set(summary["ci_method"].dropna()))
@@ -251,7 +254,7 @@ def stage_table(result: RunResult) -> pd.DataFrame:
     kinds = {name: c.kind for name, c in result.model.components.items()}
     table = time_breakdown(result.steps, result.requests, kinds)
     table["span"] = table["held"]
-    table = table[["request", "step", "component", "count", "wait", "waits_for", "service", "share", "span"]]
+    table = table[["request", "step", "component", "count", "wait", "service", "share", "span", "waits_for"]]
     return with_units(table, time_unit=time_unit(result))
 
 
