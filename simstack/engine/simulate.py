@@ -31,6 +31,7 @@ from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
 from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
+from simstack.tables.breakdown import time_breakdown
 from simstack.tables.latencies import latency_cdf
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
@@ -125,10 +126,24 @@ class RunResult:
         return latency_cdf_from(self.stats) if self.stats is not None else latency_cdf(self.requests)
 
     def stage_summary(self) -> pd.DataFrame:
+        """Per request class and step: the mean wait and service of one run of the step and its
+        duration statistics; with every request's record, also the whole split of the class's
+        mean latency (``tables.breakdown``: ``wait_per_request`` + ``service_per_request`` over
+        the class's rows, the queued and outside rows included, is its mean latency; ``share``)."""
         if self.stats is not None:
             return pd.DataFrame(stage_summary_from(self.stats), columns=[
                 "request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
-        return step_summary(self.steps, self.requests)
+        table = step_summary(self.steps, self.requests)
+        if table.empty:
+            return table
+        kinds = {name: c.kind for name, c in self.model.components.items()}
+        split = time_breakdown(self.steps, self.requests, kinds)[
+            ["request", "step", "component", "wait", "service", "share"]].rename(
+            columns={"wait": "wait_per_request", "service": "service_per_request"})
+        key = ["request", "step", "component"]
+        table = table.astype({k: str for k in key}).merge(split, on=key, how="left")
+        extra = split[~split.set_index(key).index.isin(table.set_index(key).index)]  # queued, outside
+        return pd.concat([table, extra], ignore_index=True) if not extra.empty else table
 
     def losses(self) -> pd.DataFrame:
         """Every request class that failed requests and every resource that dropped arrivals

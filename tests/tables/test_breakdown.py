@@ -91,3 +91,12 @@ def test_a_saturated_pool_shows_the_wait_for_a_thread_and_holds_as_spans() -> No
     printed = summary_text(result).split("where the time goes")[1]
     assert "a thread" in printed
     assert {"wait_ms", "service_ms", "share_%"} <= set(printed.splitlines()[1].split())
+
+
+def test_stages_csv_carries_the_same_whole_split(run: Any) -> None:
+    stages = run.stage_summary()  # what the run writes as stages.csv
+    summary = run.summary().set_index("request")
+    totals = (stages["wait_per_request"] + stages["service_per_request"]).groupby(stages["request"]).sum()
+    assert set(totals.index) == set(summary.index)
+    for request, total in totals.items():
+        _within(float(total), summary.loc[request])
