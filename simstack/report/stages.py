@@ -8,8 +8,10 @@ reaches it. A step that encloses others (a ``hold:`` of a thread pool or a lock)
 stacked on top of them: its wait is a segment, its held time a thin black span beside the
 bar (from its mean start to its mean end), and only what none of its inner steps covers is
 its own segment. ``steps:`` keeps those steps (the rest of the time is outside them).
-``per: occurrence`` averages every run of a step on its own instead (the stage time of one
-of K parallel trims), so that stack may exceed the request's latency: the runs overlap.
+A model whose times have no unit (``settings: {time_unit: none}``) is drawn in model time
+units, whatever ``unit`` says. ``per: occurrence`` averages every run of a step on its own
+instead (the stage time of one of K parallel trims), so that stack may exceed the request's
+latency: the runs overlap.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     notes = []
     for label, sel in o["runs"].items():
         result = ctx.run(sel, steps=True)
+        if result.model.settings.get("time_unit") == "none":  # times without a unit: shown as they are
+            factor, unit = 1.0, "model time units"
         notes.append(loss_note(result, label))
         if o["request"] not in result.model.requests:
             raise ModelError(f"unknown request class {o['request']!r}; request classes: "

@@ -87,3 +87,15 @@ def test_a_run_that_dropped_requests_has_a_visible_note(ioc: Any) -> None:
         notes = [p for p in module.build(Runs(ioc), spec) if isinstance(p, str)]  # type: ignore[arg-type]
         assert len(notes) == 1 and "Losses in &#x27;ioc&#x27;" in notes[0]
         assert "request archive_write" in notes[0] and "resource archive" in notes[0] and "queue full" in notes[0]
+
+
+def test_a_model_without_a_time_unit_is_drawn_in_model_time_units() -> None:
+    result = simulate(build_spec({**copy.deepcopy(IOC), "settings": {"time_unit": "none"}}, Path("ioc.yaml")),
+                      seed=4, replications=2, horizon=1.0, record_steps=True)
+    spec = FigureSpec("stages", "", "", {"runs": {"ioc": None}, "request": "process", "steps": None, "unit": "ms",
+                                         "per": "request"}, "report.figures[0]")
+    figure = _figure(stages.build(Runs(result), spec))  # type: ignore[arg-type]
+    assert figure.layout.yaxis.title.text == "mean time per request (model time units)"
+    mark = next(t for t in figure.data if t.name == "request latency")
+    latency = result.summary().set_index("request").loc["process", "mean"]
+    assert mark.y[0] == pytest.approx(latency, rel=1e-9)  # not scaled to ms
