@@ -31,13 +31,13 @@ from simstack.load.graph import validated_graph
 from simstack.load.loader import load_model
 from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
-from simstack.tables.breakdown import time_breakdown
 from simstack.tables.latencies import latency_cdf
 from simstack.tables.records import Recorder, parts
 from simstack.tables.results import (
     STAT_COLUMNS,
     SUMMARY_COLUMNS,
     blocked_table,
+    completions,
     deadlines_table,
     latency_summary,
     losses,
@@ -46,6 +46,9 @@ from simstack.tables.results import (
     resources_table,
     step_summary,
     steps_frame,
+    stream_completions,
+    windows,
+    with_split,
     with_throughput,
 )
 from simstack.tables.stopping import Precision, Stopped
@@ -96,30 +99,12 @@ class RunResult:
         throughput with its interval (``THROUGHPUT_COLUMNS``)."""
         by = tuple(by)
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, by)
-            table = pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
-            counts = {(*key, rec.rep): stream.count for rec in self.stats
-                      for key, (stream, _) in rec.request_streams().items()}
-            fields = ("request", "workload")
-            completions = pd.Series({(*(dict(zip(fields, k[:-1], strict=True))[b] for b in by), k[-1]): v
-                                     for k, v in counts.items()}, dtype=float)
-            completions = completions.groupby(level=list(range(len(by) + 1))).sum() if len(completions) else completions
+            table = pd.DataFrame(latency_summary_from(self.stats, by), columns=[*by, *SUMMARY_COLUMNS])
+            done = stream_completions(self.stats, by)
         else:
             table = latency_summary(self.requests, by)
-            recorded = self.requests[~self.requests["warmup"] & self.requests["ok"]]
-            completions = recorded.groupby([*by, "rep"], observed=True).size()
-        return with_throughput(table, completions, self.windows(), by)
-
-    def windows(self) -> dict[int, float]:
-        """Each replication's measured window (s): from the warm-up (or, with mser5, its first
-        recorded request) to its end."""
-        if self.accounting.empty:
-            return {}
-        ends = dict(zip(self.accounting["rep"], self.accounting["end_time"], strict=True))
-        if self.warmup == "mser5":
-            kept = self.requests[~self.requests["warmup"]].groupby("rep")["start"].min()
-            return {int(rep): float(end) - float(kept.get(rep, end)) for rep, end in ends.items()}
-        return {int(rep): float(end) - float(self.warmup or 0.0) for rep, end in ends.items()}
+            done = completions(self.requests, by)
+        return with_throughput(table, done, windows(self.accounting, self.warmup, self.requests), by)
 
     def latency_cdf(self) -> pd.DataFrame:
         """Each request class's latency distribution with a 95 % band (``latency_cdf.csv``)."""
@@ -133,17 +118,8 @@ class RunResult:
         if self.stats is not None:
             return pd.DataFrame(stage_summary_from(self.stats), columns=[
                 "request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
-        table = step_summary(self.steps, self.requests)
-        if table.empty:
-            return table
         kinds = {name: c.kind for name, c in self.model.components.items()}
-        split = time_breakdown(self.steps, self.requests, kinds)[
-            ["request", "step", "component", "wait", "service", "share"]].rename(
-            columns={"wait": "wait_per_request", "service": "service_per_request"})
-        key = ["request", "step", "component"]
-        table = table.astype({k: str for k in key}).merge(split, on=key, how="left")
-        extra = split[~split.set_index(key).index.isin(table.set_index(key).index)]  # queued, outside
-        return pd.concat([table, extra], ignore_index=True) if not extra.empty else table
+        return with_split(step_summary(self.steps, self.requests), self.steps, self.requests, kinds)
 
     def losses(self) -> pd.DataFrame:
         """Every request class that failed requests and every resource that dropped arrivals

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.resources.meter import ResourceSummary
+from simstack.tables.breakdown import time_breakdown
 from simstack.tables.confidence import student_t_ci
 from simstack.tables.latencies import INTERVAL_COLUMNS, groups_by_replication, interval_row
 from simstack.tables.records import (
@@ -153,6 +154,37 @@ def with_throughput(summary: pd.DataFrame, completions: pd.Series, windows: Mapp
     return out
 
 
+def completions(requests: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Successful recorded requests per (*by, rep)."""
+    recorded = requests[~requests["warmup"] & requests["ok"]]
+    return recorded.groupby([*by, "rep"], observed=True).size()
+
+
+def stream_completions(recorders: Sequence[Any], by: Sequence[str]) -> pd.Series:
+    """Successful recorded requests per (*by, rep), from the streams of ``record="summary"``
+    (keyed by request and workload)."""
+    fields = ("request", "workload")
+    counts: dict[tuple[Any, ...], float] = {}
+    for rec in recorders:
+        for key, (stream, _) in rec.request_streams().items():
+            values = dict(zip(fields, key, strict=True))
+            group = (*(values[b] for b in by), rec.rep)
+            counts[group] = counts.get(group, 0.0) + stream.count
+    return pd.Series(counts, dtype=float)
+
+
+def windows(accounting: pd.DataFrame, warmup: float | str, requests: pd.DataFrame) -> dict[int, float]:
+    """Each replication's measured window (s): from the warm-up (with mser5, its first
+    recorded request) to its end."""
+    if accounting.empty:
+        return {}
+    ends = dict(zip(accounting["rep"], accounting["end_time"], strict=True))
+    if warmup == "mser5":
+        kept = requests[~requests["warmup"]].groupby("rep")["start"].min()
+        return {int(rep): float(end) - float(kept.get(rep, end)) for rep, end in ends.items()}
+    return {int(rep): float(end) - float(warmup or 0.0) for rep, end in ends.items()}
+
+
 def _count(completions: pd.Series, key: tuple[Any, ...]) -> float:
     try:
         return float(completions.loc[key])
@@ -172,6 +204,22 @@ def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
         row.update(describe(group["duration"]))
         rows.append(row)
     return pd.DataFrame(rows, columns=["request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
+
+
+def with_split(stages: pd.DataFrame, steps: pd.DataFrame, requests: pd.DataFrame,
+               kinds: Mapping[str, str]) -> pd.DataFrame:
+    """The step summary with the whole split of each class's mean latency beside it
+    (``breakdown.time_breakdown``: ``wait_per_request``, ``service_per_request``, ``share``),
+    and the split's rows that are no step (queued before the first step, outside named steps)
+    after the steps, so that a class's rows add up to its mean latency."""
+    if stages.empty:
+        return stages
+    key = ["request", "step", "component"]
+    split = time_breakdown(steps, requests, kinds)[[*key, "wait", "service", "share"]].rename(
+        columns={"wait": "wait_per_request", "service": "service_per_request"})
+    table = stages.astype({k: str for k in key}).merge(split, on=key, how="left")
+    extra = split[~split.set_index(key).index.isin(table.set_index(key).index)]
+    return pd.concat([table, extra], ignore_index=True) if not extra.empty else table
 
 
 def mser5(series: Sequence[float] | np.ndarray) -> int:
