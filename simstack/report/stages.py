@@ -72,18 +72,20 @@ def segments(result: Any, request: str, steps: list[str] | None, label: str) -> 
     """The stack of one configuration (s): a row per wait, service and enclosing span."""
     kinds = {name: c.kind for name, c in result.model.components.items()}
     table = time_breakdown(result.steps, result.requests[result.requests["request"] == request], kinds, only=steps)
-    rows = []
-    for row in table.itertuples(index=False):
-        if row.wait > 0:
-            what = f" for {row.waits_for}" if row.waits_for else ""
-            name = row.step if row.step.startswith("(") else f"{row.step}: wait{what}"
-            rows.append({"run": label, "step": name, "segment": "wait", "mean": row.wait})
-        if row.service > 0 or (not row.encloses and not row.wait and not row.step.startswith("(")):
-            name = f"{row.step}: own time" if row.encloses else row.step
-            rows.append({"run": label, "step": name, "segment": "service", "mean": row.service})
-        if row.encloses and math.isfinite(row.held):
-            rows.append({"run": label, "step": row.step, "segment": "span", "mean": row.held,
-                         "span_from": row.offset + row.wait})
+    rows: list[dict[str, Any]] = []
+    for row in table.to_dict("records"):
+        step, wait, service = str(row["step"]), float(row["wait"]), float(row["service"])
+        encloses = bool(row["encloses"])
+        if wait > 0:
+            what = f" for {row['waits_for']}" if row["waits_for"] else ""
+            rows.append({"run": label, "step": step if step.startswith("(") else f"{step}: wait{what}",
+                         "segment": "wait", "mean": wait})
+        if service > 0 or (not encloses and not wait and not step.startswith("(")):
+            rows.append({"run": label, "step": f"{step}: own time" if encloses else step, "segment": "service",
+                         "mean": service})
+        if encloses and math.isfinite(float(row["held"])):
+            rows.append({"run": label, "step": step, "segment": "span", "mean": float(row["held"]),
+                         "span_from": float(row["offset"]) + wait})
     return rows
 
 
@@ -130,12 +132,13 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         one = parts[parts["step"] == step]
         fig.add_bar(x=one["run"].tolist(), y=one["mean"].tolist(), name=step, marker={"color": colour(i)},
                     hovertemplate=f"{step}: %{{y:.4g}} {unit}<extra>%{{x}}</extra>")
-    for span in table[table["segment"] == "span"].itertuples(index=False):
-        fig.add_scatter(x=[span.run, span.run], y=[span.span_from, span.span_from + span.mean],
-                        mode="lines+markers", name=f"{span.step} (held, span)", legendgroup="spans",
+    for span in table[table["segment"] == "span"].to_dict("records"):
+        base = float(span["span_from"])
+        fig.add_scatter(x=[span["run"], span["run"]], y=[base, base + float(span["mean"])],
+                        mode="lines+markers", name=f"{span['step']} (held, span)", legendgroup="spans",
                         line={"color": "black", "width": 2, "dash": "dot"},
                         marker={"symbol": "line-ew", "size": 10, "line": {"width": 2, "color": "black"}},
-                        hovertemplate=f"{span.step} held %{{y:.4g}} {unit}<extra>{span.run}</extra>")
+                        hovertemplate=f"{span['step']} held %{{y:.4g}} {unit}<extra>{span['run']}</extra>")
     total = table[table["step"] == "(request latency)"]
     fig.add_scatter(x=total["run"].tolist(), y=total["mean"].tolist(), mode="markers", name="request latency",
                     marker={"color": "black", "size": 14, "symbol": "line-ew-open", "line": {"width": 3}},

@@ -21,6 +21,7 @@ every step type (holds, acquire/release, calls) is covered without a list of the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -70,9 +71,10 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
     spans = (per_request["t1"] - per_request["t0"]).groupby(level=[0, 1, 2]).sum()
     lags = rows.assign(lag=rows["start"] - rows["r0"]).groupby([*by, "key"])["lag"].min()
     first = lags.groupby(level=[0, 1, 2]).mean()
-    out: dict[tuple[str, str, str], dict[str, object]] = {}
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
     amounts = intervals.groupby([*by, "phase"], sort=False)["amount"].sum()
-    for (request, step, component, phase), total in amounts.items():
+    for index, total in amounts.items():
+        request, step, component, phase = (str(v) for v in cast(tuple, index))
         n = int(counts[request])
         row = out.setdefault((request, step, component), {
             "request": request, "step": step, "component": component, "wait": 0.0, "service": 0.0,
@@ -80,9 +82,9 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
             "count": n if step in EXTRA else int(ran.get((request, step, component), 0)),
             "encloses": (request, step) in enclosing, "held": np.nan,
             "offset": 0.0 if step == QUEUED else float(first.get((request, step, component), np.inf))})
-        row[phase] = float(row[phase]) + float(total) / n  # type: ignore[arg-type]
+        row[phase] = float(row[phase]) + float(total) / n
         if row["encloses"] and row["count"]:
-            row["held"] = float(spans.get((request, step, component), np.nan)) / int(row["count"])  # type: ignore[call-overload]
+            row["held"] = float(spans.get((request, step, component), np.nan)) / int(row["count"])
     named = {row["request"] for row in out.values() if row["step"] not in EXTRA}
     kept = [row for row in out.values()
             if row["step"] not in EXTRA or row["wait"] or row["service"]
@@ -114,7 +116,7 @@ def _enclosing(rows: pd.DataFrame) -> dict[tuple[str, str], int]:
                             | (pairs["end_in"] < pairs["end"])))
     share = pairs.groupby(["request", "step", "step_in", "order_in"])["inside"].any() \
         .groupby(level=[0, 1, 2]).mean()
-    nested = [(str(r), str(a), str(b)) for (r, a, b), v in share.items() if v >= 0.5]
+    nested = [tuple(str(v) for v in cast(tuple, index)) for index, v in share.items() if v >= 0.5]
     outer = {(r, a) for r, a, _ in nested}
     return {name: sum(1 for r, a, b in nested if r == name[0] and b == name[1] and (r, a) in outer)
             for name in outer}

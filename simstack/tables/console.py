@@ -261,14 +261,15 @@ def stage_table(result: RunResult) -> pd.DataFrame:
 def loss_lines(result: RunResult) -> list[str]:
     """One line per loss (a class that failed requests, a resource that dropped arrivals)."""
     lines = []
-    for row in result.losses().itertuples(index=False):
-        share = "-" if not math.isfinite(row.share) else f"{number(round(row.share * 100, 4))} %"
-        counted = "" if not math.isfinite(row.per_rep) else f" ({number(round(row.per_rep, 1))} per replication)"
-        if row.what.startswith("request "):
-            where = f" at {row.place}" if row.place else ""
-            lines.append(f"warning: {row.what}: {share} failed{counted}{where}: {row.reason}")
+    for row in result.losses().to_dict("records"):
+        fraction, per_rep, what = float(row["share"]), float(row["per_rep"]), str(row["what"])
+        share = "-" if not math.isfinite(fraction) else f"{number(round(fraction * 100, 4))} %"
+        counted = "" if not math.isfinite(per_rep) else f" ({number(round(per_rep, 1))} per replication)"
+        if what.startswith("request "):
+            where = f" at {row['place']}" if row["place"] else ""
+            lines.append(f"warning: {what}: {share} failed{counted}{where}: {row['reason']}")
         else:
-            lines.append(f"warning: {row.what}: {share} of its arrivals {row.reason}{counted}")
+            lines.append(f"warning: {what}: {share} of its arrivals {row['reason']}{counted}")
     return [printable(line, lines=False) for line in lines]
 
 

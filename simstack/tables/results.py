@@ -181,7 +181,8 @@ def windows(accounting: pd.DataFrame, warmup: float | str, requests: pd.DataFram
     ends = dict(zip(accounting["rep"], accounting["end_time"], strict=True))
     if warmup == "mser5":
         kept = requests[~requests["warmup"]].groupby("rep")["start"].min()
-        return {int(rep): float(end) - float(kept.get(rep, end)) for rep, end in ends.items()}
+        first = {int(str(rep)): float(start) for rep, start in kept.items()}
+        return {int(rep): float(end) - first.get(int(rep), float(end)) for rep, end in ends.items()}
     return {int(rep): float(end) - float(warmup or 0.0) for rep, end in ends.items()}
 
 
@@ -262,8 +263,8 @@ def losses(requests: pd.DataFrame, summary: pd.DataFrame, resources: pd.DataFram
             continue
         mine = failed[failed["request"] == row["request"]] if not failed.empty else failed
         reasons = mine["reason"].astype(str).value_counts() if not mine.empty else pd.Series(dtype=int)
-        reason = "; ".join(f"{r or 'failed'} ({n / len(mine) * 100:.3g} %)" if len(reasons) > 1 else (r or "failed")
-                           for r, n in reasons.items()) or "failed"
+        reason = "; ".join(f"{r or 'failed'} ({n / len(mine) * 100:.3g} %)" if len(reasons) > 1
+                           else str(r or "failed") for r, n in reasons.items()) or "failed"
         rows.append({"what": f"request {row['request']}", "place": _place(reasons), "share": float(row["failed"]),
                      "per_rep": len(mine) / replications if len(mine) else np.nan, "reason": reason})
     for _, row in resources.iterrows():
