@@ -8,6 +8,7 @@ number >= 1, and the model a study task works on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -53,6 +54,38 @@ def optional_text(cfg: DictConfig, key: str) -> str | None:
 def study_model(cfg: DictConfig) -> tuple[str, Any]:
     """The model a study task works on, and where models are looked for besides."""
     return str(plain(cfg.model, "model")), plain(cfg.get("models_dir"), "models_dir")
+
+
+def given_settings(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``sim.*`` settings the command line gave (``sim.seed=9``, ``sim.precision.relative=0.02``,
+    or every set key of a ``sim=NAME`` group), as plain data with ``precision`` a mapping: what
+    a study task lays over its study's ``defaults`` (``simstack.studies.schema.settings``).
+    ``sim.jobs`` and ``sim.progress`` are read by ``jobs`` and ``progress``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if overrides is None:  # the command line's, as Hydra kept them
+        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    sim = plain(cfg.get("sim"), "sim") or {}
+    keys: set[str] = set()
+    for text in overrides:
+        key = text.split("=", 1)[0].lstrip("+~")
+        if key == "sim":  # a group of settings (sim=quick): every key it sets
+            keys.update(k for k, v in sim.items() if v is not None and k != "precision")
+            keys.update(f"precision.{k}" for k, v in (sim.get("precision") or {}).items() if v is not None)
+        elif key.startswith("sim."):
+            keys.add(key[4:])
+    given: dict[str, Any] = {}
+    for key in sorted(keys - {"jobs", "progress"}):
+        head, _, sub = key.partition(".")
+        if head == "precision" and sub:
+            value = (sim.get("precision") or {}).get(sub)
+            if value is not None:
+                given.setdefault("precision", {})[sub] = value
+        elif head == "record" and sim.get(head) == "full" or head == "record_steps" and sim.get(head) is False:
+            continue  # the default a study works with anyway
+        elif sim.get(head) is not None:
+            given[head] = sim.get(head)
+    return given
 
 
 def progress(cfg: DictConfig) -> bool:

@@ -247,5 +247,7 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
             group.add(output_path(study.folder, runs_file, "predictions.runs_file"),
                       csv_text(pd.DataFrame(runs), float_format="%.10g"))
         group.add(meta_path(path), meta_text({**meta, "rows": len(table), "jobs": jobs or pred.jobs,
+                                              "settings": {"defaults": dict(study.defaults),
+                                                           "command_line": dict(study.given)},
                                               "table_sha256": sha256_text(text)}))
     return Predictions(table, runs, tuple(group), how)

@@ -145,6 +145,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),
     }
+    if study.given:  # the command line's run settings over the study's defaults
+        result["settings"] = {"defaults": dict(study.defaults), "command_line": dict(study.given)}
     if alternative is not None:
         result["alternative"] = alternative.name
     if spread is not None:

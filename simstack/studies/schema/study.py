@@ -73,6 +73,10 @@ class Study:
     predictions: PredictionSpec | None
     crosscheck: CrosscheckSpec | None = None
     report: ReportSpec | None = None
+    # run settings the command line laid over ``defaults`` (``simstack.studies.schema.settings``),
+    # and the values of ``defaults`` they replaced: said in each task's header and meta file
+    given: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    replaced: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def folder(self) -> Path:
