@@ -22,6 +22,7 @@ from typing import Any
 from simstack.errors import ConfigError
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
+from simstack.tables.stopping import precision_from
 
 # The settings a study's runs take from the command line, over its ``defaults:``.
 RUN_KEYS = ("seed", "replications", "horizon", "warmup", "precision")
@@ -66,6 +67,8 @@ def apply_settings(study: Study, given: Mapping[str, Any], task: str) -> Study:
                           f"model={study.model}: {study.path} states defaults.precision, which decides the "
                           "replications; give sim.precision.* instead, or change defaults.precision")
     defaults = dict(study.defaults)
+    if "precision" in given:  # refused here, naming the command line's keys, not at the first run
+        precision_from({**(defaults.get("precision") or {}), **given["precision"]}, "sim.precision")
     replaced = {k: defaults[k] for k in given if k in defaults}
     for key, value in given.items():
         if key == "precision":
