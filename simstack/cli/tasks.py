@@ -30,7 +30,7 @@ from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.distance import CLASSES
 from simstack.studies.evaluate.rowcompare import RowErrors
 from simstack.studies.fit.acceptance import describe
-from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives
+from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives, parameter_units
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.intervals import Method, method
 from simstack.studies.predict import interval_plan, predict_selection, write_predictions
@@ -195,16 +195,38 @@ def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, 
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {path}")
     spread = result.get("uncertainty") or {}
+    units = parameter_units(study)
     if spread:
-        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
-              f"{result['uncertainty_simulations']} more simulations")
+        how = next(iter(spread.values()))["method"]
+        print(f"  uncertainty ({how}): {result['uncertainty_simulations']} more simulations; "
+              + ("[low, high]: the range over which every target stays within its tolerance, the other "
+                 "parameters at their fit" if how == "profile" else "[low, high]: 95 % of the resampled fits"))
+    else:
+        print("  no range computed (calibration.uncertainty: none); uncertainty: profile gives each parameter's "
+              "range within the targets' tolerances")
     for name, value in result["parameters"].items():
-        span = spread.get(name)
-        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
+        span, unit = spread.get(name), units.get(name, "")
+        print(f"  {name} = {with_unit(value, unit)}"
+              + (f" [{with_unit(span['low'], unit)}, {with_unit(span['high'], unit)}]" if span else ""))
     for row in result["residuals"]:
         err = row["rel_error"]
         print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
               f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
+
+
+SCALES = {"s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")),
+          "B": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB"), (1.0, "B")),
+          "B/s": ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1.0, "B/s"))}
+
+
+def with_unit(value: float, unit: str) -> str:
+    """A value in its base unit, scaled so its four significant digits read (``2.575e-05`` s: ``25.75 us``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{number(value)} {unit}".rstrip()
+    for size, name in SCALES.get(unit, ()):
+        if abs(value) >= size or size == SCALES[unit][-1][0]:
+            return f"{number(value / size)} {name}"
+    return f"{number(value)} {unit}".rstrip()
 
 
 def print_leave_out(study: Study, rows: pd.DataFrame) -> None:

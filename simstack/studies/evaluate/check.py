@@ -39,6 +39,7 @@ from simstack.studies.evaluate.baselines import read_baselines, row_value, selec
 from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.ordering import paired_order
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
 from simstack.studies.schema.metric_words import metric_unit
 from simstack.studies.schema.selection import RunSelection
@@ -76,10 +77,13 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
                          "tolerance": check.tolerance, "passed": passed})
         else:
             bound = ev.value(check.less_than, precision=check.precision)  # type: ignore[arg-type]
+            order = paired_order(ev, check)
+            needed = "" if check.significant else " (significance not required)"
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
                          "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
                          "rel_error": math.nan, "tolerance": math.nan,
-                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
+                         "passed": bool(predicted < bound) and (order.significant or not check.significant),
+                         "bound": f"< {check.less_than} = {number(bound)}", "paired_test": order.text() + needed})
     return pd.DataFrame(rows)
 
 
