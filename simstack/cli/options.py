@@ -15,6 +15,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from simstack.engine.parallel import Backend, Processes, current
 from simstack.errors import ConfigError
+from simstack.io.paths import config_dir
+from simstack.io.safeyaml import read_yaml
 
 BACKENDS = ("processes", "ray")
 
@@ -63,9 +65,11 @@ def given_settings(cfg: DictConfig, overrides: Sequence[str] | None = None) -> d
     ``sim.jobs`` and ``sim.progress`` are read by ``jobs`` and ``progress``."""
     from hydra.core.hydra_config import HydraConfig
 
-    if overrides is None:  # the command line's, as Hydra kept them
-        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     sim = plain(cfg.get("sim"), "sim") or {}
+    if overrides is None and HydraConfig.initialized():  # the command line's, as Hydra kept them
+        overrides = list(HydraConfig.get().overrides.task)
+    elif overrides is None:  # a config composed elsewhere (a test, a notebook): what differs from sim/default
+        overrides = [f"sim.{key}=" for key in _changed(sim, read_yaml(config_dir() / "sim" / "default.yaml") or {})]
     keys: set[str] = set()
     for text in overrides:
         key = text.split("=", 1)[0].lstrip("+~")
@@ -86,6 +90,16 @@ def given_settings(cfg: DictConfig, overrides: Sequence[str] | None = None) -> d
         elif sim.get(head) is not None:
             given[head] = sim.get(head)
     return given
+
+
+def _changed(sim: dict[str, Any], default: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in sim.items():
+        if isinstance(value, dict):
+            out += _changed(value, default.get(key) or {}, f"{prefix}{key}.")
+        elif value != default.get(key):
+            out.append(f"{prefix}{key}")
+    return out
 
 
 def progress(cfg: DictConfig) -> bool:

@@ -33,7 +33,7 @@ from simstack.studies.fit.acceptance import describe
 from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives, parameter_units
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.intervals import Method, method
-from simstack.studies.predict import interval_plan, predict_selection, write_predictions
+from simstack.studies.predict import Predictions, interval_plan, predict_selection, write_predictions
 from simstack.studies.provenance import stale_calibration
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
@@ -270,14 +270,34 @@ def predict(cfg: DictConfig) -> int:
         print(format_table(found.table))
         if found.runs:
             print(format_table(pd.DataFrame(found.runs)))
+        print(precision_line(study, found))
         print("(a selection: the committed predictions are left as they are)")
         return 0
     made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg), how=how)
     print(format_table(made.table))
+    print(precision_line(study, made))
     if how is not None and how.check is not None:
         print(f"interval: {coverage_line(how.check)} (in {made.written[-1].name})")
+    elif how is None:
+        print("coverage: no interval stated (predictions.interval): each value is a point estimate")
     print(f"wrote {made.written[0]}")
     return 0
+
+
+def precision_line(study: Study, made: Predictions) -> str:
+    """Replications and the precision each row's value reached, against the target if one was set."""
+    s = made.precision_summary()
+    if not s["rows"]:
+        return "precision: no row is read from a run's replications (capacities are proven by their searches)"
+    reps = str(s["replications_min"]) if s["replications_min"] == s["replications_max"] else \
+        f"{s['replications_min']}-{s['replications_max']}"
+    target = study.defaults.get("precision")
+    wanted = f"; target {_setting_text(target)}" if target else "; no precision target (fixed replications)"
+    if s["relative_half_width_max"] is None:
+        return f"precision: {s['rows']} rows from {reps} replication(s) each: one replication gives no interval{wanted}"
+    return (f"precision: {s['rows']} rows from {reps} replications each; 95 % half-width "
+            f"{s['relative_half_width_median']:.2%} of the value (median), {s['relative_half_width_max']:.2%} at "
+            f"most{wanted}")
 
 
 def crosscheck(cfg: DictConfig) -> int:

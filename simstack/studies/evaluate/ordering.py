@@ -19,6 +19,7 @@ import numpy as np
 
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.metric_types import RunMetric, with_precision
+from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import CheckSpec
 from simstack.tables.intervals import Interval, difference_interval
 
@@ -59,12 +60,11 @@ def paired_order(ev: Evaluator, check: CheckSpec) -> Order:
     return Order(difference_interval(np.column_stack([va[:n], vb[:n]]), LEVEL))
 
 
-def _per_replication(ev: Evaluator, metric: RunMetric, check: CheckSpec) -> np.ndarray:
-    """The metric's value in each replication of the run it is read from (the check's
-    precision, if it states one; a metric read replication by replication: the study's run)."""
-    if check.precision is not None:
-        metric = with_precision(metric, check.precision, f"checks.{check.id}")
-    sel, steps = metric.run, metric.step is not None
+def per_replication(ev: Evaluator, metric: RunMetric, sel: RunSelection | None = None) -> np.ndarray:
+    """The metric's value in each replication of the run it is read from at ``sel`` (its own
+    selection under it; a metric read replication by replication: the study's fixed run)."""
+    sel = metric.run if sel is None else merge(metric.run, sel)
+    steps = metric.step is not None
     precision = None if metric.read_per_replication else ev.precision_for(metric, sel)
     result = ev.run(sel, steps) if precision is None else ev.run(sel, steps, precision=precision)
     values = []
@@ -75,3 +75,10 @@ def _per_replication(ev: Evaluator, metric: RunMetric, check: CheckSpec) -> np.n
         else:
             values.append(float(np.quantile(one, metric.q)) if len(one) else np.nan)
     return np.asarray(values, dtype=float)
+
+
+def _per_replication(ev: Evaluator, metric: RunMetric, check: CheckSpec) -> np.ndarray:
+    """As ``per_replication``, at the check's precision if it states one."""
+    if check.precision is not None:
+        metric = with_precision(metric, check.precision, f"checks.{check.id}")
+    return per_replication(ev, metric)
