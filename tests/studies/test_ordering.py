@@ -64,4 +64,4 @@ def test_one_replication_leaves_the_order_untested_and_the_check_failed(study_di
     edit_study(study_dir, "replications: 4", "replications: 1")
     edit_study(study_dir, "checks:\n", "checks:\n  - {id: shared, metric: lighter, less_than: sojourn}\n")
     row = _row(study_dir, "shared")
-    assert row["paired_test"].startswith("untested (1 replication") and not row["passed"]
+    assert row["paired_test"].startswith("untested (1 replication gives no interval)") and not row["passed"]

@@ -78,7 +78,8 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
         else:
             bound = ev.value(check.less_than, precision=check.precision)  # type: ignore[arg-type]
             order = paired_order(ev, check)
-            needed = "" if check.significant else " (significance not required)"
+            needed = " (significance not required)" if not check.significant else \
+                "; more replications, or significant: false" if order.interval is None else ""
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
                          "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
                          "rel_error": math.nan, "tolerance": math.nan,

@@ -56,7 +56,7 @@ def paired_order(ev: Evaluator, check: CheckSpec) -> Order:
     va, vb = _per_replication(ev, a, check), _per_replication(ev, b, check)
     n = min(len(va), len(vb))
     if n < 2:
-        return Order(None, f"{n} replication: no interval; more replications, or significant: false")
+        return Order(None, f"{n} replication gives no interval")
     return Order(difference_interval(np.column_stack([va[:n], vb[:n]]), LEVEL))
 
 
