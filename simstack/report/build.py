@@ -74,9 +74,9 @@ def build_report(model_dir: Path, progress: bool = False, jobs: int = 1,
     for fig in figures:
         parts += _figure(ctx, fig)
     wall = time.perf_counter() - started
-    settings = ", ".join(f"{k}={v}" for k, v in {**spec.settings, **study.given}.items()) or "the study's defaults"
+    shown = ", ".join(f"{k}={v}" for k, v in {**spec.settings, **study.given}.items()) or "the study's defaults"
     footer = (f"<p><small>Built by <code>simstack report model={html.escape(study.model)}</code> in {wall:.0f} s "
-              f"({runs} simulation runs; run settings: {html.escape(settings)}) from "
+              f"({runs} simulation runs; run settings: {html.escape(shown)}) from "
               f"{html.escape(study.path.name)}.</small></p>")
     title = spec.title or f"{study.model}: report"
     return page(title, [*parts, footer], intro=spec.intro or None), {"figures": len(spec.figures), "runs": runs,

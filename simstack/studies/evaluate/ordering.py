@@ -80,5 +80,7 @@ def per_replication(ev: Evaluator, metric: RunMetric, sel: RunSelection | None =
 def _per_replication(ev: Evaluator, metric: RunMetric, check: CheckSpec) -> np.ndarray:
     """As ``per_replication``, at the check's precision if it states one."""
     if check.precision is not None:
-        metric = with_precision(metric, check.precision, f"checks.{check.id}")
+        precise = with_precision(metric, check.precision, f"checks.{check.id}")
+        assert isinstance(precise, RunMetric)  # a run metric with a precision is one still
+        metric = precise
     return per_replication(ev, metric)
