@@ -8,7 +8,8 @@ differences a_i - b_i carry little of the noise the two share, and their Student
 (``tables.intervals.difference_interval``) is the paired test. The order is significant when
 the whole 95 % interval of the mean difference lies below zero. One replication gives no
 interval: the order is then untested, and a check that needs the test fails, unless it says
-``significant: false`` (docs/studies.md, Checks).
+``significant: false`` (docs/studies.md, Checks). A ratio or difference is compared through
+its value in each replication (its two metrics' paired values); a capacity has none.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simstack.studies.evaluate.metrics import Evaluator
-from simstack.studies.schema.metric_types import RunMetric, with_precision
+from simstack.studies.schema.metric_types import DifferenceMetric, Metric, RatioMetric, RunMetric, with_precision
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import CheckSpec
 from simstack.tables.intervals import Interval, difference_interval
@@ -50,10 +51,9 @@ class Order:
 def paired_order(ev: Evaluator, check: CheckSpec) -> Order:
     """The paired test of the check's ``metric < less_than`` on the runs its values came from."""
     metrics = ev.study.metrics
-    a, b = metrics[check.metric], metrics[check.less_than or ""]
-    if not (isinstance(a, RunMetric) and isinstance(b, RunMetric)):
-        return Order(None, "a metric built from others has no value per replication")
-    va, vb = _per_replication(ev, a, check), _per_replication(ev, b, check)
+    va, vb = (_per_replication(ev, metrics[name], check) for name in (check.metric, check.less_than or ""))
+    if va is None or vb is None:
+        return Order(None, "a capacity has no value per replication")
     n = min(len(va), len(vb))
     if n < 2:
         return Order(None, f"{n} replication gives no interval")
@@ -77,8 +77,19 @@ def per_replication(ev: Evaluator, metric: RunMetric, sel: RunSelection | None =
     return np.asarray(values, dtype=float)
 
 
-def _per_replication(ev: Evaluator, metric: RunMetric, check: CheckSpec) -> np.ndarray:
-    """As ``per_replication``, at the check's precision if it states one."""
+def _per_replication(ev: Evaluator, metric: Metric, check: CheckSpec) -> np.ndarray | None:
+    """As ``per_replication``, at the check's precision if it states one; a ratio or difference
+    replication by replication from its two metrics' (the study's runs, paired in turn); None
+    for a capacity."""
+    if isinstance(metric, RatioMetric | DifferenceMetric):
+        parts = [_per_replication(ev, ev.study.metrics[name], check) for name in (metric.a, metric.b)]
+        if parts[0] is None or parts[1] is None:
+            return None
+        n = min(len(parts[0]), len(parts[1]))
+        a, b = parts[0][:n], parts[1][:n]
+        return a / b if isinstance(metric, RatioMetric) else a - b
+    if not isinstance(metric, RunMetric):
+        return None
     if check.precision is not None:
         precise = with_precision(metric, check.precision, f"checks.{check.id}")
         assert isinstance(precise, RunMetric)  # a run metric with a precision is one still
