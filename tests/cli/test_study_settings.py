@@ -175,3 +175,13 @@ def test_gsi_fair_check_with_seven_replications_is_refused_naming_the_check(tmp_
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
     assert "sim.replications=7 cannot apply" in done.stderr and "checks[5].precision" in done.stderr
+
+
+@pytest.mark.parametrize("task", ["solve", "crosscheck"])
+@pytest.mark.parametrize("setting", ["jobs=2", "backend=ray"])
+def test_a_task_that_runs_nothing_side_by_side_refuses_workers(task: str, setting: str) -> None:
+    key, _, value = setting.partition("=")
+    cfg = BASE.copy()
+    OmegaConf.update(cfg, key, yaml.safe_load(value))
+    with pytest.raises(ConfigError, match=rf"^{key}=\S+ does not apply to simstack {task}: .*; leave it out$"):
+        refuse_unused(cfg, task, "it runs nothing side by side", settings=task == "solve", overrides=[setting])
