@@ -60,6 +60,8 @@ def station_table(solution: Solution) -> pd.DataFrame:
 def print_solution(spec: ModelSpec, solution: Solution) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
         print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+        for note in solution.approximations:
+            print(f"  approximate: {note}")
         print(chain_table(solution).to_string(index=False))
         print()
         print(station_table(solution).to_string(index=False))
