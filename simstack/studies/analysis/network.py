@@ -210,14 +210,18 @@ class _Builder:
             b_mean, b_var = _dist_moments(step.bytes, item, chain.population)
             mean += step.per_byte * b_mean
             var += step.per_byte * step.per_byte * b_var
-        if h.discipline == "priority" and math.isfinite(h.cores):
+        if h.discipline == "hol" and 1 < h.cores < math.inf:
+            self.refuse(step.guard.path, f"cpu on host {host!r} with discipline hol and {h.cores:g} cores; nearest "
+                                         "solvable: hol on one core, or discipline: priority (preemptive)")
+            return []
+        if h.discipline in ("priority", "hol") and math.isfinite(h.cores):
             # one station per priority level, solved together (analysis.priority)
-            group = f"{host}.cpu"
-            name = self.net.stations.setdefault(
-                f"{group}[priority {self.priority}]",
-                Station(f"{group}[priority {self.priority}]", "cpu", h.cores, group=group, priority=self.priority)).name
-        else:
-            name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline == "fifo")
+            group, level = f"{host}.cpu", f"{host}.cpu[priority {self.priority}]"
+            name = self.net.stations.setdefault(level, Station(level, "cpu", h.cores, group=group,
+                                                               priority=self.priority,
+                                                               preemptive=h.discipline == "priority")).name
+        else:  # run_to_block is first come, first served; fair shares as processor sharing (its groups ignored)
+            name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline in ("fifo", "run_to_block"))
         return [Visit(name, mean / h.speed, var / h.speed / h.speed)]
 
     def component(self, name: str, item: Item, path: str) -> ComponentSpec | None:

@@ -23,6 +23,7 @@ class Station:
     fifo: bool = False  # FIFO service order (the residual-time correction applies if single)
     group: str | None = None  # the CPU of a priority host this station is one priority level of
     priority: int = 0  # that level (higher is more urgent)
+    preemptive: bool = True  # priority: a more urgent arrival takes the core; hol: it waits its turn
 
 
 @dataclass

@@ -19,6 +19,10 @@ LQNS's ``PR_FCFS_Server`` computes it; a closed chain's own customers are counte
 open Poisson classes of equal exponential service on one core (the M/M/1 preemptive-priority
 formula; tested), approximate otherwise (docs/analysis.md gives the measured errors).
 
+``discipline: hol`` (head-of-line priority) is the same without preemption (LQNS's
+``HOL_FCFS_Server``): the arrival also waits for the rest of a less urgent job in service,
+and its own service, once started, is not stretched. On one core only (refused on more).
+
 A host of m cores: an arrival waits only when all m are busy with work of its level or more
 urgent (Erlang C at that load), then for one departure plus one per customer waiting ahead,
 each S / m; its time is stretched by 1 / (1 - C(m, U_h)), the share of time the more urgent
@@ -35,21 +39,24 @@ from simstack.studies.analysis.queues import erlang_c
 
 @dataclass(frozen=True)
 class Level:
-    """One priority level of a host's CPU: the stations of the more urgent levels beside it."""
+    """One priority level of a host's CPU: the stations of the more and less urgent levels."""
 
     group: str  # the host's CPU ("ioc.cpu")
     servers: float  # its cores
     higher: tuple[str, ...]
+    lower: tuple[str, ...]
+    preemptive: bool  # priority; hol (head of line) lets the job in service finish
 
 
 def levels(stations: dict[str, Station]) -> dict[str, Level]:
-    """Each priority-level station with the more urgent levels of the same CPU."""
+    """Each priority-level station with the other levels of the same CPU."""
     out = {}
     for name, st in stations.items():
         if st.group is None:
             continue
-        higher = tuple(k for k, other in stations.items() if other.group == st.group and other.priority > st.priority)
-        out[name] = Level(st.group, st.servers, higher)
+        same = [(k, other.priority) for k, other in stations.items() if other.group == st.group]
+        out[name] = Level(st.group, st.servers, tuple(k for k, p in same if p > st.priority),
+                          tuple(k for k, p in same if p < st.priority), st.preemptive)
     return out
 
 
@@ -60,6 +67,16 @@ def groups(stations: dict[str, Station]) -> dict[str, list[str]]:
         if st.group is not None:
             out.setdefault(st.group, []).append(name)
     return out
+
+
+def residence_hol(service: float, seen: float, ahead: float, residual: float, higher_busy: float
+                  ) -> tuple[float, float]:
+    """(residence, queue part) at a head-of-line priority level of one core: LQNS's
+    ``HOL_FCFS_Server``, W = S + (the work found at its own and more urgent levels + the
+    residual of a less urgent job in service) / (1 - U_h); once started it is not preempted.
+    ``residual``: the less urgent levels' sum of X E[S^2] / 2 (the work left in service)."""
+    wait = (service * seen + ahead + residual) / max(1e-12, 1.0 - higher_busy)
+    return service + wait, service + wait
 
 
 def residence(service: float, seen: float, ahead: float, ahead_n: float, higher_busy: float, servers: float,
@@ -87,4 +104,4 @@ def residence(service: float, seen: float, ahead: float, ahead_n: float, higher_
     return service * stretch + queue_part, queue_part
 
 
-__all__ = ["Level", "groups", "levels", "residence"]
+__all__ = ["Level", "groups", "levels", "residence", "residence_hol"]

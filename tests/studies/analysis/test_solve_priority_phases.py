@@ -58,9 +58,38 @@ workloads:
     assert "  approximate: ioc.cpu: preemptive priority by level" in capsys.readouterr().out
 
 
+def test_open_head_of_line_classes_match_cobhams_formula(tmp_path: Path) -> None:
+    """``discipline: hol`` (non-preemptive priority; before: solved as processor sharing, in
+    silence) on the same classes: Cobham's formula, to 1e-6."""
+    spec = _load(tmp_path, """
+hosts: {ioc: {cores: 1, discipline: hol}}
+requests:
+  alarm: {host: ioc, priority: 9, steps: [{cpu: exp(2ms)}]}
+  scan: {host: ioc, priority: 5, steps: [{cpu: exp(3ms)}]}
+  log: {host: ioc, priority: 1, steps: [{cpu: exp(1ms)}]}
+workloads:
+  alarms: {type: open, request: alarm, rate: 100/s}
+  scans: {type: open, request: scan, rate: 150/s}
+  logs: {type: open, request: log, rate: 100/s}
+""")
+    solution = solve_model(spec)
+    exact = A.priority_nonpreemptive([100.0, 150.0, 100.0], [500.0, 1000.0 / 3.0, 1000.0])
+    for name, want in zip(["alarms", "scans", "logs"], exact, strict=True):
+        assert solution.chains[name].response == pytest.approx(want["W"], rel=1e-6), name
+
+
+def test_head_of_line_priority_on_several_cores_is_refused_naming_what_is_solved(tmp_path: Path) -> None:
+    spec = _load(tmp_path, "hosts: {ioc: {cores: 2, discipline: hol}}\n"
+                           "requests: {job: {host: ioc, steps: [{cpu: 1ms}]}}\n"
+                           "workloads: {w: {type: open, request: job, rate: 10/s}}\n")
+    with pytest.raises(ModelError, match=r"requests.job.steps\[0\]: cpu on host 'ioc' with discipline hol and 2 "
+                                         r"cores; nearest solvable: hol on one core, or discipline: priority"):
+        solve_model(spec)
+
+
 IOC = """
 name: ioc
-hosts: {ioc: {cores: CORES, discipline: priority}}
+hosts: {ioc: {cores: CORES, discipline: DISCIPLINE}}
 components:
   scan: {kind: threads, host: ioc, size: 1, priority: 80}
   cas: {kind: threads, host: ioc, size: 2, priority: 50}
@@ -76,14 +105,14 @@ workloads:
 """
 
 
-@pytest.mark.parametrize("cores", [1, 2])
-def test_an_ioc_on_a_priority_host_agrees_with_the_simulator(tmp_path: Path, cores: int) -> None:
+@pytest.mark.parametrize(("discipline", "cores"), [("priority", 1), ("priority", 2), ("hol", 1)])
+def test_an_ioc_on_a_priority_host_agrees_with_the_simulator(tmp_path: Path, discipline: str, cores: int) -> None:
     """A scan thread (priority 80), a CA-server pool of two (50) and an archive writer (10) on
-    one priority host: the most urgent level is exact (nothing preempts it), the others are
-    the MVA priority approximation. Tolerance: each mean response within 20 % of the
-    simulated one (measured: +0.3 %, +15 %, -9 % on one core; +0.3 %, -5 %, +10 % on two
-    with the load doubled), each level's CPU share within 0.02."""
-    text = IOC.replace("CORES", str(cores))
+    one priority host: the most urgent level is exact under preemption (nothing preempts
+    it), the others are the MVA priority approximation. Tolerance: each mean response within
+    22 % of the simulated one (measured: +0.3 %, +15 %, -9 % on one core; +0.3 %, -5 %, +10 %
+    on two with the load doubled; hol: -3 %, +20 %, +8 %), each level's CPU share within 0.02."""
+    text = IOC.replace("CORES", str(cores)).replace("DISCIPLINE", discipline)
     if cores == 2:
         text = text.replace("clients: 4", "clients: 8").replace("size: 2", "size: 4").replace("exp(3ms)", "exp(6ms)")
     spec = _load(tmp_path, text)
@@ -91,9 +120,12 @@ def test_an_ioc_on_a_priority_host_agrees_with_the_simulator(tmp_path: Path, cor
     run = _simulate(spec, horizon=30.0, replications=2)
     latency = run.requests.groupby("workload")["latency"].mean()
     for name, chain in solution.chains.items():
-        assert chain.response == pytest.approx(latency[name], rel=0.20), (name, chain.response, latency[name])
-    assert solution.chains["scanning"].response == pytest.approx(latency["scanning"], rel=0.02)
+        assert chain.response == pytest.approx(latency[name], rel=0.22), (name, chain.response, latency[name])
     busy = run.resources.groupby("resource")["utilisation"].mean()
+    assert solution.utilisation["ioc.cpu"] == pytest.approx(busy["ioc.cpu"], abs=0.03)
+    if discipline == "hol":  # the simulator keeps no per-level meter on a hol host
+        return
+    assert solution.chains["scanning"].response == pytest.approx(latency["scanning"], rel=0.02)
     for level in (80, 50, 10):  # both as a share of the host's cores
         name = f"ioc.cpu[priority {level}]"
         assert solution.utilisation[name] == pytest.approx(busy[name], abs=0.02), name
