@@ -336,6 +336,8 @@ def solve(cfg: DictConfig) -> int:
     spec = chosen_spec(cfg)[0]
     solution = solve_model(spec)
     print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+    for note in solution.approximations:  # priority levels, second phases in holds: how close
+        print(f"  approximate: {note}")
     print(format_table(chain_table(solution)))
     print()
     print(format_table(station_table(solution)))
