@@ -79,7 +79,8 @@ def build_report(model_dir: Path, progress: bool = False, jobs: int = 1,
               f"({runs} simulation runs; run settings: {html.escape(shown)}) from "
               f"{html.escape(study.path.name)}.</small></p>")
     title = spec.title or f"{study.model}: report"
-    return page(title, [*parts, footer], intro=spec.intro or None), {"figures": len(spec.figures), "runs": runs,
+    lost = list(ctx.losses.values())  # every run that lost requests, said before the figures
+    return page(title, [*lost, *parts, footer], intro=spec.intro or None), {"figures": len(spec.figures), "runs": runs,
                                                                      "seconds": wall}
 
 
