@@ -24,11 +24,11 @@ from simstack.errors import DataError, ModelError
 from simstack.io.outputs import read_cell
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
+from simstack.report.common import loss_note
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.run_values import one_replication
 from simstack.studies.schema.metric_types import CapacityMetric, DifferenceMetric, RatioMetric, RunMetric
-from simstack.report.common import loss_note
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import Study
 from simstack.tables.confidence import student_t_ci
