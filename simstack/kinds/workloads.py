@@ -166,9 +166,8 @@ class Open(WorkloadType):
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
-        if wl.schedule is not None:
-            return _start_scheduled(r, wl, wl.schedule, scope)
-        gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+        draw = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+        gap = (lambda _now: draw(None)) if wl.schedule is None else _scheduled_gap(wl.schedule, draw)  # type: ignore
         state = {"n": 0}
         body = r.root(wl.request, scope)
 
@@ -177,9 +176,13 @@ class Open(WorkloadType):
                 return
             state["n"] += 1
             r.start(wl.request, wl.name, wl.item, scope, None, body=body)
-            Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
+            after = gap(r.env._now)
+            if after < math.inf:
+                Wake(r.env, after, arrive)  # type: ignore[arg-type]
 
-        Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
+        first = gap(wl.start)
+        if first < math.inf:
+            Wake(r.env, wl.start + first, arrive)  # type: ignore[arg-type]
 
     @classmethod
     def finite(cls, wl: OpenWorkload) -> bool:
@@ -195,31 +198,11 @@ def _rate_or_schedule(value: object) -> float | RateSchedule:
     return positive(parse_rate(value), value)
 
 
-def _start_scheduled(r: Replication, wl: OpenWorkload, schedule: RateSchedule, scope: Scope) -> None:
-    """Arrivals of rate λ(t) by inversion: the next one after t where Λ grows by a unit
-    exponential draw (``lang.schedules``); the same stream a stationary open workload of
+def _scheduled_gap(schedule: RateSchedule, unit: Any) -> Any:
+    """The time from ``now`` to the next arrival of rate λ(t), by inversion: where Λ grows by a
+    unit exponential draw (``lang.schedules``), from the stream a stationary open workload of
     the same name draws from, so a constant schedule gives its arrivals to the last bits' rounding."""
-    unit = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
-    state = {"n": 0}
-    body = r.root(wl.request, scope)
-
-    def arrive(_e: object = None) -> None:
-        if state["n"] >= wl.count:
-            return
-        state["n"] += 1
-        r.start(wl.request, wl.name, wl.item, scope, None, body=body)
-        follow()
-
-    def follow() -> None:
-        now = r.env._now
-        when = schedule.next_arrival(now, unit(None))  # type: ignore[arg-type]
-        if when < math.inf:
-            Wake(r.env, when - now, arrive)  # type: ignore[arg-type]
-
-    def first(_e: object = None) -> None:
-        follow()
-
-    Wake(r.env, wl.start, first)  # type: ignore[arg-type]
+    return lambda now: schedule.next_arrival(now, unit(None)) - now
 
 
 @register
