@@ -48,6 +48,7 @@ class RayLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         init = _plain(self.ray_cfg["init"])
         if init.get("address") is not None:
+            _check(str(init["address"]))
             init.pop("include_dashboard", None)  # a setting for starting a Ray, not for joining one
         started = not ray.is_initialized()
         if started:
@@ -74,6 +75,20 @@ class RayLauncher(Launcher):
         finally:
             if started:
                 ray.shutdown()
+
+
+def _check(address: str) -> None:
+    """A head that cannot be reached, in one line and exit 2 before Ray retries it for minutes
+    (Hydra would print a traceback for an exception raised here)."""
+    from simstack.engine.raypool import check_address
+    from simstack.errors import ConfigError
+    from simstack.io.terminal import printable
+
+    try:
+        check_address(address, "hydra.launcher.ray.init.address")
+    except ConfigError as exc:
+        print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def _result(ray: Any, ref: Any, overrides: list[str], job_dir: Path) -> JobReturn:

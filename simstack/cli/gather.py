@@ -6,6 +6,14 @@ into ``sweep_summary.csv`` (one row per job and request, with ``status`` and ``e
 callback); ``simstack gather DIR`` does it again for a finished or interrupted multirun
 directory, where jobs that left neither a status nor results are ``missing``. The jobs'
 side, each job's ``status.json``, is ``simstack.cli.sweep``.
+
+The table and the report are written as one group (``simstack.io.outputs.FileGroup``): a
+full disk leaves the previous complete pair as it was and ends the command with one line and
+exit code 2. Text cells from the jobs (an error, an override's value) are written neutral
+(``csv_text``: no cell a spreadsheet would take for a formula), and the outcome line is
+escaped before it reaches the terminal. The callback also claims the sweep's folder and
+makes a run's folder before Hydra does (``simstack.cli.sweep``), so that a folder taken by
+another sweep, or one that cannot be written, is one line too.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE
+from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, claim_sweep_dir, writable_run_dir
 from simstack.errors import SimstackError
+from simstack.io.outputs import FileGroup, csv_text
+from simstack.io.terminal import printable
 from simstack.tables.console import DURATIONS as RUN_DURATIONS
 from simstack.tables.console import number, with_units
 from simstack.tables.latencies import PERCENTILES
@@ -234,10 +244,12 @@ def write_gathered(sweep_dir: Path, own: bool = False) -> tuple[pd.DataFrame, st
     from simstack.tables.answers import answer_lines, answer_table
 
     table = gather(sweep_dir)
-    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
     experiment = _experiment(table, own)
     answer = experiment.answer if experiment is not None else None
-    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, _title(table, experiment, sweep_dir), answer))
+    page = sweep_report(table, _title(table, experiment, sweep_dir), answer)
+    with FileGroup() as group:  # both or neither: a full disk keeps the previous pair whole
+        group.add(sweep_dir / "sweep_summary.csv", csv_text(table))
+        group.add(sweep_dir / "sweep_report.html", page)
     said: list[str] = []
     if answer is not None and (table["status"] == "ok").any():
         result = answer_table(answer, table, varying_overrides(table))
@@ -269,24 +281,63 @@ def _title(table: pd.DataFrame, experiment: Experiment | None, sweep_dir: Path) 
 
 
 def _report(sweep_dir: Path, own: bool = False) -> int:
-    table, line, answer = write_gathered(sweep_dir, own)
+    try:
+        table, line, answer = write_gathered(sweep_dir, own)
+    except OSError as exc:  # a full disk, a read-only folder: the previous table and report stay whole
+        raise SimstackError(f"{sweep_dir}: the sweep's table and report could not be written "
+                            f"({exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}); "
+                            "any previous ones are as they were") from None
     print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
           f"and {sweep_dir / 'sweep_report.html'}")
     for said in answer:
-        print(said)
-    print(line, file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
+        print(printable(said, lines=False))
+    print(printable(line, lines=False),
+          file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
     return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 
+def _refuse(exc: BaseException) -> None:
+    print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def _refuse_unwritable(exc: BaseException, key: str, what: str) -> None:
+    """A folder that cannot be made or written, in one line; any other error as it was."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        raise exc
+    assert isinstance(cause, OSError)
+    _refuse(SimstackError(f"{key}: {what} cannot be written ({cause.strerror or cause}"
+                          f"{': ' + str(cause.filename) if cause.filename else ''})"))
+
+
 class GatherSweep(Callback):
-    """Gathers the sweep once every job has finished; exits 1 if any job failed."""
+    """Claims the sweep's folder before any job runs, gathers the sweep once every job has
+    finished (exit 1 if any job failed, 2 if the gathering could not be written), and makes a
+    single run's folder before Hydra does. Hydra turns a callback's exception into a warning
+    and goes on, so each ends the command itself."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            writable_run_dir(Path(str(config.hydra.run.dir)))
+        except Exception as exc:  # an OSError, or one raised by the resolver that makes outputs/DATE/TIME
+            _refuse_unwritable(exc, "hydra.run.dir", "the run's folder")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            claim_sweep_dir(Path(str(config.hydra.sweep.dir)))
+        except SimstackError as exc:
+            _refuse(exc)
+        except Exception as exc:
+            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             code = _report(Path(config.hydra.sweep.dir), own=True)
         except SimstackError as exc:
-            print(f"simstack: error: {exc}", file=sys.stderr)
-            code = 2
+            _refuse(exc)
         if code:
             sys.exit(code)
 
@@ -299,5 +350,5 @@ def gather_main(argv: list[str]) -> int:
     try:
         return _report(Path(argv[0]))
     except SimstackError as exc:
-        print(f"simstack: error: {exc}", file=sys.stderr)
+        print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -40,7 +41,8 @@ CONFIG_DIR = str(config_dir())
 def claimed_run_dir(base: str = "outputs") -> str:
     """``BASE/DATE/TIME`` for a run, made here so that no other run can have it: two runs
     started in the same second get ``TIME`` and ``TIME-2`` (``mkdir`` either makes a folder
-    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` through this."""
+    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` and ``hydra.sweep.dir``
+    through this (a sweep's folder is then claimed, ``simstack.cli.sweep.claim_sweep_dir``)."""
     now = datetime.now()
     stem = Path(base) / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
     for n in itertools.count(1):
@@ -145,19 +147,43 @@ def jobs_option(args: list[str]) -> list[str]:
     return out
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a batch system or service manager stopping the command), taken
+    as Ctrl-C is: files being written are removed, an empty run folder too, one line."""
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM raises ``Terminated`` in this process. A worker forked from it inherits the
+    handler; there SIGTERM ends the process as it did before."""
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> None:
-    """Console entry point. Ctrl-C ends with one line and exit code 130; a closed pipe
+    """Console entry point. Ctrl-C ends with one line and exit code 130 (SIGTERM likewise, 143); a closed pipe
     (``simstack ... | head``) ends quietly, the results already written; what is printed on
     standard output has its control characters escaped (a name from a received file cannot
     drive the terminal)."""
     out = Printable(sys.stdout)
     sys.stdout = out
+    terminate_as_interrupt()
     try:
         _main()
     except SystemExit as exc:
         if out.pipe_closed and not exc.code:
             sys.exit(141)
         raise
+    except Terminated:
+        print("simstack: terminated", file=sys.stderr)
+        sys.exit(143)  # 128 + SIGTERM
     except KeyboardInterrupt:
         print("simstack: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -204,7 +230,7 @@ def _main() -> None:
                               "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
         swept = expand(sys.argv[1:])  # +experiment=NAME: its sweep's overrides (experiments/NAME.yaml)
         if swept != sys.argv[1:]:
-            print(f"simstack {' '.join(swept)}", file=sys.stderr, flush=True)
+            print(printable(f"simstack {' '.join(swept)}", lines=False), file=sys.stderr, flush=True)
             sys.argv[1:] = swept
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]

@@ -5,6 +5,8 @@ lists one line each; and one small experiment runs end to end into one table and
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from simstack.cli.experiments import expand, experiments_dir, find_experiment, known_experiments, read_experiment
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.tables.answer_spec import Crossing, Ratio
 
 pytestmark = pytest.mark.slow  # runs named experiments through the simstack command
@@ -155,3 +157,82 @@ def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: P
     assert (totals["end_max_s"] * 1e3 >= totals["mean_ms"] * totals["count"] * 0.999).all()  # ten loads in a row
     page = (sweep / "sweep_report.html").read_text()
     assert "experiment cms_phases_threads: CMS seed 003" in page
+
+
+def _axes(count: int, values: int) -> str:
+    """``count`` axes of ``values`` values each, on keys the pipeline model has."""
+    keys = ["parameters.consoles", "sim.seed", "sim.replications", "sim.horizon", "sim.warmup", "flags.cache"]
+    return "".join(f"  {key}: [{', '.join(str(10 + v) for v in range(values))}]\n" for key in keys[:count])
+
+
+def test_an_experiment_of_a_million_jobs_is_refused_when_read(tmp_path: Path) -> None:
+    path = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(6, 10))
+    with pytest.raises(ModelError) as refused:
+        read_experiment(path)
+    assert (f"{path}: axes: the sweep has 1,000,000 jobs (10 x 10 x 10 x 10 x 10 x 10 values), above the limit of "
+            "10,000 jobs an experiment may ask for; give --max-jobs 1000000 on the command line") in str(refused.value)
+    smaller = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(4, 10))
+    assert read_experiment(smaller, max_jobs=10_000).jobs() == 10_000
+    with pytest.raises(ModelError, match="above the limit of 9,999 jobs"):
+        read_experiment(smaller, max_jobs=9_999)
+
+
+def test_only_the_command_line_raises_the_limit_of_jobs(tmp_path: Path) -> None:
+    path = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(5, 7))  # 16,807 jobs
+    with pytest.raises(ModelError, match="16,807 jobs"):
+        expand(["-m", f"+experiment={path}"])
+    argv = expand(["-m", f"+experiment={path}", "--max-jobs", "20000"])
+    assert "--max-jobs" not in argv and "20000" not in argv and "+parameters.consoles=10,11,12,13,14,15,16" in argv
+    assert expand(["-m", f"+experiment={path}", "--max-jobs=16807"]) == argv
+    for bad in (["--max-jobs=0"], ["--max-jobs", "1e6"], ["--max-jobs"]):
+        with pytest.raises(ConfigError, match="--max-jobs must be a whole number >= 1"):
+            expand(["-m", f"+experiment={path}", *bad])
+    with pytest.raises(ConfigError, match="--max-jobs raises the jobs an experiment may ask for"):
+        expand(["-m", "model=pipeline", "--max-jobs=5"])
+
+
+@pytest.mark.parametrize("where", ["settings:\n  sim.jobs: {n}\n", "  sim.jobs: [1, {n}]\n"])
+def test_an_experiment_asks_for_no_more_processes_than_the_machine_has(tmp_path: Path, where: str) -> None:
+    cpus = os.cpu_count() or 1
+    with pytest.raises(ModelError) as refused:
+        read_experiment(_write(tmp_path, GOOD + where.format(n=cpus + 30)))
+    assert (f"sim.jobs{'[1]' if where.startswith(' ') else ''}: {cpus + 30} processes is more than this machine's "
+            f"{cpus} CPUs; an experiment file may ask for at most {cpus} (more only on the command line: "
+            f"sim.jobs={cpus + 30})") in str(refused.value)
+    assert read_experiment(_write(tmp_path, GOOD + where.format(n=cpus))).jobs() >= 2
+    one = _write(tmp_path, GOOD + "settings:\n  sim.jobs: 1\n")
+    argv = expand(["-m", f"+experiment={one}", f"sim.jobs={cpus + 30}"])
+    assert f"sim.jobs={cpus + 30}" in argv and "sim.jobs=1" not in argv  # the command line may ask for more
+
+
+@pytest.mark.parametrize("name", ["a,b", "a b", "x=y", "a'b"])
+def test_an_experiment_name_hydra_would_split_is_refused(tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(GOOD)
+    with pytest.raises(ModelError) as refused:
+        read_experiment(path)
+    assert str(refused.value).startswith(f"{path}: an experiment's name is its file name") and repr(name) in str(
+        refused.value)
+
+
+def test_the_model_an_experiment_names_is_one_value_to_hydra(tmp_path: Path) -> None:
+    folder = tmp_path / "two,models"
+    shutil.copytree(ROOT / "models" / "pipeline", folder)
+    experiment = read_experiment(_write(tmp_path, GOOD.replace("model: pipeline", f"model: {folder}")))
+    assert f"model='{folder}'" in experiment.overrides()
+
+
+def test_the_expanded_command_line_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    """A value a received experiment sweeps reaches standard error three times: in the expanded
+    command line, in its job's line and in the outcome line; each escaped."""
+    path = _write(tmp_path, GOOD.replace("[2, 4]", '[2, "\\e]0;pwned\\a"]'))
+    done = subprocess.run([str(SIMSTACK), "-m", f"+experiment={path}", "sim.replications=1", "sim.horizon=4",
+                           "sim.warmup=0", f"hydra.sweep.dir={tmp_path / 'sweep'}"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    shown = done.stdout + done.stderr
+    assert "\x1b" not in shown and "\x07" not in shown
+    expanded, = [line for line in done.stderr.splitlines() if line.startswith("simstack -m ")]
+    outcome, = [line for line in done.stderr.splitlines() if line.startswith("1 of 2 jobs ok")]
+    job, = [line for line in done.stdout.splitlines() if line.startswith("job 1 ")]
+    assert all("\\x1b]0;pwned\\x07" in line for line in (expanded, outcome, job)), (expanded, outcome, job)
