@@ -580,7 +580,7 @@ def test_settings_with_a_bad_horizon(tmp_path: Path) -> None:
 
 def test_settings_that_are_not_a_mapping(tmp_path: Path) -> None:
     expect(tmp_path, model(("settings", "fast")), "settings",
-           "expected a mapping with keys horizon, warmup, seed, replications, limits, got 'fast'")
+           "expected a mapping with keys horizon, warmup, seed, replications, limits, time_unit, got 'fast'")
 
 
 # -- a model file can never run code ---------------------------------------------------------------
