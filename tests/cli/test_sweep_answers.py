@@ -201,11 +201,11 @@ def test_lines_of_a_categorical_override_keep_the_order_given(swept) -> None:
 
 
 def test_the_gathered_page_renders_with_a_unit_on_every_value_axis(swept, tmp_path: Path) -> None:
-    from tests.report.test_reports import _screenshot
+    from simstack.testing.browser import screenshot
 
     sweep, _ = swept
     page = sweep / "sweep_report.html"
     for _, layout in _plotted(page.read_text()):
         titles = [v["title"]["text"] for k, v in layout.items() if k.startswith("yaxis") and "title" in v]
         assert titles and all(re.search(r"\((ms|%|s|/s)\b", t) or "(% of" in t for t in titles), titles
-    assert _screenshot(page, tmp_path / "answers.png", height=2400) == []
+    assert screenshot(page, tmp_path / "answers.png", height=2400) == []

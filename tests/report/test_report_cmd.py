@@ -20,7 +20,7 @@ from simstack import load_model, simulate
 from simstack.errors import DataError, ModelError
 from simstack.report.build import build_report, load_report
 from simstack.tables.confidence import student_t_ci
-from tests.report.test_reports import _screenshot
+from simstack.testing.browser import screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
 
@@ -126,7 +126,7 @@ def test_the_topology_is_the_model_graph(pipeline_page: tuple) -> None:
 
 def test_the_page_renders_without_console_errors(pipeline_page: tuple, tmp_path: Path) -> None:
     png = tmp_path / "pipeline.png"
-    assert _screenshot(pipeline_page[0], png, height=4200) == []
+    assert screenshot(pipeline_page[0], png, height=4200) == []
     assert png.stat().st_size > 150_000
 
 
@@ -352,5 +352,5 @@ def test_a_facility_page_from_committed_files_renders(tmp_path: Path) -> None:
     page_file = tmp_path / "cms.html"
     page_file.write_text(text)
     png = tmp_path / "cms.png"
-    assert _screenshot(page_file, png, height=1600) == []
+    assert screenshot(page_file, png, height=1600) == []
     assert png.stat().st_size > 60_000

@@ -4,8 +4,6 @@ with its row of the table, and the pages render in headless Chromium without a c
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +13,9 @@ import pytest
 
 from simstack.report import Table, page
 from simstack.report.sweep import axis_values, sweep_figure, sweep_report, swept
+from simstack.testing.browser import screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-INSTALL = ("headless Chromium not found: install it with `apt-get update && apt-get install -y chromium "
-           "chromium-driver` (`make test` does this when it may install packages)")
-
 
 def sweep_table() -> pd.DataFrame:
     """A gathered table as ``simstack.cli.gather.gather`` builds it: override values as text, jobs
@@ -123,25 +117,10 @@ def test_page_inlines_plotly_once_and_escapes_text() -> None:
 
 # --- headless browser ------------------------------------------------------------------
 
-def _screenshot(page_file: Path, png: Path, height: int = 1400) -> list[str]:
-    """Render ``page_file`` in headless Chromium; return its console messages."""
-    if CHROMIUM is None:
-        pytest.skip(INSTALL)
-    profile = png.parent / f"{png.stem}-profile"
-    done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", f"--window-size=1280,{height}",
-         f"--screenshot={png}", page_file.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert png.is_file(), done.stderr[-2000:]
-    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-
-
 def test_a_console_error_is_caught(tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     broken.write_text("<html><body><p>x</p><script>undefinedFunction();</script></body></html>")
-    console = _screenshot(broken, tmp_path / "broken.png", height=200)
+    console = screenshot(broken, tmp_path / "broken.png", height=200)
     assert any("undefinedFunction is not defined" in line for line in console)
 
 
@@ -149,7 +128,7 @@ def test_the_sweep_report_renders_without_console_errors(tmp_path: Path) -> None
     report = tmp_path / "sweep_report.html"
     report.write_text(sweep_report(sweep_table(), "sweep /tmp/example"))
     png = tmp_path / "sweep_report.png"
-    assert _screenshot(report, png) == []
+    assert screenshot(report, png) == []
     assert png.stat().st_size > 40_000  # plots and table drawn, not a blank page
 
 
@@ -163,5 +142,5 @@ def test_a_facility_style_page_renders_without_console_errors(tmp_path: Path) ->
     facility = tmp_path / "facility.html"
     facility.write_text(page("facility", ["<p>intro</p>", fig, Table(pd.DataFrame({"a": [1.0, 2.5]}), "numbers")]))
     png = tmp_path / "facility.png"
-    assert _screenshot(facility, png, height=800) == []
+    assert screenshot(facility, png, height=800) == []
     assert png.stat().st_size > 20_000
