@@ -38,6 +38,7 @@ from simstack.studies.compare import COLUMNS, Comparison, compare
 from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import format_table, number, run_header, summary_text
 from simstack.tables.stopping import Precision, precision_from, stop_record
+from simstack.tables.windows import over_time, windows_of
 
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,6 +123,9 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
             group.add(out_dir / "stages.csv", csv_text(stages))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
+        windows = windows_of(result) if not result.requests.empty else None
+        if windows:  # a rate schedule or a replayed trace: results per cycle or window (tables.windows)
+            group.add(out_dir / "over_time.csv", csv_text(over_time(result.requests, windows, result.replications)))
         if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)
             group.add(out_dir / "memory_peaks.csv", csv_text(result.table("memory_peaks")))
         if tables:
@@ -204,6 +208,9 @@ def run(cfg: DictConfig) -> int:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
     print_summary(result)
+    if (out_dir / "over_time.csv").is_file():
+        print("the load follows a schedule or a trace: results per cycle or window, with 95 % intervals across "
+              f"replications, in {out_dir / 'over_time.csv'}")
     print(f"outputs written to {out_dir}")
     return 0
 

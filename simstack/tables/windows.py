@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,8 +22,11 @@ import pandas as pd
 from simstack.lang.schedules import RateSchedule
 from simstack.tables.confidence import student_t_ci
 
+if TYPE_CHECKING:
+    from simstack.engine.simulate import RunResult
+
 MAX_WINDOWS = 100_000
-COLUMNS = ["request", "window", "start_s", "end_s", "throughput_per_s", "throughput_low", "throughput_high",
+COLUMNS = ["request", "window", "start_s", "end_s", "throughput_per_s", "throughput_low_per_s", "throughput_high_per_s",
            "mean_ms", "mean_low_ms", "mean_high_ms", "in_system", "in_system_low", "in_system_high"]
 
 
@@ -85,3 +89,18 @@ def _per_rep_mean(rep: np.ndarray, values: np.ndarray, replications: int) -> np.
     total = np.bincount(rep, weights=values, minlength=replications)[:replications]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def windows_of(result: RunResult) -> list[tuple[str, float, float]] | None:
+    """The windows a run's results over time are read in: the pieces of its first rate
+    schedule (a supercycle's named cycles, each step or ramp segment), else twenty equal
+    windows for a replayed trace; None for a stationary run (one number per class says it all)."""
+    end = result.horizon if result.horizon is not None else float(result.requests["end"].max())
+    if not end > 0:
+        return None
+    schedules = [wl.schedule for wl in result.model.workloads.values() if getattr(wl, "schedule", None) is not None]
+    if schedules:
+        return cycle_windows(schedules[0], end)
+    if any(hasattr(wl, "trace") for wl in result.model.workloads.values()):
+        return fixed_windows(end / 20, end)
+    return None

@@ -13,9 +13,14 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 from scipy.integrate import quad
 
 from simstack.errors import ModelError
@@ -93,7 +98,7 @@ def test_windows_of_mt_infinite_server_against_the_exact_mean() -> None:
         present /= row.end_s - row.start_s
         assert row.in_system_low - 0.05 <= present <= row.in_system_high + 0.05, (row, present)
         out = MU * present  # the departure rate of an infinite server is mu times the number present
-        assert row.throughput_low - 0.05 <= out <= row.throughput_high + 0.05, (row, out)
+        assert row.throughput_low_per_s - 0.05 <= out <= row.throughput_high_per_s + 0.05, (row, out)
         if row.start_s < 10:
             assert abs(row.mean_ms - 1000) < 4 * (row.mean_high_ms - row.mean_low_ms) + 50
 
@@ -135,3 +140,20 @@ def test_the_analytic_solver_refuses_a_scheduled_rate_naming_it() -> None:
     spec = build_spec(scheduled_station({"steps": STEPS}, 1, 0.1), None)
     with pytest.raises(ModelError, match=r"workloads\.arrivals\.rate.*a rate that follows a schedule"):
         solve_model(spec)
+
+
+def test_a_scheduled_run_writes_its_results_per_cycle(tmp_path) -> None:
+    """The run command writes over_time.csv for a model whose load follows a schedule, one row per
+    request class and cycle, its throughput following the cycle's rate."""
+    doc = scheduled_station({"cycles": [{"name": "quiet", "duration": 20, "rate": 2},
+                                        {"name": "busy", "duration": 10, "rate": 12}]}, "inf", 0.05)
+    (tmp_path / "model.yaml").write_text(yaml.safe_dump(doc))
+    done = subprocess.run([str(Path(sys.executable).with_name("simstack")), f"model={tmp_path / 'model.yaml'}",
+                           "sim.horizon=60", "sim.replications=3", f"hydra.run.dir={tmp_path / 'run'}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "over_time.csv" in done.stdout
+    table = pd.read_csv(tmp_path / "run" / "over_time.csv")
+    assert list(table["window"]) == ["quiet", "busy", "quiet", "busy"]
+    busy, quiet = table[table["window"] == "busy"], table[table["window"] == "quiet"]
+    assert (busy["throughput_low_per_s"] > 6).all() and (quiet["throughput_high_per_s"] < 4).all()
