@@ -166,19 +166,19 @@ def _axes(count: int, values: int) -> str:
 
 
 def test_an_experiment_of_a_million_jobs_is_refused_when_read(tmp_path: Path) -> None:
-    path = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(6, 10))
+    path = _write(tmp_path, "model: pipeline\nanswers: a question\n" + ANSWER + "axes:\n" + _axes(6, 10))
     with pytest.raises(ModelError) as refused:
         read_experiment(path)
     assert (f"{path}: axes: the sweep has 1,000,000 jobs (10 x 10 x 10 x 10 x 10 x 10 values), above the limit of "
             "10,000 jobs an experiment may ask for; give --max-jobs 1000000 on the command line") in str(refused.value)
-    smaller = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(4, 10))
+    smaller = _write(tmp_path, "model: pipeline\nanswers: a question\n" + ANSWER + "axes:\n" + _axes(4, 10))
     assert read_experiment(smaller, max_jobs=10_000).jobs() == 10_000
     with pytest.raises(ModelError, match="above the limit of 9,999 jobs"):
         read_experiment(smaller, max_jobs=9_999)
 
 
 def test_only_the_command_line_raises_the_limit_of_jobs(tmp_path: Path) -> None:
-    path = _write(tmp_path, "model: pipeline\nanswers: a question\naxes:\n" + _axes(5, 7))  # 16,807 jobs
+    path = _write(tmp_path, "model: pipeline\nanswers: a question\n" + ANSWER + "axes:\n" + _axes(5, 7))  # 16,807 jobs
     with pytest.raises(ModelError, match="16,807 jobs"):
         expand(["-m", f"+experiment={path}"])
     argv = expand(["-m", f"+experiment={path}", "--max-jobs", "20000"])
