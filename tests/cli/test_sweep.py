@@ -227,12 +227,23 @@ def test_a_sweep_into_a_folder_of_an_earlier_sweep_is_refused(failed_sweep, tmp_
 
 
 def test_two_default_sweep_folders_in_one_second_are_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+    """The clock held at one second (a loaded machine may cross a second between two reads)."""
+    import datetime as dt
+
     from omegaconf import OmegaConf
 
+    import simstack.cli.main as cli_main
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Frozen:
+            return cls(2026, 1, 31, 12, 0, 0)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_main, "datetime", Frozen)
     first, second = (str(OmegaConf.load(Path(CONFIG_DIR) / "config.yaml").hydra.sweep.dir) for _ in range(2))
-    assert first != second and Path(first).is_dir() and Path(second).is_dir()
-    assert Path(first).parts[0] == "multirun" and Path(second).name.startswith(Path(first).name[:8])
+    assert Path(first) == Path("multirun/2026-01-31/12-00-00") and Path(first).is_dir()
+    assert Path(second) == Path("multirun/2026-01-31/12-00-00-2") and Path(second).is_dir()
 
 
 def _limit_file_size(limit: int) -> None:
