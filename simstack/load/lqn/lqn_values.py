@@ -10,21 +10,25 @@ import math
 import re
 
 from simstack.errors import ModelError
-from simstack.load.lqn.lqn_model import MAX_CALLS, MAX_COPIES, MAX_NAME
+from simstack.load.lqn.lqn_model import MAX_CALLS, MAX_COPIES, MAX_NAME, MAX_VALUE
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
 
 
 def located(source: str, line: int, message: str) -> ModelError:
     return ModelError(message, file=source, path=f"line {line}")
 
 
-def number(text: str, what: str, source: str, line: int, *, upper: float = math.inf) -> float:
-    """A finite, non-negative number (a time, a rate, a mean count)."""
+def number(text: str, what: str, source: str, line: int, *, upper: float = MAX_VALUE) -> float:
+    """A finite, non-negative number (a time, a rate, a mean count), at most ``upper``: LQN's
+    own grammar has no ``1_000`` or non-ASCII digits, so neither is read here."""
     if text.startswith("$"):
         raise located(source, line, f"{what} is the variable {text!r}: SPEX/LQX variables are not read; "
                                     f"give the value (for example with lqn2lqn's --no-lqx or lqsim's output model)")
     try:
+        if not _NUMBER.fullmatch(text.strip()) and text.strip().lower() not in ("inf", "infinity", "nan"):
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise located(source, line, f"{what} must be a number, got {text!r}") from None
@@ -49,6 +53,11 @@ def count(text: str, what: str, source: str, line: int, *, infinite: bool = Fals
 
 def calls(text: str, what: str, source: str, line: int) -> float:
     return number(text, what, source, line, upper=MAX_CALLS)
+
+
+def lqn_name(text: str) -> bool:
+    """Whether ``text`` is a name both LQN grammars hold and ``name`` reads back."""
+    return len(text) <= MAX_NAME and bool(_NAME.match(text)) and ".." not in text
 
 
 def name(text: str, what: str, source: str, line: int) -> str:
