@@ -91,8 +91,8 @@ SEEDS: dict[str, str] = {
         <activity name="b" host-demand-mean="0.2"/>
         <activity name="c" host-demand-mean="0.3"/>
         <activity name="d" host-demand-mean="0.1"><synch-call dest="s" calls-mean="0.5"/></activity>
-        <precedence><pre><activity name="a"/></pre><post-AND><activity name="b"/><activity name="c"/></post-AND></precedence>
-        <precedence><pre-AND><activity name="b"/><activity name="c"/></pre-AND><post><activity name="d"/></post></precedence>
+        {AND_FORK}
+        {AND_JOIN}
         <reply-entry name="e"><reply-activity name="d"/></reply-entry>
       </task-activities>
     </task>
@@ -100,7 +100,10 @@ SEEDS: dict[str, str] = {
       <activity name="s1" phase="1" host-demand-mean="0.05"/></entry-phase-activities></entry></task>
   </processor>
 </lqn-model>
-""",
+""".replace("{AND_FORK}", '<precedence><pre><activity name="a"/></pre><post-AND><activity name="b"/>'
+                           '<activity name="c"/></post-AND></precedence>')
+    .replace("{AND_JOIN}", '<precedence><pre-AND><activity name="b"/><activity name="c"/></pre-AND><post>'
+                           '<activity name="d"/></post></precedence>'),
     "replicated.lqnx": """<lqn-model name="rep">
   <processor name="client" replication="4">
     <task name="client" scheduling="ref" replication="4" think-time="1">

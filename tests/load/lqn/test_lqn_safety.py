@@ -91,8 +91,8 @@ def test_a_file_name_cannot_inject_yaml_and_notes_escape_what_came_from_the_file
     text = (tmp_path / "out" / "model.yaml").read_text()
     doc = yaml.safe_load(text)
     assert "parameters" not in doc and doc["name"] == src.stem
-    assert text.splitlines()[0] == r"# Imported from the LQN model x\x0aparameters: {evil: 1}\x0aname: other\x0a.lqnx " \
-                                   "by `simstack import`."
+    shown = r"x\x0aparameters: {evil: 1}\x0aname: other\x0a.lqnx"
+    assert text.splitlines()[0] == f"# Imported from the LQN model {shown} by `simstack import`."
     notes = (tmp_path / "out" / "NOTES.md").read_text()
     assert "<script>" not in notes and "&lt;script&gt;" in notes
     assert "[a](javascript:x)" not in notes and r"\[a\](javascript:x)" in notes
@@ -128,8 +128,8 @@ def test_an_empty_out_is_refused(tmp_path: Path, capsys, monkeypatch) -> None:
 
 # -- 30.7: tracebacks inside the documented limits ----------------------------------------------
 def chain(n: int) -> bytes:
-    acts = "".join(f'<activity name="a{i}" host-demand-mean="0.001"{" bound-to-entry=" + chr(34) + "e" + chr(34) if i == 0 else ""}/>'
-                   for i in range(n))
+    bound = ' bound-to-entry="e"'
+    acts = "".join(f'<activity name="a{i}" host-demand-mean="0.001"{bound if i == 0 else ""}/>' for i in range(n))
     prec = "".join(f'<precedence><pre><activity name="a{i}"/></pre><post><activity name="a{i + 1}"/></post>'
                    f'</precedence>' for i in range(n - 1))
     return xml(server=f'<task name="t"><entry name="e" type="NONE"/><task-activities>{acts}{prec}'
