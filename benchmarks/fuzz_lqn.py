@@ -244,9 +244,9 @@ def mutate(rng: random.Random, text: str) -> tuple[str, str]:
         if found:
             m = rng.choice(found)
             factor = rng.choice((10, 100, 1000, 5000, 50000))
-            number = re.search(r"\d+", m.group())
+            number = re.search(r"\d{1,18}", m.group())  # a number an earlier mutation made 5,000 digits long: its head
             assert number is not None
-            new = m.group().replace(number.group(), str(int(number.group()) * factor))
+            new = m.group().replace(number.group(), str(int(number.group()) * factor), 1)
             return text[:m.start()] + new + text[m.end():], f"{m.group()} x {factor}"
     lines = text.split("\n")
     i, j = rng.randrange(len(lines)), rng.randrange(len(lines))

@@ -187,6 +187,13 @@ def test_odd_out_folders_and_files_are_one_line(tmp_path: Path, capsys) -> None:
     assert code == 2 and "its folder does not exist" in err
 
 
+def test_a_priority_of_five_thousand_digits_is_refused_by_line() -> None:
+    """Found by the fuzzer (case 3294 of its first long run): int() of 5,000 digits raised ValueError."""
+    text = TEXT.replace("t server n serve -1 cpu m 4", "t server n serve -1 cpu " + "1" * 5000 + " m 4")
+    assert refused(text, "pair.lqn") == ("pair.lqn: line 9: priority must be a finite number >= 0, got "
+                                         "'111111111111111111111111111111...(5000 characters)'")
+
+
 def test_byte_order_marks_and_a_path_with_an_equals_sign(tmp_path: Path, capsys) -> None:
     for name, data in (("bom.lqnx", b"\xef\xbb\xbf" + XML), ("u16.lqnx", XML.decode().encode("utf-16")),
                        ("u16.lqn", TEXT.encode("utf-16")), ("a=b.lqn", TEXT.encode())):
