@@ -17,7 +17,7 @@ gets a byte-order mark or is re-encoded as UTF-16. Cases run in forked children 
 address-space and a wall-time limit (``fuzz_models.run_isolated``); they are numbered and
 deterministic (``--seed``), so a finding is replayed with ``--case N --show``.
 
-    python benchmarks/fuzz_lqn.py --cases 10000 --jobs 2     # the documented long run
+    python benchmarks/fuzz_lqn.py --cases 10000 --jobs 2     # the documented long run (20 cases a child)
     python benchmarks/fuzz_lqn.py --case 1234 --show         # one case: its text and outcome
 
 ``tests/load/lqn/test_fuzz_lqn.py`` runs a few hundred cases of the same generator.
@@ -342,38 +342,65 @@ class _Slow(Exception):
     """A short run of an imported model that takes more than ``RUN_BUDGET`` seconds."""
 
 
-def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIMEOUT,
-             on_result: Any = None) -> list[tuple[Case, dict[str, Any]]]:
-    """Run the cases, ``jobs`` at a time, each in a fresh folder; (case, result) in index order."""
+def run_batch(cases: list[Case], folder: Path) -> dict[str, Any]:
+    """Several cases in one child, each in its own folder: a fork costs more than most cases."""
+    out = []
+    for case in cases:
+        sub = folder / str(case.index)
+        sub.mkdir()
+        out.append(run_case(case, sub))
+        shutil.rmtree(sub, ignore_errors=True)
+    return {"batch": out}
+
+
+def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIMEOUT, on_result: Any = None,
+             batch: int = 1) -> list[tuple[Case, dict[str, Any]]]:
+    """Run the cases, ``jobs`` children at a time, ``batch`` cases per child; a batch whose
+    child hangs or dies is run again one case per child, so each finding has its case."""
     import simstack.cli.lqn  # noqa: F401 - imported once here, not once per forked case
     import simstack.engine.simulate  # noqa: F401
     import simstack.load.loader  # noqa: F401
-    import simstack.load.lqn.to_simstack  # noqa: F401
+    import simstack.load.lqn.model_folder  # noqa: F401
 
     base = Path(tempfile.mkdtemp(prefix="simstack-fuzz-lqn-"))
 
-    def one(index: int) -> tuple[Case, dict[str, Any]]:
-        case = make_case(seed, index)
-        folder = base / str(index)
+    def isolated(case: Case) -> tuple[Case, dict[str, Any]]:
+        folder = base / str(case.index)
         folder.mkdir()
         try:
             return case, fuzz_models.run_isolated(case, folder, timeout, run=run_case)  # type: ignore[arg-type]
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def group(chunk: list[int]) -> list[tuple[Case, dict[str, Any]]]:
+        cases = [make_case(seed, i) for i in chunk]
+        if len(cases) == 1:
+            return [isolated(cases[0])]
+        folder = base / f"batch{chunk[0]}"
+        folder.mkdir()
+        try:
+            got = fuzz_models.run_isolated(cases, folder, timeout * 2, run=run_batch)  # type: ignore[arg-type]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if "batch" in got and len(got["batch"]) == len(cases):
+            return list(zip(cases, got["batch"], strict=True))
+        return [isolated(case) for case in cases]
+
+    chunks = [indices[i:i + batch] for i in range(0, len(indices), batch)]
     results: dict[int, tuple[Case, dict[str, Any]]] = {}
     try:
         if jobs == 1:
-            outcomes = map(one, indices)
+            outcomes = map(group, chunks)
         else:
             from concurrent.futures import ThreadPoolExecutor  # threads only wait on forked children
 
             pool = ThreadPoolExecutor(jobs)
-            outcomes = pool.map(one, indices)
-        for case, result in outcomes:
-            results[case.index] = (case, result)
-            if on_result:
-                on_result(case, result)
+            outcomes = pool.map(group, chunks)
+        for done in outcomes:
+            for case, result in done:
+                results[case.index] = (case, result)
+                if on_result:
+                    on_result(case, result)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return [results[i] for i in indices]
@@ -387,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1, help="cases at once (each in its own child)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds of wall time per case")
+    parser.add_argument("--batch", type=int, default=20, help="cases per forked child (default 20)")
     parser.add_argument("--show", action="store_true", help="print each case's mutations and file")
     args = parser.parse_args(argv)
     indices = args.case or list(range(args.start, args.start + args.cases))
@@ -406,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{sum(counts.values())} cases, {time.perf_counter() - started:.0f} s: {dict(counts)}",
                   file=sys.stderr, flush=True)
 
-    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report)
+    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report, batch=args.batch)
     print(f"{sum(counts.values())} LQN cases (seed {args.seed}) in {time.perf_counter() - started:.0f} s: "
           f"{counts['imported']} imported and ran, {counts['slow']} imported (a run over {RUN_BUDGET} s), "
           f"{counts['refused']} refused with a located error, "
