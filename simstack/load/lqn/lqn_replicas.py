@@ -47,7 +47,8 @@ class _Flattener:
     def __init__(self, model: LqnModel):
         self.model = model
         self.procs = {p.name: p for p in model.processors}
-        self.task_of = {e.name: model.task(e.task) for e in model.entries}
+        tasks = {t.name: t for t in model.tasks}
+        self.task_of = {e.name: tasks[e.task] for e in model.entries if e.task in tasks}
         self.tasks_by_name = {t.name: t for t in model.tasks}
 
     def size(self) -> int:

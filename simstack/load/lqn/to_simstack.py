@@ -93,6 +93,7 @@ class _Converter:
                                                           f"{seen[item.name]})")
                 seen[item.name] = item.line
         self.tasks = {t.name: t for t in model.tasks}
+        self.processors = {p.name: p for p in model.processors}  # by name: 20,000 replicas were a quadratic scan
         self.entries = {e.name: e for e in model.entries}
         for t in model.tasks:
             for e in t.entries:
@@ -184,7 +185,7 @@ class _Converter:
         return Imported(doc, tuple(self.mapping), {e: e for e in self.entries}, notes)
 
     def host(self, pname: str) -> dict[str, Any]:
-        p = self.model.processor(pname)
+        p = self.processors[pname]
         if p.scheduling in MISSING_PROCESSOR:
             raise self.fail(p.line, f"processor {p.name!r} scheduling {p.scheduling!r}: "
                                     f"{MISSING_PROCESSOR[p.scheduling]}")
@@ -235,7 +236,7 @@ class _Converter:
                                     f"{', '.join(sorted([*TASK_KINDS, *MISSING_TASK]))}")
         if kind == "pool" and math.isinf(t.multiplicity):
             kind = "infinite"
-        proc = self.model.processor(t.processor)
+        proc = self.processors[t.processor]
         prioritised = PROCESSOR_DISCIPLINES.get(proc.scheduling) in ("priority", "hol")
         pool = self.pools[t.name]
         graph = GraphReader(t, self.source, self.work.steps) if t.activities else None

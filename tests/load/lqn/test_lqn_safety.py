@@ -67,7 +67,7 @@ def test_replication_that_multiplies_is_refused_when_read(clients: int, servers:
     started = time.perf_counter()
     message = refused(replicated(clients, servers, fan, entries))
     assert message.startswith("bad.lqnx: line 1: replication writes out ")
-    assert "above the limit of 200,000 (simstack.load.limits.LQN_WRITTEN_OUT)" in message
+    assert "above the limit of 20,000 (simstack.load.limits.LQN_WRITTEN_OUT)" in message
     assert "limit=N on the command line" in message
     assert time.perf_counter() - started < 5  # refused before anything is built (was MemoryError after 9-66 s)
 
