@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simstack.load.limits import LQN_WRITTEN_OUT
+from simstack.load.lqn.lqn_checks import bindings, refuse_call_cycles
 from simstack.load.lqn.lqn_graph import GraphReader
 from simstack.load.lqn.lqn_model import MAX_VALUE, Call, Entry, LqnModel, Task
 from simstack.load.lqn.lqn_replicas import flatten
@@ -107,48 +108,8 @@ class _Converter:
         return located(self.source, line, message)
 
     # -- the document --------------------------------------------------------------------
-    def calls_of(self, e: Entry) -> list[Call]:
-        """The calls a request of ``e`` waits for: its phases' synchronous calls, its graph's, its forwards."""
-        acts = list(e.phases)
-        t = self.tasks.get(e.task)
-        if t is not None and t.activities:
-            start = e.start or next((a.name for a in t.activities if a.bound_to == e.name), None)
-            reached = GraphReader.reached(t, [start] if start else [])
-            acts += [a for a in t.activities if a.name in reached]
-        return [c for a in acts for c in a.calls if c.kind == "sync"] + list(e.forwards)
-
-    def refuse_call_cycles(self) -> None:
-        """A request that waits, through its calls and forwards, for a request of its own entry
-        would wait for itself for ever (LQN calls it a deadlock too): refused with the call's line."""
-        edges = {name: self.calls_of(e) for name, e in self.entries.items()}
-        state: dict[str, int] = {}  # 1: on the path being walked, 2: done
-        for root in edges:
-            if root in state:
-                continue
-            path: list[tuple[str, int]] = [(root, 0)]
-            state[root] = 1
-            while path:
-                name, i = path[-1]
-                if i == len(edges[name]):
-                    state[name] = 2
-                    path.pop()
-                    continue
-                path[-1] = (name, i + 1)
-                call = edges[name][i]
-                if call.dest not in edges:
-                    continue
-                if state.get(call.dest) == 1:
-                    names = [n for n, _ in path]
-                    cycle = [*names[names.index(call.dest):], call.dest]
-                    raise self.fail(call.line, f"entry {name!r} {'forwards' if call.kind == 'forward' else 'calls'} "
-                                               f"{call.dest!r}: a cycle of calls ({' -> '.join(cycle)}), in which "
-                                               f"a request would wait for itself")
-                if call.dest not in state:
-                    state[call.dest] = 1
-                    path.append((call.dest, 0))
-
     def convert(self, name: str) -> Imported:
-        self.refuse_call_cycles()
+        refuse_call_cycles(self.entries, self.tasks, self.source)
         for g in self.model.groups:
             proc = next((p for p in self.model.processors if p.name == g.processor), None)
             if proc is None or proc.scheduling != "cfs":
@@ -266,7 +227,7 @@ class _Converter:
             self.mapping.append((f"task {t.name} (infinite)", t.line, "no pool: its entries' classes run at once"))
         self.work.pareto = t.scheduling == "burst"
         if graph is not None:
-            self.bindings(t)
+            self.lost += bindings(t, self.entries, self.source)
         for ename in t.entries:
             e = self.entries[ename]
             body = self.body(t, e, graph, kind)
@@ -284,26 +245,6 @@ class _Converter:
             components[sem] = {"kind": "semaphore", "size": units, "initial": 0}
             self.mapping.append((f"AND-join {' & '.join(join.pre)} of task {t.name} (one thread)", join.line,
                                  f"components.{sem}: semaphore, {units} unit(s), empty at the start"))
-
-    def bindings(self, t: Task) -> None:
-        """Every activity of ``t`` is bound to one of its entries or reached from one: an
-        activity bound to a misspelled entry, or a graph no entry starts, would vanish."""
-        for a in t.activities:
-            if a.bound_to is not None and a.bound_to not in t.entries:
-                raise self.fail(a.line, f"activity {a.name!r} is bound to entry {a.bound_to!r}, which task "
-                                        f"{t.name!r} does not have; its entries: {', '.join(t.entries)}")
-        starts = [self.entries[e].start or next((a.name for a in t.activities if a.bound_to == e), None)
-                  for e in t.entries]
-        reached = GraphReader.reached(t, [s for s in starts if s is not None])
-        lost = [a for a in t.activities if a.name not in reached]
-        shown = f"({', '.join(a.name for a in lost[:3])}{', ...' if len(lost) > 3 else ''})"
-        if lost and not reached:
-            raise self.fail(lost[0].line, f"task {t.name!r}: no entry starts its {len(lost)} activities {shown}; "
-                                          f"bind an entry to the first (bound-to-entry, or 'A entry activity' in "
-                                          f"the text grammar)")
-        if lost:  # declared and never run (LQNS warns of them): said in NOTES.md, not imported
-            self.lost.append(f"line {lost[0].line}: {len(lost)} activit{'y' if len(lost) == 1 else 'ies'} of task "
-                             f"{t.name} {shown} that no entry reaches: not imported")
 
     def reference(self, t: Task, workloads: dict[str, Any]) -> None:
         if len(t.entries) != 1:
