@@ -40,7 +40,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,8 +283,10 @@ def _mapped() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int = MEMORY) -> dict[str, Any]:
-    """``run_case`` in a forked child with an address-space and a wall-time limit."""
+def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int = MEMORY,
+                 run: Callable[[Any, Path], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``run_case`` (or ``run``: another fuzzer's, ``fuzz_lqn``'s) in a forked child with an
+    address-space and a wall-time limit."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -293,7 +295,7 @@ def run_isolated(case: Case, folder: Path, timeout: float = TIMEOUT, memory: int
         try:
             limit = _mapped() + memory  # a budget on top of the parent's own mappings
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            result = run_case(case, folder)
+            result = (run or run_case)(case, folder)
         except BaseException as exc:  # noqa: BLE001 - MemoryError while reporting, say
             result = {"child": outcome(exc)}
         try:

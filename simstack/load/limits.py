@@ -56,6 +56,10 @@ from simstack.lang.spec import (
 from simstack.lang.units import parse_number, parse_rate, positive
 
 NOT_COUNTS = ("seed",)  # whole numbers of a component's settings that count nothing
+# An imported LQN model's replication written out (tasks, entries, activities and calls, each
+# replica counted): a 766-byte file once asked for 25 million calls, and 80,000 take the
+# importer over 30 s. ``simstack import ... limit=N`` raises it; a file cannot.
+LQN_WRITTEN_OUT = 20_000
 
 
 @dataclass(frozen=True)
@@ -220,5 +224,5 @@ def check_requests(requests: Mapping[str, RequestSpec], components: Mapping[str,
         work._within(work.request(name), f"requests.{name}")
 
 
-__all__ = ["FIELDS", "Limits", "check_component", "check_requests", "check_workloads", "limits_of",
+__all__ = ["FIELDS", "LQN_WRITTEN_OUT", "Limits", "check_component", "check_requests", "check_workloads", "limits_of",
            "read_limits"]

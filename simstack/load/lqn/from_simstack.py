@@ -17,9 +17,11 @@ same model (tested).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.io.terminal import printable
 from simstack.lang.samplers import Const, Exp
 from simstack.lang.spec import (
     Acquire,
@@ -32,15 +34,39 @@ from simstack.lang.spec import (
     Sequence,
     Step,
 )
+from simstack.load.lqn.from_locks import LockLifter, plain
 from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph, cpu_laws
-from simstack.load.lqn.lqn_model import Entry, Group, LqnModel, Processor, Task
+from simstack.load.lqn.lqn_model import MAX_NAME, Entry, Group, LqnModel, Processor, Task
+from simstack.load.lqn.lqn_values import lqn_name
 
 DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol", "run_to_block": "fcfs", "fair": "cfs"}
 
 
 def from_simstack(spec: ModelSpec) -> LqnModel:
     """The LQN model of ``spec``, or a ``ModelError`` naming what has no counterpart."""
-    return _Exporter(spec).model()
+    refuse_names(spec)
+    lifted, remarks = LockLifter(spec).lift()
+    model = _Exporter(lifted).model()
+    return replace(model, remarks=tuple(remarks))
+
+
+def refuse_names(spec: ModelSpec) -> None:
+    """Every name the file will hold is one LQN can hold (and simstack's import reads back):
+    letters, digits, ``_``, ``.``, ``-``; no control character, space or ``@``, no ``..``
+    (a name LQNS reads as a path), at most ``MAX_NAME`` characters."""
+    sections: tuple[tuple[str, Any], ...] = (("hosts", spec.hosts), ("components", spec.components),
+                                             ("requests", spec.requests), ("workloads", spec.workloads))
+    for section, names in sections:
+        for name in names:
+            if not lqn_name(name):
+                raise ModelError(f"the name {printable(name[:MAX_NAME], lines=False)!r} cannot be an LQN name "
+                                 f"(letters, digits, '_', '.', '-', no '..', at most {MAX_NAME} characters); "
+                                 f"rename it to export", path=f"{section}.{printable(name[:60], lines=False)}")
+    for host in spec.hosts.values():
+        for group, _share, _cap in host.groups:
+            if not lqn_name(group):
+                raise ModelError(f"the group name {printable(group[:MAX_NAME], lines=False)!r} cannot be an LQN "
+                                 f"name; rename it to export", path=f"hosts.{host.name}.groups")
 
 
 class _Exporter:
@@ -62,6 +88,8 @@ class _Exporter:
                 size = comp.settings["size"]
                 initial = comp.settings.get("initial")
                 self.task(name, "semaphore", "", size, initially=None if initial in (None, size) else int(initial))
+            elif plain(self.spec, name):  # a one-thread task, or a semaphore of one token (from_locks)
+                self.plain_lock(name)
             elif comp.kind == "lock" and comp.settings.get("order") == "writers" and not comp.settings.get("per"):
                 readers = comp.settings["max_readers"]
                 if math.isinf(readers):
@@ -69,9 +97,12 @@ class _Exporter:
                                                                       "give max_readers")
                 self.task(name, "rwlock", "", readers)
             else:
-                raise self.fail(f"components.{name}", f"kind {comp.kind!r} has no LQN counterpart (only threads "
-                                                      f"pools, semaphores and global writers-first read-write "
-                                                      f"locks are tasks)")
+                per = (f" as a lock per key (per: {comp.settings.get('per')}; its LQN equivalent is a one-thread "
+                       f"task per key, which the export does not write: a global lock is exported as one)"
+                       if comp.kind == "lock" and comp.settings.get("per") else "")
+                raise self.fail(f"components.{name}", f"kind {comp.kind!r} has no LQN counterpart{per} (only "
+                                                      f"threads pools, semaphores, plain global locks and global "
+                                                      f"writers-first read-write locks are tasks)")
         starters = self.workloads()
         wrappers = {f"{n}.work": n for n, r in self.spec.requests.items() if _forwarder(r) is not None}
         for name, req in self.spec.requests.items():
@@ -93,6 +124,18 @@ class _Exporter:
                        for g, share, cap in h.groups)
         return LqnModel(self.spec.name, self.spec.name, processors, tuple(tasks), tuple(self.entries),
                         comment=self.spec.description, groups=groups)
+
+    def plain_lock(self, name: str) -> None:
+        """A plain lock: a semaphore task of one token when taken by acquire/release, else a
+        task of one thread on the host its holds run on (``from_locks``)."""
+        tokens = any(isinstance(s, Acquire | Release) and s.target == name
+                     for r in self.spec.requests.values() for s in r.body)
+        if tokens:
+            self.task(name, "semaphore", "", 1)
+            return
+        hosts = {r.host for r in self.spec.requests.values()
+                 if len(r.body) == 1 and isinstance(r.body[0], Hold) and r.body[0].target == name}
+        self.task(name, "fcfs", str(next(iter(hosts), "")), 1)
 
     def processor(self, name: str) -> Processor:
         host = self.spec.hosts[name]
@@ -162,12 +205,13 @@ class _Exporter:
         before or given back after them, or the class itself on its host."""
         where = f"requests.{name}"
         body = req.body
-        if len(body) == 1 and isinstance(body[0], Hold) and self.kind(body[0].target) == "threads":
+        if len(body) == 1 and isinstance(body[0], Hold) and self.tasks.get(body[0].target, {}).get(
+                "scheduling") == "fcfs":  # a pool's threads, or a plain lock's one thread
             return _stage(body[0].body), body[0].target, None
-        if len(body) == 2 and isinstance(body[0], Acquire) and self.kind(body[0].target) == "semaphore":
+        if len(body) == 2 and isinstance(body[0], Acquire) and self.semaphore(body[0].target):
             self.sem_host(body[0].target, req, where)
             return _stage(body[1:]), body[0].target, "wait"
-        if len(body) == 2 and isinstance(body[1], Release) and self.kind(body[1].target) == "semaphore":
+        if len(body) == 2 and isinstance(body[1], Release) and self.semaphore(body[1].target):
             self.sem_host(body[1].target, req, where)
             return _stage(body[:1]), body[1].target, "signal"
         lock = body[0] if len(body) == 2 and isinstance(body[0], Acquire) else \
@@ -187,6 +231,9 @@ class _Exporter:
                                    f"after its class")
         self.task(name, "inf", req.host, math.inf, priority=req.priority)
         return _stage(body), name, None
+
+    def semaphore(self, name: str) -> bool:
+        return self.tasks.get(name, {}).get("scheduling") == "semaphore"
 
     def kind(self, name: str) -> str | None:
         comp = self.spec.components.get(name)

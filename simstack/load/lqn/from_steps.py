@@ -152,7 +152,9 @@ class StepsToLqn:
                 got.append(found[0])
                 i = found[1]
             runs.append(got)
-        if len(runs[0]) > (1 if replies else 3) or (replies and len(runs[1]) > 2):
+        # Phase 2 runs after the reply: a class that may reply (not a client's) and does not
+        # is one phase; a client's phases simply follow each other (it has no caller).
+        if len(runs[0]) > (1 if replies or allow_reply else 3) or (replies and len(runs[1]) > 2):
             return None
         flat = (runs[0] or [Activity("", 0.0, 0)]) + (runs[1] if replies else [])
         return tuple(Activity(f"{entry}_ph{k}", a.demand, 0, a.cvsq, a.think, a.deterministic, a.calls, phase=k)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from simstack.load.lqn.lqn_model import Activity, Precedence, Task
+from simstack.load.lqn.lqn_model import MAX_NESTING, Activity, Precedence, Task
 from simstack.load.lqn.lqn_values import located
 
 Steps = list[Any]
@@ -78,13 +78,13 @@ class GraphReader:
         single = self.task.scheduling in ("ref", "fcfs", "n") and self.task.multiplicity == 1
         try:
             self.barriers = False
-            steps, join = self.chain(start, ())
+            steps, join = self.chain(start, frozenset())
         except _Unstructured as exc:
             if not single:
                 raise exc.error from None
             self.barriers = True
             try:
-                steps, join = self.chain(start, ())
+                steps, join = self.chain(start, frozenset())
             except _Unstructured as again:
                 raise again.error from None
         if join is not None:
@@ -97,40 +97,71 @@ class GraphReader:
         return steps
 
     # -- walking -------------------------------------------------------------------------
-    def chain(self, name: str, seen: tuple[str, ...]) -> tuple[Steps, Precedence | None]:
+    # A sequence is walked in a loop, not by recursion, so a chain of thousands of activities
+    # costs no stack; only forks and loops nest, and at most MAX_NESTING deep.
+    def chain(self, name: str, seen: frozenset[str], depth: int = 0) -> tuple[Steps, Precedence | None]:
         """Steps from activity ``name`` until the thread ends (None) or reaches a join."""
-        if name in seen:
-            raise located(self.source, self.acts[name].line, f"activity {name!r} of task {self.task.name!r} is "
-                                                             f"reached again: a cycle (write loops with '*')")
-        act = self.acts[name]
-        steps = list(self.work(act))
-        if self.entry in self.replies.get(name, set()):  # a reply to another entry is that entry's business
-            steps.append("reply")
-        p = self.after.get(name)
-        if p is None:
-            return steps, None
-        if self.barriers and p.pre_kind == "and" and len(p.pre) > 1:
-            sem = self.barrier(p)
-            if sem is None:
+        if depth > MAX_NESTING:
+            raise located(self.source, self.acts[name].line, f"task {self.task.name!r}: forks and loops nested "
+                                                             f"more than {MAX_NESTING} deep at activity {name!r}")
+        steps: Steps = []
+        path = set(seen)
+        while True:
+            if name in path:
+                raise located(self.source, self.acts[name].line, f"activity {name!r} of task {self.task.name!r} "
+                                                                 f"is reached again: a cycle (write loops with '*')")
+            steps += self.work(self.acts[name])
+            if self.entry in self.replies.get(name, set()):  # a reply to another entry is that entry's business
+                steps.append("reply")
+            p = self.after.get(name)
+            if p is None:
+                return steps, None
+            if self.barriers and p.pre_kind == "and" and len(p.pre) > 1:
+                sem = self.barrier(p)
+                if sem is None:
+                    return steps, p
+                if name != p.pre[0]:
+                    return [*steps, {"release": sem}], None
+                steps += [{"acquire": sem} for _ in p.pre[1:]]
+            elif p.pre_kind != "single" and len(p.pre) > 1:
                 return steps, p
-            if name != p.pre[0]:
-                return [*steps, {"release": sem}], None
-            steps += [{"acquire": sem} for _ in p.pre[1:]]
-        elif p.pre_kind != "single" and len(p.pre) > 1:
-            return steps, p
-        rest, join = self.follow(p, (*seen, name))
-        return steps + rest, join
+            path.add(name)
+            following = self.follow(p, frozenset(path), depth)
+            if isinstance(following, str):
+                name = following
+                continue
+            rest, join = following
+            return steps + rest, join
 
-    def follow(self, p: Precedence, seen: tuple[str, ...]) -> tuple[Steps, Precedence | None]:
-        """Steps of the fork side of ``p`` and everything after it."""
+    def follow(self, p: Precedence, seen: frozenset[str], depth: int) -> str | tuple[Steps, Precedence | None]:
+        """The fork side of ``p`` and what comes after it: the next activity of a plain
+        sequence (for ``chain`` to go on with), or the steps up to the thread's end or a join."""
+        steps: Steps = []
+        while True:
+            kind = p.post_kind
+            if kind == "none":
+                return steps, None
+            if kind == "single":
+                if not steps:
+                    return p.post[0]
+                rest, join = self.chain(p.post[0], seen, depth)
+                return steps + rest, join
+            if kind == "loop":
+                steps += self.loop(p, seen, depth)
+                if p.end is None:
+                    return steps, None
+                rest, join = self.chain(p.end, seen, depth)
+                return steps + rest, join
+            step, after = self.fork(p, seen, depth)
+            steps.append(step)
+            if after is None:
+                return steps, None
+            p = after
+
+    def fork(self, p: Precedence, seen: frozenset[str], depth: int) -> tuple[Any, Precedence | None]:
+        """The ``choose`` or ``all`` step of the fork ``p`` and the join its branches meet at."""
         kind = p.post_kind
-        if kind == "none":
-            return [], None
-        if kind == "single":
-            return self.chain(p.post[0], seen)
-        if kind == "loop":
-            return self.loop(p, seen)
-        branches = [self.chain(b, seen) for b in p.post]
+        branches = [self.chain(b, seen, depth + 1) for b in p.post]
         joins = {id(j): j for _, j in branches if j is not None}
         ended = [j is None for _, j in branches]
         if kind == "or":
@@ -142,7 +173,7 @@ class GraphReader:
         else:
             step = {"all": [s for s, _ in branches], "order": "random"}  # lqsim shuffles a fork's branches
         if not joins:
-            return [step], None
+            return step, None
         if len(joins) > 1 or any(ended):
             raise self.unstructured(p, f"the branches of the fork {self.show(p, post=True)} do not all meet at "
                                        f"one join")
@@ -155,13 +186,12 @@ class GraphReader:
                                           f"meets a {join.pre_kind.upper()}-join {self.show(join)}")
         if kind == "and" and 0 < join.quorum < len(p.post):
             step["join"] = join.quorum
-        rest, after = self.follow(join, seen)
-        return [step, *rest], after
+        return step, join
 
-    def loop(self, p: Precedence, seen: tuple[str, ...]) -> tuple[Steps, Precedence | None]:
+    def loop(self, p: Precedence, seen: frozenset[str], depth: int) -> Steps:
         bodies = []
         for b in p.post:
-            body, join = self.chain(b, seen)
+            body, join = self.chain(b, seen, depth + 1)
             if join is not None:
                 raise self.unstructured(join, f"the loop branch {b!r} (line {p.line}) runs into a join")
             if "reply" in _flat(body):
@@ -173,11 +203,24 @@ class GraphReader:
             inner = bodies[0]
         else:
             inner = [{"choose": [{"p": v / total, "steps": s} for v, s in zip(p.values, bodies, strict=True)]}]
-        steps: Steps = [{"repeat": f"geometric({_num(total)})", "steps": inner}] if total > 0 else []
-        if p.end is None:
-            return steps, None
-        rest, join = self.chain(p.end, seen)
-        return steps + rest, join
+        return [{"repeat": f"geometric({_num(total)})", "steps": inner}] if total > 0 else []
+
+    @staticmethod
+    def reached(task: Task, starts: list[str]) -> set[str]:
+        """The activities of ``task`` that a thread started at ``starts`` can run (forks,
+        joins, loops and their ends followed)."""
+        after: dict[str, list[str]] = {}
+        for p in task.precedences:
+            for name in p.pre:
+                after.setdefault(name, []).extend((*p.post, *((p.end,) if p.end else ())))
+        seen: set[str] = set()
+        todo = list(starts)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += after.get(name, [])
+        return seen
 
     def reach(self, start: str) -> set[str]:
         seen, todo = set(), [start]

@@ -22,6 +22,8 @@ MAX_ELEMENTS = 100_000  # XML elements or text declarations in one file
 MAX_COPIES = 100_000  # a multiplicity, replication or initial token count
 MAX_CALLS = 1_000_000.0  # a mean number of calls, a loop count
 MAX_NAME = 200  # characters in one name
+MAX_VALUE = 1e12  # a time, rate or factor: beyond it a run length overflows (1e308 did)
+MAX_NESTING = 50  # forks and loops of an activity graph inside one another
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ class LqnModel:
     groups: tuple[Group, ...] = ()
     unsupported: tuple[Unsupported, ...] = ()  # refused when the model is converted
     ignored: tuple[Unsupported, ...] = field(default=())  # solver settings: noted, not refused
+    remarks: tuple[str, ...] = ()  # what an export wrote in LQN terms (a lock as a task), for the file's comment
 
     def task(self, name: str) -> Task:
         return next(t for t in self.tasks if t.name == name)

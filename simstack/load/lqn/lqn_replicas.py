@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from simstack.load.limits import LQN_WRITTEN_OUT
 from simstack.load.lqn.lqn_model import MAX_COPIES, Call, Entry, LqnModel, Processor, Task
 from simstack.load.lqn.lqn_values import located
 
 
-def flatten(model: LqnModel) -> LqnModel:
-    """The model with every replicated processor, task and entry written out."""
+def flatten(model: LqnModel, limit: int = LQN_WRITTEN_OUT) -> LqnModel:
+    """The model with every replicated processor, task and entry written out; refused when
+    that would write out more than ``limit`` elements (``simstack import ... limit=N``)."""
     if all(p.replication == 1 for p in model.processors) and all(t.replication == 1 for t in model.tasks):
         return model
     total = sum(t.replication for t in model.tasks) + sum(p.replication for p in model.processors)
@@ -28,6 +30,11 @@ def flatten(model: LqnModel) -> LqnModel:
         raise located(model.source, 1, f"replication writes out {total} tasks and processors, more than "
                                        f"{MAX_COPIES}: refused as too large")
     flat = _Flattener(model)
+    size = flat.size()
+    if size > limit:
+        raise located(model.source, 1, f"replication writes out {size:,} tasks, entries, activities and calls, "
+                                       f"above the limit of {limit:,} (simstack.load.limits.LQN_WRITTEN_OUT); "
+                                       f"an import that needs more says so with limit=N on the command line")
     return replace(model, processors=tuple(flat.processors()), tasks=tuple(flat.tasks()),
                    entries=tuple(flat.entries()))
 
@@ -40,8 +47,25 @@ class _Flattener:
     def __init__(self, model: LqnModel):
         self.model = model
         self.procs = {p.name: p for p in model.processors}
-        self.task_of = {e.name: model.task(e.task) for e in model.entries}
+        tasks = {t.name: t for t in model.tasks}
+        self.task_of = {e.name: tasks[e.task] for e in model.entries if e.task in tasks}
         self.tasks_by_name = {t.name: t for t in model.tasks}
+
+    def size(self) -> int:
+        """Tasks, entries, activities and calls once written out, counted before any is built."""
+        total = sum(p.replication for p in self.model.processors)
+        for t in self.model.tasks:
+            total += t.replication * (1 + len(t.entries) + len(t.activities))
+            for a in t.activities:
+                total += t.replication * self.fans(t, a.calls)
+        for e in self.model.entries:
+            t = self.task_of[e.name]
+            total += t.replication * sum(self.fans(t, p.calls) for p in e.phases)
+            total += t.replication * self.fans(t, e.forwards)
+        return total
+
+    def fans(self, src: Task, calls: tuple[Call, ...]) -> int:
+        return sum(self.fan_out(src, self.task_of[c.dest], c.line) if c.dest in self.task_of else 1 for c in calls)
 
     def processors(self) -> list[Processor]:
         return [replace(p, name=_rname(p.name, r, p.replication), replication=1)

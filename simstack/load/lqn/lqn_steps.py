@@ -32,7 +32,7 @@ def num(x: float) -> str:
     """A number as the model file shows it: whole numbers without a point, others to 12
     significant digits (0.6 / 1.5 is written 0.4, not 0.39999999999999997)."""
     x = float(f"{x:.12g}")
-    return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(x)
+    return str(int(x)) if math.isfinite(x) and x == int(x) and abs(x) < 1e15 else repr(x)
 
 
 def distribution(mean: float, cvsq: float, what: str, source: str, line: int, pareto: bool = False) -> str:

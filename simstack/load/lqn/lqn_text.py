@@ -154,7 +154,7 @@ class _Parser(ActivityReader):
         proc = self.ident("processor")
         priority, think, tokens_, mult, repl, group = 0, 0.0, None, 1.0, 1, None
         if (p := self.peek()) is not None and re.fullmatch(r"\d+", p):
-            priority = int(self.take())
+            priority = int(count(self.take(), "priority", self.source, line, least=0))
         while self.peek() in ("z", "t", "m", "i", "r", "g"):
             if self.peek() == "t" and (flag != "S" or not re.fullmatch(r"\d+", self.peek(1) or "")):
                 break  # the next task

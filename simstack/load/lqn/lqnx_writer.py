@@ -9,22 +9,34 @@ from __future__ import annotations
 import math
 from xml.sax.saxutils import quoteattr
 
+from simstack.io.terminal import printable
 from simstack.load.lqn.lqn_model import Activity, LqnModel, Precedence, Task
 
 
 def _n(x: float) -> str:
-    return str(int(x)) if x == int(x) and abs(x) < 1e15 else repr(float(x))
+    return str(int(x)) if math.isfinite(x) and x == int(x) and abs(x) < 1e15 else repr(float(x))
 
 
 def _attrs(**values: object) -> str:
     return "".join(f" {k.replace('_', '-')}={quoteattr(str(v))}" for k, v in values.items() if v is not None)
 
 
+def _text(text: str) -> str:
+    """Free text (a description) as XML 1.0 can hold it: control characters, which no
+    parser reads back even as character references, written as ``\\xNN``."""
+    return printable(text, lines=True).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+
+
+def _comment(text: str) -> str:
+    return _text(text).replace("--", "- -")
+
+
 def write_lqnx(model: LqnModel) -> str:
     out = ['<?xml version="1.0"?>',
-           f"<lqn-model{_attrs(name=model.name, description='written by simstack export lqn')}>",
-           f'  <solver-params{_attrs(comment=model.comment)} conv_val="1e-05" it_limit="50" '
-           f'underrelax_coeff="0.9" print_int="10"/>']
+           f"<lqn-model{_attrs(name=_text(model.name), description='written by simstack export lqn')}>"]
+    out += [f"  <!-- {_comment(r)} -->" for r in model.remarks]
+    out.append(f'  <solver-params{_attrs(comment=_text(model.comment))} conv_val="1e-05" it_limit="50" '
+               f'underrelax_coeff="0.9" print_int="10"/>')
     entries = {e.name: e for e in model.entries}
     for p in model.processors:
         infinite = math.isinf(p.multiplicity)

@@ -30,8 +30,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from simstack.load.limits import LQN_WRITTEN_OUT
+from simstack.load.lqn.lqn_checks import bindings, refuse_call_cycles
 from simstack.load.lqn.lqn_graph import GraphReader
-from simstack.load.lqn.lqn_model import Call, Entry, LqnModel, Task
+from simstack.load.lqn.lqn_model import MAX_VALUE, Call, Entry, LqnModel, Task
 from simstack.load.lqn.lqn_replicas import flatten
 from simstack.load.lqn.lqn_steps import Work, num
 from simstack.load.lqn.lqn_values import located
@@ -71,11 +73,12 @@ class Imported:
     notes: tuple[str, ...]  # what the file says that a simulation does not use
 
 
-def to_simstack(model: LqnModel, name: str | None = None) -> Imported:
-    """The simstack model document of ``model`` (refusing what has no counterpart)."""
+def to_simstack(model: LqnModel, name: str | None = None, *, limit: int = LQN_WRITTEN_OUT) -> Imported:
+    """The simstack model document of ``model`` (refusing what has no counterpart);
+    ``limit`` bounds what replication writes out."""
     for item in model.unsupported:
         raise located(model.source, item.line, f"{item.what} has no counterpart in simstack")
-    return _Converter(flatten(model)).convert(name or model.name or "lqn")
+    return _Converter(flatten(model, limit)).convert(name or model.name or "lqn")
 
 
 class _Converter:
@@ -91,12 +94,14 @@ class _Converter:
                                                           f"{seen[item.name]})")
                 seen[item.name] = item.line
         self.tasks = {t.name: t for t in model.tasks}
+        self.processors = {p.name: p for p in model.processors}  # by name: 20,000 replicas were a quadratic scan
         self.entries = {e.name: e for e in model.entries}
         for t in model.tasks:
             for e in t.entries:
                 if e not in self.entries:
                     raise located(self.source, t.line, f"task {t.name!r} lists the entry {e!r}, which is not defined")
         self.pools = self.pool_names()
+        self.lost: list[str] = []
         self.work = Work(self.source, self.target)
 
     def fail(self, line: int, message: str) -> Exception:
@@ -104,6 +109,7 @@ class _Converter:
 
     # -- the document --------------------------------------------------------------------
     def convert(self, name: str) -> Imported:
+        refuse_call_cycles(self.entries, self.tasks, self.source)
         for g in self.model.groups:
             proc = next((p for p in self.model.processors if p.name == g.processor), None)
             if proc is None or proc.scheduling != "cfs":
@@ -129,15 +135,18 @@ class _Converter:
             "hosts": hosts, "components": components, "requests": requests, "workloads": workloads,
         }
         scale = time_scale(doc)
+        if not HORIZON_CYCLES * scale <= MAX_VALUE:
+            raise self.fail(1, f"the slowest client cycle or inter-arrival time is {scale:.3g} time units, so a run "
+                               f"of {HORIZON_CYCLES} of them is beyond {MAX_VALUE:g}: refused as too long")
         doc["settings"] = {"horizon": _round(HORIZON_CYCLES * scale), "warmup": _round(WARMUP_CYCLES * scale),
                            "replications": REPLICATIONS}
         if not components:
             del doc["components"]
-        notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored)
+        notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored) + tuple(self.lost)
         return Imported(doc, tuple(self.mapping), {e: e for e in self.entries}, notes)
 
     def host(self, pname: str) -> dict[str, Any]:
-        p = self.model.processor(pname)
+        p = self.processors[pname]
         if p.scheduling in MISSING_PROCESSOR:
             raise self.fail(p.line, f"processor {p.name!r} scheduling {p.scheduling!r}: "
                                     f"{MISSING_PROCESSOR[p.scheduling]}")
@@ -188,7 +197,7 @@ class _Converter:
                                     f"{', '.join(sorted([*TASK_KINDS, *MISSING_TASK]))}")
         if kind == "pool" and math.isinf(t.multiplicity):
             kind = "infinite"
-        proc = self.model.processor(t.processor)
+        proc = self.processors[t.processor]
         prioritised = PROCESSOR_DISCIPLINES.get(proc.scheduling) in ("priority", "hol")
         pool = self.pools[t.name]
         graph = GraphReader(t, self.source, self.work.steps) if t.activities else None
@@ -217,6 +226,8 @@ class _Converter:
         else:
             self.mapping.append((f"task {t.name} (infinite)", t.line, "no pool: its entries' classes run at once"))
         self.work.pareto = t.scheduling == "burst"
+        if graph is not None:
+            self.lost += bindings(t, self.entries, self.source)
         for ename in t.entries:
             e = self.entries[ename]
             body = self.body(t, e, graph, kind)
@@ -283,7 +294,9 @@ class _Converter:
         if start is not None:
             if e.phases:
                 raise self.fail(e.line, f"entry {e.name!r} has both phases and an activity graph")
-            assert graph is not None
+            if graph is None:
+                raise self.fail(e.line, f"entry {e.name!r} starts at activity {start!r}, but task {t.name!r} "
+                                        f"defines no activities")
             steps = graph.entry_steps(e.name, start)
             what = f"activity graph from {start}"
         else:

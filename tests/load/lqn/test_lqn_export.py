@@ -16,6 +16,7 @@ from simstack.load.lqn.from_simstack import from_simstack, to_lqnx
 from simstack.load.lqn.lqn_text import read_lqn_text
 from simstack.load.lqn.lqnx import read_lqnx
 from simstack.load.lqn.to_simstack import to_simstack
+from simstack.testing import run
 
 from .test_lqn_exact import CLOSED, FORWARD, GEOMETRIC, MM1, TWO_PHASE, graph_model
 from .test_lqn_import import FAIR, REPLICATED, RWLOCK, TEXT
@@ -196,3 +197,78 @@ def test_export_command_writes_a_file_that_imports(tmp_path: Path) -> None:
     assert interop_main(["import", str(out), f"out={tmp_path / 'back'}"]) == 0
     assert set(load_model(tmp_path / "back").requests) == {"browse", "page"}
     assert interop_main(["export", "lqn", f"model={folder}", f"out={tmp_path / 'hand.xml'}"]) == 2
+
+
+IOC = """
+name: ioc
+hosts:
+  ioc: {cores: 2, discipline: fifo}
+  ops: {cores: inf}
+components:
+  scan: {kind: threads, host: ioc, size: 1}
+  ca: {kind: threads, host: ioc, size: 4}
+  dblock: {kind: lock}
+requests:
+  process:
+    steps:
+      - hold: scan
+        steps:
+          - {cpu: exp(1ms)}
+          - hold: dblock
+            steps: [{cpu: exp(0.5ms)}]
+  get:
+    steps:
+      - hold: ca
+        steps:
+          - hold: dblock
+            steps: [{cpu: exp(0.2ms)}]
+          - {cpu: exp(0.3ms)}
+  client:
+    host: ops
+    steps: [{call: get}, {call: process}]
+workloads:
+  users: {type: closed, request: client, clients: 5, think: exp(10ms)}
+"""
+
+
+def test_a_plain_lock_exports_as_a_one_thread_task_and_says_so(tmp_path: Path) -> None:
+    """An EPICS-style global lock (issue 29, item 12): each hold becomes a call to an entry of a
+    one-thread task on the holder's processor; the file's comment says so; the model imports
+    back, loads and runs, and the lock's task serialises exactly as the lock did."""
+    folder = tmp_path / "ioc"
+    folder.mkdir()
+    (folder / "model.yaml").write_text(IOC)
+    out = tmp_path / "ioc.lqnx"
+    assert interop_main(["export", "lqn", f"model={folder}", f"out={out}"]) == 0
+    text = out.read_text()
+    assert "<!-- lock dblock: a plain (global, one holder) lock, written as the task dblock of one thread" in text
+    model = read_lqnx(text.encode(), "ioc.lqnx")
+    lock = next(t for t in model.tasks if t.name == "dblock")
+    assert (lock.scheduling, lock.multiplicity, lock.processor) == ("fcfs", 1, "ioc")
+    assert set(lock.entries) == {"process.dblock", "get.dblock"}
+    assert interop_main(["import", str(out), f"out={tmp_path / 'back'}"]) == 0
+    doc = yaml.safe_load((tmp_path / "back" / "model.yaml").read_text())
+    assert doc["components"]["dblock"] == {"kind": "threads", "host": "ioc", "size": 1}
+    # the held steps run before the caller goes on (no reply before the call: phase 2 is not the lock)
+    assert doc["requests"]["process"]["steps"][0]["steps"] == [{"cpu": "exp(0.001)"}, {"call": "process.dblock"}]
+    result = run(doc, seed=3, replications=1, horizon=2.0)
+    assert (result.requests["request"] == "client").sum() > 50
+
+
+def test_a_plain_lock_taken_and_given_back_is_a_semaphore_task_and_a_per_key_lock_names_its_equivalent() -> None:
+    doc = yaml.safe_load(IOC)
+    doc["requests"] = {"take": {"host": "ioc", "steps": [{"acquire": "dblock"}, {"cpu": "exp(1ms)"}]},
+                       "give": {"host": "ioc", "steps": [{"cpu": "exp(1ms)"}, {"release": "dblock"}]},
+                       "client": {"host": "ops", "steps": [{"call": "take"}, {"call": "give"}]}}
+    del doc["components"]["scan"], doc["components"]["ca"]
+    model = from_simstack(build_spec(doc, None))
+    lock = next(t for t in model.tasks if t.name == "dblock")
+    assert (lock.scheduling, lock.multiplicity) == ("semaphore", 1)
+    assert "semaphore task of one token" in model.remarks[0]
+    keyed = yaml.safe_load(IOC)
+    keyed["components"]["dblock"]["per"] = "device"
+    keyed["requests"]["process"]["steps"][0]["steps"][1]["key"] = "a"
+    keyed["requests"]["get"]["steps"][0]["steps"][0]["key"] = "b"
+    with pytest.raises(ModelError, match=r"components.dblock: kind 'lock' has no LQN counterpart as a lock per key "
+                                         r"\(per: device; its LQN equivalent is a one-thread task per key"):
+        from_simstack(build_spec(keyed, None))

@@ -93,11 +93,13 @@ def test_import_writes_a_folder_that_loads_and_notes_every_element(tmp_path: Pat
                     "task server (fcfs, multiplicity 4) | 18", "entry serve (2 phase(s)) | 19",
                     "pragma multiserver=conway"):
         assert element in notes, element
-    # A second import into the same folder replaces it; a folder holding another model is refused.
-    assert interop_main(["import", str(src), f"out={tmp_path / 'pair'}"]) == 0
+    # A second import into the same folder replaces it when told to; a folder holding another model is refused.
+    assert interop_main(["import", str(src), f"out={tmp_path / 'pair'}"]) == 2
+    assert "give replace=yes" in capsys.readouterr().err
+    assert interop_main(["import", str(src), f"out={tmp_path / 'pair'}", "replace=yes"]) == 0
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "model.yaml").write_text("name: mine\n")
-    assert interop_main(["import", str(src), f"out={tmp_path / 'mine'}"]) == 2
+    assert interop_main(["import", str(src), f"out={tmp_path / 'mine'}", "replace=yes"]) == 2
     assert "did not write" in capsys.readouterr().err
 
 
