@@ -138,8 +138,9 @@ class _Converter:
         if not HORIZON_CYCLES * scale <= MAX_VALUE:
             raise self.fail(1, f"the slowest client cycle or inter-arrival time is {scale:.3g} time units, so a run "
                                f"of {HORIZON_CYCLES} of them is beyond {MAX_VALUE:g}: refused as too long")
+        # LQN's times carry no unit: the run is shown in model time units, not as seconds (issue 29, item 11)
         doc["settings"] = {"horizon": _round(HORIZON_CYCLES * scale), "warmup": _round(WARMUP_CYCLES * scale),
-                           "replications": REPLICATIONS}
+                           "replications": REPLICATIONS, "time_unit": "none"}
         if not components:
             del doc["components"]
         notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored) + tuple(self.lost)

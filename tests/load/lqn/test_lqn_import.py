@@ -387,3 +387,14 @@ def test_the_simstack_command_dispatches_import_before_hydra(tmp_path: Path) -> 
     done = subprocess.run([str(simstack), "import", str(src), f"out={tmp_path / 'out'}"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and (tmp_path / "out" / "model.yaml").is_file(), done.stderr
+
+
+def test_an_imported_model_is_shown_in_model_time_units() -> None:
+    """LQN times carry no unit (issue 29, item 11): an import says so, and its run prints model
+    time units, not milliseconds."""
+    from simstack.tables.console import summary_text
+
+    doc = to_simstack(read_lqnx(XML, "pair.lqnx"), "pair").doc
+    assert doc["settings"]["time_unit"] == "none"
+    text = summary_text(run(doc, seed=1, replications=2, horizon=200.0))
+    assert "mean_tu" in text and "model time units" in text and "mean_ms" not in text
