@@ -136,6 +136,8 @@ def run(cfg: DictConfig) -> int:
     stale = stale_calibration(model_file.parent)
     if stale:
         print(f"warning: {stale}", file=sys.stderr)
+    for line in spec.warnings:  # limits the model raises for itself (issue 30.14)
+        print(f"warning: {line}", file=sys.stderr)
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
