@@ -120,7 +120,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
 
 def _written(value: float, metric: object, scale: float, digits: int | None = None) -> float | int:
     """A capacity is a whole number of the load parameter; other values are scaled (and
-    rounded to ``digits`` when the study says so)."""
+    rounded to ``digits`` when the study says so); a row with no interval keeps nan (written empty)."""
+    if value != value:
+        return value
     if isinstance(metric, CapacityMetric) and scale == 1:
         return int(value)
     if digits is None:
