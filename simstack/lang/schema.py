@@ -70,6 +70,9 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
             out[key] = spec.default
             continue
         parse = spec.parse.in_folder(folder) if isinstance(spec.parse, FolderParser) else spec.parse
+        if parse in (list, dict) and not isinstance(raw[key], parse):  # list(True) is a TypeError, list("ab") 2 letters
+            raise ModelError(f"expected a {'list' if parse is list else 'mapping'}, got {shown(raw[key])}",
+                             path=f"{path}.{key}" if path else key)
         try:
             out[key] = parse(raw[key])
         except ModelError as exc:

@@ -31,7 +31,10 @@ def test_the_mutations_reach_past_the_yaml_reader(outcomes: list) -> None:
     assert {case.model for case, _ in outcomes} == set(fuzz_models.shipped_studies())
 
 
-def test_a_figure_whose_type_is_a_list_is_refused_with_its_place() -> None:
-    """Case 182 of seed 1: a figure's ``type`` swapped with a list was a TypeError."""
-    (result,) = [r for _, r in fuzz_models.campaign(1, [182], jobs=1, timeout=60.0, surface="studies")]
+@pytest.mark.parametrize(("seed", "index"), [
+    (1, 182),  # a figure's type swapped with a list: a TypeError in the report schema
+    (30, 207),  # calibration.targets: true, read by list(): a TypeError in read_fields
+])
+def test_the_findings_of_the_study_fuzzer_are_refused_with_their_place(seed: int, index: int) -> None:
+    (result,) = [r for _, r in fuzz_models.campaign(seed, [index], jobs=1, timeout=60.0, surface="studies")]
     assert result == {"load": "refused"}, fuzz_models.brief(result)
