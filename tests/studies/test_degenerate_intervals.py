@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simstack.errors import DataError
+from simstack.errors import DataError, ModelError
 from simstack.studies.evaluate.conformal import class_table, fold_coverage
 from simstack.studies.evaluate.leftout import left_out_scores
 from simstack.studies.intervals import NONE, _told
@@ -70,3 +70,17 @@ def test_an_empty_left_out_file_is_refused_in_one_line(tango: tuple[Study, Path,
     csv.write_text(text.splitlines(keepends=True)[0] if header else "")
     with pytest.raises(DataError, match=rf"data/leave_out.csv.*{message}.*holdout=all"):
         left_out_scores(study)
+
+
+@pytest.mark.parametrize("rows", [1, 3])  # one row; rows that all share the left-out value
+def test_a_leave_out_with_nothing_left_to_fit_on_is_refused(tmp_path: Path, rows: int) -> None:
+    from simstack.studies.fit.holdout import leave_out
+
+    folder = tmp_path / "tango"
+    shutil.copytree(TANGO, folder, ignore=shutil.ignore_patterns("leave_out.*"))
+    table = folder / "data" / "standard_tests.csv"
+    lines = table.read_text().splitlines(keepends=True)
+    table.write_text("".join(lines[:1 + rows]))  # the first rows: one server size
+    with pytest.raises(ModelError, match=r"calibration.leave_out.column: leaving out server_instance c5n.2xlarge "
+                                         r"leaves no row to fit on"):
+        leave_out(load_study(folder), "all", progress=False)
