@@ -39,7 +39,7 @@ from simstack.lang.schema import (
     name_ref,
     read_fields,
 )
-from simstack.lang.units import parse_number
+from simstack.lang.units import parse_number, shown
 from simstack.studies.schema.interval import Alternative, Interval, check_axes, parse_interval
 from simstack.studies.schema.rows import MeasuredRows
 from simstack.studies.schema.selection import (
@@ -83,9 +83,12 @@ def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
     out = []
     for value, sel in raw.items():
         where = f"{path}.{value}"
+        if sel is not None and not isinstance(sel, Mapping):  # dict(16) is a TypeError, dict("ab") a ValueError
+            raise ModelError(f"expected a mapping of parameters/flags/scenario/whatif/metric/columns, got "
+                             f"{shown(sel)}", path=where)
         sel = dict(sel or {})
         if not all(isinstance(k, str) for k in sel):
-            raise ModelError(f"expected a mapping, got {sel!r}", path=where)
+            raise ModelError(f"expected a mapping, got {shown(sel)}", path=where)
         metric = sel.pop("metric", None)
         overrides = mapping(sel.pop("columns")) if "columns" in sel else {}
         out.append(AxisValue({name: str(value)}, parse_selection(sel, where),
