@@ -124,3 +124,12 @@ def test_a_precision_that_would_print_as_nonsense_is_refused(settings: dict[str,
     with pytest.raises(ConfigError) as info:
         precision_from(settings)
     assert message in str(info.value) and len(str(info.value)) < 300
+
+
+def test_a_whole_number_of_5000_digits_is_one_line_not_a_traceback(tmp_path) -> None:
+    from simstack.load.loader import load_model
+
+    (tmp_path / "model.yaml").write_text(HOLD_CYCLE.replace("clients: 2", f"clients: {'9' * 5000}"))
+    with pytest.raises(ModelError) as info:
+        load_model(tmp_path / "model.yaml")
+    assert "whole number of more than 4,300 digits" in str(info.value) and len(str(info.value)) < 300
