@@ -240,6 +240,9 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
     runs: list[dict[str, Any]] = []
     table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how)
     pred = _spec(study)
+    if how is not None and pred.interval is not None:  # as written: a row of no width is 'none', not its plan
+        meta["interval"]["bases"] = {str(k): int(v) for k, v in table[pred.interval.basis].value_counts(sort=False)
+                                     .items()}
     path = output_path(study.folder, pred.file, "predictions.file")
     text = csv_text(table, float_format="%.10g")
     with FileGroup() as group:  # the table, its capacity searches and its provenance: all or none
