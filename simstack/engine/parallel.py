@@ -48,6 +48,7 @@ from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 from simstack.errors import ModelError, SimstackError
+from simstack.lang.units import shown
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -297,11 +298,11 @@ def file_jobs(value: object) -> int:
     line (``jobs=N``), typed by whoever runs it, may still ask for more. Raises ``ModelError``
     with the reason only: the caller locates it (``read_fields``, ``located``, ``exc.at``)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ModelError(f"expected a whole number of worker processes >= 1, got {str(value)[:40]!r}")
+        raise ModelError(f"expected a whole number >= 1, got {shown(value)} (worker processes)")
     cores = machine_cores()
     if value > cores:
-        shown = f"{value:,}" if value < 10**15 else "more than 10^15"  # str() of 5,000 digits raises
-        raise ModelError(f"{shown} worker processes are more than the {cores} core{'s' if cores > 1 else ''} this "
+        asked = f"{value:,}" if value < 10**15 else "more than 10^15"  # str() of 5,000 digits raises
+        raise ModelError(f"{asked} worker processes are more than the {cores} core{'s' if cores > 1 else ''} this "
                          f"machine gives simstack; a file may ask for at most {cores} (more only from the command "
                          "line: jobs=N)")
     return value
