@@ -322,6 +322,7 @@ class Workers:
         self.jobs = jobs
         self.backend = backend if backend is not None else current()
         self._pool: Pool | None = None
+        self._opened = 0  # the workers the open pool was given
 
     def __enter__(self) -> Workers:
         return self
@@ -360,8 +361,12 @@ class Workers:
                     on_done(index, result)
                 yield result
             return
+        wanted = min(self.jobs, len(args))  # a pool forks all its workers at once: never more than the items
+        if self._pool is not None and self._opened < wanted:  # a later, larger map: a pool of its size
+            self._pool.close()
+            self._pool = None
         if self._pool is None:
-            self._pool = self.backend.open(self.jobs)
+            self._pool, self._opened = self.backend.open(wanted), wanted
         done: dict[int, R] = {}
         following = 0
         arriving = self._pool.completed(fn, args)
