@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from simstack.errors import ConfigError, ModelError
-from simstack.lang.units import parse_time, shown
+from simstack.lang.units import as_float, parse_time, shown
 from simstack.tables.batches import RULE, BatchRule, batch_means, needed_length
 from simstack.tables.intervals import Interval, batch_means_interval, mean_interval
 
@@ -119,7 +119,8 @@ def _number(settings: Mapping[str, Any], key: str, where: str, rule: str,
     value = settings.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not test(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(as_float(value)) \
+            or not test(value):
         raise ConfigError(f"{where}.{key} must be {rule} (got {shown(value)})")
     return float(value)
 

@@ -35,6 +35,9 @@ def test_the_mutations_reach_past_the_yaml_reader(outcomes: list) -> None:
     (1, 182),  # a figure's type swapped with a list: a TypeError in the report schema
     (30, 207),  # calibration.targets: true, read by list(): a TypeError in read_fields
     (31, 452),  # an axis value's selection a number: a TypeError in parse_axis
+    (31, 1167),  # a precision's relative a whole number of 170 digits: an OverflowError in stopping
+    (31, 1393),  # an interval alternative's selection a string: a ValueError in parse_interval
+    (31, 1700),  # an axis value's selection a string: a ValueError in parse_axis
 ])
 def test_the_findings_of_the_study_fuzzer_are_refused_with_their_place(seed: int, index: int) -> None:
     (result,) = [r for _, r in fuzz_models.campaign(seed, [index], jobs=1, timeout=60.0, surface="studies")]
