@@ -113,6 +113,8 @@ def _finite_moments(dist: Distribution, raw: object) -> Distribution:
         # a hyperexponential's rare phase has probability about 1 / (2 cv²): from cv ~ 1e8 it rounds to
         # zero and the phase's mean (mean / 2p) is a division by zero at the first draw
         phase = dist.mean_value / (2 * dist.p) if isinstance(dist, HyperExponential) else 0.0
+        if isinstance(dist, Gamma):  # its shape 1 / cv²: a cv of 5e-324 squares to 0
+            phase = 1.0 / cv**2
         finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2, shape, phase))
     except (OverflowError, ZeroDivisionError):
         finite = False

@@ -58,3 +58,10 @@ def test_an_error_echoes_a_long_number_cut_short(raw: str) -> None:
             parse_distribution(raw, parse_time)
     assert len(str(info.value)) < 400
     assert "characters)" in str(info.value)
+
+
+def test_a_gamma_whose_cv_squares_to_nothing_is_refused() -> None:
+    """Model fuzzer, seed 3, case 2935: gamma(1ms, 5e-324) loaded and divided by zero at its first draw."""
+    with pytest.raises(ModelError, match="has no finite mean and variance"):
+        parse_distribution("gamma(1ms, 5e-324)", parse_time)
+    assert parse_distribution("gamma(1ms, 1e-100)", parse_time).sample(np.random.default_rng(1), 3).all()
