@@ -40,8 +40,6 @@ import plotly.graph_objects as go
 from IPython.display import HTML
 
 import simstack
-from simstack.studies.evaluate.search import boundary
-from simstack.tables.intervals import quantile_interval
 
 TARGET_P95 = 0.025  # seconds
 RUN = {"seed": 1, "replications": 3, "horizon": 30, "warmup": 3}  # the same seed for every what-if
@@ -54,7 +52,7 @@ def at(consoles: int, flags: dict[str, bool]) -> dict[str, float]:
     result = simstack.simulate(spec, **RUN)
     trims = result.requests[(result.requests["request"] == "trim") & ~result.requests["warmup"]
                             & result.requests["ok"]]
-    p95 = quantile_interval([g["latency"].to_numpy() for _, g in trims.groupby("rep")], q=0.95)
+    p95 = simstack.quantile_interval([g["latency"].to_numpy() for _, g in trims.groupby("rep")], q=0.95)
     util = result.resource_summary().set_index("resource")["utilisation"]
     return {"consoles": consoles, "p95_ms": p95.estimate * 1e3, "p95_low_ms": p95.low * 1e3,
             "p95_high_ms": p95.high * 1e3, "app_cpu_%": util["app.cpu"] * 100, "database_%": util["settings_db"] * 100}
@@ -70,7 +68,7 @@ def capacity(flags: dict[str, bool]) -> tuple[int, pd.DataFrame]:
         runs[consoles] = at(consoles, flags)
         return runs[consoles]["p95_ms"] <= TARGET_P95 * 1e3
 
-    found = boundary(meets, start=16, low=1, high=64)
+    found = simstack.boundary(meets, start=16, low=1, high=64)
     return found, pd.DataFrame(sorted(runs.values(), key=lambda r: r["consoles"]))
 
 

@@ -16,16 +16,19 @@ if TYPE_CHECKING:
     from simstack.errors import ConfigError, DataError, ModelError, SimstackError
     from simstack.load.graph import build_graph
     from simstack.load.loader import load_model
+    from simstack.studies.evaluate.search import boundary
+    from simstack.tables.intervals import quantile_interval
 
 # Imported when first used (PEP 562): ``import simstack.cli.main`` or ``simstack --version``
 # need not load the engine, SciPy and pandas first.
 _LAZY = {"RunResult": "simstack.engine.simulate", "simulate": "simstack.engine.simulate",
          "ConfigError": "simstack.errors", "DataError": "simstack.errors", "ModelError": "simstack.errors",
          "SimstackError": "simstack.errors", "build_graph": "simstack.load.graph",
-         "load_model": "simstack.load.loader"}
+         "load_model": "simstack.load.loader", "boundary": "simstack.studies.evaluate.search",
+         "quantile_interval": "simstack.tables.intervals"}
 
-__all__ = ["ConfigError", "DataError", "ModelError", "RunResult", "SimstackError", "build_graph",
-           "load_model", "simulate"]
+__all__ = ["ConfigError", "DataError", "ModelError", "RunResult", "SimstackError", "boundary", "build_graph",
+           "load_model", "quantile_interval", "simulate"]
 
 
 def __getattr__(name: str) -> Any:

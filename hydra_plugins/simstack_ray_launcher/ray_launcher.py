@@ -7,6 +7,7 @@ is gathered there even without a shared filesystem."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrid
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
+
+from simstack.engine.raypool import hush_token_notice
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +48,13 @@ class RayLauncher(Launcher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         init = _plain(self.ray_cfg["init"])
         if init.get("address") is not None:
+            _check(str(init["address"]))
             init.pop("include_dashboard", None)  # a setting for starting a Ray, not for joining one
         started = not ray.is_initialized()
         if started:
-            log.info(f"Ray: starting with {init}" if init.get("address") is None else f"Ray: joining {init['address']}")
+            print(f"simstack: Ray: starting with {init}" if init.get("address") is None
+                  else f"simstack: Ray: joining {init['address']}", file=sys.stderr, flush=True)
+            hush_token_notice()
             ray.init(**{k: v for k, v in init.items() if v is not None})
         remote = ray.remote(**_plain(self.ray_cfg["remote"]))(_execute_job) if self.ray_cfg["remote"] \
             else ray.remote(_execute_job)
@@ -69,6 +75,20 @@ class RayLauncher(Launcher):
         finally:
             if started:
                 ray.shutdown()
+
+
+def _check(address: str) -> None:
+    """A head that cannot be reached, in one line and exit 2 before Ray retries it for minutes
+    (Hydra would print a traceback for an exception raised here)."""
+    from simstack.engine.raypool import check_address
+    from simstack.errors import ConfigError
+    from simstack.io.terminal import printable
+
+    try:
+        check_address(address, "hydra.launcher.ray.init.address")
+    except ConfigError as exc:
+        print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def _result(ray: Any, ref: Any, overrides: list[str], job_dir: Path) -> JobReturn:

@@ -6,22 +6,42 @@ into ``sweep_summary.csv`` (one row per job and request, with ``status`` and ``e
 callback); ``simstack gather DIR`` does it again for a finished or interrupted multirun
 directory, where jobs that left neither a status nor results are ``missing``. The jobs'
 side, each job's ``status.json``, is ``simstack.cli.sweep``.
+
+The table and the report are written as one group (``simstack.io.outputs.FileGroup``): a
+full disk leaves the previous complete pair as it was and ends the command with one line and
+exit code 2. Text cells from the jobs (an error, an override's value) are written neutral
+(``csv_text``: no cell a spreadsheet would take for a formula), and the outcome line is
+escaped before it reaches the terminal. The callback also claims the sweep's folder and
+makes a run's folder before Hydra does (``simstack.cli.sweep``), so that a folder taken by
+another sweep, or one that cannot be written, is one line too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE
+from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, claim_sweep_dir, writable_run_dir
 from simstack.errors import SimstackError
+from simstack.io.outputs import FileGroup, csv_text
+from simstack.io.terminal import printable
+from simstack.tables.console import DURATIONS as RUN_DURATIONS
+from simstack.tables.console import number, with_units
+from simstack.tables.latencies import PERCENTILES
+
+if TYPE_CHECKING:
+    from simstack.cli.experiments import Experiment
+
+# every duration of the gathered table, written in ms with the unit in its header (``p95_ms``)
+DURATIONS = (*RUN_DURATIONS, "p90", *(f"{c}_{end}" for c, _ in PERCENTILES for end in ("low", "high")))
 
 
 def expected_jobs(sweep_dir: Path) -> dict[str, list[str]]:
@@ -77,10 +97,11 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     # run.json is written only once a run succeeded: a job stopped after that (or a sweep from
     # before status files) has its results, so it counts as ok
     state = status.get("status", "ok" if meta else "missing")
-    table = pd.DataFrame()
+    table, per_rep = pd.DataFrame(), pd.DataFrame()
     if state == "ok" and job is not None and (job / "summary.csv").is_file():
-        table = pd.concat([pd.read_csv(job / "summary.csv"), _phases(job / "stages.csv")], ignore_index=True)
-        table = _last_ends(table, job / "requests.parquet")
+        table = _throughput(pd.read_csv(job / "summary.csv"), meta)
+        table = pd.concat([table, _phases(job / "stages.csv")], ignore_index=True)
+        table, per_rep = _from_requests(table, job / "requests.parquet")
     if table.empty:
         table = pd.DataFrame([{}])
     head = {"job": name, **{column: value for _, column, value in map(_split, overrides)}, "status": state,
@@ -90,33 +111,67 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
     table.attrs["override_keys"] = {column: typed for typed, column, _ in map(_split, overrides)}
     wall = meta.get("wall_time_s")
     table["wall_time_s"] = wall if wall is not None else status.get("wall_time_s")
-    table["dropped"], table["dropped_at"] = _drops(job) if state == "ok" and job is not None else (0, "")
+    table["dropped"], table["dropped_%"], table["dropped_at"] = (
+        _drops(job) if state == "ok" and job is not None else (0, 0.0, ""))
+    table.attrs["per_rep"] = per_rep.assign(job=name).to_dict("records") if not per_rep.empty else []
     return table
 
 
-def _drops(job: Path) -> tuple[int, str]:
+def _throughput(summary: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+    """``throughput``: successful recorded requests per second of simulated time, per
+    replication (count / replications / (horizon - warm-up)); unknown (NaN) without a horizon
+    or with a warm-up found by the run itself."""
+    horizon, warmup, reps = meta.get("horizon"), meta.get("warmup") or 0, meta.get("replications") or 0
+    window = math.nan
+    if isinstance(horizon, int | float) and isinstance(warmup, int | float) and horizon > warmup and reps:
+        window = float(horizon) - float(warmup)
+    out = summary.copy()
+    if "count" in out.columns:
+        out.insert(list(out.columns).index("count") + 1, "throughput", out["count"] / max(reps, 1) / window)
+    return out
+
+
+def _drops(job: Path) -> tuple[int, float, str]:
     """Work a job's resources turned away (a full queue that drops, a refused connection): the
-    number and where, so that a sweep whose jobs ran cannot pass for one that lost nothing."""
+    number, the share of the arrivals at the resources that dropped, and where (each with its
+    own share), so that a sweep whose jobs ran cannot pass for one that lost nothing."""
     path = job / "resources.csv"
     if not path.is_file():
-        return 0, ""
+        return 0, 0.0, ""
     resources = pd.read_csv(path)
     if "drops" not in resources.columns:
-        return 0, ""
-    per = resources.groupby("resource", sort=False)["drops"].sum()
-    per = per[per > 0]
-    return int(per.sum()), ", ".join(f"{name} {int(n):,}" for name, n in per.items())
+        return 0, 0.0, ""
+    per = resources.groupby("resource", sort=False)[["drops", "arrivals"]].sum()
+    per = per[per["drops"] > 0]
+    if per.empty:
+        return 0, 0.0, ""
+    share = 100 * per["drops"] / per["arrivals"].where(per["arrivals"] > 0)
+    where = ", ".join(f"{name} {int(n):,} ({number(s)} % of its arrivals)"
+                      for name, n, s in zip(per.index, per["drops"], share, strict=True))
+    return int(per["drops"].sum()), float(share.max()), where
 
 
-def _last_ends(table: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """``end_max``: when the last recorded request of each class ended (seconds of simulated
-    time, over every replication), from the job's per-request table when it was written. For a
-    batch of work (a farm starting up) that is the answer: when the last process was ready."""
+
+def _from_requests(table: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """From the job's per-request table, when it was written: ``end_max``, when the last
+    recorded request of each class ended (seconds of simulated time, over every replication;
+    for a batch of work, a farm starting up, that is the answer), ``failed_reason``, the
+    commonest reason its failed requests give, and each class's values per replication (the
+    pairs a paired difference or ratio between two jobs is made of: common random numbers)."""
     if not path.is_file() or "request" not in table.columns:
-        return table
-    rows = pd.read_parquet(path, columns=["request", "end", "ok", "warmup"])
-    ends = rows[rows["ok"] & ~rows["warmup"]].groupby("request")["end"].max()
-    return table.assign(end_max=table["request"].map(ends))
+        return table, pd.DataFrame()
+    rows = pd.read_parquet(path, columns=["rep", "request", "end", "ok", "warmup", "latency", "reason"])
+    rows = rows[~rows["warmup"]].astype({"request": str, "reason": str})
+    ok = rows[rows["ok"]]
+    ends = ok.groupby("request")["end"].max()
+    reasons = rows[~rows["ok"]].groupby("request")["reason"].agg(lambda r: r.value_counts().index[0])
+    by = ok.groupby(["request", "rep"])
+    per_rep = by["latency"].agg(
+        mean="mean", median="median", p90=lambda v: v.quantile(0.9), p95=lambda v: v.quantile(0.95),
+        p99=lambda v: v.quantile(0.99)).mul(1e3).add_suffix("_ms")
+    per_rep["end_max_s"] = by["end"].max()
+    return table.assign(end_max=table["request"].map(ends), failed_reason=table["request"].map(reasons)), \
+        per_rep.reset_index()
 
 
 def _phases(path: Path) -> pd.DataFrame:
@@ -142,22 +197,29 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
         raise SimstackError(f"{sweep_dir}: no sweep jobs found (expected numbered job directories "
                             "with a .hydra folder, or a multirun.yaml)")
     frames = [_job_rows(n, found.get(n), expected.get(n, [])) for n in names]
-    table = pd.concat(frames, ignore_index=True)
-    table.attrs["override_keys"] = {k: v for f in frames for k, v in f.attrs.get("override_keys", {}).items()}
+    keys = {k: v for f in frames for k, v in f.attrs.get("override_keys", {}).items()}
+    per_rep = [r for f in frames for r in f.attrs["per_rep"]]
+    for frame in frames:
+        frame.attrs = {}  # concat compares the frames' attrs; the table gets its own below
+    table = with_units(pd.concat(frames, ignore_index=True), durations=DURATIONS, shares=("failed",))
+    table = table.rename(columns={"end_max": "end_max_s", "throughput": "throughput_per_s"})
+    table.attrs["override_keys"] = keys
+    table.attrs["per_rep"] = per_rep  # each job's values per replication, as records (attrs compare with ==)
     return table
 
 
 def outcome_line(table: pd.DataFrame) -> str:
-    """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``."""
-    from simstack.report.sweep import varying_overrides  # the report's plotting stack only when a sweep ends
+    """``2 of 3 jobs ok; failed: +parameters.consoles=-1: <error>``, with the losses of the ok
+    jobs (``report.sweep.losses``) when any failed requests or dropped work."""
+    from simstack.report.sweep import losses, varying_overrides  # the plotting stack only when a sweep ends
 
     jobs = table.drop_duplicates("job")
     ok = int((jobs["status"] == "ok").sum())
     line = f"{ok} of {len(jobs)} jobs ok"
     swept = varying_overrides(table)
-    losses = _losses(table, jobs, swept)
-    if losses:
-        line += f"; with losses (dropped work or failed requests): {losses}"
+    lost = losses(table)
+    if lost:
+        line += f"; with losses (dropped work or failed requests): {lost}"
     bad = jobs[jobs["status"] != "ok"]
     if bad.empty:
         return line
@@ -168,68 +230,114 @@ def outcome_line(table: pd.DataFrame) -> str:
     return f"{line}; {'failed' if (bad['status'] == 'failed').all() else 'failed or missing'}: " + "; ".join(items)
 
 
-def _losses(table: pd.DataFrame, jobs: pd.DataFrame, swept: list[str]) -> str:
-    """The ok jobs that dropped work or failed requests, each with what it lost."""
-    items = []
-    for _, row in jobs[jobs["status"] == "ok"].iterrows():
-        label = " ".join(f"{_raw_key(table, c)}={row[c]}" for c in swept) or f"job {row['job']}"
-        lost = []
-        if row.get("dropped", 0):
-            lost.append(f"dropped at {row['dropped_at']}")
-        own = table[table["job"] == row["job"]]
-        if "failed" in own.columns:
-            failing = own[pd.to_numeric(own["failed"], errors="coerce").fillna(0) > 0]
-            lost += [f"{r['request']} failed {float(r['failed']):.1%}" for _, r in failing.iterrows()]
-        if lost:
-            items.append(f"{label}: {'; '.join(lost)}")
-    return "; ".join(items)
-
-
 def _raw_key(table: pd.DataFrame, column: str) -> str:
     """The override as typed (``+parameters.consoles``) for a column (``parameters.consoles``)."""
     return table.attrs.get("override_keys", {}).get(column, column)
 
 
-def write_gathered(sweep_dir: Path) -> tuple[pd.DataFrame, str]:
-    """Write ``sweep_summary.csv`` and ``sweep_report.html``; return the table and the outcome line."""
-    from simstack.report.sweep import sweep_report
+def write_gathered(sweep_dir: Path, own: bool = False) -> tuple[pd.DataFrame, str, list[str]]:
+    """Write ``sweep_summary.csv`` and ``sweep_report.html``; return the table, the outcome
+    line and a named experiment's answer in words (``simstack.tables.answers``). ``own``: the
+    sweep that just ran here, whose experiment file (any path) was read to start it; a folder
+    gathered again may come from elsewhere, so only ``experiments/NAME`` is read for it."""
+    from simstack.report.sweep import sweep_report, varying_overrides
+    from simstack.tables.answers import answer_lines, answer_table
 
     table = gather(sweep_dir)
-    table.to_csv(sweep_dir / "sweep_summary.csv", index=False)
-    (sweep_dir / "sweep_report.html").write_text(sweep_report(table, _title(table, sweep_dir)))
-    return table, outcome_line(table)
+    experiment = _experiment(table, own)
+    answer = experiment.answer if experiment is not None else None
+    page = sweep_report(table, _title(table, experiment, sweep_dir), answer)
+    with FileGroup() as group:  # both or neither: a full disk keeps the previous pair whole
+        group.add(sweep_dir / "sweep_summary.csv", csv_text(table))
+        group.add(sweep_dir / "sweep_report.html", page)
+    said: list[str] = []
+    if answer is not None and (table["status"] == "ok").any():
+        result = answer_table(answer, table, varying_overrides(table))
+        said = [f"answer: {line}" if i == 0 else line for i, line in enumerate(answer_lines(answer, result))]
+    return table, outcome_line(table), said
 
 
-def _title(table: pd.DataFrame, sweep_dir: Path) -> str:
-    """A named experiment's sweep is titled by its name and the question it answers."""
+def _experiment(table: pd.DataFrame, own: bool) -> Experiment | None:
+    """The named experiment the sweep ran, when it ran one and its file still reads."""
     names: list[str] = list(table["experiment"].dropna().astype(str).unique()) if "experiment" in table.columns else []
-    if len(names) != 1 or names[0] in ("", "null"):
-        return f"sweep {sweep_dir}"
+    if len(names) != 1 or names[0] in ("", "null") or (not own and Path(names[0]).suffix in (".yaml", ".yml")):
+        return None
     from simstack.cli.experiments import find_experiment
 
     try:
-        return f"experiment {names[0]}: {find_experiment(names[0]).answers} ({sweep_dir})"
+        return find_experiment(names[0])
     except SimstackError:
+        return None
+
+
+def _title(table: pd.DataFrame, experiment: Experiment | None, sweep_dir: Path) -> str:
+    """A named experiment's sweep is titled by its name and the question it answers."""
+    if experiment is not None:
+        return f"experiment {experiment.name}: {experiment.answers} ({sweep_dir})"
+    names = list(table["experiment"].dropna().astype(str).unique()) if "experiment" in table.columns else []
+    if len(names) == 1 and names[0] not in ("", "null"):
         return f"experiment {names[0]} ({sweep_dir})"
+    return f"sweep {sweep_dir}"
 
 
-def _report(sweep_dir: Path) -> int:
-    table, line = write_gathered(sweep_dir)
+def _report(sweep_dir: Path, own: bool = False) -> int:
+    try:
+        table, line, answer = write_gathered(sweep_dir, own)
+    except OSError as exc:  # a full disk, a read-only folder: the previous table and report stay whole
+        raise SimstackError(f"{sweep_dir}: the sweep's table and report could not be written "
+                            f"({exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}); "
+                            "any previous ones are as they were") from None
     print(f"gathered {table['job'].nunique()} job(s) into {sweep_dir / 'sweep_summary.csv'} "
           f"and {sweep_dir / 'sweep_report.html'}")
-    print(line, file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
+    for said in answer:
+        print(printable(said, lines=False))
+    print(printable(line, lines=False),
+          file=sys.stderr if " failed" in line.split("; with losses")[0] or "missing" in line else sys.stdout)
     return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 
+def _refuse(exc: BaseException) -> None:
+    print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def _refuse_unwritable(exc: BaseException, key: str, what: str) -> None:
+    """A folder that cannot be made or written, in one line; any other error as it was."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        raise exc
+    assert isinstance(cause, OSError)
+    _refuse(SimstackError(f"{key}: {what} cannot be written ({cause.strerror or cause}"
+                          f"{': ' + str(cause.filename) if cause.filename else ''})"))
+
+
 class GatherSweep(Callback):
-    """Gathers the sweep once every job has finished; exits 1 if any job failed."""
+    """Claims the sweep's folder before any job runs, gathers the sweep once every job has
+    finished (exit 1 if any job failed, 2 if the gathering could not be written), and makes a
+    single run's folder before Hydra does. Hydra turns a callback's exception into a warning
+    and goes on, so each ends the command itself."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            writable_run_dir(Path(str(config.hydra.run.dir)))
+        except Exception as exc:  # an OSError, or one raised by the resolver that makes outputs/DATE/TIME
+            _refuse_unwritable(exc, "hydra.run.dir", "the run's folder")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            claim_sweep_dir(Path(str(config.hydra.sweep.dir)))
+        except SimstackError as exc:
+            _refuse(exc)
+        except Exception as exc:
+            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:
-            code = _report(Path(config.hydra.sweep.dir))
+            code = _report(Path(config.hydra.sweep.dir), own=True)
         except SimstackError as exc:
-            print(f"simstack: error: {exc}", file=sys.stderr)
-            code = 2
+            _refuse(exc)
         if code:
             sys.exit(code)
 
@@ -242,5 +350,5 @@ def gather_main(argv: list[str]) -> int:
     try:
         return _report(Path(argv[0]))
     except SimstackError as exc:
-        print(f"simstack: error: {exc}", file=sys.stderr)
+        print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr)
         return 2

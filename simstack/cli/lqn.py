@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from simstack.errors import ConfigError, SimstackError
+from simstack.io.terminal import printable
 from simstack.load.lqn.lqn_model import LqnModel
 
 MAX_BYTES = 50_000_000  # an LQN file is kilobytes; a bigger one is refused before it is read
@@ -91,6 +92,6 @@ def main(argv: list[str]) -> int:
         return 0
     try:
         return import_main(rest) if verb == "import" else export_main(rest)
-    except SimstackError as exc:
-        print(f"simstack: error: {exc}", file=sys.stderr)
+    except SimstackError as exc:  # a name from the file, or the file's own name, escaped for the terminal
+        print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr)
         return 2

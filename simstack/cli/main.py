@@ -15,6 +15,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Mapping
 from datetime import datetime
@@ -40,7 +41,8 @@ CONFIG_DIR = str(config_dir())
 def claimed_run_dir(base: str = "outputs") -> str:
     """``BASE/DATE/TIME`` for a run, made here so that no other run can have it: two runs
     started in the same second get ``TIME`` and ``TIME-2`` (``mkdir`` either makes a folder
-    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` through this."""
+    or finds it taken, atomically). Hydra resolves ``hydra.run.dir`` and ``hydra.sweep.dir``
+    through this (a sweep's folder is then claimed, ``simstack.cli.sweep.claim_sweep_dir``)."""
     now = datetime.now()
     stem = Path(base) / now.strftime("%Y-%m-%d") / now.strftime("%H-%M-%S")
     for n in itertools.count(1):
@@ -120,6 +122,18 @@ def _drop_empty_run_dir() -> None:
                 parent.rmdir()
 
 
+# Every word that may stand first on the command line: the Hydra tasks and the verbs with their
+# own argument syntax (dispatched in ``_main`` before Hydra composes anything).
+VERBS = (*TASK_NAMES, "import", "export", "fit", "gather", "kinds", "experiments")
+
+
+def _looks_like_a_verb(word: str) -> bool:
+    """A first word that is neither an override (``key=value``, ``+key=...``, ``~key``) nor an
+    option (``-m``, ``--jobs``): a mistyped or unknown task (``simstack compare``), which Hydra
+    would report as an override it cannot parse."""
+    return bool(word) and "=" not in word and not word.startswith(("-", "+", "~"))
+
+
 def jobs_option(args: list[str]) -> list[str]:
     """``--jobs N`` / ``--jobs=N`` as the override ``sim.jobs=N``."""
     out, i = [], 0
@@ -133,19 +147,43 @@ def jobs_option(args: list[str]) -> list[str]:
     return out
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a batch system or service manager stopping the command), taken
+    as Ctrl-C is: files being written are removed, an empty run folder too, one line."""
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM raises ``Terminated`` in this process. A worker forked from it inherits the
+    handler; there SIGTERM ends the process as it did before."""
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> None:
-    """Console entry point. Ctrl-C ends with one line and exit code 130; a closed pipe
+    """Console entry point. Ctrl-C ends with one line and exit code 130 (SIGTERM likewise, 143); a closed pipe
     (``simstack ... | head``) ends quietly, the results already written; what is printed on
     standard output has its control characters escaped (a name from a received file cannot
     drive the terminal)."""
     out = Printable(sys.stdout)
     sys.stdout = out
+    terminate_as_interrupt()
     try:
         _main()
     except SystemExit as exc:
         if out.pipe_closed and not exc.code:
             sys.exit(141)
         raise
+    except Terminated:
+        print("simstack: terminated", file=sys.stderr)
+        sys.exit(143)  # 128 + SIGTERM
     except KeyboardInterrupt:
         print("simstack: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -171,6 +209,9 @@ def _main() -> None:
     if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (their own argument syntax)
         from simstack.cli.lqn import main as lqn
         sys.exit(lqn(sys.argv[1:]))
+    if sys.argv[1:2] == ["fit"]:  # distributions fitted to measured samples (its own argument syntax)
+        from simstack.cli.fit import main as fit
+        sys.exit(fit(sys.argv[2:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()
@@ -179,6 +220,8 @@ def _main() -> None:
         sys.exit(experiments(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] in TASK_NAMES:
         sys.argv[1] = f"task={sys.argv[1]}"
+    elif len(sys.argv) > 1 and _looks_like_a_verb(sys.argv[1]):
+        _fail(ConfigError(f"{sys.argv[1]!r} is not a task; tasks: {', '.join(VERBS)} (simstack --help)"))
     sys.argv[1:] = jobs_option(sys.argv[1:])
     # Verbs that are not Hydra tasks (their own argument syntax) are dispatched above this line.
     try:
@@ -187,7 +230,7 @@ def _main() -> None:
                               "pip install 'simstack[ray]' (or use hydra/launcher=joblib)")
         swept = expand(sys.argv[1:])  # +experiment=NAME: its sweep's overrides (experiments/NAME.yaml)
         if swept != sys.argv[1:]:
-            print(f"simstack {' '.join(swept)}", file=sys.stderr, flush=True)
+            print(printable(f"simstack {' '.join(swept)}", lines=False), file=sys.stderr, flush=True)
             sys.argv[1:] = swept
         chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
@@ -196,7 +239,7 @@ def _main() -> None:
     except SimstackError as exc:
         _fail(exc)
     if {"-m", "--multirun"} & set(sys.argv[1:]):  # a job's printout is its stdout.txt: no log beside it
-        sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none"]
+        sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none", "hydra/hydra_logging=warnings"]
     else:
         sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
     app()
@@ -207,7 +250,7 @@ def _quiet_hydra(task: str) -> list[str]:
     ``.hydra/``); a single run records its settings in ``run.json`` and a study task writes
     into the model's folder, so Hydra writes nothing of its own there: no config copy, no log
     file that a full disk could fail, no folder at all for a study task."""
-    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+    quiet = ["hydra.output_subdir=null", "hydra/job_logging=none", "hydra/hydra_logging=warnings"]
     return quiet if task == "task=run" else [*quiet, "hydra.run.dir=."]
 
 

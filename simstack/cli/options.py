@@ -8,12 +8,15 @@ number >= 1, and the model a study task works on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from simstack.engine.parallel import Backend, Processes, current
 from simstack.errors import ConfigError
+from simstack.io.paths import config_dir
+from simstack.io.safeyaml import read_yaml
 
 BACKENDS = ("processes", "ray")
 
@@ -53,6 +56,50 @@ def optional_text(cfg: DictConfig, key: str) -> str | None:
 def study_model(cfg: DictConfig) -> tuple[str, Any]:
     """The model a study task works on, and where models are looked for besides."""
     return str(plain(cfg.model, "model")), plain(cfg.get("models_dir"), "models_dir")
+
+
+def given_settings(cfg: DictConfig, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``sim.*`` settings the command line gave (``sim.seed=9``, ``sim.precision.relative=0.02``,
+    or every set key of a ``sim=NAME`` group), as plain data with ``precision`` a mapping: what
+    a study task lays over its study's ``defaults`` (``simstack.studies.schema.settings``).
+    ``sim.jobs`` and ``sim.progress`` are read by ``jobs`` and ``progress``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    sim = plain(cfg.get("sim"), "sim") or {}
+    if overrides is None and HydraConfig.initialized():  # the command line's, as Hydra kept them
+        overrides = list(HydraConfig.get().overrides.task)
+    elif overrides is None:  # a config composed elsewhere (a test, a notebook): what differs from sim/default
+        overrides = [f"sim.{key}=" for key in _changed(sim, read_yaml(config_dir() / "sim" / "default.yaml") or {})]
+    keys: set[str] = set()
+    for text in overrides:
+        key = text.split("=", 1)[0].lstrip("+~")
+        if key == "sim":  # a group of settings (sim=quick): every key it sets
+            keys.update(k for k, v in sim.items() if v is not None and k != "precision")
+            keys.update(f"precision.{k}" for k, v in (sim.get("precision") or {}).items() if v is not None)
+        elif key.startswith("sim."):
+            keys.add(key[4:])
+    given: dict[str, Any] = {}
+    for key in sorted(keys - {"jobs", "progress"}):
+        head, _, sub = key.partition(".")
+        if head == "precision" and sub:
+            value = (sim.get("precision") or {}).get(sub)
+            if value is not None:
+                given.setdefault("precision", {})[sub] = value
+        elif head == "record" and sim.get(head) == "full" or head == "record_steps" and sim.get(head) is False:
+            continue  # the default a study works with anyway
+        elif sim.get(head) is not None:
+            given[head] = sim.get(head)
+    return given
+
+
+def _changed(sim: dict[str, Any], default: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in sim.items():
+        if isinstance(value, dict):
+            out += _changed(value, default.get(key) or {}, f"{prefix}{key}.")
+        elif value != default.get(key):
+            out.append(f"{prefix}{key}")
+    return out
 
 
 def progress(cfg: DictConfig) -> bool:

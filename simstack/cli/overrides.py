@@ -92,6 +92,9 @@ def _check_option(override: Override, options: list[str]) -> None:
 def _values(override: Override) -> list[str]:
     if override.is_sweep_override():
         return [str(v) for v in override.sweep_string_iterator()]
+    value = override.value()
+    if isinstance(value, list):  # whatif=[A,B]: a run that compares several what-ifs
+        return [str(v) for v in value]
     return [str(override.get_value_element_as_str())]
 
 

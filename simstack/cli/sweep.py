@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import sys
 import time
 import traceback
@@ -27,13 +28,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
 
-from simstack.errors import SimstackError
+from simstack.errors import ConfigError, SimstackError
 from simstack.io.atomic import write_text_atomic
-from simstack.io.terminal import say
+from simstack.io.terminal import printable, say
 
 STATUS_FILE = "status.json"
 JOB_OUTPUT_FILE = "stdout.txt"
 MISSING_ERROR = "no status.json: the job did not finish (interrupted or never started)"
+CLAIM_FILE = ".simstack-sweep"  # made with O_EXCL by the one sweep that owns the folder
 
 
 def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
@@ -65,8 +67,8 @@ def sweep_job(task: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
             status["traceback"] = trace
         write_status(out_dir, status)
         shown = " ".join(overrides)
-        say(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
-            f" [{status['wall_time_s']:.1f} s]")
+        say(printable(f"job {out_dir.name} ({shown}): {'ok' if error is None else 'failed: ' + error}"
+                      f" [{status['wall_time_s']:.1f} s]", lines=False))
         return None
 
     return wrapper
@@ -92,7 +94,34 @@ def record_lost_job(job_dir: Path, overrides: list[str], error: str) -> None:
         pass
     write_status(job_dir, {"job": job_dir.name, "status": "failed", "error": error, "overrides": overrides,
                            "wall_time_s": None})
-    say(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}")
+    say(printable(f"job {job_dir.name} ({' '.join(overrides)}): failed: {error}", lines=False))
+
+
+def claim_sweep_dir(sweep_dir: Path) -> None:
+    """The sweep's folder made its own, as a run's folder is (``cli.main.claimed_run_dir``:
+    ``mkdir`` makes it or finds it taken, atomically): here a claim file created with
+    ``O_EXCL`` beside the jobs, since ``hydra.sweep.dir=DIR`` may name a folder that exists.
+    Two sweeps into one folder replaced each other's job results in silence; now the second
+    is refused, as is a folder that already holds a sweep (its ``multirun.yaml`` or jobs)."""
+    taken = (f"hydra.sweep.dir={sweep_dir} already holds a sweep ({{}}); choose another folder "
+             "(or leave hydra.sweep.dir out: multirun/DATE/TIME is made new for each sweep)")
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    if (sweep_dir / "multirun.yaml").exists() or any(p.name.isdigit() for p in sweep_dir.iterdir()):
+        raise ConfigError(taken.format("its multirun.yaml or job folders"))
+    try:
+        fd = os.open(sweep_dir / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise ConfigError(taken.format(f"claimed by another sweep: {CLAIM_FILE}")) from None
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"pid": os.getpid(), "started": time.time()}))
+
+
+def writable_run_dir(run_dir: Path) -> None:
+    """A run's folder made before Hydra makes it, so that one that cannot be written (a
+    read-only disk, a path through a file) is said in one line, not in Hydra's traceback."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise PermissionError(13, "Permission denied", str(run_dir))
 
 
 def _quiet(cfg: DictConfig) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from simstack.cli.options import jobs, optional_text, plain, progress, study_model
+from simstack.cli.options import given_settings, jobs, optional_text, plain, progress, study_model
 from simstack.cli.run import chosen_spec, run
 from simstack.errors import ConfigError
 from simstack.io.paths import model_dir_of
@@ -30,19 +30,59 @@ from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.distance import CLASSES
 from simstack.studies.evaluate.rowcompare import RowErrors
 from simstack.studies.fit.acceptance import describe
-from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives
+from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives, parameter_units
 from simstack.studies.fit.holdout import error_table, leave_out
 from simstack.studies.intervals import Method, method
-from simstack.studies.predict import interval_plan, predict_selection, write_predictions
+from simstack.studies.predict import Predictions, interval_plan, predict_selection, write_predictions
 from simstack.studies.provenance import stale_calibration
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
+from simstack.studies.schema.settings import apply_settings, settings_in_effect
 from simstack.studies.schema.study import Study, load_study
 from simstack.tables.console import format_table, number, with_units
 
 # Columns whose rows hold different quantities (seconds, ratios, counts): printed with
 # significant digits per value rather than one number of decimals per column.
 MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
+
+
+def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> Study:
+    """The chosen model's study with the command line's run settings (``overrides``: the
+    command line's, else Hydra's record of them) over its ``defaults``, refused where the
+    study states them itself (``simstack.studies.schema.settings``)."""
+    model, models_dir = study_model(cfg)
+    return apply_settings(load_study(model_dir_of(model, models_dir)), given_settings(cfg, overrides), task)
+
+
+def settings_line(study: Study) -> str:
+    """The run settings a study task's runs take, and where each comes from."""
+    effect = settings_in_effect(study)
+    if not effect:
+        return "settings: the model's own (the study states no defaults)"
+    return "settings: " + ", ".join(f"{key}={_setting_text(value)} ({source})"
+                                    for key, (value, source) in effect.items())
+
+
+def _setting_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def refuse_unused(cfg: DictConfig, task: str, why: str, *, settings: bool = True,
+                  overrides: list[str] | None = None) -> None:
+    """A task that takes no run settings (``solve``) or runs its items one after another
+    (``crosscheck``) refuses ``sim.*`` (with ``settings``), ``jobs`` above 1 and ``backend=ray``
+    rather than ignore them."""
+    given = given_settings(cfg, overrides) if settings else {}
+    if given:
+        key = next(iter(given))
+        raise ConfigError(f"sim.{key} does not apply to simstack {task}: {why}; leave it out")
+    asked = [v for v in (cfg.sim.get("jobs"), cfg.get("jobs")) if isinstance(v, int) and v > 1]
+    if asked:
+        raise ConfigError(f"jobs={asked[0]} does not apply to simstack {task}: {why}; leave it out")
+    if plain(cfg.get("backend"), "backend") == "ray":
+        raise ConfigError(f"backend=ray does not apply to simstack {task}: {why}; leave it out")
 
 
 def check(cfg: DictConfig) -> int:
@@ -56,7 +96,8 @@ def check(cfg: DictConfig) -> int:
               + (f" ({side_by_side} side by side)" if side_by_side > 1 else ""), flush=True)
     failed = False
     for result in check_models(names, models_dir, measured=plain(cfg.get("measured"), "measured"),
-                               reference=plain(cfg.get("reference"), "reference"), jobs=side_by_side):
+                               reference=plain(cfg.get("reference"), "reference"), jobs=side_by_side,
+                               progress=progress(cfg), settings=given_settings(cfg)):
         print_check(result)
         failed |= result.failed
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
@@ -75,6 +116,7 @@ def print_check(result: ModelCheck) -> None:
         verdict = f"{len(table)} check(s), {result.failures} out of tolerance"
         shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
     print(f"{result.label}: {verdict}, {result.seconds:.1f} s", flush=True)
+    print(settings_line(result.study))
     if not table.empty:
         print(format_table(shown, mixed=MIXED_COLUMNS))
     if result.rows is not None:
@@ -127,8 +169,9 @@ def calibrate(cfg: DictConfig) -> int:
     """``simstack calibrate``: the model's fit into ``calibrated.yaml``; with ``alternative=``
     (a name or ``all``) each alternative's into its own file; with ``holdout=`` (a value or
     ``all``) the leave-one-value-out folds of ``calibration.leave_out``."""
-    model, models_dir = study_model(cfg)
-    study = load_study(model_dir_of(model, models_dir))
+    study = study_of(cfg, "calibrate")
+    print(settings_line(study) + (f"; every candidate on calibration.seed={study.calibration.seed}"
+                                  if study.calibration else ""))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
         print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
@@ -152,16 +195,38 @@ def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, 
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {path}")
     spread = result.get("uncertainty") or {}
+    units = parameter_units(study)
     if spread:
-        print(f"  uncertainty ({next(iter(spread.values()))['method']}): "
-              f"{result['uncertainty_simulations']} more simulations")
+        how = next(iter(spread.values()))["method"]
+        print(f"  uncertainty ({how}): {result['uncertainty_simulations']} more simulations; "
+              + ("[low, high]: the range over which every target stays within its tolerance, the other "
+                 "parameters at their fit" if how == "profile" else "[low, high]: 95 % of the resampled fits"))
+    else:
+        print("  no range computed (calibration.uncertainty: none); uncertainty: profile gives each parameter's "
+              "range within the targets' tolerances")
     for name, value in result["parameters"].items():
-        span = spread.get(name)
-        print(f"  {name} = {number(value)}" + (f" [{number(span['low'])}, {number(span['high'])}]" if span else ""))
+        span, unit = spread.get(name), units.get(name, "")
+        print(f"  {name} = {with_unit(value, unit)}"
+              + (f" [{with_unit(span['low'], unit)}, {with_unit(span['high'], unit)}]" if span else ""))
     for row in result["residuals"]:
         err = row["rel_error"]
         print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
               f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
+
+
+SCALES = {"s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")),
+          "B": ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB"), (1.0, "B")),
+          "B/s": ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1.0, "B/s"))}
+
+
+def with_unit(value: float, unit: str) -> str:
+    """A value in its base unit, scaled so its four significant digits read (``2.575e-05`` s: ``25.75 us``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{number(value)} {unit}".rstrip()
+    for size, name in SCALES.get(unit, ()):
+        if abs(value) >= size or size == SCALES[unit][-1][0]:
+            return f"{number(value / size)} {name}"
+    return f"{number(value)} {unit}".rstrip()
 
 
 def print_leave_out(study: Study, rows: pd.DataFrame) -> None:
@@ -181,8 +246,8 @@ def predict(cfg: DictConfig) -> int:
     """``simstack predict``: the study's grid into its predictions file (``jobs`` processes;
     none: the study's own ``jobs:``), or with ``+where.COLUMN=VALUE`` only those points,
     under parameter and flag overrides if given, printed and never written."""
-    model, models_dir = study_model(cfg)
-    study = load_study(model_dir_of(model, models_dir))
+    study = study_of(cfg, "predict")
+    print(settings_line(study))
     where = plain(cfg.get("where"), "where") or {}
     parameters = plain(cfg.get("parameters"), "parameters") or {}
     flags = plain(cfg.get("flags"), "flags") or {}
@@ -205,20 +270,41 @@ def predict(cfg: DictConfig) -> int:
         print(format_table(found.table))
         if found.runs:
             print(format_table(pd.DataFrame(found.runs)))
+        print(precision_line(study, found))
         print("(a selection: the committed predictions are left as they are)")
         return 0
     made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg), how=how)
     print(format_table(made.table))
+    print(precision_line(study, made))
     if how is not None and how.check is not None:
         print(f"interval: {coverage_line(how.check)} (in {made.written[-1].name})")
+    elif how is None:
+        print("coverage: no interval stated (predictions.interval): each value is a point estimate")
     print(f"wrote {made.written[0]}")
     return 0
 
 
+def precision_line(study: Study, made: Predictions) -> str:
+    """Replications and the precision each row's value reached, against the target if one was set."""
+    s = made.precision_summary()
+    if not s["rows"]:
+        return "precision: no row is read from a run's replications (capacities are proven by their searches)"
+    reps = str(s["replications_min"]) if s["replications_min"] == s["replications_max"] else \
+        f"{s['replications_min']}-{s['replications_max']}"
+    target = study.defaults.get("precision")
+    wanted = f"; target {_setting_text(target)}" if target else "; no precision target (fixed replications)"
+    if s["relative_half_width_max"] is None:
+        return f"precision: {s['rows']} rows from {reps} replication(s) each: one replication gives no interval{wanted}"
+    return (f"precision: {s['rows']} rows from {reps} replications each; 95 % half-width "
+            f"{s['relative_half_width_median']:.2%} of the value (median), {s['relative_half_width_max']:.2%} at "
+            f"most{wanted}")
+
+
 def crosscheck(cfg: DictConfig) -> int:
     """``simstack crosscheck``: solve and simulate every point; exit 1 when one is beyond tolerance."""
-    model, models_dir = study_model(cfg)
-    study = load_study(model_dir_of(model, models_dir))
+    refuse_unused(cfg, "crosscheck", "it simulates its points one after another", settings=False)
+    study = study_of(cfg, "crosscheck")
+    print(settings_line(study))
     started = time.perf_counter()
     table, path = crosscheck_into(study, progress=progress(cfg))
     if path is not None:
@@ -235,7 +321,10 @@ def report(cfg: DictConfig) -> int:
     """``simstack report``: the page of the study's ``report:`` section (``out=`` or ``reports/MODEL.html``)."""
     model, models_dir = study_model(cfg)
     model_dir = model_dir_of(model, models_dir)
-    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=True, jobs=jobs(cfg) or 1)
+    study = study_of(cfg, "report")  # the settings refused before any run
+    print(settings_line(study))
+    path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=progress(cfg), jobs=jobs(cfg) or 1,
+                              settings=study.given)
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")
     print(path)
     return 0
@@ -243,9 +332,12 @@ def report(cfg: DictConfig) -> int:
 
 def solve(cfg: DictConfig) -> int:
     """``simstack solve``: approximate MVA of the model as ``run`` would load it; nothing simulated."""
+    refuse_unused(cfg, "solve", "it solves the model analytically and simulates nothing")
     spec = chosen_spec(cfg)[0]
     solution = solve_model(spec)
     print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+    for note in solution.approximations:  # priority levels, second phases in holds: how close
+        print(f"  approximate: {note}")
     print(format_table(chain_table(solution)))
     print()
     print(format_table(station_table(solution)))

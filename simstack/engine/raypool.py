@@ -14,11 +14,18 @@ shared file system; Ray's ``runtime_env`` ``working_dir`` would ship this checko
 and a study may live anywhere). An error raised by the function comes back as the error
 itself (a model error stays a one-line model error). A worker node lost while the study
 runs is said once on standard error, and again when the step completed without it.
+
+An address is looked at before Ray is given it (``check_address``): Ray retries a refused
+port or an unknown host for minutes, printing only its retry lines, so a port that is not a
+number in 1..65535, a host that does not resolve or a head that does not answer a TCP
+connection within seconds is refused in one line first.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,6 +47,7 @@ from simstack.engine.parallel import (
 from simstack.errors import ConfigError, SimstackError
 
 POLL_S = 2.0  # how often the cluster's nodes are looked at while tasks run
+CONNECT_S = 3.0  # how long a Ray head's address is given to resolve, and then to answer a TCP connection
 NESTED = 4  # the most workers an item's own maps get
 _STARTED: list[bool] = []  # whether this process connected to Ray itself (and so disconnects)
 
@@ -52,6 +60,71 @@ def _ray() -> Any:
     return ray
 
 
+def _secure_default(record: logging.LogRecord) -> bool:
+    return "Token authentication is enabled" not in record.getMessage()
+
+
+def hush_token_notice() -> None:
+    """Ray's notice that the local Ray it starts uses token authentication (its secure
+    default, nothing for the user to do) is noise beside simstack's one line; any other
+    authentication warning, such as the cluster running without it, still shows."""
+    logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(_secure_default)
+
+
+def check_address(address: str, key: str = "ray.address") -> None:
+    """Refuse, in one line, an address Ray would retry for minutes: ``HOST:PORT`` (or
+    ``ray://HOST:PORT``) whose port is not in 1..65535, whose host does not resolve, or where
+    nothing answers a TCP connection within ``CONNECT_S``. ``auto`` and ``local`` are Ray's
+    own words and pass as they are."""
+    if address in ("auto", "local"):
+        return
+    expected = "expected the Ray head's HOST:PORT, ray://HOST:PORT, or auto"
+    scheme, sep, rest = address.partition("://")
+    if sep and scheme != "ray":
+        raise ConfigError(f"{key}={address}: unknown scheme {scheme + '://'!r}; {expected}")
+    host, colon, port = (rest if sep else address).rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if not colon or not host:
+        raise ConfigError(f"{key}={address}: no port; {expected}")
+    if not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(f"{key}={address}: the port {port!r} is not a number from 1 to 65535; {expected}")
+    try:
+        found = _within(CONNECT_S, lambda: socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM))
+    except OSError as exc:
+        raise ConfigError(f"{key}={address}: the host {host!r} is not known ({exc.strerror or exc}); "
+                          f"{expected}") from None
+    if found is None:
+        raise ConfigError(f"{key}={address}: the host {host!r} did not resolve within {CONNECT_S:g} s")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_S).close()
+    except OSError as exc:
+        reason = f"no answer within {CONNECT_S:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(f"{key}={address}: no Ray head answers there ({reason}); is the cluster started "
+                          "(ray start --head)?") from None
+
+
+def _within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread, or None if it has not returned within ``seconds`` (a
+    resolver that waits on an unreachable DNS server); its error raised here."""
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append((True, call()))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="simstack-ray-address", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        return None
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 @dataclass(frozen=True)
 class RayCluster:
     """Ray tasks: on the cluster at ``address`` (``host:port`` of its head, ``auto``, or
@@ -62,6 +135,10 @@ class RayCluster:
     notice: Notice = field(default=stderr_notice, compare=False)
     name: str = "ray"
 
+    def __post_init__(self) -> None:
+        if self.address:  # refused when chosen, even by a task that would not have connected
+            check_address(self.address)
+
     def open(self, jobs: int) -> Pool:
         return _RayPool(self, jobs)
 
@@ -70,6 +147,7 @@ class RayCluster:
         ray = _ray()
         if ray.is_initialized():
             return ray
+        hush_token_notice()
         try:
             ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
                      configure_logging=True, log_to_driver=True)

@@ -38,13 +38,19 @@ from simstack.tables.results import (
     STAT_COLUMNS,
     SUMMARY_COLUMNS,
     blocked_table,
+    completions,
     deadlines_table,
     latency_summary,
+    losses,
     mser5,
     requests_frame,
     resources_table,
     step_summary,
     steps_frame,
+    stream_completions,
+    windows,
+    with_split,
+    with_throughput,
 )
 from simstack.tables.stopping import Precision, Stopped
 from simstack.tables.streamstats import (
@@ -90,20 +96,36 @@ class RunResult:
             raise KeyError(f"no result table {name!r}; tables: {', '.join(sorted(self.tables))}") from None
 
     def summary(self, by: Iterable[str] = ("request",)) -> pd.DataFrame:
+        """Per group the latency statistics and intervals (``SUMMARY_COLUMNS``), then the
+        throughput with its interval (``THROUGHPUT_COLUMNS``)."""
+        by = tuple(by)
         if self.stats is not None:
-            rows = latency_summary_from(self.stats, tuple(by))
-            return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
-        return latency_summary(self.requests, tuple(by))
+            table = pd.DataFrame(latency_summary_from(self.stats, by), columns=[*by, *SUMMARY_COLUMNS])
+            done = stream_completions(self.stats, by)
+        else:
+            table = latency_summary(self.requests, by)
+            done = completions(self.requests, by)
+        return with_throughput(table, done, windows(self.accounting, self.warmup, self.requests), by)
 
     def latency_cdf(self) -> pd.DataFrame:
         """Each request class's latency distribution with a 95 % band (``latency_cdf.csv``)."""
         return latency_cdf_from(self.stats) if self.stats is not None else latency_cdf(self.requests)
 
     def stage_summary(self) -> pd.DataFrame:
+        """Per request class and step: the mean wait and service of one run of the step and its
+        duration statistics; with every request's record, also the whole split of the class's
+        mean latency (``tables.breakdown``: ``wait_per_request`` + ``service_per_request`` over
+        the class's rows, the queued and outside rows included, is its mean latency; ``share``)."""
         if self.stats is not None:
             return pd.DataFrame(stage_summary_from(self.stats), columns=[
                 "request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
-        return step_summary(self.steps, self.requests)
+        kinds = {name: c.kind for name, c in self.model.components.items()}
+        return with_split(step_summary(self.steps, self.requests), self.steps, self.requests, kinds)
+
+    def losses(self) -> pd.DataFrame:
+        """Every request class that failed requests and every resource that dropped arrivals
+        (``tables.results.losses``): empty when the run lost nothing."""
+        return losses(self.requests, self.summary(), self.resource_summary())
 
     def resource_summary(self) -> pd.DataFrame:
         cols = ["utilisation", "mean_busy", "mean_queue", "max_queue", "arrivals", "drops"]
@@ -365,6 +387,11 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
+    varying = [wl.name for wl in spec.workloads.values() if getattr(wl, "schedule", None) is not None]
+    if warmup == "mser5" and varying:
+        raise ConfigError(f"sim.warmup 'mser5' looks for the end of a start-up transient in a stationary run, but "
+                          f"workload {varying[0]!r} follows a rate schedule, so there is no steady state to find: "
+                          "give sim.warmup as a time")
     if isinstance(warmup, int | float) and horizon is not None and warmup >= horizon:
         raise ConfigError(f"sim.warmup ({warmup:g} s) must be shorter than sim.horizon ({horizon:g} s): "
                           "nothing would be recorded")

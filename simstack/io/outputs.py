@@ -42,6 +42,7 @@ from simstack.io.paths import folder_file, inside
 
 KINDS = {"table": ".csv", "fit": ".yaml", "provenance": ".json", "page": ".html"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NAME_MAX = 255  # bytes in one part of a path on Linux, macOS and Windows file systems
 
 
 def output_name(kind: str) -> Callable[[object], str]:
@@ -55,6 +56,10 @@ def output_name(kind: str) -> Callable[[object], str]:
         if hidden:
             raise ModelError(f"a file simstack writes may not be hidden or in a hidden folder ({hidden[0]!r}), "
                              f"got {value!r}")
+        long = [p for p in parts if len(p.encode()) > NAME_MAX]
+        if long:
+            raise ModelError(f"a file simstack writes needs a name of at most {NAME_MAX} bytes per part, got one "
+                             f"of {len(long[0].encode())} ({long[0][:40]!r}...)")
         if not name.lower().endswith(suffix):
             raise ModelError(f"expected a {suffix} file (a {kind} simstack writes), got {value!r}")
         return name

@@ -3,24 +3,36 @@
 The generic building block for anything whose inside the model does not need: a beam
 scheduler's pattern-schedule step, a timing master, a remote service. ``servers: inf``
 makes it a pure delay (every caller served at once). Callers wait first come, first served.
+
+A load-dependent station (``load_dependent: [1, 1.8, 2.4]``, as LINE and JMT define one) is a
+service whose speed depends on how many requests it holds: a database that serves more with
+more sessions up to its limit, a link whose throughput depends on how many streams share it.
+Entry n is its total service rate, in units of the service time's, with n requests present
+(the last entry holds beyond); the requests present share that rate equally, so with
+exponential service the number present is the birth-death chain of death rate c(n)/E[S].
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
+from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.lang.distributions import DistributionField
 from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
-from simstack.lang.units import parse_count, parse_time
+from simstack.lang.units import parse_count, parse_time, shown
 from simstack.resources.cpu import FifoCall, FifoCpu
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Done, K
+from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
+
+MAX_LOAD_LEVELS = 10_000  # entries of a load-dependent rate table
 
 time_dist = DistributionField(parse_time)  # a data file is read from the model's folder (read_fields)
 
@@ -28,11 +40,33 @@ time_dist = DistributionField(parse_time)  # a data file is read from the model'
 class ServerRuntime:
     __slots__ = ("env", "meter", "station", "service")
 
-    def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution):
+    def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution,
+                 load_dependent: tuple[float, ...] | None = None):
         self.env = env
         self.meter = meter
-        self.station = FifoCpu(env, servers, 1.0, meter) if math.isfinite(servers) else None
+        self.station: FifoCpu | SharedRate | None
+        if load_dependent is not None:
+            self.station = SharedRate(env, 1, 1.0, meter, share=partial(_load_dependent_share, load_dependent))
+        else:
+            self.station = FifoCpu(env, servers, 1.0, meter) if math.isfinite(servers) else None
         self.service = service
+
+
+def _load_dependent_share(rates: tuple[float, ...], n: int) -> float:
+    """Each request's rate with ``n`` present: the station's total rate c(n), shared equally."""
+    return rates[min(n, len(rates)) - 1] / n if n else 0.0
+
+
+def _rate_table(value: object) -> tuple[float, ...]:
+    if not isinstance(value, list | tuple) or not value or len(value) > MAX_LOAD_LEVELS:
+        raise ModelError(f"expected a list of total service rates with 1, 2, ... requests present (1 to "
+                         f"{MAX_LOAD_LEVELS} entries), such as [1, 1.8, 2.4], got {shown(value)}")
+    rates = []
+    for k, entry in enumerate(value):
+        if isinstance(entry, bool) or not isinstance(entry, int | float) or not (0 < entry < math.inf):
+            raise ModelError(f"entry {k} (with {k + 1} present): expected a rate multiplier > 0, got {shown(entry)}")
+        rates.append(float(entry))
+    return tuple(rates)
 
 
 @register
@@ -45,12 +79,23 @@ class ServerKind(Kind):
         "host": Field(str, None, "host it sits on (shown in the topology; its work is not host CPU)"),
         "servers": Field(lambda v: parse_count(v, allow_inf=True), 1, "identical servers; inf for a pure delay"),
         "service": Field(time_dist, help="service-time distribution, e.g. exp(2ms)"),
+        "load_dependent": Field(_rate_table, None, "total service rate with 1, 2, ... requests present, "
+                                "e.g. [1, 1.8, 2.4] (last entry held); replaces servers"),
     }
     call_options = {"service": Field(time_dist, None, "overrides the component's service time")}
 
     @classmethod
+    def validate(cls, spec: ComponentSpec) -> None:
+        if spec.settings["load_dependent"] is not None and spec.settings["servers"] != 1:
+            raise ModelError("load_dependent gives the station's total rate with each number of requests present, "
+                             "so it replaces servers: remove servers (a station of c servers is "
+                             "load_dependent: [1, 2, ..., c])", path=f"components.{spec.name}.servers")
+
+    @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ServerRuntime:
         s = spec.settings
+        if s["load_dependent"] is not None:
+            return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, 1), 1, s["service"], s["load_dependent"])
         return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, s["servers"]), s["servers"],
                              s["service"])
 
@@ -87,7 +132,7 @@ class ServerKind(Kind):
         """``bind_call`` for a caller that needs no timings: it passes its continuation, called
         without arguments (no wrapper per call). None for a pure delay (no station)."""
         station = runtime.station
-        if station is None:
+        if not isinstance(station, FifoCpu):
             return None
         draw = sampler(stream, options.get("service") or runtime.service)
         return FifoCall(draw, station).run

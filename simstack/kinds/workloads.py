@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.errors import ModelError
 from simstack.lang.distributions import parse_distribution
+from simstack.lang.samplers import Exp
+from simstack.lang.schedules import RateSchedule, read_schedule
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ClosedWorkload, ModelSpec, OpenWorkload, PeriodicWorkload, ProtocolWorkload, Workload
 from simstack.lang.units import non_negative, parse_count, parse_rate, parse_time, positive
@@ -110,7 +112,7 @@ def _times(base_dir: Path | None) -> Any:
     return lambda value: parse_distribution(value, parse_time, base_dir)
 
 
-def _start(value: object) -> float:
+def start_time(value: object) -> float:
     """A start time or phase: a time >= 0 (time starts at zero)."""
     return non_negative(parse_time(value), value)
 
@@ -123,7 +125,7 @@ def _non_negative_int(value: object) -> int:
     return int(non_negative(integer(value), value))
 
 
-def _count() -> Field:
+def count_field() -> Field:
     return Field(lambda v: parse_count(v, allow_inf=True), float("inf"))
 
 
@@ -138,15 +140,17 @@ def _one_of(values: Mapping[str, Any], a: str, b: str, what: str, where: str) ->
 class Open(WorkloadType):
     name = "open"
     spec = OpenWorkload
-    docs = {"rate": "Poisson arrivals per second (or interarrival)",
+    docs = {"rate": "Poisson arrivals per second (or interarrival); or a schedule of time: {steps: [[0, 2/s], "
+                    "[7h, 20/s]]}, {ramp: [[0, 0], [10min, 5/s]]} (either with repeat: PERIOD), or a supercycle "
+                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}",
             "interarrival": "time between arrivals, a distribution (or rate)",
             "count": "arrivals to generate", "start": "time of the first arrival's clock start",
             "replicas": "N independent streams; stream i starts requests with item i"}
 
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
-        return {"rate": Field(lambda x: positive(parse_rate(x), x), None),
-                "interarrival": Field(_times(base_dir), None), "count": _count(), "start": Field(_start, 0.0)}
+        return {"rate": Field(_rate_or_schedule, None),
+                "interarrival": Field(_times(base_dir), None), "count": count_field(), "start": Field(start_time, 0.0)}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
@@ -154,12 +158,16 @@ class Open(WorkloadType):
         if values["interarrival"] is not None and not values["interarrival"].mean > 0:
             raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
                              f"got {raw['interarrival']!r}", path=f"{where}.interarrival")
+        if isinstance(values["rate"], RateSchedule):  # a non-homogeneous Poisson process
+            return OpenWorkload(name, values["request"], Exp(1.0), values["count"], values["start"],
+                                schedule=values["rate"])
         gaps = values["interarrival"] or parse_distribution(f"exp({1.0 / values['rate']!r})", parse_time)
         return OpenWorkload(name, values["request"], gaps, values["count"], values["start"])
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
-        gap = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+        draw = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
+        gap = (lambda _now: draw(None)) if wl.schedule is None else _scheduled_gap(wl.schedule, draw)  # type: ignore
         state = {"n": 0}
         body = r.root(wl.request, scope)
 
@@ -168,9 +176,33 @@ class Open(WorkloadType):
                 return
             state["n"] += 1
             r.start(wl.request, wl.name, wl.item, scope, None, body=body)
-            Wake(r.env, gap(None), arrive)  # type: ignore[arg-type]
+            after = gap(r.env._now)
+            if after < math.inf:
+                Wake(r.env, after, arrive)  # type: ignore[arg-type]
 
-        Wake(r.env, wl.start + gap(None), arrive)  # type: ignore[arg-type]
+        first = gap(wl.start)
+        if first < math.inf:
+            Wake(r.env, wl.start + first, arrive)  # type: ignore[arg-type]
+
+    @classmethod
+    def finite(cls, wl: OpenWorkload) -> bool:
+        """A count, or a schedule whose rate ends at zero for good, stops the arrivals."""
+        ends = wl.schedule is not None and wl.schedule.period is None and wl.schedule.rates[-1] == 0
+        return math.isfinite(wl.count) or ends
+
+
+def _rate_or_schedule(value: object) -> float | RateSchedule:
+    """An open workload's ``rate:``: arrivals per second, or a schedule of time (a mapping)."""
+    if isinstance(value, Mapping):
+        return read_schedule(value)
+    return positive(parse_rate(value), value)
+
+
+def _scheduled_gap(schedule: RateSchedule, unit: Any) -> Any:
+    """The time from ``now`` to the next arrival of rate λ(t), by inversion: where Λ grows by a
+    unit exponential draw (``lang.schedules``), from the stream a stationary open workload of
+    the same name draws from, so a constant schedule gives its arrivals to the last bits' rounding."""
+    return lambda now: schedule.next_arrival(now, unit(None)) - now
 
 
 @register
@@ -184,8 +216,8 @@ class Closed(WorkloadType):
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
-        return {"clients": Field(_whole), "think": Field(times, times(0)), "count": _count(),
-                "start": Field(_start, 0.0)}
+        return {"clients": Field(_whole), "think": Field(times, times(0)), "count": count_field(),
+                "start": Field(start_time, 0.0)}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
@@ -237,8 +269,8 @@ class Periodic(WorkloadType):
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
         return {"frequency": Field(lambda x: positive(parse_rate(x), x), None),
-                "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(_start, 0.0),
-                "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": _count()}
+                "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(start_time, 0.0),
+                "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": count_field()}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:

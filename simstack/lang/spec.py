@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simstack.lang.samplers import Distribution
+from simstack.lang.schedules import RateSchedule
+from simstack.lang.traces import TraceIndex
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -248,6 +250,17 @@ class OpenWorkload(Workload):
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
     item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
+    schedule: RateSchedule | None = None  # a rate that follows time (then interarrival is unused)
+
+
+@dataclass(frozen=True)
+class TraceWorkload(Workload):
+    trace: TraceIndex  # the scanned file (``simstack.lang.traces``)
+    scale: float  # time stretch: 2 plays the trace at half its rate
+    loop: bool
+    block: float | None  # a moving-block bootstrap per replication, blocks of this many trace seconds
+    count: float
+    start: float = 0.0
 
 
 @dataclass(frozen=True)

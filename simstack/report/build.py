@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,14 @@ from simstack.report.context import Context
 from simstack.report.figures import builder
 from simstack.report.page import Part, heading, page
 from simstack.studies.schema.report import FigureSpec, ReportSpec
+from simstack.studies.schema.settings import apply_settings
 from simstack.studies.schema.study import Study, load_study
 
 
-def load_report(model_dir: Path) -> tuple[Study, ReportSpec]:
-    """The study and its ``report:`` section (read with the rest of the study, once)."""
-    study = load_study(model_dir)
+def load_report(model_dir: Path, settings: Mapping[str, Any] | None = None) -> tuple[Study, ReportSpec]:
+    """The study and its ``report:`` section (read with the rest of the study, once), with the
+    command line's run ``settings`` over its defaults (``simstack.studies.schema.settings``)."""
+    study = apply_settings(load_study(model_dir), settings or {}, "report")
     if study.report is None:
         raise ModelError("no report section (add report: {figures: [...]}; see docs/studies.md, Reports)",
                          file=str(study.path))
@@ -52,11 +55,12 @@ def _figure(ctx: Context, fig: FigureSpec) -> list[Part]:
     return [heading(title), *note, *parts]
 
 
-def build_report(model_dir: Path, progress: bool = False, jobs: int = 1) -> tuple[str, dict[str, Any]]:
+def build_report(model_dir: Path, progress: bool = False, jobs: int = 1,
+                 settings: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """The page's HTML and what it cost (figures, runs, seconds); ``jobs`` workers prove a
     capacity figure's searches side by side."""
     started = time.perf_counter()
-    study, spec = load_report(model_dir)
+    study, spec = load_report(model_dir, settings)
     runs = 0
 
     def counted(_key: str) -> None:
@@ -70,12 +74,13 @@ def build_report(model_dir: Path, progress: bool = False, jobs: int = 1) -> tupl
     for fig in figures:
         parts += _figure(ctx, fig)
     wall = time.perf_counter() - started
-    settings = ", ".join(f"{k}={v}" for k, v in spec.settings.items()) or "the study's defaults"
+    shown = ", ".join(f"{k}={v}" for k, v in {**spec.settings, **study.given}.items()) or "the study's defaults"
     footer = (f"<p><small>Built by <code>simstack report model={html.escape(study.model)}</code> in {wall:.0f} s "
-              f"({runs} simulation runs; run settings: {html.escape(settings)}) from "
+              f"({runs} simulation runs; run settings: {html.escape(shown)}) from "
               f"{html.escape(study.path.name)}.</small></p>")
     title = spec.title or f"{study.model}: report"
-    return page(title, [*parts, footer], intro=spec.intro or None), {"figures": len(spec.figures), "runs": runs,
+    lost = list(ctx.losses.values())  # every run that lost requests, said before the figures
+    return page(title, [*lost, *parts, footer], intro=spec.intro or None), {"figures": len(spec.figures), "runs": runs,
                                                                      "seconds": wall}
 
 
@@ -89,10 +94,10 @@ def report_path(model_dir: Path, out: str | Path | None) -> Path:
 
 
 def write_report(model_dir: Path, out: str | Path | None = None, progress: bool = False,
-                 jobs: int = 1) -> tuple[Path, dict[str, Any]]:
+                 jobs: int = 1, settings: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Build the page, then write it whole (nothing is written when a figure fails)."""
     path = report_path(model_dir, out)
-    text, cost = build_report(model_dir, progress=progress, jobs=jobs)
+    text, cost = build_report(model_dir, progress=progress, jobs=jobs, settings=settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, text)
     return path, cost

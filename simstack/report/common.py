@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,3 +50,21 @@ def measured_frame(ctx: Any, points: list[dict[str, Any]], where: str) -> pd.Dat
              "measured": ctx.baseline(p["baseline"], f"{ctx.study.path}: {where}.measured[{i}]")}
             for i, p in enumerate(points)]
     return pd.DataFrame(rows)
+
+
+def loss_note(result: Any, label: str) -> str | None:
+    """A visible one-line note (an HTML fragment) when a run lost requests: each class that
+    failed some (share and reason) and each resource that dropped arrivals; None when none."""
+    lost = result.losses()
+    if lost.empty:
+        return None
+    said = []
+    for row in lost.itertuples(index=False):
+        share = f"{row.share * 100:.4g} %" if math.isfinite(row.share) else "some"
+        if str(row.what).startswith("request "):
+            said.append(f"{row.what}: {share} failed ({row.reason})")
+        else:
+            said.append(f"{row.what}: {share} of its arrivals {row.reason}")
+    where = f" in {label!r}" if label else ""
+    return (f"<p class='loss' style='color:#b00;font-weight:bold'>Losses{html.escape(where)}: "
+            f"{html.escape('; '.join(said))}.</p>")

@@ -24,6 +24,7 @@ from simstack.errors import DataError, ModelError
 from simstack.io.outputs import check_recorded_digest, read_cell
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
+from simstack.report.common import loss_note
 from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.run_values import one_replication
@@ -41,10 +42,20 @@ class Context:
     on_run: Callable[[str], None] | None = None
     jobs: int = 1  # workers proving a capacity search's loads side by side
     evaluator: Evaluator = field(init=False)
+    losses: dict[str, str] = field(init=False, default_factory=dict)  # a note per run that lost requests
 
     def __post_init__(self) -> None:
         # figures share runs (a what-if's bars, then its time series): keep more than a study does
-        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16, jobs=self.jobs)
+        self.evaluator = Evaluator(self.study, on_run=self.on_run, keep_runs=16, jobs=self.jobs,
+                                   on_result=self._heard)
+
+    def _heard(self, sel: RunSelection, result: RunResult) -> None:
+        """Every run any figure made: a page-wide note names each one that lost requests."""
+        label = describe(sel)
+        if label not in self.losses:
+            note = loss_note(result, label)
+            if note is not None:
+                self.losses[label] = note
 
     @property
     def model_dir(self) -> Path:
@@ -160,3 +171,8 @@ def with_ci(values: list[float] | np.ndarray, non_negative: bool = True) -> tupl
     return float(v.mean()), max(low, 0.0) if non_negative else low, high
 
 
+def describe(sel: RunSelection) -> str:
+    """A run's selection in a few words: its scenario, what-if and changed values."""
+    words = [w for w in (sel.scenario, sel.whatif) if w]
+    words += [f"{k}={v}" for k, v in sel.parameters.items()] + [f"{k}={v}" for k, v in sel.flags.items()]
+    return ", ".join(words) or "the model as it is"

@@ -1,149 +1,129 @@
-"""The sweep report: how each request's latency moves with the swept parameter.
+"""The sweep report: the experiment's answer, how each request's latency moves with the swept
+parameter, what the jobs lost, and the whole table with the unit of every column.
 
-The x axis is the swept parameter (the first override other than ``model`` that takes more
-than one value), numbers as numbers in numeric order, times in milliseconds; a second swept
-override (or the model) gives one line per value. Each point's error bar is the 95 % CI of
-that same row of the table: traces are built from the sorted rows, never from columns of
-the unsorted table. Failed and missing jobs are listed with their errors.
+The figures are ``sweep_figures``; this module puts the page together. A named experiment's
+answer (``simstack.tables.answers``) comes first, as a number with its interval, and its
+metric and threshold are what the figure draws; one line says when any job's requests
+failed or its resources dropped work (the share, the place, the reason).
 """
 
 from __future__ import annotations
 
 import html
-import math
 
+import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from simstack.errors import SimstackError
-from simstack.lang.units import parse_time
-from simstack.report.legible import escaped
 from simstack.report.page import Part, Table, heading, page
+from simstack.report.sweep_figures import (
+    axis_values,
+    loss_figure,
+    lost,
+    override_columns,
+    paired_differences,
+    sweep_figure,
+    swept,
+    varying_overrides,
+)
+from simstack.tables.answer_spec import METRICS, Answer, Capacity
+from simstack.tables.answers import answer_lines, answer_table
+from simstack.tables.console import number
 
-SECONDS = ["min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high"]
-PER_ROW = 3
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+__all__ = ["axis_values", "loss_summary", "losses", "override_columns", "sweep_figure", "sweep_report", "swept",
+           "varying_overrides"]
 
 
-def override_columns(table: pd.DataFrame) -> list[str]:
-    """The override columns: those between ``job`` and ``status``."""
-    cols = list(table.columns)
-    return cols[cols.index("job") + 1: cols.index("status")] if "status" in cols else []
+def _label(table: pd.DataFrame, row: pd.Series, swept_cols: list[str]) -> str:
+    keys = table.attrs.get("override_keys", {})
+    return " ".join(f"{keys.get(c, c)}={row[c]}" for c in swept_cols) or f"job {row['job']}"
 
 
-def varying_overrides(table: pd.DataFrame) -> list[str]:
-    """The override columns that take more than one value across the jobs."""
+def losses(table: pd.DataFrame) -> str:
+    """The ok jobs that dropped work or failed requests, each with what it lost: the share,
+    where and why (``+parameters.consoles=64: dropped at audit 522 (28.6 % of its arrivals);
+    write_audit failed 33.31 % (queue full: audit)``); empty when nothing was lost."""
+    items = []
+    swept_cols = varying_overrides(table)
     jobs = table.drop_duplicates("job")
-    return [c for c in override_columns(table) if jobs[c].astype(str).nunique() > 1]
+    for _, row in jobs[jobs["status"] == "ok"].iterrows():
+        lost_here = []
+        if row.get("dropped", 0):
+            lost_here.append(f"dropped at {row['dropped_at']}")
+        own = table[table["job"] == row["job"]]
+        if "failed_%" in own.columns:
+            failing = own[pd.to_numeric(own["failed_%"], errors="coerce").fillna(0) > 0]
+            for _, r in failing.iterrows():
+                reason = r.get("failed_reason")
+                why = f" ({reason})" if isinstance(reason, str) and reason.strip() else ""
+                lost_here.append(f"{r['request']} failed {number(float(r['failed_%']))} %{why}")
+        if lost_here:
+            items.append(f"{_label(table, row, swept_cols)}: {'; '.join(lost_here)}")
+    return "; ".join(items)
 
 
-def axis_values(values: pd.Series) -> tuple[pd.Series, str]:
-    """Override values as plotted and the unit of the axis: plain numbers stay numbers,
-    times (``5ms``) become milliseconds, anything else stays text."""
-    text = values.astype(str)
-    numbers = pd.to_numeric(text, errors="coerce")
-    if numbers.notna().all():
-        return numbers.astype(float), ""
-    try:
-        return text.map(lambda v: parse_time(v) * 1e3).astype(float), "ms"
-    except (SimstackError, ValueError, TypeError):
-        return text, ""
-
-
-def swept(table: pd.DataFrame) -> tuple[str | None, list[str]]:
-    """The x column and the columns that split the points into lines."""
-    varying = varying_overrides(table)
-    non_model = [c for c in varying if c != "model"]
-    x = non_model[0] if non_model else (varying[0] if varying else None)
-    return x, [c for c in varying if c != x]
-
-
-def _natural(value: object) -> tuple[int, float, str]:
-    """Sort key: numbers by value before text (so 2 < 10 < "fifo")."""
-    try:
-        return 0, float(str(value)), ""
-    except ValueError:
-        return 1, 0.0, str(value)
-
-
-def _series_label(row: pd.Series, columns: list[str]) -> str:
-    return ", ".join(f"{c}={row[c]}" for c in columns)
-
-
-def _line(points: pd.DataFrame, label: str, colour: str, x_title: str, legend: bool) -> go.Scatter:
-    """One line: the points sorted by x, each error bar computed from its own row."""
-    points = points.sort_values("_x", kind="stable")
-    mean = points["mean"] * 1e3
-    return go.Scatter(
-        x=points["_x"].tolist(), y=mean.tolist(), mode="lines+markers",
-        name=label or "mean", legendgroup=label, showlegend=legend and bool(label), line={"color": colour},
-        error_y={"type": "data", "symmetric": False, "array": (points["ci_high"] * 1e3 - mean).tolist(),
-                 "arrayminus": (mean - points["ci_low"] * 1e3).tolist()},
-        customdata=points[["job", "request"]].values.tolist(),
-        hovertemplate=f"job %{{customdata[0]}}<br>{escaped(x_title)}=%{{x}}<br>mean %{{y:.4g}} ms"
-                      f"<extra>{escaped(label)}</extra>")
-
-
-def sweep_figure(table: pd.DataFrame) -> go.Figure:
-    """One panel per request class: mean latency (ms) against the swept parameter, with
-    the 95 % CI of each point as its error bar."""
-    ok = table[table["status"] == "ok"].copy()
-    ok = ok[ok["request"].notna()] if "request" in ok else ok.iloc[0:0]
-    x_col, series_cols = swept(table)
-    ok["_x"], unit = axis_values(ok[x_col]) if x_col else (ok["job"].astype(str), "")
-    x_title = f"{x_col} ({unit})" if x_col and unit else (x_col or "job")
-    ok["_series"] = [_series_label(r, series_cols) for _, r in ok.iterrows()]
-    first = ok.drop_duplicates("_series").set_index("_series")
-    labels = sorted(first.index, key=lambda label: tuple(_natural(first.at[label, c]) for c in series_cols))
-    requests = list(dict.fromkeys(ok["request"])) if "request" in ok else []
-    cols = max(1, min(PER_ROW, len(requests)))
-    rows = max(1, math.ceil(len(requests) / cols))
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"request {r}" for r in requests] or None,
-                        vertical_spacing=0.18 if rows > 1 else 0.1, horizontal_spacing=0.08)
-    for i, request in enumerate(requests):
-        at = {"row": i // cols + 1, "col": i % cols + 1}
-        panel = ok[ok["request"] == request]
-        for j, label in enumerate(labels):
-            points = panel[panel["_series"] == label]
-            if not points.empty:
-                fig.add_trace(_line(points, label, PALETTE[j % len(PALETTE)], x_title, legend=i == 0), **at)
-        fig.update_xaxes(title_text=x_title, **at)
-        fig.update_yaxes(title_text="mean latency (ms), 95% CI", rangemode="tozero", **at)
-    if x_col is not None and pd.api.types.is_numeric_dtype(ok["_x"]):
-        fig.update_xaxes(type="linear")
-    fig.update_layout(height=max(380, 340 * rows), margin={"t": 60, "b": 50},
-                      legend={"title": {"text": ", ".join(series_cols)}} if series_cols else {})
-    return fig
+def loss_summary(table: pd.DataFrame) -> str:
+    """One line for the page: how many ok jobs lost work, each class's largest failed share with
+    its reason, and the largest share each resource dropped; empty when nothing was lost."""
+    ok = table[table["status"] == "ok"]
+    failed = pd.to_numeric(ok.get("failed_%", pd.Series(0.0, index=ok.index)), errors="coerce").fillna(0)
+    dropped = pd.to_numeric(ok.get("dropped", pd.Series(0, index=ok.index)), errors="coerce").fillna(0)
+    losing = ok[(failed > 0) | (dropped > 0)]
+    if losing.empty:
+        return ""
+    parts = []
+    for request, rows in ok[failed > 0].groupby("request", sort=False):
+        worst = rows.iloc[int(np.argmax(pd.to_numeric(rows["failed_%"]).to_numpy()))]
+        reason = worst.get("failed_reason")
+        why = f" ({reason})" if isinstance(reason, str) and reason.strip() else ""
+        parts.append(f"{request} failed up to {number(float(worst['failed_%']))} %{why}")
+    jobs = ok.drop_duplicates("job")
+    places = sorted({p.split(" ")[0] for at in jobs.get("dropped_at", pd.Series(dtype=str)).dropna()
+                     for p in str(at).split(", ") if p})
+    if places:
+        share = pd.to_numeric(jobs["dropped_%"], errors="coerce").max()
+        parts.append(f"work dropped at {', '.join(places)}, up to {number(float(share))} % of the arrivals there")
+    return (f"{losing['job'].nunique()} of {jobs['job'].nunique()} ok jobs lost work: " + "; ".join(parts)
+            + " (per job: the Losses figure and the failed_%, failed_reason and dropped_at columns)")
 
 
 def _table_for_page(table: pd.DataFrame) -> pd.DataFrame:
     """The table as shown: overrides common to all jobs are said once above it, not per row."""
     fixed = [c for c in override_columns(table) if c not in varying_overrides(table)]
-    shown = table.drop(columns=[c for c in ("error", *fixed) if c in table.columns])
-    for col in SECONDS:
-        if col in shown.columns:
-            shown[col] = shown[col] * 1e3
-    units = {c: f"{c} (ms)" for c in SECONDS} | {"wall_time_s": "wall time (s)", "failed": "failed (fraction)",
-                                                 "end_max": "last end (s)"}
-    return shown.rename(columns={c: units[c] for c in shown.columns if c in units})
+    return table.drop(columns=[c for c in ("error", *fixed) if c in table.columns])
 
 
-def sweep_report(table: pd.DataFrame, title: str) -> str:
+def sweep_report(table: pd.DataFrame, title: str, answer: Answer | None = None) -> str:
     parts: list[Part] = []
     jobs = table.drop_duplicates("job")
     ok = int((jobs["status"] == "ok").sum())
     x_col, series_cols = swept(table)
+    metric = answer.metric if answer is not None else "mean"
     intro = (f"{ok} of {len(jobs)} jobs ok. Swept: {x_col or 'nothing'}"
-             + (f"; lines by {', '.join(series_cols)}" if series_cols else "") + ". Latencies in milliseconds; "
-             "error bars are 95% confidence intervals of the mean across replications (none with one replication).")
+             + (f"; lines by {', '.join(series_cols)}" if series_cols else "") + f". The figure draws the {metric} "
+             f"({METRICS[metric][3]}); error bars are 95% confidence intervals across replications (none with one "
+             "replication). Every column's unit is in its header.")
+    if answer is not None and ok:
+        result = answer_table(answer, table, varying_overrides(table))
+        lines = answer_lines(answer, result)
+        parts += [heading("Answer"), "<p><strong>" + "<br>".join(html.escape(line) for line in lines)
+                  + "</strong></p>", Table(result, float_format=number)]
+    loss = loss_summary(table)
+    if loss:
+        parts.append(f"<p class='loss'><strong>Losses:</strong> {html.escape(loss)}</p>")
     if ok:
-        parts.append(sweep_figure(table))
+        threshold = (answer.request, answer.at_most) if isinstance(answer, Capacity) else None
+        parts.append(sweep_figure(table, metric, threshold))
+        differences = paired_differences(table, metric)
+        if not differences.empty:
+            parts.append(Table(differences, f"Paired differences of the {metric} against the first level "
+                                            "(95% intervals; common random numbers)", float_format=number))
+        if lost(table):
+            parts += [heading("Losses"), loss_figure(table)]
     bad = jobs[jobs["status"] != "ok"]
     if not bad.empty:
         parts += [heading(f"Failed or missing jobs ({len(bad)})"),
                   Table(bad[["job", *varying_overrides(table), "status", "error"]])]
     fixed = [f"{c}={jobs[c].iloc[0]}" for c in override_columns(table) if c not in varying_overrides(table)]
     parts += [heading("All jobs"), f"<p>Common to every job: {html.escape(', '.join(fixed) or 'nothing')}.</p>",
-              Table(_table_for_page(table))]
+              Table(_table_for_page(table), float_format=number)]
     return page(title, parts, intro=intro)

@@ -60,7 +60,7 @@ def grid(study: Study) -> list[dict[str, Any]]:
 def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
             progress: bool = False, jobs: int | None = None,
             runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None,
-            how: Method | None = None) -> pd.DataFrame:
+            how: Method | None = None, precision: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """Evaluate the prediction metric at every grid point that ``keep`` accepts, under the
     point's own fit and each reading of the interval (``simstack.studies.readings``: each distinct run
     once). ``runs``, if given, receives one row per capacity search (the runs that decided
@@ -106,6 +106,10 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
             row[pred.interval.high] = _written(high, metric, pred.scale, pred.digits)
             row[pred.interval.basis] = basis
         rows.append(row)
+        if precision is not None:  # what each row's own value rests on: replications, interval
+            span = own.interval
+            precision.append({**point.columns, "replications": own.replications,
+                              "relative_half_width": None if span is None else span.relative_half_width})
     if runs is not None:
         named = pred.interval is not None
         for t in tasks:
@@ -203,6 +207,18 @@ class Predictions:
     runs: list[dict[str, Any]]
     written: tuple[Path, ...] = ()
     method: Method | None = None  # what each row's interval rests on, and the self-check
+    precision: tuple[dict[str, Any], ...] = ()  # per row: replications and the 95 % half-width reached
+
+    def precision_summary(self) -> dict[str, Any]:
+        """Replications and the precision reached over the rows read from runs (a capacity's
+        rows are proven by their searches instead): the fewest and most replications, the
+        median and widest 95 % half-width as a share of the value."""
+        reps = [p["replications"] for p in self.precision if p["replications"] is not None]
+        widths = [p["relative_half_width"] for p in self.precision if p["relative_half_width"] is not None]
+        return {"rows": len(reps), "replications_min": min(reps, default=None),
+                "replications_max": max(reps, default=None),
+                "relative_half_width_median": float(pd.Series(widths).median()) if widths else None,
+                "relative_half_width_max": max(widths, default=None)}
 
 
 def interval_plan(study: Study) -> tuple[list[Verdict], int]:
@@ -221,9 +237,10 @@ def predict_selection(study: Study, where: Mapping[str, Any], parameters: Mappin
     overrides = RunSelection(parameters=dict(parameters or {}), flags=dict(flags or {}))
     runs: list[dict[str, Any]] = []
     how = method(study)
+    reached: list[dict[str, Any]] = []
     table = predict(study, keep=selected(study, where), progress=progress, jobs=jobs, runs=runs, extra=overrides,
-                    how=how)
-    return Predictions(table, runs, method=how)
+                    how=how, precision=reached)
+    return Predictions(table, runs, method=how, precision=tuple(reached))
 
 
 def write_predictions(study: Study, jobs: int | None = None, progress: bool = False,
@@ -238,7 +255,9 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
     if how is not None:
         meta["interval"] = {**how.record(), "rule": RULE, "alternatives": [v.record() for v in verdicts(study)]}
     runs: list[dict[str, Any]] = []
-    table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how)
+    reached: list[dict[str, Any]] = []
+    table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how, precision=reached)
+    made = Predictions(table, runs, method=how, precision=tuple(reached))
     pred = _spec(study)
     if how is not None and pred.interval is not None:  # as written: a row of no width is 'none', not its plan
         meta["interval"]["bases"] = {str(k): int(v) for k, v in table[pred.interval.basis].value_counts(sort=False)
@@ -252,5 +271,8 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
             group.add(output_path(study.folder, runs_file, "predictions.runs_file"),
                       csv_text(pd.DataFrame(runs), float_format="%.10g"))
         group.add(meta_path(path), meta_text({**meta, "rows": len(table), "jobs": jobs or pred.jobs,
+                                              "settings": {"defaults": dict(study.defaults),
+                                                           "command_line": dict(study.given)},
+                                              "precision": made.precision_summary(),
                                               "table_sha256": sha256_text(text)}))
-    return Predictions(table, runs, tuple(group), how)
+    return replace(made, written=tuple(group))

@@ -25,10 +25,12 @@ from simstack.engine.parallel import Workers
 from simstack.io.progress import bar
 from simstack.studies.evaluate.capacity import CapacityResult
 from simstack.studies.evaluate.metrics import Evaluator, chosen
-from simstack.studies.schema.metric_types import CapacityMetric
+from simstack.studies.evaluate.ordering import per_replication
+from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
 from simstack.studies.schema.prediction_grid import Alternative, GridPoint
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
+from simstack.tables.intervals import Interval, mean_interval
 
 POINT = "point"  # the name of a point's own reading
 
@@ -65,6 +67,8 @@ class Outcome:
     value: float
     extra: Mapping[str, float]
     search: dict[str, Any] | None  # the capacity search that decided the value
+    replications: int | None = None  # of the run a run metric's value was read from
+    interval: Interval | None = None  # its 95 % interval across those replications (the precision reached)
 
 
 def task_key(study: Study, metric: str, parameters: Mapping[str, Any], selection: RunSelection) -> str:
@@ -106,7 +110,10 @@ def evaluate(study: Study, ev: Evaluator, task: Task, start: int | None) -> Outc
     if isinstance(metric, CapacityMetric) and len(ev.searches) > searches:
         found: CapacityResult = list(ev.searches.values())[searches]
         search = found.summary(metric.conditions)
-    return Outcome(value, extra, search)
+    if not isinstance(metric, RunMetric) or metric.read_per_replication:  # the latter: no run to read again
+        return Outcome(value, extra, search)
+    values = per_replication(ev, metric, selection)  # the run just made, from the cache
+    return Outcome(value, extra, search, len(values), mean_interval(values) if len(values) > 1 else None)
 
 
 def _elsewhere(study: Study, task: Task, start: int | None, jobs: int = 1) -> Outcome:

@@ -4,11 +4,14 @@ The tables an engineer reads at a terminal mix durations, shares and counts. Lef
 pandas, a column switches to scientific notation as soon as it spans a few decades
 (``6.632e-02`` beside ``0.295``). Here every number is written the same way: four
 significant digits in plain notation, whole numbers without decimals, durations in
-milliseconds and shares in percent, with the unit in the column header (``mean_ms``,
-``utilisation_%``). A column gets one number of decimals, chosen from its largest value,
-so decimal points line up; a column that mixes quantities (a check table's ``predicted``)
-gets four significant digits per value, and only there do magnitudes no table should hold
-(below 1e-6, or 1e9 and up with a fraction) fall back to scientific notation.
+milliseconds (microseconds for a table whose times are all below a millisecond, model time
+units for a model with ``settings: {time_unit: none}``), rates per second and shares in
+percent, with the unit in the column header (``mean_ms``, ``wait_µs``, ``utilisation_%``,
+``throughput_per_s``, ``drops_per_rep`` for a mean over replications of a count). A column
+gets one number of decimals, chosen from its largest value, so decimal points line up, unless
+that would cost a smaller value its four significant digits (``0.03`` for 25 µs in a column of
+ms): then each value gets its own four. Only magnitudes no table should hold (below 1e-6, or
+1e9 and up with a fraction) fall back to scientific notation.
 """
 
 from __future__ import annotations
@@ -21,16 +24,22 @@ import pandas as pd
 
 from simstack.io.terminal import printable
 from simstack.resources import hotpath
+from simstack.tables.breakdown import time_breakdown
 from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
+from simstack.tables.results import THROUGHPUT_COLUMNS
 from simstack.tables.stopping import stop_record
 
 if TYPE_CHECKING:
     from simstack.engine.simulate import RunResult
 
 SIGNIFICANT = 4
-DURATIONS = ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high", "mean_wait", "mean_service")
-SHARES = ("utilisation", "failed")
+DURATIONS = ("min", "mean", "median", "p95", "p99", "max", "ci_low", "ci_high", "mean_wait", "mean_service",
+             "wait", "service", "span")
+SHARES = ("utilisation", "failed", "share")
+PER_REP = ("drops", "arrivals")  # means over replications of counts
+MODEL_TIME = "tu"  # model time units: a model whose times have no unit (settings: {time_unit: none})
 MISSING = "-"
+NOISE = 1e-9  # below this share of a column's largest value, a value is rounding noise (printed 0)
 
 
 def number(value: Any) -> str:
@@ -79,6 +88,15 @@ def column_decimals(values: pd.Series | np.ndarray) -> int | None:
     return min(6, _decimals(largest)) if largest > 0 else 0
 
 
+def _loses_digits(values: pd.Series, decimals: int) -> bool:
+    """Whether a nonzero value would show fewer than four significant digits with ``decimals``
+    (rounding noise, a billionth of the column's largest value, is zero)."""
+    x = np.abs(np.asarray(values, dtype=float))
+    x = x[np.isfinite(x)]
+    x = x[(x > NOISE * (x.max() if x.size else 0)) & (x != np.round(x))]
+    return bool(x.size) and bool(np.floor(np.log10(x.min())) + 1 + decimals < SIGNIFICANT)
+
+
 def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
     """A table as text. Each numeric column gets one number of decimals; the ``mixed``
     columns, which hold different quantities row by row (a check table's ``predicted``),
@@ -89,8 +107,14 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
         aligned = numeric and col not in mixed
         decimals = column_decimals(series) if aligned else None
+        if decimals is not None and _loses_digits(series, decimals):
+            aligned, decimals = False, None
         if aligned and decimals is not None:
             cells = [MISSING if not math.isfinite(v) else _fixed(v, decimals) for v in series.astype(float)]
+        elif numeric and col not in mixed:
+            x = series.astype(float)
+            largest = float(np.nanmax(np.abs(x))) if x.notna().any() else 0.0
+            cells = [number(0.0 if math.isfinite(v) and abs(v) <= NOISE * largest else v) for v in x]
         else:
             cells = [printable(number(v), lines=False) for v in series]
         header = printable(str(col), lines=False)
@@ -103,18 +127,42 @@ def format_table(table: pd.DataFrame, mixed: tuple[str, ...] = ()) -> str:
 
 
 def with_units(table: pd.DataFrame, durations: tuple[str, ...] = DURATIONS,
-               shares: tuple[str, ...] = SHARES) -> pd.DataFrame:
-    """Seconds to milliseconds and fractions to percent, the unit appended to the header."""
+               shares: tuple[str, ...] = SHARES, time_unit: str = "s") -> pd.DataFrame:
+    """Seconds to milliseconds (to microseconds when every duration of the table is below a
+    millisecond: one unit per table, so its columns compare at a glance; left as model time
+    units with ``time_unit="none"``), fractions to percent, means of counts per replication,
+    the unit appended to the header."""
     out = table.copy()
+    timed = [c for c in out.columns if c in durations]
+    factor, unit = duration_scale(out[timed].to_numpy(dtype=float).ravel() if timed else np.empty(0), time_unit)
     renames = {}
     for col in out.columns:
         if col in durations:
-            out[col] = out[col] * 1e3
-            renames[col] = f"{col}_ms"
+            out[col] = out[col] * factor
+            renames[col] = f"{col}_{unit}"
         elif col in shares:
             out[col] = out[col] * 100
             renames[col] = f"{col}_%"
+        elif col in PER_REP:
+            renames[col] = f"{col}_per_rep"
+        elif str(col).endswith("_per_s") and time_unit == "none":
+            renames[col] = str(col).replace("_per_s", f"_per_{MODEL_TIME}")
     return out.rename(columns=renames)
+
+
+def duration_scale(values: pd.Series | np.ndarray, time_unit: str = "s") -> tuple[float, str]:
+    """(factor, unit) for durations in seconds: ms, or µs when every value is below a
+    millisecond; (1, ``tu``) for a model whose times have no unit."""
+    if time_unit == "none":
+        return 1.0, MODEL_TIME
+    x = np.abs(np.asarray(values, dtype=float))
+    x = x[np.isfinite(x) & (x > 0)]
+    return (1e6, "µs") if x.size and x.max() < 1e-3 else (1e3, "ms")
+
+
+def time_unit(result: RunResult) -> str:
+    """The model's ``settings.time_unit``: ``s`` (seconds, the default) or ``none``."""
+    return str(result.model.settings.get("time_unit") or "s")
 
 
 def run_header(result: RunResult) -> str:
@@ -126,20 +174,29 @@ def run_header(result: RunResult) -> str:
         looks = result.stopped.looks
         parts[0] += f" (stopped: {result.stopped.stopped}, {looks} look{'s' if looks != 1 else ''})"
     parts.append(f"seed {result.seed}")
+    clock = MODEL_TIME if time_unit(result) == "none" else "s"
     if result.horizon is not None:
-        parts.append(f"horizon {result.horizon:g} s")
+        parts.append(f"horizon {result.horizon:g} {clock}")
     if result.warmup == "mser5":
         parts.append("warm-up mser5")
     elif result.warmup:
-        parts.append(f"warm-up {result.warmup:g} s")
+        parts.append(f"warm-up {result.warmup:g} {clock}")
+    if clock == MODEL_TIME:
+        parts.append(f"times in model time units ({MODEL_TIME})")
     parts.append(f"wall {result.wall_time:.2f} s")
     parts.append(f"hot path {hotpath.label()}")
     return ", ".join(parts)
 
 
 def latency_table(result: RunResult) -> pd.DataFrame:
+    """Per request class the latency statistics, the failure share, the mean's interval and
+    the throughput (completions per second) with the half-width of its 95 % interval."""
     summary = result.summary()
-    return with_units(summary[[c for c in summary.columns if c not in INTERVAL_COLUMNS]])
+    shown = summary[[c for c in summary.columns if c not in INTERVAL_COLUMNS and c not in THROUGHPUT_COLUMNS]].copy()
+    shown["count"] = shown["count"].astype("Int64") if shown["count"].notna().all() else shown["count"]
+    shown["throughput_per_s"] = summary["throughput_per_s"]
+    shown["throughput_±_per_s"] = (summary["throughput_per_s_high"] - summary["throughput_per_s_low"]) / 2
+    return with_units(shown, time_unit=time_unit(result))
 
 
 def percentile_table(result: RunResult) -> pd.DataFrame:
@@ -147,9 +204,11 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
     95 % interval (``NAME_±``); ``attrs["note"]`` says how the intervals were made."""
     summary = result.summary()
     out = pd.DataFrame({"request": summary["request"]})
+    factor, unit = duration_scale(summary[[c for c, _ in PERCENTILES]].to_numpy(dtype=float).ravel(),
+                                  time_unit(result))
     for column, _ in PERCENTILES:
-        out[f"{column}_ms"] = summary[column] * 1e3
-        out[f"{column}_±"] = (summary[f"{column}_high"] - summary[f"{column}_low"]) / 2 * 1e3
+        out[f"{column}_{unit}"] = summary[column] * factor
+        out[f"{column}_±_{unit}"] = (summary[f"{column}_high"] - summary[f"{column}_low"]) / 2 * factor
     methods = sorted(set(summary["ci_method"].dropna()))
     if result.replications >= 2:
         note = f"across {result.replications} replications (sectioning)"
@@ -188,8 +247,30 @@ def _batches(record: dict[str, Any]) -> str:
 
 
 def stage_table(result: RunResult) -> pd.DataFrame:
-    stages = with_units(result.stage_summary())
-    return stages[["request", "step", "component", "count", "min_ms", "mean_ms", "median_ms", "max_ms"]]
+    """Where the time goes, whole (``tables.breakdown``): per request class and step the
+    mean wait (and what for) and the mean service per recorded request, their share of the
+    mean latency; an enclosing step's own ``service`` is what none of its inner steps covers,
+    its ``span`` the time it is held. Each class's wait + service adds up to its mean latency."""
+    kinds = {name: c.kind for name, c in result.model.components.items()}
+    table = time_breakdown(result.steps, result.requests, kinds)
+    table["span"] = table["held"]
+    table = table[["request", "step", "component", "count", "wait", "service", "share", "span", "waits_for"]]
+    return with_units(table, time_unit=time_unit(result))
+
+
+def loss_lines(result: RunResult) -> list[str]:
+    """One line per loss (a class that failed requests, a resource that dropped arrivals)."""
+    lines = []
+    for row in result.losses().to_dict("records"):
+        fraction, per_rep, what = float(row["share"]), float(row["per_rep"]), str(row["what"])
+        share = "-" if not math.isfinite(fraction) else f"{number(round(fraction * 100, 4))} %"
+        counted = "" if not math.isfinite(per_rep) else f" ({number(round(per_rep, 1))} per replication)"
+        if what.startswith("request "):
+            where = f" at {row['place']}" if row["place"] else ""
+            lines.append(f"warning: {what}: {share} failed{counted}{where}: {row['reason']}")
+        else:
+            lines.append(f"warning: {what}: {share} of its arrivals {row['reason']}{counted}")
+    return [printable(line, lines=False) for line in lines]
 
 
 def resource_table(result: RunResult) -> pd.DataFrame:
@@ -197,20 +278,22 @@ def resource_table(result: RunResult) -> pd.DataFrame:
     whose components do no CPU work) is left out of the printed table, not of resources.csv."""
     table = result.resource_summary()[["resource", "kind", "utilisation", "mean_queue", "drops"]]
     busy = (table["utilisation"].fillna(1) > 0) | (table["mean_queue"] > 0) | (table["drops"] > 0)
-    shown = with_units(table[busy])
+    shown = with_units(table[busy], time_unit=time_unit(result))
     shown.attrs["idle"] = list(table.loc[~busy, "resource"])
     return shown
 
 
 def summary_text(result: RunResult) -> str:
     """The run header on its own line, then latency, stage and resource tables, as printed."""
-    parts = [run_header(result), format_table(latency_table(result)), ""]
+    parts = [run_header(result), *loss_lines(result), format_table(latency_table(result)), ""]
     percentiles = percentile_table(result)
     parts += [percentiles.attrs["note"] + ":", format_table(percentiles), ""]
     if result.stopped is not None:
         parts += [precision_text(result), ""]
     if not result.steps.empty:
-        parts += ["where the time goes (per step, recorded requests):", format_table(stage_table(result)), ""]
+        parts += ["where the time goes (per step and recorded request: wait + service add up to the mean latency; "
+                  "span: the time an enclosing step is held, its inner steps' time counted with them):",
+                  format_table(stage_table(result)), ""]
     resources = resource_table(result)
     parts.append(format_table(resources))
     if resources.attrs.get("idle"):

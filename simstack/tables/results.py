@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.resources.meter import ResourceSummary
+from simstack.tables.breakdown import time_breakdown
 from simstack.tables.confidence import student_t_ci
 from simstack.tables.latencies import INTERVAL_COLUMNS, groups_by_replication, interval_row
 from simstack.tables.records import (
@@ -30,6 +31,9 @@ STAT_COLUMNS = ["count", "min", "mean", "median", "p95", "p99", "max"]
 # The latency summary: the statistics, the failure share, the mean's interval, then p90 and the
 # percentiles' intervals, how they were made and whether the method's own check passed (``latencies``).
 SUMMARY_COLUMNS = [*STAT_COLUMNS, "failed", "ci_low", "ci_high", *INTERVAL_COLUMNS]
+# Completions per second of the measured window (per model time unit in a model without one),
+# with its 95 % interval across replications (none from one replication).
+THROUGHPUT_COLUMNS = ["throughput_per_s", "throughput_per_s_low", "throughput_per_s_high"]
 # A request still waiting for a hold at the end with no progress (see Replication.blocked).
 BLOCKED_COLUMNS = ("rep", "id", "request", "step", "waits_for", "since")
 
@@ -130,6 +134,65 @@ def latency_summary(requests: pd.DataFrame, by: Sequence[str] = ("request",)) ->
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
 
 
+def with_throughput(summary: pd.DataFrame, completions: pd.Series, windows: Mapping[int, float],
+                    by: Sequence[str]) -> pd.DataFrame:
+    """The summary with each group's throughput: its successful recorded requests per second of
+    each replication's measured window (``windows``: rep -> seconds after the warm-up), the
+    mean over replications and its Student-t interval. ``completions`` is indexed by
+    (*by, rep)."""
+    out = summary.copy()
+    reps = sorted(windows)
+    values = []
+    for _, row in out.iterrows():
+        key = tuple(row[b] for b in by)
+        rates = np.array([_count(completions, (*key, rep)) / windows[rep] if windows[rep] > 0 else np.nan
+                          for rep in reps], dtype=float)
+        rates = rates[np.isfinite(rates)]
+        values.append(student_t_ci(rates) if rates.size else (np.nan, np.nan, np.nan))
+    for i, column in enumerate(THROUGHPUT_COLUMNS):
+        out[column] = pd.Series([v[i] for v in values], index=out.index, dtype=float)
+    return out
+
+
+def completions(requests: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Successful recorded requests per (*by, rep)."""
+    recorded = requests[~requests["warmup"] & requests["ok"]]
+    return recorded.groupby([*by, "rep"], observed=True).size()
+
+
+def stream_completions(recorders: Sequence[Any], by: Sequence[str]) -> pd.Series:
+    """Successful recorded requests per (*by, rep), from the streams of ``record="summary"``
+    (keyed by request and workload)."""
+    fields = ("request", "workload")
+    counts: dict[tuple[Any, ...], float] = {}
+    for rec in recorders:
+        for key, (stream, _) in rec.request_streams().items():
+            values = dict(zip(fields, key, strict=True))
+            group = (*(values[b] for b in by), rec.rep)
+            counts[group] = counts.get(group, 0.0) + stream.count
+    return pd.Series(counts, dtype=float)
+
+
+def windows(accounting: pd.DataFrame, warmup: float | str, requests: pd.DataFrame) -> dict[int, float]:
+    """Each replication's measured window (s): from the warm-up (with mser5, its first
+    recorded request) to its end."""
+    if accounting.empty:
+        return {}
+    ends = dict(zip(accounting["rep"], accounting["end_time"], strict=True))
+    if warmup == "mser5":
+        kept = requests[~requests["warmup"]].groupby("rep")["start"].min()
+        first = {int(str(rep)): float(start) for rep, start in kept.items()}
+        return {int(rep): float(end) - first.get(int(rep), float(end)) for rep, end in ends.items()}
+    return {int(rep): float(end) - float(warmup or 0.0) for rep, end in ends.items()}
+
+
+def _count(completions: pd.Series, key: tuple[Any, ...]) -> float:
+    try:
+        return float(completions.loc[key])
+    except KeyError:
+        return 0.0
+
+
 def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
     """Per request class and step: mean wait, mean service and duration statistics."""
     recorded = requests.loc[~requests["warmup"], ["rep", "id"]]
@@ -142,6 +205,22 @@ def step_summary(steps: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
         row.update(describe(group["duration"]))
         rows.append(row)
     return pd.DataFrame(rows, columns=["request", "step", "component", "mean_wait", "mean_service", *STAT_COLUMNS])
+
+
+def with_split(stages: pd.DataFrame, steps: pd.DataFrame, requests: pd.DataFrame,
+               kinds: Mapping[str, str]) -> pd.DataFrame:
+    """The step summary with the whole split of each class's mean latency beside it
+    (``breakdown.time_breakdown``: ``wait_per_request``, ``service_per_request``, ``share``),
+    and the split's rows that are no step (queued before the first step, outside named steps)
+    after the steps, so that a class's rows add up to its mean latency."""
+    if stages.empty:
+        return stages
+    key = ["request", "step", "component"]
+    split = time_breakdown(steps, requests, kinds)[[*key, "wait", "service", "share"]].rename(
+        columns={"wait": "wait_per_request", "service": "service_per_request"})
+    table = stages.astype({k: str for k in key}).merge(split, on=key, how="left")
+    extra = split[~split.set_index(key).index.isin(table.set_index(key).index)]
+    return pd.concat([table, extra], ignore_index=True) if not extra.empty else table
 
 
 def mser5(series: Sequence[float] | np.ndarray) -> int:
@@ -164,3 +243,40 @@ def mser5(series: Sequence[float] | np.ndarray) -> int:
     stat = stat[::-1]  # index d = batches dropped
     half = n_batches // 2
     return int(np.argmin(stat[: half + 1])) * 5
+
+
+LOSS_COLUMNS = ["what", "place", "share", "per_rep", "reason"]
+
+
+def losses(requests: pd.DataFrame, summary: pd.DataFrame, resources: pd.DataFrame) -> pd.DataFrame:
+    """Every loss of a run, one row each, so that none goes unseen: a request class that
+    failed requests (``share`` of its recorded requests, ``per_rep`` how many per replication,
+    the place and reason as recorded, e.g. ``queue full: audit``) and a resource that dropped
+    arrivals (``share`` of its arrivals). ``summary`` is the latency summary (its ``failed``
+    share) and ``resources`` the per-resource means over replications."""
+    rows: list[dict[str, Any]] = []
+    replications = max(1, int(requests["rep"].nunique())) if not requests.empty else 1
+    recorded = requests[~requests["warmup"]] if not requests.empty else requests
+    failed = recorded[~recorded["ok"]] if not recorded.empty else recorded
+    for _, row in summary.iterrows():
+        if not (row["failed"] > 0):
+            continue
+        mine = failed[failed["request"] == row["request"]] if not failed.empty else failed
+        reasons = mine["reason"].astype(str).value_counts() if not mine.empty else pd.Series(dtype=int)
+        reason = "; ".join(f"{r or 'failed'} ({n / len(mine) * 100:.3g} %)" if len(reasons) > 1
+                           else str(r or "failed") for r, n in reasons.items()) or "failed"
+        rows.append({"what": f"request {row['request']}", "place": _place(reasons), "share": float(row["failed"]),
+                     "per_rep": len(mine) / replications if len(mine) else np.nan, "reason": reason})
+    for _, row in resources.iterrows():
+        if row.get("drops", 0) > 0:
+            arrivals = float(row.get("arrivals", np.nan))
+            rows.append({"what": f"resource {row['resource']}", "place": str(row["resource"]),
+                         "share": float(row["drops"]) / arrivals if arrivals > 0 else np.nan,
+                         "per_rep": float(row["drops"]), "reason": f"dropped ({row['kind']} full)"})
+    return pd.DataFrame(rows, columns=LOSS_COLUMNS)
+
+
+def _place(reasons: pd.Series) -> str:
+    """Where requests failed, from reasons written ``what: where`` (``queue full: audit``)."""
+    places = sorted({str(r).rsplit(": ", 1)[1] for r in reasons.index if ": " in str(r)})
+    return ", ".join(places)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg import expm
 
 from simstack.studies.analysis.queues import erlang_c
 
@@ -115,3 +116,34 @@ def mmc_wait_cdf(lam: float, mu: float, c: int, t: np.ndarray | float) -> np.nda
     wait = erlang_c(c, lam / mu)
     x = np.asarray(t, dtype=float)
     return np.where(x < 0, 0.0, 1.0 - wait * np.exp(-(c * mu - lam) * np.maximum(x, 0.0)))
+
+
+# -- time-varying load (issue 31) ------------------------------------------------------
+def mt_infinite_server_mean(steps: list[list[float]], mu: float, t: float) -> float:
+    """m(t) for M(t)/M/∞ with a piecewise-constant rate (each rate from its time to the next)."""
+    total = 0.0
+    for (a, rate), nxt in zip(steps, [*steps[1:], [math.inf, 0.0]], strict=True):
+        if a >= t:
+            break
+        b = min(nxt[0], t)
+        total += rate / mu * (math.exp(-mu * (t - b)) - math.exp(-mu * (t - a)))
+    return total
+
+
+def mt_mm1_mean(steps: list[list[float]], mu: float, t: float, cap: int = 80) -> float:
+    """E N(t) for M(t)/M/1 started empty: p(t) = p(0) exp(Q t) piece by piece on a chain cut at ``cap``."""
+    p = np.zeros(cap + 1)
+    p[0] = 1.0
+    for (a, rate), nxt in zip(steps, [*steps[1:], [math.inf, 0.0]], strict=True):
+        if a >= t:
+            break
+        q = np.zeros((cap + 1, cap + 1))
+        for n in range(cap + 1):
+            if n < cap:
+                q[n, n + 1] = rate
+            if n > 0:
+                q[n, n - 1] = mu
+            q[n, n] = -q[n].sum()
+        p = p @ expm(q * (min(nxt[0], t) - a))
+    assert p[-1] < 1e-9, "the truncation holds probability: raise cap"
+    return float(p @ np.arange(cap + 1))

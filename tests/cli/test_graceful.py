@@ -121,3 +121,59 @@ def test_a_full_disk_is_one_line_and_the_last_good_files_stay(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "simstack: error: File too large" in done.stderr and "Traceback" not in done.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_sigterm_is_one_line_exit_143_and_no_folder(tmp_path: Path) -> None:
+    """``kill PID`` (a batch system, a service manager) ends the command as Ctrl-C does: the
+    files being written removed, the run's empty folder too, one line."""
+    run = subprocess.Popen([SIMSTACK, "model=pipeline", "sim.replications=200"], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _run_folders(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    run.terminate()
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 143, err[-2000:]
+    assert err.strip().splitlines()[-1] == "simstack: terminated" and "Traceback" not in err
+    assert _run_folders(tmp_path) == []
+
+
+def test_sigterm_while_files_are_written_leaves_no_tmp_file(tmp_path: Path) -> None:
+    """The handler the command installs, in this process: a group of files being written when
+    SIGTERM arrives is removed, as on Ctrl-C (no ``.tmp`` left beside the outputs)."""
+    import os
+
+    from simstack.cli.main import Terminated, terminate_as_interrupt
+    from simstack.io.outputs import FileGroup
+
+    (tmp_path / "table.csv").write_text("old\n")
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        terminate_as_interrupt()
+        with pytest.raises(Terminated), FileGroup() as group:
+            group.add(tmp_path / "table.csv", "new\n")
+            group.add(tmp_path / "meta.json", "{}")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs here
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+    assert (tmp_path / "table.csv").read_text() == "old\n"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_a_sweep_on_a_full_disk_ends_in_one_line_and_not_zero(tmp_path: Path) -> None:
+    """Every job fails for lack of space and the gathering cannot be written: the sweep used to
+    exit 0 with a Python warning and a truncated report."""
+    out = tmp_path / "sweep"
+    done = subprocess.run([SIMSTACK, "-m", "model=pipeline", "+parameters.consoles=2,4", *SHORT,
+                           "output.tables=false", f"hydra.sweep.dir={out}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, preexec_fn=lambda: _limit_file_size(7000))
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"simstack: error: {out}: the sweep's table and report could not be written (File too large")
+    assert "Traceback" not in done.stderr and "Warning" not in done.stderr
+    assert [json.loads((out / job / "status.json").read_text())["status"] for job in ("0", "1")] == ["failed"] * 2
+    assert not (out / "sweep_report.html").exists() and not (out / "sweep_summary.csv").exists()
+    assert not [p for p in out.rglob("*.tmp")]

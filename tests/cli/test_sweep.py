@@ -63,9 +63,9 @@ def test_the_gathered_table_has_a_status_and_an_error_per_job(failed_sweep) -> N
                                         1: {"status": "failed", "rows": 1, "consoles": -1},
                                         2: {"status": "ok", "rows": 2, "consoles": 4}}
     failed = table[table["status"] == "failed"].iloc[0]
-    assert BAD in failed["error"] and pd.isna(failed["mean"])
+    assert BAD in failed["error"] and pd.isna(failed["mean_ms"])
     assert table.loc[table["status"] == "ok", "error"].isna().all()
-    assert (table.loc[table["status"] == "ok", "mean"] > 0).all()
+    assert (table.loc[table["status"] == "ok", "mean_ms"] > 0).all()
     assert BAD in html.unescape((sweep / "sweep_report.html").read_text())
 
 
@@ -94,7 +94,7 @@ def test_gather_rebuilds_an_interrupted_sweep(failed_sweep, tmp_path: Path, caps
     assert jobs.loc[2, "parameters.consoles"] == 4  # from the sweep's own multirun.yaml
     assert jobs.loc[1, "parameters.consoles"] == -1  # from the job's .hydra/overrides.yaml
     assert "did not finish" in jobs.loc[1, "error"]
-    assert (table.loc[table["job"] == 0, "mean"] > 0).all()
+    assert (table.loc[table["job"] == 0, "mean_ms"] > 0).all()
     assert (copy / "sweep_report.html").is_file()
 
 
@@ -192,3 +192,121 @@ def test_a_status_that_cannot_be_written_is_said_and_the_sweep_goes_on(tmp_path:
     write_status(tmp_path, {"job": "0", "status": "ok"})
     assert not list(tmp_path.iterdir())
     assert "its status.json could not be written (No space left on device)" in capsys.readouterr().err
+
+
+def test_two_sweeps_into_one_folder_one_is_refused(tmp_path: Path) -> None:
+    """Two sweeps given the same ``hydra.sweep.dir`` used to overwrite each other's jobs and
+    both say "2 of 2 jobs ok": the folder is claimed by one, the other stops in one line."""
+    exe = Path(sys.executable).parent / "simstack"
+    same = tmp_path / "same"
+    args = [str(exe), "-m", "model=pipeline", *SHORT, f"hydra.sweep.dir={same}"]
+    runs = [subprocess.Popen([*args, f"+parameters.consoles={values}"], cwd=tmp_path, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for values in ("2,4", "6,8")]
+    done = [(run.wait(timeout=300), *run.communicate()) for run in runs]
+    assert sorted(code for code, _, _ in done) == [0, 2], done
+    (code, out, err), = [d for d in done if d[0] == 0]
+    (_, _, refused), = [d for d in done if d[0] == 2]
+    assert refused.startswith(f"simstack: error: hydra.sweep.dir={same} already holds a sweep")
+    assert refused.count("\n") == 1 and "Traceback" not in refused
+    table = pd.read_csv(same / "sweep_summary.csv").drop_duplicates("job")
+    winner = [int(v) for v in table["parameters.consoles"]]
+    assert winner in ([2, 4], [6, 8]) and "2 of 2 jobs ok" in out
+    statuses = [json.loads((same / job / STATUS_FILE).read_text())["overrides"] for job in ("0", "1")]
+    assert [f"+parameters.consoles={v}" in s for v, s in zip(winner, statuses, strict=True)] == [True, True]
+
+
+def test_a_sweep_into_a_folder_of_an_earlier_sweep_is_refused(failed_sweep, tmp_path: Path) -> None:
+    sweep, _ = failed_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    before = (copy / "sweep_summary.csv").read_bytes()
+    done = _simstack("-m", "model=pipeline", "+parameters.consoles=6,8", *SHORT, f"hydra.sweep.dir={copy}",
+                     cwd=tmp_path)
+    assert done.returncode == 2 and "already holds a sweep" in done.stderr and "Traceback" not in done.stderr
+    assert (copy / "sweep_summary.csv").read_bytes() == before
+
+
+def test_two_default_sweep_folders_in_one_second_are_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock held at one second (a loaded machine may cross a second between two reads)."""
+    import datetime as dt
+
+    from omegaconf import OmegaConf
+
+    import simstack.cli.main as cli_main
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz: dt.tzinfo | None = None) -> Frozen:
+            return cls(2026, 1, 31, 12, 0, 0)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_main, "datetime", Frozen)
+    first, second = (str(OmegaConf.load(Path(CONFIG_DIR) / "config.yaml").hydra.sweep.dir) for _ in range(2))
+    assert Path(first) == Path("multirun/2026-01-31/12-00-00") and Path(first).is_dir()
+    assert Path(second) == Path("multirun/2026-01-31/12-00-00-2") and Path(second).is_dir()
+
+
+def _limit_file_size(limit: int) -> None:
+    """In the child: files may grow to ``limit`` bytes; a write beyond fails (EFBIG), as on a full disk."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_gather_on_a_full_disk_is_one_line_and_keeps_the_previous_report(failed_sweep, tmp_path: Path) -> None:
+    sweep, _ = failed_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    before = {name: (copy / name).read_bytes() for name in ("sweep_summary.csv", "sweep_report.html")}
+    exe = Path(sys.executable).parent / "simstack"
+    done = subprocess.run([str(exe), "gather", str(copy)], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300, preexec_fn=lambda: _limit_file_size(100_000))  # the table fits, the page not
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"simstack: error: {copy}: the sweep's table and report could not be written "
+                                  "(File too large")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert {name: (copy / name).read_bytes() for name in before} == before
+    assert not [p.name for p in copy.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "read_only"])
+def test_a_run_or_sweep_folder_that_cannot_be_written_is_one_line(tmp_path: Path, where: str) -> None:
+    import os
+
+    if where == "read_only":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only folder")
+        base = tmp_path / "locked"
+        base.mkdir(mode=0o555)
+    else:
+        base = tmp_path / "a_file"
+        base.write_text("")
+    for key, args in (("hydra.run.dir", ["model=pipeline", *SHORT]),
+                      ("hydra.sweep.dir", ["-m", "model=pipeline", "+parameters.consoles=2,4", *SHORT])):
+        done = _simstack(*args, f"{key}={base / 'out'}", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"simstack: error: {key}: the ") and "cannot be written" in done.stderr
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_gather_writes_job_text_as_data(failed_sweep, tmp_path: Path, capsys) -> None:
+    """A job's error and override values (from its status.json) reach the table neutral and
+    the terminal escaped: no formula for a spreadsheet, no escape sequence for the terminal."""
+    sweep, _ = failed_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    status = json.loads((copy / "1" / STATUS_FILE).read_text())
+    status["error"] = "=HYPERLINK(\"http://x\") \x1b]0;pwned\x07\x1b[2J"
+    status["overrides"] = ["model=pipeline", "+parameters.consoles=@SUM(A1)"]
+    (copy / "1" / STATUS_FILE).write_text(json.dumps(status))
+    assert gather_main([str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned\\x07" in err
+    table = pd.read_csv(copy / "sweep_summary.csv", dtype=str)
+    row = table[table["job"] == "1"].iloc[0]
+    assert row["error"].startswith("'=HYPERLINK(") and row["parameters.consoles"] == "'@SUM(A1)"
+    cells = [c for c in table.to_numpy().ravel() if isinstance(c, str)]
+    assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))]

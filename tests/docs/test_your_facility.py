@@ -71,3 +71,18 @@ def test_a_second_measurement_as_the_page_advises_keeps_the_checks_and_warns_of_
     assert "calibrated.yaml was fitted to baselines.csv as it was" in checked.stderr
     again = simstack(site, "model=archiver", "sim.horizon=20", "sim.replications=1")
     assert "run simstack calibrate model=archiver again" in again.stderr
+
+
+def test_the_whatif_of_the_walkthrough_is_compared_with_the_model(site: Path) -> None:
+    """Section 6: the what-if file as written, and the first command of the section, paired."""
+    text = DOC.read_text()
+    content = re.search(r"File `archiver/whatif/twice_the_clients.yaml`:\n\n```yaml\n(.*?)```", text, flags=re.S)
+    assert content is not None and "simstack model=archiver whatif=archiver/twice_the_clients " in text
+    (site / "archiver" / "whatif").mkdir()
+    (site / "archiver" / "whatif" / "twice_the_clients.yaml").write_text(content.group(1))
+    run = simstack(site, "model=archiver", "whatif=archiver/twice_the_clients", "sim.horizon=20",
+                   "sim.replications=3", "sim.progress=false")
+    assert run.returncode == 0, run.stderr
+    rows = run.stdout.split("what-if twice_the_clients, per request class:\n")[1].splitlines()
+    throughput = next(r.split() for r in rows if r.split()[:2] == ["fetch", "throughput_per_s"])
+    assert float(throughput[5]) > 0  # difference_low: twice the clients fetch more, surely

@@ -254,7 +254,7 @@ def test_open_workload_with_both_rate_and_interarrival(tmp_path: Path) -> None:
 
 def test_unknown_workload_type(tmp_path: Path) -> None:
     expect(tmp_path, model(("workloads.users.type", "opn")), "workloads.users.type",
-           "unknown workload type 'opn' (did you mean 'open'?); types: open, closed, periodic, protocol")
+           "unknown workload type 'opn' (did you mean 'open'?); types: open, closed, periodic, protocol, trace")
 
 
 # -- units and distributions --------------------------------------------------------------------
@@ -421,7 +421,7 @@ def test_requests_section_that_is_a_list(tmp_path: Path) -> None:
 
 def test_no_workloads(tmp_path: Path) -> None:
     expect(tmp_path, model(drop=("workloads",)), "workloads",
-           "expected at least one workload (what drives the requests: open, closed, periodic or protocol)")
+           "expected at least one workload (what drives the requests: open, closed, periodic, protocol or trace)")
 
 
 # -- steps ----------------------------------------------------------------------------------------
@@ -580,7 +580,7 @@ def test_settings_with_a_bad_horizon(tmp_path: Path) -> None:
 
 def test_settings_that_are_not_a_mapping(tmp_path: Path) -> None:
     expect(tmp_path, model(("settings", "fast")), "settings",
-           "expected a mapping with keys horizon, warmup, seed, replications, limits, got 'fast'")
+           "expected a mapping with keys horizon, warmup, seed, replications, limits, time_unit, got 'fast'")
 
 
 # -- a model file can never run code ---------------------------------------------------------------

@@ -22,8 +22,8 @@ from simstack.load.precedence import calibrated_parameters
 from simstack.report.build import build_report
 from simstack.studies.evaluate.run_values import failure_by_item
 from simstack.tables.confidence import student_t_ci
+from simstack.testing.browser import screenshot
 from tests.report.test_report_cmd import plotted
-from tests.report.test_reports import _screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
 
@@ -219,7 +219,7 @@ def test_failures_per_item_and_the_latency_boxes_are_the_simulated_ones(tmp_path
     page_file = tmp_path / "per_item.html"
     page_file.write_text(text)
     png = tmp_path / "per_item.png"
-    assert _screenshot(page_file, png, height=2400) == []
+    assert screenshot(page_file, png, height=2400) == []
     assert png.stat().st_size > 60_000
 
 
@@ -255,5 +255,5 @@ def test_the_speedup_and_hierarchy_pages_render_without_console_errors(speedup_p
         page_file = tmp_path / f"{name}.html"
         page_file.write_text(page_text)
         png = tmp_path / f"{name}.png"
-        assert _screenshot(page_file, png, height=1200) == [], name
+        assert screenshot(page_file, png, height=1200) == [], name
         assert png.stat().st_size > 40_000

@@ -14,8 +14,8 @@ import yaml
 from simstack import load_model, simulate
 from simstack.errors import ModelError
 from simstack.report.build import build_report
+from simstack.testing.browser import screenshot
 from tests.report.test_report_cmd import plotted
-from tests.report.test_reports import _screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
 
@@ -105,7 +105,7 @@ def test_the_load_over_time_is_the_traced_mean_per_interval(page: tuple[Path, st
 def test_the_page_renders_without_console_errors(page: tuple[Path, str], tmp_path: Path) -> None:
     folder, _ = page
     png = tmp_path / "storm.png"
-    assert _screenshot(folder / "storm.html", png, height=2400) == []
+    assert screenshot(folder / "storm.html", png, height=2400) == []
     assert png.stat().st_size > 60_000
 
 

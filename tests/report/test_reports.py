@@ -4,8 +4,6 @@ with its row of the table, and the pages render in headless Chromium without a c
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +13,9 @@ import pytest
 
 from simstack.report import Table, page
 from simstack.report.sweep import axis_values, sweep_figure, sweep_report, swept
+from simstack.testing.browser import screenshot
 
 pytestmark = pytest.mark.slow  # report pages, opened in a headless browser
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-INSTALL = ("headless Chromium not found: install it with `apt-get update && apt-get install -y chromium "
-           "chromium-driver` (`make test` does this when it may install packages)")
-
 
 def sweep_table() -> pd.DataFrame:
     """A gathered table as ``simstack.cli.gather.gather`` builds it: override values as text, jobs
@@ -31,11 +25,11 @@ def sweep_table() -> pd.DataFrame:
     consoles = ["16", "4", "32", "8"]
     for job, (c, w) in enumerate((c, w) for w in ("2", "1") for c in consoles):
         for request in ("trim", "write_audit"):
-            mean = rng.uniform(0.002, 0.05)
+            mean = rng.uniform(2, 50)
             rows.append({"job": str(job), "model": "pipeline", "parameters.consoles": c, "parameters.workers": w,
-                         "status": "ok", "error": None, "request": request, "count": 90, "mean": mean,
-                         "p95": 2 * mean, "ci_low": mean - rng.uniform(1e-4, 1e-3),
-                         "ci_high": mean + rng.uniform(1e-4, 1e-3), "wall_time_s": 0.5})
+                         "status": "ok", "error": None, "request": request, "count": 90, "mean_ms": mean,
+                         "p95_ms": 2 * mean, "ci_low_ms": mean - rng.uniform(0.1, 1),
+                         "ci_high_ms": mean + rng.uniform(0.1, 1), "wall_time_s": 0.5})
     rows.append({"job": "8", "model": "pipeline", "parameters.consoles": "-1", "parameters.workers": "1",
                  "status": "failed", "error": "model.yaml: workloads.operators.clients: must be >= 1, got -1",
                  "wall_time_s": 0.1})
@@ -53,9 +47,9 @@ def _check_traces(traces: list[dict], table: pd.DataFrame) -> None:
             row = ok.loc[(job, request)]
             assert trace["name"] == f"parameters.workers={row['parameters.workers']}"
             assert xs[i] == float(row["parameters.consoles"])
-            assert ys[i] == pytest.approx(row["mean"] * 1e3, rel=1e-12)
-            assert plus[i] == pytest.approx((row["ci_high"] - row["mean"]) * 1e3, rel=1e-9)
-            assert minus[i] == pytest.approx((row["mean"] - row["ci_low"]) * 1e3, rel=1e-9)
+            assert ys[i] == pytest.approx(row["mean_ms"], rel=1e-12)
+            assert plus[i] == pytest.approx(row["ci_high_ms"] - row["mean_ms"], rel=1e-9)
+            assert minus[i] == pytest.approx(row["mean_ms"] - row["ci_low_ms"], rel=1e-9)
             seen.append((job, request))
         assert len({r for _, r in trace["customdata"]}) == 1, "one request per line"
     assert sorted(seen) == sorted(ok.index), "every ok row is plotted exactly once"
@@ -85,7 +79,7 @@ def test_the_page_carries_the_same_numbers_and_lists_the_failed_job() -> None:
     _check_traces(_plotted_data(text), table)
     assert text.count("Plotly.newPlot(") == 1
     assert "must be &gt;= 1, got -1" in text and "Failed or missing jobs (1)" in text
-    assert "mean (ms)" in text and "wall time (s)" in text
+    assert "<th>mean_ms</th>" in text and "<th>wall_time_s</th>" in text
 
 
 def test_the_swept_parameter_is_the_first_non_model_override_that_varies() -> None:
@@ -123,25 +117,10 @@ def test_page_inlines_plotly_once_and_escapes_text() -> None:
 
 # --- headless browser ------------------------------------------------------------------
 
-def _screenshot(page_file: Path, png: Path, height: int = 1400) -> list[str]:
-    """Render ``page_file`` in headless Chromium; return its console messages."""
-    if CHROMIUM is None:
-        pytest.skip(INSTALL)
-    profile = png.parent / f"{png.stem}-profile"
-    done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", f"--window-size=1280,{height}",
-         f"--screenshot={png}", page_file.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert png.is_file(), done.stderr[-2000:]
-    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-
-
 def test_a_console_error_is_caught(tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     broken.write_text("<html><body><p>x</p><script>undefinedFunction();</script></body></html>")
-    console = _screenshot(broken, tmp_path / "broken.png", height=200)
+    console = screenshot(broken, tmp_path / "broken.png", height=200)
     assert any("undefinedFunction is not defined" in line for line in console)
 
 
@@ -149,7 +128,7 @@ def test_the_sweep_report_renders_without_console_errors(tmp_path: Path) -> None
     report = tmp_path / "sweep_report.html"
     report.write_text(sweep_report(sweep_table(), "sweep /tmp/example"))
     png = tmp_path / "sweep_report.png"
-    assert _screenshot(report, png) == []
+    assert screenshot(report, png) == []
     assert png.stat().st_size > 40_000  # plots and table drawn, not a blank page
 
 
@@ -163,5 +142,5 @@ def test_a_facility_style_page_renders_without_console_errors(tmp_path: Path) ->
     facility = tmp_path / "facility.html"
     facility.write_text(page("facility", ["<p>intro</p>", fig, Table(pd.DataFrame({"a": [1.0, 2.5]}), "numbers")]))
     png = tmp_path / "facility.png"
-    assert _screenshot(facility, png, height=800) == []
+    assert screenshot(facility, png, height=800) == []
     assert png.stat().st_size > 20_000

@@ -41,23 +41,24 @@ def test_number_is_plain_with_four_significant_digits(value: object, text: str) 
     assert number(value) == text
 
 
-def test_a_column_spanning_decades_keeps_plain_aligned_decimals() -> None:
-    """The case pandas prints as 6.632e-02 beside 0.295."""
+def test_a_column_spanning_decades_keeps_four_significant_digits_in_plain_notation() -> None:
+    """The case pandas prints as 6.632e-02 beside 0.295; aligned decimals would print the
+    smallest as 0.0001 (issue 29: ``mean_queue 0.000000``)."""
     table = pd.DataFrame({"resource": ["a", "b", "c"], "mean_queue": [0.06632, 8.928e-05, 0.131],
                           "drops": [0.0, 2.0, 0.0]})
     lines = format_table(table).splitlines()
     assert lines[0].split() == ["resource", "mean_queue", "drops"]
-    assert [line.split()[1] for line in lines[1:]] == ["0.0663", "0.0001", "0.1310"]
+    assert [line.split()[1] for line in lines[1:]] == ["0.06632", "0.00008928", "0.1310"]
     assert [line.split()[2] for line in lines[1:]] == ["0", "2", "0"]
     assert len({len(line) for line in lines}) == 1  # right-aligned columns
 
 
-def test_a_check_table_gives_mixed_columns_significant_digits_and_aligns_the_rest() -> None:
+def test_a_check_table_gives_mixed_columns_significant_digits_and_keeps_four_in_the_rest() -> None:
     table = pd.DataFrame({"check": ["a", "b", "c"], "predicted": [9.99999999996, 3.98e-6, 52842.5],
                           "rel_error_%": [-3.997e-12, 0.2238, -14.17]})
     lines = format_table(table, mixed=("predicted",)).splitlines()
     assert [line.split()[1] for line in lines[1:]] == ["10.00", "0.000003980", "52842"]
-    assert [line.split()[2] for line in lines[1:]] == ["0.00", "0.22", "-14.17"]  # no "-0.00", no 1e-12
+    assert [line.split()[2] for line in lines[1:]] == ["0", "0.2238", "-14.17"]  # no "-0.00", no 1e-12
 
 
 def test_missing_values_and_empty_tables() -> None:

@@ -24,7 +24,7 @@ from simstack.tables.intervals import (
     ratio_interval,
 )
 from simstack.tables.latencies import CDF_COLUMNS, INTERVAL_COLUMNS
-from simstack.tables.results import SUMMARY_COLUMNS
+from simstack.tables.results import SUMMARY_COLUMNS, THROUGHPUT_COLUMNS
 from simstack.testing.reference import mm1_sojourns
 
 MODEL = """name: two_classes
@@ -58,7 +58,7 @@ def _latencies(result: simstack.RunResult, request: str) -> list[np.ndarray]:
 def test_across_replications_the_percentile_intervals_are_sectioning(spec: ModelSpec) -> None:
     result = simstack.simulate(spec, replications=5, **RUN)
     summary = result.summary()
-    assert list(summary.columns) == ["request", *SUMMARY_COLUMNS]
+    assert list(summary.columns) == ["request", *SUMMARY_COLUMNS, *THROUGHPUT_COLUMNS]
     for request, row in summary.set_index("request").iterrows():
         groups = _latencies(result, str(request))
         assert row["ci_method"] == "replications" and row["ci_ok"]

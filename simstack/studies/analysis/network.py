@@ -14,6 +14,8 @@ together, each with its key path, so the model author sees the whole list at onc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from simstack.errors import ModelError
 from simstack.kinds.workloads import type_of
@@ -61,7 +63,7 @@ def _dist_moments(dist: Distribution, item: Item, population: int | None) -> tup
     if isinstance(dist, Indexed) and item == CLIENT and population:
         values = [dist.at(i) for i in range(population)]
         mean = sum(values) / len(values)
-        return mean, sum((v - mean) ** 2 for v in values) / len(values)
+        return mean, sum((v - mean) * (v - mean) for v in values) / len(values)
     return float(dist.mean), float(dist.variance)
 
 
@@ -76,6 +78,17 @@ class _Builder:
         self.exact_used = False
         self.held: list[str] = []  # thread pools held around the step being read
         self.fanned = 0  # fan-outs around the step being read (their branches run at once)
+        self.priority = 0  # the thread priority the step being read runs at (as the executor's scope)
+
+    @contextmanager
+    def at_priority(self, priority: int | None) -> Iterator[None]:
+        """Read the steps inside at ``priority`` (None: the priority they are reached at)."""
+        outer = self.priority
+        self.priority = outer if priority is None else priority
+        try:
+            yield
+        finally:
+            self.priority = outer
 
     def station(self, name: str, what: str, servers: float, fifo: bool = False) -> str:
         self.net.stations.setdefault(name, Station(name, what, servers, fifo))
@@ -93,20 +106,29 @@ class _Builder:
                 item = CLIENT
             elif isinstance(wl, ProtocolWorkload):
                 chain = Chain(wl.name, wl.request, [], population=1, think=wl.gap.mean)
+            elif isinstance(wl, OpenWorkload) and wl.schedule is not None:  # no steady state to solve for
+                self.refuse(f"workloads.{wl.name}.rate", "a rate that follows a schedule (solve its peak rate as a "
+                            "constant rate for a bound)")
+                continue
             elif isinstance(wl, OpenWorkload):
                 chain = Chain(wl.name, wl.request, [], rate=1.0 / wl.interarrival.mean)
             elif isinstance(wl, PeriodicWorkload):  # Poisson arrivals at the same rate (pessimistic)
                 chain = Chain(wl.name, wl.request, [], rate=wl.copies / wl.period)
                 item = "copy"
             else:  # a type the surrogate has no chain for
-                self.refuse(f"workloads.{wl.name}", f"a {type_of(wl).name} workload")
+                self.refuse(f"workloads.{wl.name}", f"a {type_of(wl).name} workload; nearest solvable: a "
+                                                    "closed, open, periodic or protocol workload")
                 continue
             self.net.chains[chain.name] = chain
-            chain.body = self.request(wl.request, None, item, chain)
+            with self.at_priority(0):
+                chain.body = self.request(wl.request, None, item, chain)
 
     def request(self, name: str, host: str | None, item: Item, chain: Chain) -> list[Node]:
+        """A request class started on its own (a workload's, a send's, a queue handler's):
+        at its own host and priority if it names a host, else at those it is started at."""
         req = self.spec.requests[name]
-        return self.steps(req.body, req.host or host, item, chain)
+        with self.at_priority(req.priority if req.host or host is None else None):
+            return self.steps(req.body, req.host or host, item, chain)
 
     def spawn(self, parent: Chain, target: str, via: str | None, per_request: float) -> None:
         name = f"{parent.name}>{via or target}"
@@ -122,7 +144,8 @@ class _Builder:
         comp = self.spec.components[via]
         host = comp.host or ""
         station = self.station(f"{via}.consumers", "consumers", comp.settings["consumers"], fifo=True)
-        child.body = [HoldNode(station, self.request(target, host, 0, child))]
+        with self.at_priority(comp.settings["priority"]):
+            child.body = [HoldNode(station, self.request(target, host, 0, child))]
 
     # -- steps ----------------------------------------------------------------------------
     def steps(self, body: tuple[Step, ...], host: str | None, item: Item, chain: Chain,
@@ -136,7 +159,8 @@ class _Builder:
              times: float) -> list[Node]:
         path = step.guard.path
         if step.guard.deadline is not None and step.guard.on_miss == "fail":
-            self.refuse(path, "a deadline with on_miss: fail (failed requests leave early)")
+            self.refuse(path, "a deadline with on_miss: fail (failed requests leave early); nearest solvable: "
+                                   "on_miss: record")
         if isinstance(step, Cpu):
             return self.cpu(step, host, item, chain)
         if isinstance(step, Delay):
@@ -176,24 +200,33 @@ class _Builder:
             return []
         if isinstance(step, Sequence):
             return self.steps(step.body, host, item, chain, times)
-        self.refuse(path, f"{_ACTIONS.get(type(step), f'a {type(step).__name__}')} step")
+        self.refuse(path, f"{_ACTIONS.get(type(step), f'a {type(step).__name__}')} step; nearest solvable: its time "
+                          "as a cpu: or delay: step")
         return []
 
     def cpu(self, step: Cpu, host: str | None, item: Item, chain: Chain) -> list[Node]:
         if not host:
-            self.refuse(step.guard.path, "a cpu step with no host")
+            self.refuse(step.guard.path, "a cpu step with no host; nearest solvable: give the request a host:")
             return []
         h = self.spec.hosts[host]
-        if h.discipline == "priority":
-            self.refuse(step.guard.path, f"cpu on host {host!r} with discipline priority")
-            return []
         mean, var = _dist_moments(step.demand, item, chain.population)
         if step.bytes is not None:
             b_mean, b_var = _dist_moments(step.bytes, item, chain.population)
             mean += step.per_byte * b_mean
-            var += step.per_byte**2 * b_var
-        name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline == "fifo")
-        return [Visit(name, mean / h.speed, var / h.speed**2)]
+            var += step.per_byte * step.per_byte * b_var
+        if h.discipline == "hol" and 1 < h.cores < math.inf:
+            self.refuse(step.guard.path, f"cpu on host {host!r} with discipline hol and {h.cores:g} cores; nearest "
+                                         "solvable: hol on one core, or discipline: priority (preemptive)")
+            return []
+        if h.discipline in ("priority", "hol") and math.isfinite(h.cores):
+            # one station per priority level, solved together (analysis.priority)
+            group, level = f"{host}.cpu", f"{host}.cpu[priority {self.priority}]"
+            name = self.net.stations.setdefault(level, Station(level, "cpu", h.cores, group=group,
+                                                               priority=self.priority,
+                                                               preemptive=h.discipline == "priority")).name
+        else:  # run_to_block is first come, first served; fair shares as processor sharing (its groups ignored)
+            name = self.station(f"{host}.cpu", "cpu", h.cores, fifo=h.discipline in ("fifo", "run_to_block"))
+        return [Visit(name, mean / h.speed, var / h.speed / h.speed)]
 
     def component(self, name: str, item: Item, path: str) -> ComponentSpec | None:
         """The component a step names: ``name[item]`` is the replica of the fan-out item."""
@@ -208,42 +241,57 @@ class _Builder:
         return None
 
     def hold(self, step: Hold, host: str | None, item: Item, chain: Chain,
-             times: float) -> list[Node]:
+             times: float, split: bool = False) -> list[Node]:
+        """The hold's node; ``split``: the reply of a called class is inside it (``HoldNode.tail``)."""
         comp = self.component(step.target, item, step.guard.path)
         if comp is None:
             return []
         s = comp.settings
         if comp.kind == "threads":
             if s.get("when_full") == "drop":
-                self.refuse(step.guard.path, f"thread pool {comp.name!r} with when_full: drop")
+                self.refuse(step.guard.path, f"thread pool {comp.name!r} with when_full: drop; nearest "
+                                             "solvable: when_full: wait")
             self.held.append(comp.name)
-            inner = self.steps(step.body, comp.host or host, item, chain, times)
+            with self.at_priority(s["priority"]):
+                node = self.held_section(step, comp.host or host, item, chain, times, split)
             self.held.pop()
-            return [HoldNode(self.station(comp.name, "threads", s["size"], fifo=True), inner)]
+            node.station = self.station(comp.name, "threads", s["size"], fifo=True)
+            return [node]
         if comp.kind == "semaphore":
             if s.get("initial") is not None and s["initial"] < s["size"]:
                 self.refuse(step.guard.path, f"semaphore {comp.name!r} with initial < size (units given by "
-                                             "another request: a signal, not a resource held)")
-            inner = self.steps(step.body, host, item, chain, times)
-            return [HoldNode(self.station(comp.name, "semaphore", s["size"], fifo=True), inner)]
+                                             "another request: a signal, not a resource held); nearest solvable: "
+                                             "initial equal to size")
+            node = self.held_section(step, host, item, chain, times, split)
+            node.station = self.station(comp.name, "semaphore", s["size"], fifo=True)
+            return [node]
         if comp.kind != "lock":
-            self.refuse(step.guard.path, f"hold of a {comp.kind!r}")
+            self.refuse(step.guard.path, f"hold of a {comp.kind!r}; nearest solvable: a hold of threads, a "
+                                             "lock or a semaphore")
             return []
         if step.mode == "read" and s.get("readers"):
-            self.refuse(step.guard.path, f"a shared (read) hold of lock {comp.name!r}")
-        inner = self.steps(step.body, host, item, chain, times)
+            self.refuse(step.guard.path, f"a shared (read) hold of lock {comp.name!r}; nearest solvable: "
+                                             "a write hold (pessimistic for readers)")
+        node = self.held_section(step, host, item, chain, times, split)
         key = step.key
-        if key == "request":  # every request its own key: it never waits
-            return inner
-        if key == "item":
-            if item == CLIENT:  # one request per client at a time: its own key never waits
-                return inner
-            if not isinstance(item, int):
-                self.refuse(step.guard.path, f"lock {comp.name!r} keyed by the item of a periodic workload")
-                return inner
-            key = str(item)
-        name = comp.name if key is None else f"{comp.name}[{key}]"
-        return [HoldNode(self.station(name, "lock", 1, fifo=True), inner)]
+        if key == "item" and item != CLIENT and not isinstance(item, int):
+            self.refuse(step.guard.path, f"lock {comp.name!r} keyed by the item of a periodic "
+                                             "workload; nearest solvable: a lock with one key")
+        if key == "request" or (key == "item" and not isinstance(item, int)):
+            # every request (or closed client) its own key: it never waits, nothing is held
+            tail = [Fanout([node.tail], 1.0, background=True)] if node.tail else []
+            return node.body + tail
+        name = comp.name if key is None else f"{comp.name}[{item if key == 'item' else key}]"
+        node.station = self.station(name, "lock", 1, fifo=True)
+        return [node]
+
+    def held_section(self, step: Hold, host: str | None, item: Item, chain: Chain, times: float,
+                     split: bool) -> HoldNode:
+        """The hold's node with its station left to the caller: its body, or its two phases."""
+        if not split:
+            return HoldNode("", self.steps(step.body, host, item, chain, times))
+        first, tail, within = flow.phases(self, step.body, host, item, chain, times)
+        return HoldNode("", first, tail=tail, within=within)
 
     def call(self, step: Call, item: Item, chain: Chain) -> list[Node]:
         comp = self.component(step.target, item, step.guard.path)
@@ -262,7 +310,8 @@ class _Builder:
             return [Visit(self.station(comp.name, "server", s["servers"], fifo=True), mean, var)]
         if comp.kind == "database":
             if s.get("growth") is not None:
-                self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run)")
+                self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run); "
+                                  "nearest solvable: no growth, the latency at the point of interest")
             inner = self.latency(comp.name, opts.get("latency") or s["latency"], item, chain)
             if opts.get("bytes") is not None:
                 inner.extend(self.capped_transfer(comp.name, opts["bytes"], s["bandwidth"],
@@ -271,7 +320,8 @@ class _Builder:
                 return inner
             return [HoldNode(self.station(f"{comp.name}.connections", "connections", s["connections"],
                                           fifo=True), inner)]
-        self.refuse(path, f"call of a {comp.kind!r} component ({comp.name!r})")
+        self.refuse(path, f"call of a {comp.kind!r} component ({comp.name!r}); nearest solvable: a call of a "
+                          "link, database, server or request class")
         return []
 
     def fluid_fanout(self, step: Parallel, host: str | None, chain: Chain) -> float | None:
@@ -326,7 +376,7 @@ class _Builder:
         if stream < rate:
             mean, var = _dist_moments(size, item, chain.population)
             extra = 1.0 / stream - (1.0 / rate if math.isfinite(rate) else 0.0)
-            nodes.append(Visit(self.station(f"{name}.stream", "delay", math.inf), mean * extra, var * extra**2))
+            nodes.append(Visit(self.station(f"{name}.stream", "delay", math.inf), mean * extra, var * extra * extra))
         return nodes
 
     def latency(self, name: str, dist: Distribution, item: Item, chain: Chain) -> list[Node]:
@@ -337,7 +387,7 @@ class _Builder:
                  chain: Chain) -> Visit:
         """Bytes through a bandwidth shared by the transfers in flight: one PS server."""
         mean, var = _dist_moments(size, item, chain.population)
-        return Visit(self.station(name, what, 1), mean / rate, var / rate**2)
+        return Visit(self.station(name, what, 1), mean / rate, var / rate / rate)  # x**2 raises on overflow
 
 
 def _exact(dist: Distribution, item: int) -> float:
@@ -364,7 +414,7 @@ def _too_large(nodes: list[Node]) -> Visit | None:
             if not (math.isfinite(total * total) and math.isfinite(node.var * node.visits)):
                 return node
         else:
-            for branch in [node.body] if isinstance(node, HoldNode) else node.branches:
+            for branch in node.sections() if isinstance(node, HoldNode) else node.branches:
                 found = _too_large(branch)
                 if found is not None:
                     return found
@@ -380,10 +430,11 @@ def build_network(spec: ModelSpec) -> Network:
         builder.workloads()
     if builder.unsupported:
         listed = "\n  ".join(_grouped(builder.unsupported))
-        raise ModelError("the analytic solver covers closed/open workloads over FIFO and PS hosts, thread "
-                         "pools, locks, semaphores, databases, links, servers, delays, fan-outs, sends, "
-                         "repeats, choices, all: forks, second phases (reply) and acquire/release pairs; this "
-                         f"model also has:\n  {listed}", file=str(spec.file) if spec.file else None)
+        raise ModelError("the analytic solver covers closed/open workloads over FIFO, PS and priority hosts, "
+                         "thread pools, locks, semaphores, databases, links, servers, delays, fan-outs, sends, "
+                         "repeats, choices, all: forks, second phases (reply, also inside holds) and "
+                         f"acquire/release pairs; this model also has:\n  {listed}",
+                         file=str(spec.file) if spec.file else None)
     if not builder.net.chains:
         raise ModelError("no enabled workload to solve", file=str(spec.file) if spec.file else None)
     for chain in builder.net.chains.values():

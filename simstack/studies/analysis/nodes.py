@@ -21,6 +21,9 @@ class Station:
     what: str  # cpu | threads | lock | connections | bandwidth | link | server | consumers | delay
     servers: float
     fifo: bool = False  # FIFO service order (the residual-time correction applies if single)
+    group: str | None = None  # the CPU of a priority host this station is one priority level of
+    priority: int = 0  # that level (higher is more urgent)
+    preemptive: bool = True  # priority: a more urgent arrival takes the core; hol: it waits its turn
 
 
 @dataclass
@@ -38,11 +41,22 @@ class Visit:
 class HoldNode:
     """Waiting for, then holding, one unit of ``station`` while ``body`` runs, ``visits``
     times per request on average; the visits of ``body`` count every entry (they are the
-    request's, not one entry's)."""
+    request's, not one entry's).
+
+    A reply inside the hold (a two-phase entry: ``hold: server {phase 1, reply, phase 2}``)
+    ends the caller's wait inside it: ``body`` is then the first phase, ``tail`` (not None)
+    the steps after the reply at this level, and ``within`` the hold inside ``body`` that
+    the reply is in, if any. The unit is kept until the tail (and ``within``'s) ends."""
 
     station: str
     body: list[Node]
     visits: float = 1.0
+    tail: list[Node] | None = None
+    within: HoldNode | None = None
+
+    def sections(self) -> list[list[Node]]:
+        """The step lists run while the unit is held: the body and the tail."""
+        return [self.body] if self.tail is None else [self.body, self.tail]
 
 
 @dataclass

@@ -29,9 +29,9 @@ def _variance(nodes: list[Node]) -> float:
         if isinstance(node, Visit):
             total += node.var * node.visits
         elif isinstance(node, HoldNode):
-            total += _variance(node.body)
+            total += sum(_variance(section) for section in node.sections())
         elif not node.background:  # a second phase is not part of the section's time
-            total += sum(_variance(b) for b in node.branches) / node.width**2
+            total += sum(_variance(b) for b in node.branches) / (node.width * node.width)
     return total
 
 
@@ -55,14 +55,16 @@ class _ChainPlan:
             for node in nodes:
                 if isinstance(node, Visit):
                     k = slot(node.station)
-                    self.terms.append((k, node.mean * node.visits, None, node.visits * (node.var + node.mean**2),
-                                       1.0))
+                    second = node.visits * (node.var + node.mean * node.mean)
+                    self.terms.append((k, node.mean * node.visits, None, second, 1.0))
                     visits[k] += node.visits
                 elif isinstance(node, HoldNode):
                     k = slot(node.station)
-                    self.terms.append((k, 0.0, id(node), _variance(node.body), node.visits))
+                    sections = node.sections()  # a second phase inside the hold keeps it too
+                    self.terms.append((k, 0.0, id(node), sum(_variance(b) for b in sections), node.visits))
                     visits[k] += node.visits
-                    walk(node.body)
+                    for section in sections:
+                        walk(section)
                 else:
                     assert isinstance(node, Fanout)
                     for branch in node.branches:
@@ -83,7 +85,11 @@ class _ChainPlan:
     def _sum_second(self, holds: dict[int, float]) -> dict[str, float]:
         sums = [0.0] * len(self.stations)
         for k, _, key, const, times in self.terms:
-            sums[k] += const if key is None else const + times * holds.get(key, 0.0) ** 2
+            if key is None:
+                sums[k] += const
+            else:  # h * h, not h ** 2: a float power raises OverflowError where a product is inf
+                h = holds.get(key, 0.0)
+                sums[k] += const + times * (h * h)
         return dict(zip(self.stations, sums, strict=True))
 
     def demands(self, holds: dict[int, float]) -> dict[str, float]:

@@ -12,14 +12,22 @@ import math
 
 import pandas as pd
 
+from simstack.errors import ModelError, SimstackError
 from simstack.lang.spec import ModelSpec
 from simstack.studies.analysis.network import build_network
 from simstack.studies.analysis.solver import Solution, solve
 
 
 def solve_model(spec: ModelSpec) -> Solution:
-    """Approximate MVA of a loaded model (raises ModelError for constructs it cannot solve)."""
-    return solve(build_network(spec))
+    """Approximate MVA of a loaded model. Raises ModelError, located in the model's file, for
+    constructs it cannot solve and for a model with no steady state or no converged answer."""
+    net = build_network(spec)
+    try:
+        return solve(net)
+    except ModelError:
+        raise
+    except SimstackError as exc:  # saturation, no convergence: the model's, so located in its file
+        raise ModelError(str(exc), file=str(spec.file) if spec.file else None) from None
 
 
 def chain_table(solution: Solution) -> pd.DataFrame:
@@ -52,6 +60,8 @@ def station_table(solution: Solution) -> pd.DataFrame:
 def print_solution(spec: ModelSpec, solution: Solution) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.precision", 4):
         print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+        for note in solution.approximations:
+            print(f"  approximate: {note}")
         print(chain_table(solution).to_string(index=False))
         print()
         print(station_table(solution).to_string(index=False))

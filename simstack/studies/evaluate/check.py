@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,11 @@ from simstack.studies.evaluate.baselines import read_baselines, row_value, selec
 from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.ordering import paired_order
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
 from simstack.studies.schema.metric_words import metric_unit
 from simstack.studies.schema.selection import RunSelection
+from simstack.studies.schema.settings import apply_settings
 from simstack.studies.schema.study import Study, load_study
 from simstack.tables.console import number
 
@@ -75,10 +77,14 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
                          "tolerance": check.tolerance, "passed": passed})
         else:
             bound = ev.value(check.less_than, precision=check.precision)  # type: ignore[arg-type]
+            order = paired_order(ev, check)
+            needed = " (significance not required)" if not check.significant else \
+                "; more replications, or significant: false" if order.interval is None else ""
             rows.append({"model": study.model, "check": check.id, "predicted": predicted,
                          "measured": math.nan, "unit": metric_unit(check.metric, study.metrics),
                          "rel_error": math.nan, "tolerance": math.nan,
-                         "passed": bool(predicted < bound), "bound": f"< {check.less_than} = {number(bound)}"})
+                         "passed": bool(predicted < bound) and (order.significant or not check.significant),
+                         "bound": f"< {check.less_than} = {number(bound)}", "paired_test": order.text() + needed})
     return pd.DataFrame(rows)
 
 
@@ -203,11 +209,14 @@ class ModelCheck:
 
 
 def check_models(names: list[str], models_dir: Any = None, *, measured: str | None = None,
-                 reference: str | None = None, jobs: int = 1, progress: bool = True) -> Iterator[ModelCheck]:
+                 reference: str | None = None, jobs: int = 1, progress: bool = True,
+                 settings: Mapping[str, Any] | None = None) -> Iterator[ModelCheck]:
     """Every named model's check, in the order of ``names``, each as soon as it and those
     before it are done (``jobs`` models side by side: the same runs, seeds and tables as one
-    after another). Every study and measurement file is read before the first run."""
-    studies = [load_study(model_dir_of(name, models_dir)) for name in names]
+    after another). Every study and measurement file is read before the first run, with the
+    command line's run ``settings`` over its defaults (``simstack.studies.schema.settings``)."""
+    given = dict(settings or {})
+    studies = [apply_settings(load_study(model_dir_of(name, models_dir)), given, "check") for name in names]
     labels = [f"{study.model} ({index} of {len(names)})" for index, study in enumerate(studies, 1)]
     if measured:
         fresh, earlier = read_measured(Path(measured)), read_measured(Path(reference)) if reference else None
@@ -219,7 +228,7 @@ def check_models(names: list[str], models_dir: Any = None, *, measured: str | No
     if jobs > 1 and len(names) > 1:
         with Workers(jobs) as workers:
             for study, label, (table, seconds) in zip(studies, labels, workers.map(
-                    _check_elsewhere, [(study.folder,) for study in studies]), strict=True):
+                    _check_elsewhere, [(study.folder, given) for study in studies]), strict=True):
                 yield ModelCheck(study, label, table, seconds, rows=row_errors(study), coverage=self_check(study))
         return
     for study, label in zip(studies, labels, strict=True):
@@ -232,6 +241,6 @@ def _timed(compare: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> t
     return compare(*args, **kwargs), time.perf_counter() - started
 
 
-def _check_elsewhere(folder: Path) -> tuple[pd.DataFrame, float]:
+def _check_elsewhere(folder: Path, settings: Mapping[str, Any]) -> tuple[pd.DataFrame, float]:
     """One model's checks in a worker (it reads the model's folder, sent with it to another machine)."""
-    return _timed(check_study, load_study(folder))
+    return _timed(check_study, apply_settings(load_study(folder), settings, "check"))

@@ -71,16 +71,19 @@ class Evaluator:
     run of the whole LHCb farm holds about 100 MB, and ``simstack predict`` over its 48 points
     reached 5.7 GB keeping them all. A run dropped and asked for again is simulated again,
     with the same result (every run has the study's seed). ``jobs`` > 1 lets a capacity
-    search prove its answer with runs side by side; ``on_run`` hears of each new run,
+    search prove its answer with runs side by side; ``on_run`` hears of each new run (its
+    key), ``on_result`` of each new run's selection and result (a report collects losses),
     ``on_progress`` of what a capacity search is trying."""
 
     def __init__(self, study: Study, parameters: Mapping[str, Any] | None = None, *,
                  on_run: Callable[[str], None] | None = None, on_progress: Callable[[str], None] | None = None,
-                 jobs: int = 1, keep_runs: int = 4):
+                 jobs: int = 1, keep_runs: int = 4,
+                 on_result: Callable[[RunSelection, RunResult], None] | None = None):
         self.study = study
         self.model_dir = study.folder
         self.base_parameters = dict(calibrated_parameters(self.model_dir) if parameters is None else parameters)
         self.on_run = on_run
+        self.on_result = on_result
         self.on_progress = on_progress
         self.jobs = jobs
         self.keep_runs = keep_runs
@@ -238,6 +241,8 @@ class Evaluator:
             result = simulate_until_precise(spec, precision, **settings, record_steps=needs_steps, jobs=self.jobs)
             self.stops[key] = result.stopped  # type: ignore[assignment]
         self._spend(result)
+        if self.on_result:
+            self.on_result(sel, result)
         self.runs[key] = result
         while len(self.runs) > max(1, self.keep_runs):
             self.runs.popitem(last=False)

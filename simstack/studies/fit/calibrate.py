@@ -19,6 +19,7 @@ one. ``calibrated.yaml`` is left as it is.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from simstack.engine.parallel import Workers
 from simstack.errors import ConfigError, ModelError
 from simstack.io.outputs import FileGroup, output_path, yaml_text
 from simstack.io.progress import bar
-from simstack.lang.units import quantity
+from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS, quantity
 from simstack.load.loader import load_model
 from simstack.studies.evaluate.baselines import file_hash, read_baselines, row_value, select_row
 from simstack.studies.evaluate.metrics import resolve
@@ -145,6 +146,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         "baselines": {"file": table_path.name, "sha256": file_hash(table_path)},
         "date": dt.date.today().isoformat(),
     }
+    if study.given:  # the command line's run settings over the study's defaults
+        result["settings"] = {"defaults": dict(study.defaults), "command_line": dict(study.given)}
     if alternative is not None:
         result["alternative"] = alternative.name
     if spread is not None:
@@ -153,6 +156,39 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         if cal.uncertainty == "bootstrap":
             result["repeats"] = repeats_file
     return result
+
+
+_WRITTEN = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*([A-Za-zµ]*)\s*(?:/\s*([A-Za-zµ]*)\s*)?$")
+
+
+def base_unit(written: object) -> str:
+    """The unit a fitted value is stored in, from how the model writes its parameter (``4ms``:
+    ``s``; ``350MB``: ``B``; ``0.5/s`` or ``10Hz``: ``1/s``; ``25Gb/s``: ``B/s``; a bare
+    number: empty), so ``calibrate`` can print ``rec_cpu = 25.75 us`` rather than a bare 0.00002575."""
+    match = _WRITTEN.match(str(written))
+    if not match:
+        return ""
+    unit, per = match.group(1), match.group(2)
+    if per is not None:
+        return "B/s" if unit in SIZE_UNITS else "1/s"
+    if unit in TIME_UNITS:
+        return "s"
+    if unit in SIZE_UNITS:
+        return "B"
+    return "1/s" if unit in HZ_UNITS else unit
+
+
+def parameter_units(study: Study) -> dict[str, str]:
+    """Each calibration parameter's base unit, read from its ``free: [low, high]`` (or value) in model.yaml."""
+    if study.calibration is None:
+        return {}
+    spec = load_model(study.folder / "model.yaml")
+    out = {}
+    for name in study.calibration.parameters:
+        param = spec.parameters.get(name)
+        written = param.free[0] if param is not None and param.free else (param.value if param else "")
+        out[name] = base_unit(written)
+    return out
 
 
 def calibrate_into(study: Study, progress: bool = True, alternative: Alternative | None = None,

@@ -8,6 +8,13 @@ what-ifs, every file the study names as data (baselines, rows, points, measured 
 repeats, cross-check points), every calibrated file of another reading, and every file the
 model file names (a distribution's or an ``indexed`` table's data). Two outputs may not be
 the same file either. The names themselves are checked by ``simstack.io.outputs``.
+
+Only the places where a model names a file are read as file names: the first argument of
+``empirical(...)`` and ``indexed(...)`` (or the ``file:`` of their mapping form), and the
+values of a parameter that stands there (``indexed($sizes_file, bytes)``: every value of
+``sizes_file`` in the model's parameters and scenarios and the study's overrides). A
+description, a doc or a unit is never taken for a file: a 2,000-character ``description:``
+once made the check ask the file system for a name it cannot hold.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
 
 ALWAYS_READ = ("model.yaml", "checks.yaml")
-# A name inside a function call of a model value, e.g. empirical(data/sizes.csv, bytes).
-_CALL_ARGUMENT = re.compile(r"\w+\(\s*([^,()\s]+)")
+# The distributions that read a data file, their file the first argument (simstack.lang.distributions).
+FILE_DISTRIBUTIONS = ("empirical", "indexed")
+_FILE_ARGUMENT = re.compile(r"^\s*(?:" + "|".join(FILE_DISTRIBUTIONS) + r")\s*\(\s*(?:file\s*=\s*)?([^,()\s]+)")
+_PARAMETER = re.compile(r"^\$\{?(\w+)\}?$")
 
 
 def written(raw: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -92,21 +101,52 @@ def read(raw: Mapping[str, Any], model_doc: object) -> Iterator[tuple[str, str]]
     for name, case in (cases or {}).items() if isinstance(cases, Mapping) else ():
         if isinstance(case, Mapping) and case.get("points"):
             yield f"crosscheck.cases.{name}.points", str(case["points"])
-    for text in _strings(model_doc):
-        yield "model.yaml (a data file it names)", text
-        for argument in _CALL_ARGUMENT.findall(text):
-            yield "model.yaml (a data file it names)", argument
+    for name in model_files(model_doc, raw):
+        yield "model.yaml (a data file it names)", name
 
 
-def _strings(node: object) -> Iterator[str]:
+def model_files(model_doc: object, study: object = None) -> list[str]:
+    """The data files a model names (module text): a distribution's file argument, or every
+    value the parameter standing there takes in the model and in the ``study``."""
+    named = list(_file_arguments(model_doc))
+    parameters = {m.group(1) for m in map(_PARAMETER.match, named) if m}
+    values = [v for doc in (model_doc, study) for v in _parameter_values(doc, parameters)]
+    return [n for n in named if not _PARAMETER.match(n)] + values
+
+
+def _file_arguments(node: object) -> Iterator[str]:
+    """The file argument of every ``empirical``/``indexed`` distribution in a model document."""
     if isinstance(node, str):
-        yield node.strip()
+        match = _FILE_ARGUMENT.match(node)
+        if match:
+            yield match.group(1)
     elif isinstance(node, Mapping):
+        if node.get("dist") in FILE_DISTRIBUTIONS and isinstance(node.get("file"), str):
+            yield node["file"].strip()
         for value in node.values():
-            yield from _strings(value)
+            yield from _file_arguments(value)
     elif isinstance(node, list):
         for value in node:
-            yield from _strings(value)
+            yield from _file_arguments(value)
+
+
+def _parameter_values(node: object, names: set[str]) -> Iterator[str]:
+    """Every text value given to one of ``names`` under a ``parameters:`` mapping (the model's
+    own ``{value: ...}`` form too), anywhere in a document."""
+    if not names:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "parameters" and isinstance(value, Mapping):
+                for name in names & {str(k) for k in value}:
+                    given = value[name]
+                    given = given.get("value") if isinstance(given, Mapping) else given
+                    if isinstance(given, str):
+                        yield given.strip()
+            yield from _parameter_values(value, names)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _parameter_values(value, names)
 
 
 def check_outputs(raw: Mapping[str, Any], model_dir: Path) -> None:
@@ -120,7 +160,11 @@ def check_outputs(raw: Mapping[str, Any], model_dir: Path) -> None:
             path = inside(model_dir, name)
         except ModelError:
             continue  # not a file name (a unit, a name of a parameter...): nothing to protect
-        if path.is_file() or what != "model.yaml (a data file it names)":
+        try:
+            exists = path.is_file()
+        except OSError:  # a name longer than the file system holds is no file the study could read
+            continue
+        if exists or what != "model.yaml (a data file it names)":
             inputs.setdefault(path.resolve(), what)
     for whatif in sorted((model_dir / "whatif").glob("*")) if (model_dir / "whatif").is_dir() else ():
         inputs.setdefault(whatif.resolve(), f"what-if {whatif.name}")

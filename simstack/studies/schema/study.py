@@ -19,7 +19,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import folder_file, inside
 from simstack.io.safeyaml import read_yaml
-from simstack.lang.schema import Field, mapping, name_ref, one_of, read_fields
+from simstack.lang.schema import Field, boolean, mapping, name_ref, one_of, read_fields
 from simstack.lang.units import parse_number
 from simstack.studies.schema.calibration import CalibrationSpec, read_calibration
 from simstack.studies.schema.crosscheck import CrosscheckSpec, read_crosscheck
@@ -46,6 +46,7 @@ class CheckSpec:
     doc: str = ""
     side: str = "both"  # one of SIDES
     precision: Precision | None = None  # the check's metrics (and less_than's) read at this precision
+    significant: bool = True  # less_than: the order must hold by a paired test (studies.evaluate.ordering)
 
     def passes(self, error: float) -> bool:
         """Whether a relative error against the baseline is within this check's tolerance, on its side."""
@@ -73,6 +74,10 @@ class Study:
     predictions: PredictionSpec | None
     crosscheck: CrosscheckSpec | None = None
     report: ReportSpec | None = None
+    # run settings the command line laid over ``defaults`` (``simstack.studies.schema.settings``),
+    # and the values of ``defaults`` they replaced: said in each task's header and meta file
+    given: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    replaced: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def folder(self) -> Path:
@@ -104,7 +109,8 @@ def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]
         values = read_fields(item, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(mapping, None),
                                     "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
                                     "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both"),
-                                    "precision": Field(precision_key(f"{where}.precision"), None)}, where)
+                                    "precision": Field(precision_key(f"{where}.precision"), None),
+                                    "significant": Field(boolean, True)}, where)
         for ref in (values["metric"], values["less_than"]):
             if ref is not None and ref not in metrics:
                 raise ModelError(f"unknown metric {ref!r}; metrics: {', '.join(metrics)}", path=where)
@@ -113,6 +119,9 @@ def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]
         if (values["baseline"] is None) == (values["less_than"] is None):
             raise ModelError("a check needs exactly one of baseline: {column: value, ...} or less_than: <metric>",
                              path=where)
+        if values["less_than"] is None and not values["significant"]:
+            raise ModelError("significant: false is for an ordering (less_than:); a baseline check has its "
+                             "tolerance", path=f"{where}.significant")
         checks.append(CheckSpec(**values))
     ids = [c.id for c in checks]
     if len(set(ids)) != len(ids):

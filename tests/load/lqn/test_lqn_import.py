@@ -359,6 +359,17 @@ def test_cli_refusal_is_one_line_with_exit_code_2(tmp_path: Path, capsys) -> Non
     assert "usage: simstack import" in capsys.readouterr().err
 
 
+def test_cli_refusal_reaches_the_terminal_escaped(tmp_path: Path, capsys) -> None:
+    """A refused file's name (and the names in it) are the sender's: an escape sequence in
+    them must not set the terminal's title or clear its screen."""
+    src = tmp_path / "bad\x1b]0;pwned\x07.lqnx"
+    src.write_text(one_task('scheduling="hol"'))
+    assert interop_main(["import", str(src), f"out={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("simstack: error: bad\\x1b]0;pwned\\x07.lqnx: line 6: ") and "\x1b" not in err
+    assert err.count("\n") == 1
+
+
 def test_the_simstack_command_dispatches_import_before_hydra(tmp_path: Path) -> None:
     import subprocess
     import sys

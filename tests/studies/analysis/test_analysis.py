@@ -295,15 +295,16 @@ name: rt
 hosts: {ioc: {cores: 1, discipline: priority}}
 components: {q: {kind: queue, host: ioc, handler: work, capacity: 5}, s: {kind: lock}}
 requests:
-  job: {host: ioc, steps: [{cpu: 1ms, name: scan}, {send: q}]}
-  work: {steps: [{cpu: 2ms, name: process}]}
+  job: {host: ioc, steps: [{cpu: 1ms, name: scan}, {alloc: 1MB}, {send: q}]}
+  work: {steps: [{cpu: 2ms, name: process}, {alloc: 2MB}]}
 workloads: {scan: {type: open, request: job, rate: 10/s}}
 """)
     with pytest.raises(ModelError) as err:
         solve_model(spec)
     text = str(err.value)
     assert "model.yaml" in text
-    assert "requests.job.steps[0]: cpu on host 'ioc' with discipline priority (and 1 more)" in text
+    assert ("requests.job.steps[1]: an alloc: step; nearest solvable: its time as a cpu: or delay: step "
+            "(and 1 more)") in text
 
 
 def test_pipeline_mva_within_15_percent_of_simulation():
@@ -377,13 +378,13 @@ def test_solve_prints_tables_of_the_model_the_command_line_loads(capsys, tmp_pat
 def test_solve_command_reports_unsupported_model_with_exit_code_2(tmp_path):
     path = tmp_path / "model.yaml"
     path.write_text("name: rt\nhosts: {ioc: {cores: 1, discipline: priority}}\n"
-                    "requests: {job: {host: ioc, steps: [{cpu: 1ms}]}}\n"
+                    "requests: {job: {host: ioc, steps: [{cpu: 1ms}, {alloc: 1MB}]}}\n"
                     "workloads: {scan: {type: open, request: job, rate: 10/s}}\n")
     exe = Path(sys.executable).parent / "simstack"
     proc = subprocess.run([str(exe), "solve", f"model={path}"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert "discipline priority" in proc.stderr and "Traceback" not in proc.stderr
+    assert "an alloc: step" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_open_load_beyond_capacity_is_reported(tmp_path):

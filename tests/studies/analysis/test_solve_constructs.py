@@ -95,19 +95,20 @@ def test_a_second_phase_loads_the_stations_but_not_the_callers_response(tmp_path
     ("[{all: [[{delay: 1ms}], [{delay: 2ms}]], join: 1}]", "requests.job.steps[0]: all: with a quorum join"),
     ("[{acquire: sem}, {delay: 1ms}]", "requests.job.steps[0]: acquire: sem with no release: of it"),
     ("[{release: sem}]", "requests.job.steps[0]: release: sem with no acquire: of it"),
-    ("[{call: serve}]", "requests.serve.steps[0].steps[1]: a reply inside a hold, fan-out or branch"),
+    ("[{call: serve}]", "requests.serve.steps[0].steps[1]: a reply inside a fan-out, branch or repeat"),
     ("[{alloc: 1MB}]", "requests.job.steps[0]: an alloc: step"),
 ])
 def test_a_construct_without_a_queueing_reading_is_refused_with_its_key_path(tmp_path: Path, steps: str,
                                                                             construct: str) -> None:
     text = ("hosts: {h: {cores: 1}}\n"
             "components: {sem: {kind: semaphore, size: 1}, pool: {kind: threads, host: h, size: 2}}\n"
-            "requests:\n  serve: [{hold: pool, steps: [{delay: 1ms}, reply, {delay: 1ms}]}]\n"
+            "requests:\n  serve: [{repeat: 2, steps: [{delay: 1ms}, reply, {delay: 1ms}]}]\n"
             f"  job: {steps}\n"
             "workloads: {w: {type: open, request: job, rate: 10/s}}\n")
     with pytest.raises(ModelError) as info:
         _solve(tmp_path, text)
     assert construct in str(info.value) and str(info.value).startswith(str(tmp_path / "model.yaml"))
+    assert "nearest solvable:" in str(info.value) or "the solver reads a reply" in str(info.value)
 
 
 @pytest.mark.parametrize("model", ["slac_bsa", "lhcb_hlt"])

@@ -1,0 +1,145 @@
+"""Measured arrival times, replayed: a column of timestamps in a CSV file, read as a stream.
+
+Engineers have logs with timestamps (an archiver export, a gateway's access log, the root
+spans of a trace) more often than a fitted arrival rate. A trace keeps what independent
+draws lose: the bursts, the lulls, the correlation between one gap and the next. The file is
+scanned once when the model is read (every timestamp a number, in order, within the limits)
+and an index of checkpoints (a timestamp and its byte offset every ``CHECKPOINT`` rows) is
+kept; a run reads the rows it needs from there, so memory does not grow with the trace.
+
+Replications either replay the trace as recorded (only the service times differ), or, with a
+bootstrap block, each is a moving-block bootstrap of it (Künsch 1989): blocks of the given
+length starting at uniformly drawn times, laid end to end until the trace's span is covered,
+so one recorded day still gives intervals across replications while keeping the correlation
+inside a block.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from simstack.errors import ModelError
+
+CHECKPOINT = 4096  # rows between two index entries
+MAX_ROWS = 100_000_000  # arrivals in one trace file
+MAX_BYTES = 10_000_000_000
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?", re.ASCII)
+
+
+@dataclass(frozen=True)
+class TraceIndex:
+    """What a scan of a trace file found: where its column is, how many rows, the first and last
+    timestamp (in seconds) and the checkpoints (timestamp, byte offset of its row)."""
+
+    path: Path
+    column: int
+    unit: float  # seconds per timestamp unit
+    rows: int
+    first: float
+    last: float
+    checkpoints: tuple[tuple[float, int], ...]
+
+    @property
+    def span(self) -> float:
+        return self.last - self.first
+
+    def times(self, since: float = -math.inf) -> Iterator[float]:
+        """The timestamps (seconds, as recorded) from the first at or after ``since``, in order."""
+        k = max(0, bisect.bisect_right([t for t, _ in self.checkpoints], since) - 1)
+        with self.path.open("rb") as raw:
+            raw.seek(self.checkpoints[k][1])
+            for line in io.TextIOWrapper(raw, encoding="utf-8", newline=""):
+                row = next(csv.reader([line]))
+                if not row:
+                    continue
+                t = float(row[self.column]) * self.unit
+                if t >= since:
+                    yield t
+
+
+def scan(path: Path, column: str, unit: float, shown_as: str) -> TraceIndex:
+    """Read the file once: the column's index, every value a finite number not below the one
+    before, the count within ``MAX_ROWS``; errors name the file, the row and the value."""
+    if not path.is_file():
+        raise ModelError(f"trace file {shown_as!r} not found in the model folder")
+    if path.stat().st_size > MAX_BYTES:
+        raise ModelError(f"trace file {shown_as!r} is larger than {MAX_BYTES // 10**9} GB")
+    checkpoints: list[tuple[float, int]] = []
+    rows, first, last = 0, math.nan, -math.inf
+    with path.open("rb") as raw:
+        header_line = raw.readline()
+        try:
+            header = next(csv.reader([header_line.decode("utf-8")]))
+        except (UnicodeDecodeError, StopIteration):
+            raise ModelError(f"trace file {shown_as!r}: expected a CSV file with a header row") from None
+        if column not in header:
+            raise ModelError(f"trace file {shown_as!r} has no column {column!r}; columns: {', '.join(header[:20])}")
+        index = header.index(column)
+        offset = raw.tell()
+        for number, line_bytes in enumerate(iter(raw.readline, b""), start=2):
+            here, offset = offset, offset + len(line_bytes)
+            try:
+                row = next(csv.reader([line_bytes.decode("utf-8")]), [])
+            except UnicodeDecodeError:
+                raise ModelError(f"trace file {shown_as!r}, row {number}: not UTF-8 text") from None
+            if not row or row == [""]:
+                continue
+            t = _timestamp(row, index, unit, f"trace file {shown_as!r}, row {number}")
+            if t < last:
+                raise ModelError(f"trace file {shown_as!r}, row {number}: timestamps must not decrease "
+                                 f"({row[index]!r} after {last / unit:g})")
+            if rows % CHECKPOINT == 0:
+                checkpoints.append((t, here))
+            rows += 1
+            if rows > MAX_ROWS:
+                raise ModelError(f"trace file {shown_as!r} holds more than {MAX_ROWS} arrivals")
+            first = t if rows == 1 else first
+            last = t
+    if rows < 2:
+        raise ModelError(f"trace file {shown_as!r}: expected at least two timestamps in column {column!r}")
+    return TraceIndex(path, index, unit, rows, first, last, tuple(checkpoints))
+
+
+def _timestamp(row: list[str], index: int, unit: float, where: str) -> float:
+    if index >= len(row):
+        raise ModelError(f"{where}: the row has no value in the timestamp column")
+    text = row[index].strip()
+    if not PLAIN_NUMBER.fullmatch(text):  # float() would take 'nan', 'inf', '1_000' and non-ASCII digits
+        raise ModelError(f"{where}: expected a plain number of seconds (or of the trace's unit), got {text[:40]!r}")
+    return float(text) * unit
+
+
+def replay(index: TraceIndex, scale: float, loop: bool) -> Iterator[float]:
+    """Arrival times from 0: the trace's own offsets from its first timestamp, times ``scale``;
+    with ``loop``, again after the span and one mean gap, for ever."""
+    gap = index.span / (index.rows - 1)
+    shift = 0.0
+    while True:
+        for t in index.times():
+            yield (shift + t - index.first) * scale
+        if not loop:
+            return
+        shift += index.span + gap
+
+
+def bootstrap(index: TraceIndex, scale: float, loop: bool, block: float, uniform: Iterator[float]) -> Iterator[float]:
+    """A moving-block bootstrap of the trace: block j starts at a time drawn uniformly from
+    [first, last - block] (``uniform`` gives draws in [0, 1)) and its arrivals are laid at
+    j * block on; blocks until the span is covered (for ever with ``loop``)."""
+    blocks = math.ceil(index.span / block)
+    room = max(index.span - block, 0.0)
+    j = 0
+    while loop or j < blocks:
+        begin = index.first + next(uniform) * room
+        for t in index.times(since=begin):
+            if t >= begin + block:
+                break
+            yield (j * block + t - begin) * scale
+        j += 1

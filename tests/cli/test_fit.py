@@ -1,0 +1,47 @@
+"""``simstack fit FILE column=NAME``: the ranking and the text to paste, a page with its QQ
+and CDF plots that renders without a console error, and one-line refusals (exit 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simstack.testing.browser import screenshot
+
+SIMSTACK = str(Path(sys.executable).with_name("simstack"))
+
+
+def _fit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SIMSTACK, "fit", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+@pytest.mark.slow
+def test_fit_ranks_the_laws_and_draws_them(tmp_path: Path) -> None:
+    x = np.random.default_rng(5).gamma(4, 0.5, 1500)
+    (tmp_path / "latency.csv").write_text("latency_ms\n" + "\n".join(f"{v:.5f}" for v in x) + "\n")
+    done = _fit(tmp_path, "latency.csv", "column=latency_ms", "unit=ms")
+    assert done.returncode == 0, done.stderr
+    assert "paste into the model: gamma(2.0" in done.stdout and "ms, 0.4" in done.stdout
+    page = tmp_path / "latency_fit.html"
+    assert page.is_file()
+    assert screenshot(page, tmp_path / "fit.png") == []
+    assert _fit(tmp_path, "latency.csv", "column=latency_ms").returncode == 2  # never over the page it wrote
+
+
+@pytest.mark.parametrize("content,args,message", [
+    ("a\n1\n", ["column=b"], "no column 'b'; columns: a"),
+    ("a\n1\n-2\n", ["column=a"], "row 3, column 'a': expected a duration > 0, got '-2'"),
+    ("a\n" + "1\n" * 5, ["column=a"], "5 samples: at least 20 are needed"),
+    ("a\n1\n", ["column=a", "unit=parsec"], "unit=parsec: expected one of"),
+    ("a\n1\n", [], "usage: simstack fit"),
+    ("a\n1\n", ["column=a", "bins=3"], "unknown option 'bins'"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str, args: list[str], message: str) -> None:
+    (tmp_path / "s.csv").write_text(content)
+    done = _fit(tmp_path, "s.csv", *args)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
