@@ -1,4 +1,5 @@
-"""Fuzz the loader, a short run and ``simstack solve`` with mutated copies of the shipped models.
+"""Fuzz the loader, a short run and ``simstack solve`` with mutated copies of the shipped models,
+and the study reader with mutated copies of their study files (``--surface studies``).
 
 A received model file may be anything, so every mutation of a real one must end one of two
 ways: it loads, runs a short while and solves (or ``solve`` refuses it), or it is refused
@@ -14,11 +15,16 @@ takes a second, not a minute) and applies one to three mutations:
 - key types: a key becomes one YAML reads as something else than text (``yes:``, ``~:``, ``1:``);
 - text: a line deleted, doubled or swapped, a character dropped or inserted, the file cut short.
 
+A study case (``--surface studies``) mutates a shipped model's ``checks.yaml`` the same ways
+and reads it (``load_study``: its metrics, checks, calibration, prediction grid and jobs,
+against the model beside it); it must be read or refused with a located error.
+
 Every case runs in a forked child with an address-space limit and a wall-time limit; the
 parent only counts. Cases are numbered and deterministic (``--seed``), so a finding is
 replayed with ``--case N --show``.
 
     python benchmarks/fuzz_models.py --cases 5000 --jobs 2        # the documented long run
+    python benchmarks/fuzz_models.py --surface studies --cases 10000 --jobs 2
     python benchmarks/fuzz_models.py --case 1234 --show           # one case: its text and outcome
 
 ``tests/load/test_fuzz.py`` runs a few hundred cases of the same generator in the test suite.
@@ -78,9 +84,19 @@ class Case:
     mutations: tuple[str, ...]
     text: str
     horizon: float
+    surface: str = "models"  # or "studies": text is then the model's checks.yaml
+
+
+SURFACES = ("models", "studies")
 
 
 # -- the generator ---------------------------------------------------------------------------
+def shipped_studies() -> dict[str, dict[str, Any]]:
+    """The shipped models' study files (``checks.yaml``) as documents."""
+    return {path.parent.name: yaml.safe_load(path.read_text(encoding="utf-8"))
+            for path in sorted(MODELS.glob("*/checks.yaml"))}
+
+
 def shipped() -> dict[str, dict[str, Any]]:
     """The shipped models as documents, shrunk where only their size would cost time."""
     docs = {}
@@ -214,7 +230,7 @@ def _dump(doc: Any) -> str:
         return yaml.safe_dump(json.loads(json.dumps(doc, default=str)), sort_keys=False)
 
 
-def make_case(seed: int, index: int, docs: dict[str, dict[str, Any]]) -> Case:
+def make_case(seed: int, index: int, docs: dict[str, dict[str, Any]], surface: str = "models") -> Case:
     """Case ``index`` of the run seeded ``seed``: the same inputs give the same case."""
     rng = random.Random(f"{seed}:{index}")
     model = rng.choice(sorted(docs))
@@ -228,7 +244,7 @@ def make_case(seed: int, index: int, docs: dict[str, dict[str, Any]]) -> Case:
             done.append(f"text: {what}")
         elif text is None:
             done.append(f"{kind}: {mutate_tree(rng, doc, kind)}")
-    return Case(index, model, tuple(done), text if text is not None else _dump(doc), rng.choice(HORIZONS))
+    return Case(index, model, tuple(done), text if text is not None else _dump(doc), rng.choice(HORIZONS), surface)
 
 
 # -- one case ----------------------------------------------------------------------------
@@ -240,8 +256,22 @@ def _located(exc: BaseException) -> bool:
     return isinstance(exc, SimstackError) and bool(str(exc))
 
 
+def run_study_case(case: Case, folder: Path) -> dict[str, Any]:
+    """Read one mutated study file beside its model, in this process."""
+    from simstack.studies.schema.study import load_study
+
+    (folder / "checks.yaml").write_text(case.text, encoding="utf-8")
+    try:
+        load_study(folder)
+    except BaseException as exc:  # noqa: BLE001 - the point is to classify every exception
+        return {"load": outcome(exc)}
+    return {"load": "ok"}
+
+
 def run_case(case: Case, folder: Path) -> dict[str, Any]:
     """Load, run briefly and solve one case in this process; each stage's outcome."""
+    if case.surface == "studies":
+        return run_study_case(case, folder)
     from simstack.engine.simulate import simulate
     from simstack.load.loader import load_model
     from simstack.studies.analysis.solve import solve_model
@@ -375,19 +405,20 @@ class Slots:
 
 
 def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIMEOUT,
-             memory: int = MEMORY, on_result: Any = None) -> list[tuple[Case, dict[str, Any]]]:
-    """Run the cases, ``jobs`` at a time; (case, result) in index order."""
+             memory: int = MEMORY, on_result: Any = None, surface: str = "models") -> list[tuple[Case, dict[str, Any]]]:
+    """Run the cases of ``surface`` (models or studies), ``jobs`` at a time; (case, result) in index order."""
     import simstack.engine.simulate  # noqa: F401 - imported once here, not once per forked case
     import simstack.load.loader  # noqa: F401
     import simstack.studies.analysis.solve  # noqa: F401
+    import simstack.studies.schema.study  # noqa: F401
 
-    docs = shipped()
+    docs = shipped() if surface == "models" else shipped_studies()
     slots = Slots(jobs)
     results: dict[int, tuple[Case, dict[str, Any]]] = {}
     try:
         if jobs == 1:
             for index in indices:
-                case = make_case(seed, index, docs)
+                case = make_case(seed, index, docs, surface)
                 results[index] = (case, run_isolated(case, slots.folder(0, case.model), timeout, memory))
                 if on_result:
                     on_result(*results[index])
@@ -397,7 +428,7 @@ def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIME
             def one(index: int) -> tuple[Case, dict[str, Any]]:
                 slot = slots.free.pop()
                 try:
-                    case = make_case(seed, index, docs)
+                    case = make_case(seed, index, docs, surface)
                     return case, run_isolated(case, slots.folder(slot, case.model), timeout, memory)
                 finally:
                     slots.free.append(slot)
@@ -418,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="index of the first case")
     parser.add_argument("--case", type=int, action="append", help="run only this case (repeatable)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--surface", choices=SURFACES, default="models", help="what a case mutates (default models)")
     parser.add_argument("--jobs", type=int, default=1, help="cases at once (each in its own child)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds of wall time per case")
     parser.add_argument("--show", action="store_true", help="print each case's mutations and model text")
@@ -444,9 +476,9 @@ def main(argv: list[str] | None = None) -> int:
         if done % 250 == 0:
             print(f"{done} cases, {time.perf_counter() - started:.0f} s: {dict(counts)}", file=sys.stderr, flush=True)
 
-    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report)
+    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report, surface=args.surface)
     wall = time.perf_counter() - started
-    print(f"{sum(counts.values())} cases (seed {args.seed}) in {wall:.0f} s: {counts['loaded']} loaded, "
+    print(f"{sum(counts.values())} {args.surface} cases (seed {args.seed}) in {wall:.0f} s: {counts['loaded']} loaded, "
           f"{counts['refused']} refused with a located error, {counts['FAIL']} findings")
     print("stages: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())))
     if args.out:

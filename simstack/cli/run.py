@@ -188,6 +188,12 @@ def say_calibration(model_file: Path) -> None:
         print(f"warning: {stale}", file=sys.stderr)
 
 
+def say_raised(spec: ModelSpec) -> None:
+    """The limits the model raises for itself, one warning line each (issue 30.14)."""
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+
+
 def run(cfg: DictConfig) -> int:
     """The ``run`` task: simulate, print the tables, write the run's files. With a what-if (or
     a list of them) outside a sweep, the baseline too, and the comparison (``run_comparison``)."""
@@ -198,6 +204,7 @@ def run(cfg: DictConfig) -> int:
         return run_comparison(cfg, model_file, whatifs)
     spec, model_file, whatif, scenario = chosen_spec(cfg)
     say_calibration(model_file)
+    say_raised(spec)
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
@@ -242,6 +249,7 @@ def run_comparison(cfg: DictConfig, model_file: Path, whatifs: list[WhatIf]) -> 
     fitted = calibrated_parameters(model_file.parent)
     overrides = {"parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags")}
     before = load_chosen(model_file, fitted, None, scenario=scenario, **overrides)
+    say_raised(before)
     after = {w.name: load_chosen(model_file, fitted, w, scenario=scenario, **overrides) for w in whatifs}
     for w in whatifs:
         print(f"what-if {w.name} ({w.file})")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import pickle
 import sys
 import time
@@ -46,7 +47,8 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-from simstack.errors import SimstackError
+from simstack.errors import ModelError, SimstackError
+from simstack.lang.units import shown
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -277,6 +279,35 @@ def using(backend: Backend) -> Iterator[Backend]:
         _BACKEND.reset(token)
 
 
+def machine_cores() -> int:
+    """The cores this process may run on: its affinity mask (a container's or ``taskset``'s
+    share), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def file_jobs(value: object) -> int:
+    """The worker processes a *file* asks for (a study's ``predictions.jobs``, an experiment's
+    ``sim.jobs``): a whole number from 1 to the cores of this machine (``machine_cores``).
+
+    A file is data someone else may have written, and a process pool starts all its workers at
+    once: ``jobs: 32`` started 34 processes on 2 cores, ``jobs: 100000`` a fork bomb. So a file
+    asking for more than the machine has is refused when read, naming the cores; the command
+    line (``jobs=N``), typed by whoever runs it, may still ask for more. Raises ``ModelError``
+    with the reason only: the caller locates it (``read_fields``, ``located``, ``exc.at``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ModelError(f"expected a whole number >= 1, got {shown(value)} (worker processes)")
+    cores = machine_cores()
+    if value > cores:
+        asked = f"{value:,}" if value < 10**15 else "more than 10^15"  # str() of 5,000 digits raises
+        raise ModelError(f"{asked} worker processes are more than the {cores} core{'s' if cores > 1 else ''} this "
+                         f"machine gives simstack; a file may ask for at most {cores} (more only from the command "
+                         "line: jobs=N)")
+    return value
+
+
 class Workers:
     """A pool of ``jobs`` workers, opened once and used for several maps (the Jacobians of
     one fit); with ``jobs`` = 1 every map runs here, in order.
@@ -291,6 +322,7 @@ class Workers:
         self.jobs = jobs
         self.backend = backend if backend is not None else current()
         self._pool: Pool | None = None
+        self._opened = 0  # the workers the open pool was given
 
     def __enter__(self) -> Workers:
         return self
@@ -329,8 +361,12 @@ class Workers:
                     on_done(index, result)
                 yield result
             return
+        wanted = min(self.jobs, len(args))  # a pool forks all its workers at once: never more than the items
+        if self._pool is not None and self._opened < wanted:  # a later, larger map: a pool of its size
+            self._pool.close()
+            self._pool = None
         if self._pool is None:
-            self._pool = self.backend.open(self.jobs)
+            self._pool, self._opened = self.backend.open(wanted), wanted
         done: dict[int, R] = {}
         following = 0
         arriving = self._pool.completed(fn, args)

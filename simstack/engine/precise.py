@@ -44,9 +44,10 @@ from simstack.engine.simulate import (
     replication_runner,
     run_result,
 )
-from simstack.errors import ConfigError
+from simstack.errors import ConfigError, ModelError
 from simstack.io.progress import bar
 from simstack.lang.spec import ModelSpec
+from simstack.load.limits import check_run
 from simstack.tables.intervals import batch_quantile_interval, quantile_interval
 from simstack.tables.series import class_latencies
 from simstack.tables.stopping import Estimator, Precision, extend_until_precise, run_until_precise
@@ -122,9 +123,21 @@ def simulate_until_precise(model: ModelSpec | str | Path, precision: Precision, 
                           "every request's latency; with sim.record=summary precision stops on means only")
     precision = replace(precision, metrics=tuple(s.name for s in chosen))
     settings = {"horizon": horizon, "warmup": warmup, "record_steps": record_steps, "record": record}
+    if replications != 1:
+        _within_limits(spec, "max_replications", precision.max_replications, None)
     if replications == 1:
         return _extended(spec, seed, precision, chosen, settings, trace)
     return _replicated(spec, seed, precision, chosen, settings, trace, jobs, progress)
+
+
+def _within_limits(spec: ModelSpec, key: str, replications: int, horizon: float | None) -> None:
+    """The most a precision may run (its ``max_replications``, or its ``max_horizon``: by default
+    the horizon times ``max_replications``) within the model's limits, as a run's settings are:
+    ``max_replications=1e9`` with an unreachable target grew by 3.4 MB/s until memory ran out."""
+    try:
+        check_run(spec, replications, horizon)
+    except ModelError as exc:
+        raise ConfigError(f"sim.precision.{key}: {exc.reason}") from None
 
 
 def _replicated(spec: ModelSpec, seed: int, precision: Precision, chosen: list[Statistic],
@@ -164,6 +177,7 @@ def _extended(spec: ModelSpec, seed: int, precision: Precision, chosen: list[Sta
     most = precision.max_horizon or horizon * precision.max_replications
     if most < horizon:
         raise ConfigError(f"sim.precision.max_horizon ({most:g} s) is shorter than the horizon ({horizon:g} s)")
+    _within_limits(spec, "max_horizon", 1, most)
     started = time.perf_counter()
     live = LiveReplication(spec, seed, 0, horizon=None, warmup=warmup, record_steps=settings["record_steps"],
                            record=settings["record"])

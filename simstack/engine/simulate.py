@@ -28,6 +28,7 @@ from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
+from simstack.load.limits import check_run
 from simstack.load.loader import load_model
 from simstack.resources.memory import MemoryState
 from simstack.resources.meter import Meter, ResourceSummary
@@ -380,6 +381,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
         raise ConfigError(f"sim.replications must be a whole number >= 1, got {replications!r}")
     if horizon is not None and not (isinstance(horizon, int | float) and horizon > 0 and math.isfinite(horizon)):
         raise ConfigError(f"sim.horizon must be a time > 0 in seconds, got {horizon!r}")
+    check_run(spec, replications, horizon)  # counts and arrivals the run settings give, within the model's limits
     if horizon is None and not is_finite(spec):
         raise ConfigError(f"model {spec.name!r} has workloads that never stop (open, closed or periodic "
                           "without count): set sim.horizon")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -35,7 +36,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from simstack.errors import ModelError
+from simstack.errors import DataError, ModelError
 from simstack.io.atomic import permissions
 from simstack.io.paths import folder_file, inside
 
@@ -118,6 +119,25 @@ def write_table(path: Path, table: pd.DataFrame, float_format: str | None = None
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_recorded_digest(path: Path) -> None:
+    """Refuse a table whose bytes are not those its ``<stem>_meta.json`` records
+    (``table_sha256``, written with it by ``simstack predict``): a table changed after it was
+    written would be read as the model's output. Nothing to check without that record."""
+    meta = path.with_name(f"{path.stem}_meta.json")
+    if not meta.is_file():
+        return
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8")).get("table_sha256")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        recorded = None  # not a record simstack wrote: nothing it vouches for
+    if not isinstance(recorded, str):
+        return
+    if hashlib.sha256(path.read_bytes()).hexdigest() != recorded:
+        raise DataError(f"{path}: its SHA-256 is not the table_sha256 that {meta.name} records: the table was "
+                        f"changed after simstack wrote it; write it again (simstack predict), or remove {meta.name} "
+                        "to vouch for it yourself")
 
 
 class FileGroup:

@@ -47,6 +47,11 @@ def read_yaml(path: Path) -> Any:
         raise ModelError("the YAML document is nested too deeply to read", file=str(path)) from None
     except ModelError as exc:
         raise exc.at(file=str(path)) from None
+    except ValueError as exc:  # Python reads no whole number of more than 4,300 digits (sys.int_info)
+        if "integer string conversion" not in str(exc):
+            raise
+        raise ModelError("a whole number of more than 4,300 digits cannot be read (no model means one)",
+                         file=str(path)) from None
     return doc
 
 

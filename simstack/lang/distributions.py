@@ -37,6 +37,7 @@ from simstack.lang.samplers import (
     Uniform,
 )
 from simstack.lang.schema import FolderParser
+from simstack.lang.units import plain_float, shown
 
 ValueParser = Callable[[object], float]
 
@@ -84,10 +85,10 @@ def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | N
     base = base_dir
     if isinstance(raw, dict):
         if "dist" not in raw:
-            raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {raw!r}")
+            raise ModelError(f"a distribution mapping needs a 'dist' key (one of {KNOWN}), got {shown(raw)}")
         name = raw["dist"]
         if not isinstance(name, str) or name not in _SIGNATURES:
-            raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
+            raise ModelError(f"unknown distribution {shown(name)} in {shown(raw)}; known: {KNOWN}")
         args = {str(k): v for k, v in raw.items() if k != "dist"}
         return _finite_moments(_build(name, args, parse_value, base, raw), raw)
     if isinstance(raw, str):
@@ -95,10 +96,10 @@ def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | N
         if match:
             name, body = match.group(1), match.group(2)
             if name not in _SIGNATURES:
-                raise ModelError(f"unknown distribution {name!r} in {raw!r}; known: {KNOWN}")
+                raise ModelError(f"unknown distribution {shown(name)} in {shown(raw)}; known: {KNOWN}")
             return _finite_moments(_build(name, _arguments(name, body, raw), parse_value, base, raw), raw)
         if "(" in raw or ")" in raw:
-            raise ModelError(f"malformed distribution {raw!r}: write name(arguments) such as exp(2ms) or "
+            raise ModelError(f"malformed distribution {shown(raw)}: write name(arguments) such as exp(2ms) or "
                              f"lognormal(5ms, 0.5); known: {KNOWN}")
     return Const(_non_negative(parse_value(raw), raw, raw))
 
@@ -109,11 +110,16 @@ def _finite_moments(dist: Distribution, raw: object) -> Distribution:
     try:
         cv = getattr(dist, "cv", 0.0)
         shape = dist.shape if isinstance(dist, Pareto) else 0.0  # a tiny cv makes the tail's shape overflow
-        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2, shape))
+        # a hyperexponential's rare phase has probability about 1 / (2 cv²): from cv ~ 1e8 it rounds to
+        # zero and the phase's mean (mean / 2p) is a division by zero at the first draw
+        phase = dist.mean_value / (2 * dist.p) if isinstance(dist, HyperExponential) else 0.0
+        if isinstance(dist, Gamma):  # its shape 1 / cv²: a cv of 5e-324 squares to 0
+            phase = 1.0 / cv**2
+        finite = all(math.isfinite(x) for x in (dist.mean, dist.variance, cv**2, shape, phase))
     except (OverflowError, ZeroDivisionError):
         finite = False
     if not finite:
-        raise ModelError(f"{raw!r} has no finite mean and variance (its values would overflow); "
+        raise ModelError(f"{shown(raw)} has no finite mean and variance (its values would overflow); "
                          "write smaller values")
     return dist
 
@@ -130,9 +136,9 @@ def _arguments(name: str, body: str, raw: str) -> dict[str, object]:
             key, value = names[position], part
         else:
             raise ModelError(f"{name} takes {len(names)} argument{'s' if len(names) > 1 else ''} "
-                             f"{_signature(name)}, got {len(parts)} in {raw!r}")
+                             f"{_signature(name)}, got {len(parts)} in {shown(raw)}")
         if key in args:
-            raise ModelError(f"{name}: {key} given twice in {raw!r}")
+            raise ModelError(f"{name}: {key} given twice in {shown(raw)}")
         args[key] = value.strip()
     return args
 
@@ -142,10 +148,10 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
     expected = _SIGNATURES[name]
     unknown = [a for a in args if a not in expected]
     if unknown:
-        raise ModelError(f"{name} has no argument {unknown[0]!r}; it takes {_signature(name)}, got {raw!r}")
+        raise ModelError(f"{name} has no argument {shown(unknown[0])}; it takes {_signature(name)}, got {shown(raw)}")
     missing = [a for a in expected if a not in args or args[a] in ("", None)]
     if missing:
-        raise ModelError(f"{name} needs {' and '.join(missing)}: write {_signature(name)}, got {raw!r}")
+        raise ModelError(f"{name} needs {' and '.join(missing)}: write {_signature(name)}, got {shown(raw)}")
     if name in ("empirical", "indexed"):
         file, column = str(args["file"]), str(args["column"])
         values = _read_column(file, column, parse_value, base_dir)
@@ -156,22 +162,24 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         try:
             parsed = parse_value(args[key])
         except ModelError as exc:
-            raise ModelError(f"{name}: {key}: {exc.reason} (in {raw!r})") from None
+            raise ModelError(f"{name}: {key}: {exc.reason} (in {shown(raw)})") from None
         if strict and not parsed > 0:
-            raise ModelError(f"{name}: {key} must be > 0, got {args[key]!r} in {raw!r}")
+            raise ModelError(f"{name}: {key} must be > 0, got {shown(args[key])} in {shown(raw)}")
         return _non_negative(parsed, args[key], raw, f"{name}: {key}")
 
     def number(key: str) -> float:
         """A plain, finite number > 0 (a coefficient of variation)."""
         text = args[key]
         try:
-            parsed = float(text) if isinstance(text, str | int | float) and not isinstance(text, bool) else math.nan
+            plain = isinstance(text, str | int | float) and not isinstance(text, bool)
+            parsed = plain_float(text) if plain else math.nan  # type: ignore[arg-type]
         except (ValueError, OverflowError):  # OverflowError: a whole number of 400 digits
             parsed = math.nan
         if not math.isfinite(parsed):
-            raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {text!r} in {raw!r}")
+            raise ModelError(f"{name}: {key} must be a plain finite number such as 0.5, got {shown(text)} "
+                             f"in {shown(raw)}")
         if parsed <= 0:
-            raise ModelError(f"{name}: {key} must be > 0, got {text!r} in {raw!r}")
+            raise ModelError(f"{name}: {key} must be > 0, got {shown(text)} in {shown(raw)}")
         return parsed
 
     if name == "const":
@@ -188,12 +196,13 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
         cv = number("cv")
         if cv < 1:
             raise ModelError(f"hyperexp: cv must be >= 1 (a mixture of exponentials varies at least as much as "
-                             f"one; below 1 write gamma), got {args['cv']!r} in {raw!r}")
+                             f"one; below 1 write gamma), got {shown(args['cv'])} in {shown(raw)}")
         return HyperExponential(value("mean", strict=True), cv)
     if name == "uniform":
         low, high = value("low"), value("high")
         if high < low:
-            raise ModelError(f"uniform: high ({args['high']!r}) must be >= low ({args['low']!r}), got {raw!r}")
+            raise ModelError(f"uniform: high ({shown(args['high'])}) must be >= low ({shown(args['low'])}), "
+                             f"got {shown(raw)}")
         return Uniform(low, high)
     # normal: truncated at zero by rejection, so its mean must not lie below zero (a mean far
     # below zero would make almost every draw a rejection).
@@ -205,7 +214,7 @@ def _read_column(file: str, column: str, parse_value: ValueParser,
     path = Path(file) if base_dir is None else inside(base_dir, file)  # a received model reads only its folder
     if not path.is_file():
         start = "the model file's folder" if base_dir is not None else "the working directory"
-        raise ModelError(f"data file {file!r} not found (looked for {path.resolve()}; relative paths start at "
+        raise ModelError(f"data file {shown(file)} not found (looked for {path.resolve()}; relative paths start at "
                          f"{start})")
     stat = path.stat()  # the same file unchanged reads the same (a calibration builds the model thousands of times)
     return _column_of(str(path), stat.st_mtime_ns, stat.st_size, file, column, parse_value)
@@ -219,7 +228,8 @@ def _column_of(path: str, mtime_ns: int, size: int, file: str, column: str,
             reader = csv.DictReader(handle)
             columns = [c for c in (reader.fieldnames or []) if c is not None]
             if column not in columns:
-                raise ModelError(f"column {column!r} not in {file!r}; columns: {', '.join(columns) or '(none)'}")
+                raise ModelError(f"column {shown(column)} not in {shown(file)}; "
+                                 f"columns: {', '.join(columns) or '(none)'}")
             values = []
             for row in reader:
                 line = reader.line_num
@@ -229,25 +239,25 @@ def _column_of(path: str, mtime_ns: int, size: int, file: str, column: str,
                         raise ModelError("the row is shorter than the header")
                     values.append(_non_negative(parse_value(_numeric(cell)), cell, cell))
                 except ModelError as exc:
-                    raise ModelError(f"{file} line {line}, column {column!r}: {exc.reason}") from None
+                    raise ModelError(f"{file} line {line}, column {shown(column)}: {exc.reason}") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ModelError(f"cannot read data file {file!r}: {exc}") from None
+        raise ModelError(f"cannot read data file {shown(file)}: {exc}") from None
     if not values:
-        raise ModelError(f"column {column!r} of {file!r} has no values")
+        raise ModelError(f"column {shown(column)} of {shown(file)} has no values")
     return tuple(values)
 
 
 def _numeric(text: str) -> object:
     try:
-        return float(text)
+        return plain_float(text)
     except ValueError:
         return text
 
 
 def _non_negative(value: float, written: object, raw: object, what: str = "") -> float:
     if not value >= 0:
-        where = f" in {raw!r}" if raw != written else ""
-        raise ModelError(f"{what + ' ' if what else ''}must be >= 0, got {written!r}{where}")
+        where = f" in {shown(raw)}" if raw != written else ""
+        raise ModelError(f"{what + ' ' if what else ''}must be >= 0, got {shown(written)}{where}")
     return value
 
 
@@ -263,28 +273,28 @@ def parse_count_distribution(raw: object) -> Const | Geometric:
         if match:
             parts = [p.strip() for p in match.group(1).split(",")]
             if not 1 <= len(parts) <= 2 or not parts[0]:
-                raise ModelError(f"geometric takes geometric(mean) or geometric(mean, start), got {raw!r}")
+                raise ModelError(f"geometric takes geometric(mean) or geometric(mean, start), got {shown(raw)}")
             mean = _plain(parts[0], raw, "geometric: mean")
             start = _plain(parts[1], raw, "geometric: start") if len(parts) == 2 else 0.0
             if start not in (0.0, 1.0):
-                raise ModelError(f"geometric: start must be 0 or 1, got {parts[1]!r} in {raw!r}")
+                raise ModelError(f"geometric: start must be 0 or 1, got {shown(parts[1])} in {shown(raw)}")
             if mean < start:
-                raise ModelError(f"geometric: mean must be >= start ({start:g}), got {parts[0]!r} in {raw!r}")
+                raise ModelError(f"geometric: mean must be >= start ({start:g}), got {shown(parts[0])} in {shown(raw)}")
             return Geometric(mean, int(start))
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise ModelError(f"expected a count: a whole number, a mean such as 2.5 or geometric(mean), got {raw!r}")
+        raise ModelError(f"expected a count: a whole number, a mean such as 2.5 or geometric(mean), got {shown(raw)}")
     value = _plain(raw, raw, "count")
     return Const(value) if value == int(value) else Geometric(value)
 
 
 def _plain(text: object, raw: object, what: str) -> float:
     try:
-        value = float(text)  # type: ignore[arg-type]
+        value = plain_float(text)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
-        raise ModelError(f"{what} must be a finite number >= 0, got {text!r}"
-                         f"{f' in {raw!r}' if raw != text else ''}")
+        raise ModelError(f"{what} must be a finite number >= 0, got {shown(text)}"
+                         f"{f' in {shown(raw)}' if raw != text else ''}")
     return value
 
 

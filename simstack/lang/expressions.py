@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS, as_float
+from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS, as_float, shown
 
 MAX_LENGTH = 2000  # characters: a derived value is one line, not a program
 MAX_DEPTH = 40  # nested parentheses, unary signs and powers
@@ -39,7 +39,7 @@ _UNITS: dict[str, tuple[float, Dim]] = {
     **{u: (f, (0, 1)) for u, f in SIZE_UNITS.items()},
     **{u: (f, (-1, 0)) for u, f in HZ_UNITS.items()},
 }
-_NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # ASCII digits (\d takes every script's)
 _TIME = "|".join(sorted(map(re.escape, TIME_UNITS), key=len, reverse=True))
 # A number, its unit, and a "/time unit" written right after it: 10MB/s, 3.2/s, 10 MB/s.
 # With spaces (10MB / s) the "/" is a division and a bare unit is refused, because
@@ -160,7 +160,7 @@ class _Parser:
         if kind == "end":
             raise self.fail("the expression ends where a value was expected")
         raise self.fail(f"expected a value (a number such as 2ms, a $parameter, min(...), max(...) or "
-                        f"parentheses), found {value!r}")
+                        f"parentheses), found {shown(value)}")
 
     def call(self, name: str, at: int) -> Quantity:
         if name not in FUNCTIONS:
@@ -187,7 +187,7 @@ class _Parser:
         name = ref[1:]
         value = self.lookup(name)
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise self.fail(f"parameter ${name} is {value!r}, not a number or a quantity such as 2ms", at)
+            raise self.fail(f"parameter ${name} is {shown(value)}, not a number or a quantity such as 2ms", at)
         if isinstance(value, int | float):
             return _finite(as_float(value), (0, 0), self, at)
         if len(value) > MAX_LENGTH:
@@ -195,7 +195,7 @@ class _Parser:
         try:
             return _Parser(value, _no_parameters).parse()
         except ModelError:
-            raise self.fail(f"parameter ${name} is {value!r}, not a number or a quantity such as 2ms "
+            raise self.fail(f"parameter ${name} is {shown(value)}, not a number or a quantity such as 2ms "
                             "(a distribution cannot take part in arithmetic)", at) from None
 
     def combine(self, op: str, a: Quantity, b: Quantity, at: int) -> Quantity:

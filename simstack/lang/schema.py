@@ -55,7 +55,7 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
     """Parse ``raw`` (a mapping) by ``fields``; errors name ``path.key``. A field that may name
     a data file (a ``FolderParser``) reads it from ``folder``, the model's folder."""
     if not isinstance(raw, Mapping):
-        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {raw!r}", path=path or None)
+        raise ModelError(f"expected a mapping with keys {', '.join(fields)}, got {shown(raw)}", path=path or None)
     unknown = [k for k in raw if k not in fields and k not in ignore]
     if unknown:
         key = unknown[0]
@@ -70,6 +70,9 @@ def read_fields(raw: object, fields: Mapping[str, Field], path: str,
             out[key] = spec.default
             continue
         parse = spec.parse.in_folder(folder) if isinstance(spec.parse, FolderParser) else spec.parse
+        if parse in (list, dict) and not isinstance(raw[key], parse):  # list(True) is a TypeError, list("ab") 2 letters
+            raise ModelError(f"expected a {'list' if parse is list else 'mapping'}, got {shown(raw[key])}",
+                             path=f"{path}.{key}" if path else key)
         try:
             out[key] = parse(raw[key])
         except ModelError as exc:
@@ -89,21 +92,21 @@ def located(parse: Callable[[Any], Any], raw: object, path: str) -> Any:
 def one_of(*choices: str) -> Callable[[object], str]:
     def parse(value: object) -> str:
         if not isinstance(value, str) or value not in choices:
-            raise ModelError(f"expected one of {', '.join(choices)}, got {value!r}")
+            raise ModelError(f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value
     return parse
 
 
 def name_ref(value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise ModelError(f"expected a name, got {value!r}")
+        raise ModelError(f"expected a name, got {shown(value)}")
     return value
 
 
 def text(value: object) -> str:
     """Free text (``doc``, ``description``): a string, never a mapping or a list."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ModelError(f"expected text, got {value!r}")
+        raise ModelError(f"expected text, got {shown(value)}")
     return str(value)
 
 
@@ -126,17 +129,17 @@ def at_least(low: int) -> Callable[[object], int]:
 
 def boolean(value: object) -> bool:
     if not isinstance(value, bool):
-        raise ModelError(f"expected true or false, got {value!r}")
+        raise ModelError(f"expected true or false, got {shown(value)}")
     return value
 
 
 def mapping(value: object) -> dict[str, Any]:
     """A mapping whose keys are names (YAML reads ``yes:`` as true and ``~:`` as null: refused)."""
     if not isinstance(value, Mapping):
-        raise ModelError(f"expected a mapping, got {value!r}")
+        raise ModelError(f"expected a mapping, got {shown(value)}")
     odd = [k for k in value if not isinstance(k, str)]
     if odd:
-        raise ModelError(f"expected names as keys, got {odd[0]!r} (quote it: '{odd[0]}')")
+        raise ModelError(f"expected names as keys, got {shown(odd[0])} (quote it: '{odd[0]}')")
     return dict(value)
 
 

@@ -312,6 +312,7 @@ class ModelSpec:
     workloads: Mapping[str, Workload] = field(hash=False)
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N
+    warnings: tuple[str, ...] = ()  # lines every run of the model prints (limits it raises: load.limits.raised)
     # The validated graph, kept once built (``graph.validated_graph``); not an init field, so
     # a spec derived with ``dataclasses.replace`` starts without one and is checked afresh.
     graph: nx.DiGraph | None = field(default=None, init=False, compare=False, hash=False, repr=False)

@@ -20,9 +20,11 @@ SIZE_UNITS = {
     "b": 0.125, "Kb": 125.0, "Mb": 1.25e5, "Gb": 1.25e8,
 }
 HZ_UNITS = {"Hz": 1.0, "kHz": 1e3, "MHz": 1e6}
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # ASCII digits (\d takes every script's)
 # number, unit, optional "/ per-unit": "5us", "2 ms", "3.2/s", "100MB/s", "25 Gb / s"
 _QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ]*)\s*(?:/\s*([A-Za-zµ]*)\s*)?$")
+
+_PLAIN = re.compile(rf"^\s*(?:{_NUMBER}|[-+]?(?:inf|infinity|nan))\s*$", re.IGNORECASE)
 
 _EXAMPLES = {
     "time": "'5us', '2ms', '1.5s' or '20min'",
@@ -45,6 +47,15 @@ def shown(value: object, limit: int = 60) -> str:
 
 def _expected(what: str, value: object, note: str = "") -> ModelError:
     return ModelError(f"expected a {what} such as {_EXAMPLES[what]}, got {shown(value)}{note}")
+
+
+def plain_float(value: str | int | float) -> float:
+    """``float(value)`` for a number written as every other reader of a model writes one (YAML,
+    LQN): ASCII digits, no ``_`` between them. Python's ``float`` also takes ``1_000`` and
+    other scripts' digits (``'١٢'``); those raise ``ValueError`` here, as any other text does."""
+    if isinstance(value, str) and not _PLAIN.match(value):
+        raise ValueError(f"not a plain number: {shown(value)}")
+    return float(value)
 
 
 def as_float(value: int | float) -> float:

@@ -20,7 +20,19 @@ its own settings, where whoever runs it can see it:
   and multiplying the counts around each step (a repeat of 1,000 inside a fan-out of
   1,000 is a million).
 
-The error names the value, where it is, the limit and the key that raises it.
+The error names the value, where it is, the limit and the key that raises it. Raising a
+limit is allowed but never silent: ``raised`` gives one warning line per raised limit, which
+the spec carries (``ModelSpec.warnings``) and every run of the model prints.
+
+Some bounds a file cannot raise at all, because past them the machine itself is at stake
+rather than the model's run time: ``MAX_BYTES``, the memory one allocation, one host or one
+replication's total may take (``alloc: 1e30B`` is a size on paper and an overflow in the
+accounting), and the worker processes of a run (``simstack.engine.parallel.file_jobs``).
+
+The run's own settings (``sim.replications``, ``sim.horizon``, a precision's
+``max_replications`` and ``max_horizon``) are bounded by the same limits when the run
+starts (``check_run``): replications are a count, and a horizon is checked through the
+arrivals it gives every workload (a closed loop's clients over its think time included).
 """
 
 from __future__ import annotations
@@ -33,8 +45,10 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.lang.schema import Field, read_fields
 from simstack.lang.spec import (
+    Alloc,
     Call,
     Choose,
+    ClosedWorkload,
     ComponentSpec,
     FileOp,
     Fork,
@@ -60,6 +74,7 @@ NOT_COUNTS = ("seed",)  # whole numbers of a component's settings that count not
 # replica counted): a 766-byte file once asked for 25 million calls, and 80,000 take the
 # importer over 30 s. ``simstack import ... limit=N`` raises it; a file cannot.
 LQN_WRITTEN_OUT = 20_000
+MAX_BYTES = 1e15  # one petabyte: memory a file cannot raise (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -101,13 +116,35 @@ def limits_of(settings: Mapping[str, Any]) -> Limits:
     return Limits(**(settings.get("limits") or {}))
 
 
+def raised(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """One warning line per limit ``settings.limits`` raises above its default: a received
+    model that raises its own limits (``count: 1e12`` ran until the memory cap killed it) says
+    so at every run."""
+    written = settings.get("limits") or {}
+    default = Limits()
+    return tuple(f"this model raises its limit on {_WHAT[name]} from {_number(getattr(default, name))} to "
+                 f"{_number(value)} (settings.limits.{name}): it may run far longer or take far more memory "
+                 "than models within the defaults" for name, value in written.items()
+                 if value > getattr(default, name))
+
+
 def _number(value: float) -> str:
     return f"{value:,.0f}" if value < 1e15 and value == int(value) else f"{value:.3g}"
 
 
 # -- the checks ------------------------------------------------------------------------------
+def refuse_bytes(value: float, what: str, path: str) -> None:
+    """Raise if ``value`` bytes are above ``MAX_BYTES``, a bound no file raises."""
+    if value > MAX_BYTES:
+        raise ModelError(f"{what} of {value:.3g} bytes is above the limit of {MAX_BYTES:.0e} bytes (1 PB) on the "
+                         "memory a model may take; this limit is not raised from a file", path=path)
+
+
+
 def check_hosts(hosts: Mapping[str, HostSpec], limits: Limits) -> None:
     for host in hosts.values():
+        if math.isfinite(host.memory):
+            refuse_bytes(host.memory, "memory", f"hosts.{host.name}.memory")
         if math.isfinite(host.cores):
             limits.refuse("count", host.cores, "cores", f"hosts.{host.name}.cores")
 
@@ -129,6 +166,11 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
             if f.name in ("clients", "copies", "count", "warmup", "repeat") and isinstance(value, int | float) \
                     and math.isfinite(value):
                 limits.refuse("count", value, f.name, f"{where}.{f.name}")
+        if isinstance(wl, ClosedWorkload) and horizon is not None and wl.think.mean > 0:
+            cycles = min(wl.count, horizon / wl.think.mean) * wl.clients  # at most one cycle per think time
+            if math.isfinite(cycles):
+                limits.refuse("arrivals", cycles, "a number of requests (clients x horizon / mean think time)",
+                              where)
         rate = _rate(wl)
         if rate is not None:
             limits.refuse("rate", rate, "an arrival rate", where)
@@ -148,6 +190,22 @@ def _rate(wl: Workload) -> float | None:
     if isinstance(wl, PeriodicWorkload):
         return wl.copies / wl.period
     return None
+
+
+def check_run(spec: Any, replications: int | range, horizon: float | None) -> None:
+    """A run's own settings against the model's limits: its replications are a count, and its
+    horizon (the command line's ``sim.horizon``, a precision's ``max_horizon``) bounds the
+    arrivals of every workload as the model's ``settings.horizon`` does. ``spec`` is a
+    ``ModelSpec``."""
+    bounds = limits_of(spec.settings)
+    count = replications.stop if isinstance(replications, range) else replications
+    bounds.refuse("count", float(count), "replications", "sim.replications")
+    if horizon is not None:
+        try:
+            check_workloads(spec.workloads, {}, bounds, horizon)
+        except ModelError as exc:
+            raise ModelError(f"with a horizon of {horizon:.6g} s, {exc.reason}",
+                             path=f"sim.horizon ({exc.path})") from None
 
 
 class _Work:
@@ -188,6 +246,9 @@ class _Work:
             if math.isfinite(step.respawn):
                 self.limits.refuse("count", step.respawn, "a respawn count", f"{where}.fork.respawn")
             return self._within(1 + step.count * self.request(step.request), where)
+        if isinstance(step, Alloc):
+            refuse_bytes(step.bytes.mean, "an allocation", f"{where}.alloc")
+            return 1.0
         if isinstance(step, WriteMemory):
             self.limits.refuse("count", step.pieces, "pieces", f"{where}.write_memory.pieces")
             return float(step.pieces)
@@ -224,5 +285,5 @@ def check_requests(requests: Mapping[str, RequestSpec], components: Mapping[str,
         work._within(work.request(name), f"requests.{name}")
 
 
-__all__ = ["FIELDS", "LQN_WRITTEN_OUT", "Limits", "check_component", "check_requests", "check_workloads", "limits_of",
-           "read_limits"]
+__all__ = ["FIELDS", "LQN_WRITTEN_OUT", "MAX_BYTES", "Limits", "check_component", "check_requests", "check_run",
+           "check_workloads", "limits_of", "raised", "read_limits", "refuse_bytes"]

@@ -119,6 +119,7 @@ class _Order:
         self.spec = spec
         self.graph = nx.DiGraph()
         self.walked: set[tuple[str, tuple[str, ...]]] = set()
+        self.open: set[str] = set()  # the requests being walked: a call back into one is a cycle
         self.takers: dict[str, set[str]] = {}  # resource -> request classes that take it
         self.givers: dict[str, set[str]] = {}  # resource -> request classes that release: it
 
@@ -134,9 +135,11 @@ class _Order:
 
     def request(self, name: str, held: tuple[_Taken, ...]) -> None:
         key = (name, tuple(t.resource for t in held))
-        if key not in self.walked:
-            self.walked.add(key)
+        if key not in self.walked and name not in self.open:  # a synchronous call cycle is the graph's to
+            self.walked.add(key)  # refuse (it names the calls); walking it here held ever more units
+            self.open.add(name)
             self.body(self.spec.requests[name].body, name, held)
+            self.open.discard(name)
 
     def body(self, body: tuple[Step, ...], name: str, held: tuple[_Taken, ...]) -> None:
         for step in body:

@@ -105,7 +105,7 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, settings=settings, replicas=counts)
+        workloads=workloads, settings=settings, replicas=counts, warnings=limits.raised(settings))
     liveness.check(spec)  # zero-time cycles and lock-order deadlocks, where certain
     return spec
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from simstack.engine.simulate import RunResult
 from simstack.errors import DataError, ModelError
-from simstack.io.outputs import read_cell
+from simstack.io.outputs import check_recorded_digest, read_cell
 from simstack.io.paths import inside
 from simstack.io.plaindata import check_csv_text
 from simstack.report.common import loss_note
@@ -128,6 +128,7 @@ class Context:
         if not path.is_file():
             raise DataError(f"{self.study.path}: {where}: file {name!r} not found in {self.model_dir}")
         check_csv_text(path.read_text(encoding="utf-8"), str(path))
+        check_recorded_digest(path)
         table = pd.read_csv(path).rename(columns=read_cell)
         for column in table.columns:
             if not pd.api.types.is_numeric_dtype(table[column]):

@@ -14,7 +14,10 @@ readings disagree on. This module turns it into the written interval (docs/studi
    fitted on and the section declares ``bounds``: between no further gain and ideal scaling
    from the nearest validated row (its *anchor*), within the limits the model declares
    (``simstack.studies.analysis.bounds.extrapolated``), united with the envelope.
-3. **alternatives**: otherwise the envelope alone.
+3. **alternatives**: otherwise the envelope alone, when the readings disagree;
+4. **none**: otherwise (no left-out rows, too few for the coverage, all with no error, and no
+   alternative that disagrees): no low and no high, since an interval of no width would claim
+   the coverage at the point.
 
 The union is conservative on purpose: an accepted alternative is a model that fits every row
 too, so a band or a bound drawn around the point's reading does not rule it out.
@@ -43,6 +46,7 @@ from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 
 WHERE = "predictions.interval"
+NONE = "none"  # the basis of a row with no interval
 DIMENSIONS = {"latency": (1, 0), "throughput": (-1, 0)}  # a limit's dimension, by run metric type
 
 
@@ -183,7 +187,15 @@ def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequenc
                              file=str(study.path), path=f"{WHERE}.bounds")
         env_low, env_high = envelopes[k]
         out[i] = (min(low, env_low), max(high, env_high), "bounds")
-    return [out[i] for i in indices]
+    return [_told(out[i]) for i in indices]
+
+
+def _told(row: tuple[float, float, str]) -> tuple[float, float, str]:
+    """A row's interval as written: an envelope of no width (no reading disagrees, and nothing
+    else bounds the row) is no interval, and says so rather than claim the coverage at the
+    point. It still anchors the bounds of the rows beyond it (``intervals``)."""
+    low, high, basis = row
+    return (math.nan, math.nan, NONE) if basis == "alternatives" and not high > low else row
 
 
 def _value_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], where: str) -> float:

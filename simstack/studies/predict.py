@@ -124,7 +124,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
 
 def _written(value: float, metric: object, scale: float, digits: int | None = None) -> float | int:
     """A capacity is a whole number of the load parameter; other values are scaled (and
-    rounded to ``digits`` when the study says so)."""
+    rounded to ``digits`` when the study says so); a row with no interval keeps nan (written empty)."""
+    if value != value:
+        return value
     if isinstance(metric, CapacityMetric) and scale == 1:
         return int(value)
     if digits is None:
@@ -257,6 +259,9 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
     table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how, precision=reached)
     made = Predictions(table, runs, method=how, precision=tuple(reached))
     pred = _spec(study)
+    if how is not None and pred.interval is not None:  # as written: a row of no width is 'none', not its plan
+        meta["interval"]["bases"] = {str(k): int(v) for k, v in table[pred.interval.basis].value_counts(sort=False)
+                                     .items()}
     path = output_path(study.folder, pred.file, "predictions.file")
     text = csv_text(table, float_format="%.10g")
     with FileGroup() as group:  # the table, its capacity searches and its provenance: all or none

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from simstack.errors import ConfigError, ModelError
-from simstack.lang.units import parse_time
+from simstack.lang.units import as_float, parse_time, shown
 from simstack.tables.batches import RULE, BatchRule, batch_means, needed_length
 from simstack.tables.intervals import Interval, batch_means_interval, mean_interval
 
@@ -82,15 +82,16 @@ class Precision:
 
     ``metrics`` names the statistics that must meet the target (empty: every statistic the
     replications report); ``batch`` replications are added per round; ``max_time`` is in
-    wall-clock seconds; ``max_horizon`` (simulated seconds) bounds one long run extended to
-    the target (None: the caller's default).
+    wall-clock seconds, an hour unless said (``DEFAULT_MAX_TIME``: an unreachable target
+    with a large ``max_replications`` ran on for ever); ``max_horizon`` (simulated seconds)
+    bounds one long run extended to the target (None: the caller's default).
     """
 
     target: Target
     confidence: float = 0.95
     metrics: tuple[str, ...] = ()
     max_replications: int = 1000
-    max_time: float | None = None
+    max_time: float | None = 3600.0  # DEFAULT_MAX_TIME
     batch: int = 10
     max_horizon: float | None = None
 
@@ -107,6 +108,9 @@ class Precision:
             raise ValueError(f"max_horizon(={self.max_horizon}) must be > 0")
 
 
+DEFAULT_MAX_TIME = 3600.0  # wall-clock seconds
+MOST_CONFIDENCE = 0.9999  # above it an interval needs more replications than a run makes, and prints as "1"
+MOST_ABSOLUTE = 1e9  # in the statistic's unit: above it a half-width "within inf ms" says nothing
 KEYS = ("relative", "absolute", "confidence", "metrics", "max_replications", "max_time", "max_horizon", "batch")
 
 
@@ -115,8 +119,9 @@ def _number(settings: Mapping[str, Any], key: str, where: str, rule: str,
     value = settings.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not test(value):
-        raise ConfigError(f"{where}.{key} must be {rule} (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(as_float(value)) \
+            or not test(value):
+        raise ConfigError(f"{where}.{key} must be {rule} (got {shown(value)})")
     return float(value)
 
 
@@ -130,7 +135,7 @@ def _time(settings: Mapping[str, Any], key: str, where: str) -> float | None:
     except ModelError:
         seconds = math.nan
     if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(f"{where}.{key} must be a time > 0 (seconds, or with a unit: 2h) (got {value!r})")
+        raise ConfigError(f"{where}.{key} must be a time > 0 (seconds, or with a unit: 2h) (got {shown(value)})")
     return seconds
 
 
@@ -143,13 +148,15 @@ def precision_from(settings: Mapping[str, Any], where: str = "sim.precision") ->
     if unknown:
         raise ConfigError(f"{where}: unknown key {', '.join(unknown)}; known keys: {', '.join(KEYS)}")
     relative = _number(settings, "relative", where, "a number in (0, 1)", lambda v: 0 < v < 1)
-    absolute = _number(settings, "absolute", where, "a positive number", lambda v: v > 0)
+    absolute = _number(settings, "absolute", where, f"a positive number up to {MOST_ABSOLUTE:g}",
+                       lambda v: 0 < v <= MOST_ABSOLUTE)
     if relative is None and absolute is None:
         raise ConfigError(f"{where} needs relative (e.g. 0.02 for 2 %) or absolute (in the statistic's unit)")
-    confidence = _number(settings, "confidence", where, "a number in (0, 1)", lambda v: 0 < v < 1)
+    confidence = _number(settings, "confidence", where, f"a number above 0 and at most {MOST_CONFIDENCE}",
+                         lambda v: 0 < v <= MOST_CONFIDENCE)
     most = _number(settings, "max_replications", where, f"a whole number >= {FIRST_LOOK}",
                    lambda v: v >= FIRST_LOOK and v == int(v))
-    max_time = _number(settings, "max_time", where, "a positive number of seconds", lambda v: v > 0)
+    max_time = _time(settings, "max_time", where)  # wall-clock, written as a simulated time is (1h)
     batch = _number(settings, "batch", where, "a whole number >= 1", lambda v: v >= 1 and v == int(v))
     max_horizon = _time(settings, "max_horizon", where)
     metrics = settings.get("metrics") or ()
@@ -159,7 +166,8 @@ def precision_from(settings: Mapping[str, Any], where: str = "sim.precision") ->
         raise ConfigError(f"{where}.metrics must be a list of metric names (got {settings.get('metrics')!r})")
     return Precision(Target(relative, absolute), confidence=0.95 if confidence is None else confidence,
                      metrics=tuple(metrics), max_replications=1000 if most is None else int(most),
-                     max_time=max_time, batch=10 if batch is None else int(batch), max_horizon=max_horizon)
+                     max_time=DEFAULT_MAX_TIME if max_time is None else max_time,
+                     batch=10 if batch is None else int(batch), max_horizon=max_horizon)
 
 
 @dataclass(frozen=True)

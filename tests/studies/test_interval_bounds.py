@@ -110,8 +110,8 @@ def test_rows_beyond_the_calibration_get_the_bounds_of_the_last_validated_row(ba
     table = predict(load_study(batch)).set_index("threads")
     w = 0.01
     assert table["seconds"].to_dict() == pytest.approx({1: 16 * w, 2: 8 * w, 4: 4 * w, 8: 4 * w, 16: 4 * w})
-    assert list(table["basis"]) == ["alternatives", "alternatives", "bounds", "bounds", "bounds"]
-    assert table.loc[[1, 2], "low"].tolist() == pytest.approx([16 * w, 8 * w])  # no alternative: the point
+    assert list(table["basis"]) == ["none", "none", "bounds", "bounds", "bounds"]
+    assert table.loc[[1, 2], ["low", "high"]].isna().all().all()  # no alternative: no interval (issue 30.13)
     for n in (4, 8, 16):  # no gain (the 2-thread row, 8 w) down to max(8 w x 2 / n, 16 w / 4 cores)
         assert (table.loc[n, "low"], table.loc[n, "high"]) == pytest.approx((4 * w, 8 * w))
 
@@ -144,7 +144,7 @@ def test_the_method_is_recorded_with_the_predictions(batch: Path) -> None:
     made = write_predictions(load_study(batch))
     meta = json.loads((batch / "predictions_meta.json").read_text())
     assert meta["interval"]["coverage"] == 0.8
-    assert meta["interval"]["bases"] == {"alternatives": 2, "bounds": 3}
+    assert meta["interval"]["bases"] == {"none": 2, "bounds": 3}  # as written (issue 30.13)
     assert meta["interval"]["bounds"]["limits"][0]["value"] == "16 * $work / $cores"
     assert "self_check" not in meta["interval"] and made.method is not None and made.method.check is None
     assert pd.read_csv(batch / "predictions.csv")["basis"].tolist()[-1] == "bounds"

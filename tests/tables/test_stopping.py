@@ -167,7 +167,7 @@ def test_one_long_run_is_extended_until_batch_means_meet_the_target() -> None:
 @pytest.mark.parametrize("settings,message", [
     ({"relative": 2}, "sim.precision.relative must be a number in (0, 1) (got 2)"),
     ({"relative": True}, "sim.precision.relative must be a number in (0, 1) (got True)"),
-    ({"absolute": -1}, "sim.precision.absolute must be a positive number (got -1)"),
+    ({"absolute": -1}, "sim.precision.absolute must be a positive number up to 1e+09 (got -1)"),
     ({"confidence": 0.95}, "sim.precision needs relative (e.g. 0.02 for 2 %) or absolute"),
     ({"relative": 0.02, "max_replications": 5}, "sim.precision.max_replications must be a whole number >= 20 (got 5)"),
     ({"relative": 0.02, "batch": 2.5}, "sim.precision.batch must be a whole number >= 1 (got 2.5)"),

@@ -13,7 +13,8 @@ error at that distance from the rows it saw. This module turns those samples int
   scores: the finite-sample quantile of split conformal prediction (Lei, G'Sell, Rinaldo,
   Tibshirani & Wasserman, JASA 113, 2018, Theorem 2.2), which holds a fresh row exchangeable
   with the scored ones with probability at least c. A class with fewer than c / (1 - c) scores
-  (9 for 90 %) has no such quantile: the data cannot say how wide the band must be.
+  (9 for 90 %) has no such quantile: the data cannot say how wide the band must be; nor can a
+  class whose quantile is 0 (every score zero): a band of no width is no interval.
 
 The left-out rows of one fold share that fold's fit, so they are not exchangeable with each
 other the way independent draws are. The *self-check* therefore leaves whole folds out of the
@@ -52,6 +53,10 @@ def scores(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
     return np.abs(np.log(np.asarray(measured, dtype=float) / np.asarray(predicted, dtype=float)))
 
 
+def _usable(q: float) -> bool:
+    return math.isfinite(q) and q > 0
+
+
 def band(point: float, q: float) -> tuple[float, float]:
     """point x exp(-q) .. point x exp(q) (ordered, so a negative point works too)."""
     ends = (point * math.exp(-q), point * math.exp(q)) if math.isfinite(q) else (-math.inf, math.inf)
@@ -69,7 +74,10 @@ class ErrorClass:
 
     @property
     def usable(self) -> bool:
-        return math.isfinite(self.quantile)
+        """Whether the class gives a band: enough scores, and not all of them zero (rows the
+        fold predicted exactly, identical rows say, give a band of no width, which no stated
+        coverage can rest on)."""
+        return _usable(self.quantile)
 
     def record(self) -> dict[str, Any]:
         return {"class": CLASSES[self.cls], "rows": self.rows, "folds": list(self.folds),
@@ -120,7 +128,7 @@ def fold_coverage(errors: pd.DataFrame, coverage: float) -> Coverage:
         mine = {"rows": len(rows), "checked": 0, "covered": 0}
         for cls, part in rows.groupby("cls"):
             q = conformal_quantile(rest.loc[rest["cls"] == cls, "score"].to_numpy(), coverage)
-            if not math.isfinite(q):
+            if not _usable(q):
                 unchecked += len(part)
                 continue
             inside = int((part["score"] <= q).sum())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simstack.errors import ModelError
+from simstack.errors import DataError, ModelError
 from simstack.io.paths import inside
 from simstack.studies.evaluate.conformal import Coverage, fold_coverage, scores
 from simstack.studies.evaluate.distance import axis_order, counted_axes, distance, rows_configurations
@@ -41,7 +41,11 @@ def left_out_scores(study: Study) -> pd.DataFrame | None:
     if not path.is_file():
         raise ModelError(f"model_error: true reads {lo.write}, which does not exist yet; run simstack calibrate "
                          f"model={study.model} holdout=all", file=str(study.path), path=WHERE)
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{lo.write}: cannot read the left-out rows ({str(exc).splitlines()[0][:120]}); write them "
+                        f"again with simstack calibrate model={study.model} holdout=all") from None
     axes, within = counted_axes(study), pred.interval.distance.within
     needed = ["left_out", "measured", "surrogate", "simulated", *axes, *within]
     missing = [c for c in dict.fromkeys(needed) if c not in table.columns]
@@ -51,9 +55,11 @@ def left_out_scores(study: Study) -> pd.DataFrame | None:
     measured = pd.to_numeric(table["measured"], errors="coerce")
     predicted = pd.to_numeric(table["simulated"], errors="coerce").fillna(
         pd.to_numeric(table["surrogate"], errors="coerce"))
-    ok = (measured > 0) & (predicted > 0)
-    table = table[ok].reset_index(drop=True)
-    measured, predicted = measured[ok].reset_index(drop=True), predicted[ok].reset_index(drop=True)
+    _all_positive(lo.write, table, "measured", measured)
+    _all_positive(lo.write, table, "simulated, else surrogate", predicted)
+    if table.empty:
+        raise DataError(f"{lo.write} has no left-out rows: nothing measures the model's error; run simstack "
+                        f"calibrate model={study.model} holdout=all")
     order = axis_order(pred, axes)
     steps = np.zeros(len(table), dtype=int)
     for fold, rows in table.groupby("left_out", sort=False):
@@ -67,6 +73,18 @@ def left_out_scores(study: Study) -> pd.DataFrame | None:
             steps[int(k)] = seen[key]
     return pd.DataFrame({"fold": table["left_out"].to_numpy(), "steps": steps, "cls": np.minimum(steps, 2),
                          "score": scores(measured.to_numpy(), predicted.to_numpy())})
+
+
+def _all_positive(file: str, table: pd.DataFrame, column: str, values: pd.Series) -> None:
+    """Every left-out row's value finite and > 0, or the first that is not, by its line: a
+    score is a log ratio, and a row dropped in silence took its whole fold's say with it."""
+    bad = ~(np.isfinite(values.to_numpy(dtype=float)) & (values.to_numpy(dtype=float) > 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        written = table.iloc[k][column.split(",")[0]] if "," not in column else \
+            table.iloc[k]["simulated"] or table.iloc[k]["surrogate"]
+        raise DataError(f"{file} line {k + 2}, {column}: expected a finite number > 0 (a score is "
+                        f"|log(measured / predicted)|), got {str(written)[:40]!r}; {int(bad.sum())} row(s) so")
 
 
 def self_check(study: Study) -> Coverage | None:

@@ -86,7 +86,12 @@ def leave_out(study: Study, which: str, progress: bool = True, jobs: int = 1) ->
     fits: dict[str, Any] = dict(read_yaml(fits_path)) if fits_path.exists() else {}
     plan = {}
     for value in folds:  # every fold's parameters checked before anything is fitted
-        used = set().union(*(deps[i] for i, s in enumerate(series) if table.at[s.rows[0], lo.column] != value))
+        rest = [i for i, s in enumerate(series) if table.at[s.rows[0], lo.column] != value]
+        if not rest:  # one row, or rows that all share the value: nothing is left to fit on
+            raise ModelError(f"leaving out {lo.column} {value} leaves no row to fit on: every row of "
+                             f"{cal.rows.rows} has it; leave-out needs rows at two values of {lo.column} or more",
+                             file=str(study.path), path=f"{WHERE}.column")
+        used = set().union(*(deps[i] for i in rest))
         plan[value] = [n for j, n in enumerate(names) if j in used]
         lacking = [n for n in names if n not in plan[value] and n not in lo.fallback]
         if lacking:

@@ -29,6 +29,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.outputs import output_name
 from simstack.lang.schema import Field, boolean, mapping, name_ref, names, one_of, read_fields, text
+from simstack.lang.units import shown
 from simstack.studies.schema.selection import RunSelection, merge, parse_selection
 
 BASES = ("cross-validated", "bounds", "alternatives")
@@ -130,6 +131,9 @@ def parse_interval(raw: object, path: str) -> Interval:
     alts = []
     for name, sel in i["alternatives"].items():
         where = f"{path}.alternatives.{name}"
+        if sel is not None and not isinstance(sel, Mapping):  # dict("ab") is a ValueError, dict(3) a TypeError
+            raise ModelError(f"expected a mapping of parameters/flags/scenario/whatif/calibrated, got {shown(sel)}",
+                             path=where)
         sel = dict(sel or {})
         calibrated = sel.pop("calibrated", None)
         if calibrated is not None:

@@ -23,11 +23,13 @@ rule lets in (``simstack.studies.fit.acceptance``).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
+from simstack.engine.parallel import file_jobs
 from simstack.errors import ModelError
 from simstack.io.outputs import output_name
 from simstack.lang.schema import (
@@ -37,7 +39,7 @@ from simstack.lang.schema import (
     name_ref,
     read_fields,
 )
-from simstack.lang.units import parse_number
+from simstack.lang.units import parse_number, shown
 from simstack.studies.schema.interval import Alternative, Interval, check_axes, parse_interval
 from simstack.studies.schema.rows import MeasuredRows
 from simstack.studies.schema.selection import (
@@ -81,9 +83,12 @@ def parse_axis(name: str, raw: object, path: str) -> list[AxisValue]:
     out = []
     for value, sel in raw.items():
         where = f"{path}.{value}"
+        if sel is not None and not isinstance(sel, Mapping):  # dict(16) is a TypeError, dict("ab") a ValueError
+            raise ModelError(f"expected a mapping of parameters/flags/scenario/whatif/metric/columns, got "
+                             f"{shown(sel)}", path=where)
         sel = dict(sel or {})
         if not all(isinstance(k, str) for k in sel):
-            raise ModelError(f"expected a mapping, got {sel!r}", path=where)
+            raise ModelError(f"expected a mapping, got {shown(sel)}", path=where)
         metric = sel.pop("metric", None)
         overrides = mapping(sel.pop("columns")) if "columns" in sel else {}
         out.append(AxisValue({name: str(value)}, parse_selection(sel, where),
@@ -124,7 +129,19 @@ def _list_axis(name: str, raw: Mapping[str, Any], path: str) -> list[AxisValue]:
     return out
 
 
+MAX_GRID = 100_000  # points of an axes' product (Tango's full grid, the largest shipped, has 3,696)
+
+
 def product(axes: Mapping[str, list[AxisValue]]) -> list[tuple[AxisValue, ...]]:
+    """Every combination of the axes' values, the first axis varying slowest; a product above
+    ``MAX_GRID`` is refused before it is built (six axes of 100 values are 10^12 points, each
+    a run: a file of 2 kB that never ends)."""
+    size = math.prod(len(values) for values in axes.values())
+    if size > MAX_GRID:
+        counts = " x ".join(str(len(values)) for values in axes.values())
+        raise ModelError(f"the axes' product is {counts} = {size:,} points, above the limit of {MAX_GRID:,} a "
+                         "grid may have; list the points wanted in predictions.points, or split the axes over "
+                         "several studies", path="predictions.axes")
     return list(itertools.product(*axes.values()))
 
 
@@ -203,7 +220,7 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
     p = read_fields(raw, {"file": Field(output_name("table"), "predictions.csv"), "axes": Field(mapping),
                           "metric": Field(name_ref), "value_column": Field(str), "scale": Field(scale, 1.0),
                           "points": Field(list, None), "columns": Field(_names, None),
-                          "interval": Field(lambda v: v, None), "jobs": Field(_positive, 1),
+                          "interval": Field(lambda v: v, None), "jobs": Field(file_jobs, 1),
                           "runs_file": Field(output_name("table"), None), "doc": Field(str, ""),
                           "digits": Field(at_least(0), None), "value_columns": Field(lambda v: v, None)}, "predictions")
 
@@ -241,12 +258,6 @@ def parse_predictions(raw: object, metrics: Mapping[str, Any]) -> PredictionSpec
                           value_columns=read_columns(p["value_columns"], metrics, p["value_column"],
                                                      "predictions.value_columns"),
                           axis_values={axis: tuple(values) for axis, values in axes.items()})
-
-
-def _positive(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ModelError(f"expected a whole number >= 1, got {value!r}")
-    return value
 
 
 def read_columns(raw: object, metrics: Mapping[str, Any], value_column: str,

@@ -27,7 +27,7 @@ from simstack.lang.schema import (
     suggest,
     text,
 )
-from simstack.lang.units import parse_number, parse_time
+from simstack.lang.units import parse_number, parse_time, shown
 from simstack.studies.schema.selection import (
     RunSelection,
     labelled,
@@ -204,8 +204,8 @@ def _figure(raw: object, path: str) -> FigureSpec:
     if not isinstance(raw, Mapping) or "type" not in raw:
         raise ModelError(f"a figure needs a type: one of {', '.join(FIGURES)}", path=path)
     kind = raw["type"]
-    if kind not in FIGURES:
-        raise ModelError(f"unknown figure type {kind!r}{suggest(kind, FIGURES)}; figure types: "
+    if not isinstance(kind, str) or kind not in FIGURES:  # a list or a mapping is no type (and unhashable)
+        raise ModelError(f"unknown figure type {shown(kind)}{suggest(str(kind), FIGURES)}; figure types: "
                          f"{', '.join(FIGURES)}", path=f"{path}.type")
     fields: dict[str, Field] = {"type": Field(str), "title": Field(text, ""), "doc": Field(text, ""),
                                 **FIGURES[kind]}

@@ -39,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from simstack.errors import ModelError
-from simstack.io.outputs import read_cell
+from simstack.io.outputs import check_recorded_digest, read_cell
 from simstack.io.paths import folder_file, inside
 from simstack.lang.schema import Field, name_ref, read_fields
 from simstack.lang.units import parse_number
@@ -122,6 +122,8 @@ def _groups(value: object) -> tuple[tuple[str, ...], ...]:
 def read_rows(model_dir: Path, name: str, columns: tuple[str, ...], where: str) -> pd.DataFrame:
     """A data file of the model, every value as text, with the columns the study names."""
     path = inside(model_dir, name, where)
+    if path.is_file():
+        check_recorded_digest(path)  # a predictions table is read as simstack wrote it, or not at all
     try:
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -1,0 +1,27 @@
+"""Issue 30, item 14: a received model that raises its own limits says so at every run
+(``settings: {limits: {count: 1e12}}`` ran, without a word, until the memory cap killed it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+PIPELINE = Path(__file__).resolve().parents[2] / "models" / "pipeline" / "model.yaml"
+
+
+def test_every_run_of_a_model_that_raises_a_limit_prints_a_warning(tmp_path: Path) -> None:
+    model = yaml.safe_load(PIPELINE.read_text())
+    model["settings"]["limits"] = {"count": 1e12}
+    (tmp_path / "raised").mkdir()
+    (tmp_path / "raised" / "model.yaml").write_text(yaml.safe_dump(model))
+    exe = Path(sys.executable).parent / "simstack"
+    done = subprocess.run([str(exe), f"model={tmp_path / 'raised'}", "sim.horizon=1", "sim.warmup=0",
+                           "sim.replications=1", f"hydra.run.dir={tmp_path / 'run'}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, env={**os.environ})
+    assert done.returncode == 0, done.stderr
+    assert ("warning: this model raises its limit on a count from 1,000,000 to 1,000,000,000,000 "
+            "(settings.limits.count)") in done.stderr
