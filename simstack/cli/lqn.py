@@ -56,6 +56,10 @@ def import_main(argv: list[str]) -> int:
     if len(files) != 1 or "out" not in opts:
         raise ConfigError(IMPORT_USAGE)
     path = Path(files[0])
+    from simstack.cli.otel import import_otel, is_otel
+
+    if is_otel(path):  # OpenTelemetry traces (OTLP JSON): a draft model, docs/otel.md
+        return import_otel(path, opts)
     imported = to_simstack(read_lqn(path), opts.get("name") or path.stem)
     build_spec(imported.doc, None)  # what is written must load: a failure here is the importer's fault
     written = write_folder(imported, Path(opts["out"]), path.name)
