@@ -140,19 +140,20 @@ def typical(op: Operation) -> tuple[tuple[Op, ...], ...]:
 
 
 def _refuse_cycles(ops: dict[Op, Operation], source: str) -> None:
-    """Operations calling each other in a ring cannot be a model's synchronous calls."""
+    """Operations calling each other in a ring (in any of their spans, not only the drafted
+    sequence) cannot be a model's synchronous calls."""
     state: dict[Op, int] = {}
+    callees = {op: sorted({c for seq in info.sequences for group in seq for c in group}) for op, info in ops.items()}
 
     def visit(node: Op, path: list[Op]) -> None:
         state[node] = 1
-        for group in typical(ops[node]):
-            for child in group:
-                if state.get(child) == 1:
-                    ring = " -> ".join(f"{s}:{n}" for s, n in [*path[path.index(child):], child])
-                    raise DataError(f"{source}: the operations call each other in a ring ({ring:.300}); "
-                                    f"a draft cannot wait for itself")
-                if child not in state:
-                    visit(child, [*path, child])
+        for child in callees[node]:
+            if state.get(child) == 1:
+                ring = " -> ".join(f"{s}:{n}" for s, n in [*path[path.index(child):], child])
+                raise DataError(f"{source}: the operations call each other in a ring ({ring:.300}); "
+                                f"a draft cannot wait for itself")
+            if child not in state:
+                visit(child, [*path, child])
         state[node] = 2
 
     for node in ops:
