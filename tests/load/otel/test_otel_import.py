@@ -66,7 +66,6 @@ def test_fitted_own_times_recover_the_generating_laws(tmp_path: Path) -> None:
     assert graph.concurrency["api"] >= 1 and graph.traces == 300
 
 
-@pytest.mark.slow
 def test_the_draft_passes_its_own_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "gen.jsonl"
     src.write_text("\n".join(traces(400, seed=1)) + "\n")
