@@ -148,3 +148,32 @@ def test_the_drafted_law_follows_the_samples_not_only_the_likelihood() -> None:
     assert fits[0].law == "pareto" and fits[0].ks > min(f.ks for f in fits) + KS_SLACK
     text, note, n = own_time_law(Operation("gateway", "critical section", self_times=list(x)))
     assert n == x.size and not text.startswith("pareto") and text.startswith(("lognormal", "gamma"))
+
+
+def test_content_starting_with_a_brace_goes_to_the_trace_importer(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "export.txt"  # no .json suffix: the first byte decides
+    src.write_bytes((DATA / "two_children.jsonl").read_bytes())
+    code, said = _import(src, tmp_path / "out", capsys)
+    assert code == 0 and "drafted export.txt: 3 traces, 9 spans, 3 operations" in said
+
+
+def test_an_earlier_draft_is_replaced_but_a_hand_written_model_is_not(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert _import(DATA / "two_children.jsonl", out, capsys)[0] == 0
+    assert _import(DATA / "two_children.jsonl", out, capsys)[0] == 0  # its own draft: replaced
+    (out / "model.yaml").write_text("name: mine\n")
+    code, said = _import(DATA / "two_children.jsonl", out, capsys)
+    assert code == 2 and "holds a model.yaml that `simstack import` did not write" in said
+    assert (out / "model.yaml").read_text() == "name: mine\n"
+    assert not list(tmp_path.glob(".*importing"))
+
+
+def test_spans_whose_parent_is_elsewhere_are_roots(tmp_path: Path) -> None:
+    src = tmp_path / "cut.jsonl"
+    src.write_text(_line("a", [_span("01", "ff", "x", "aa"), _span("02", "01", "y", "aa"),
+                               _span("03", "ee", "x", "bb", start=2 * 10**18, end=2 * 10**18 + 10**6)]))
+    graph = call_graph(read_otlp(src), src.name)
+    assert graph.orphans == 2 and len(graph.operations[("a", "x")].roots) == 2
+    assert graph.operations[("a", "y")].entry is False  # called from its own service: no second worker
