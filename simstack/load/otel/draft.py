@@ -28,6 +28,7 @@ from simstack.studies.distfit import MIN_SAMPLES, fit_samples
 
 BOOTSTRAP = 100  # bootstrap refits per law: intervals to two digits at a few seconds per operation
 KS_SLACK = 0.05
+MAX_FIT = 20_000  # samples fitted per operation (a random subset beyond): a day of spans fits in seconds
 TOLERANCE = {"median": 0.2, "p95": 0.3}
 
 
@@ -52,25 +53,34 @@ def identifier(text: str, taken: set[str]) -> str:
     return name
 
 
+def _unit(mean: float) -> tuple[str, float]:
+    """The unit a model file writes a time of this size in (plain decimals, no exponents)."""
+    return ("s", 1.0) if mean >= 1 else ("ms", 1e-3) if mean >= 1e-3 else ("us", 1e-6)
+
+
 def own_time_law(op: Operation) -> tuple[str, str, int]:
     """The own-time step's distribution and the NOTES line describing it."""
     x = np.array([t for t in op.self_times if t > 0])
     if x.size == 0:
         return "0s", "no own time (the children cover the whole span)", 0
     if x.size < MIN_SAMPLES:
-        return f"{x.mean() * 1e3:.4g}ms", f"const (mean of {x.size} samples, too few to fit)", int(x.size)
-    fits = fit_samples(x, bootstrap=BOOTSTRAP)
+        unit, scale = _unit(float(x.mean()))
+        return f"{x.mean() / scale:.4g}{unit}", f"const (mean of {x.size} samples, too few to fit)", int(x.size)
+    sample = x if x.size <= MAX_FIT else np.random.default_rng(1).choice(x, MAX_FIT, replace=False)
+    fits = fit_samples(sample, bootstrap=BOOTSTRAP)
     closest = min(f.ks for f in fits)
     # AIC alone can crown a law whose likelihood is singular at the data's edge (a Pareto on
     # nearly constant samples, KS distance 0.5): among the laws whose CDF follows the samples
     # (KS within KS_SLACK of the closest), the best AIC
     best = next(f for f in fits if f.ks <= closest + KS_SLACK)
-    text = best.text("ms", 1e-3)
+    unit, scale = _unit(float(x.mean()))
+    text = best.text(unit, scale)
     lo, hi = best.first_interval
     zeros = len(op.self_times) - x.size
     note = (f"{text}, best AIC among the laws within KS {KS_SLACK} of the closest; "
-            f"first parameter in [{lo * 1e3:.4g}, {hi * 1e3:.4g}] ms (95 %), "
-            f"KS distance {best.ks:.3f}" + (f"; {zeros} spans with no own time left out" if zeros else ""))
+            f"first parameter in [{lo / scale:.4g}, {hi / scale:.4g}] {unit} (95 %), "
+            f"KS distance {best.ks:.3f}" + (f"; {zeros} spans with no own time left out" if zeros else "")
+            + (f"; fitted to a random {MAX_FIT} of them" if x.size > MAX_FIT else ""))
     return text, note, int(x.size)
 
 

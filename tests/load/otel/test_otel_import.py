@@ -177,3 +177,12 @@ def test_spans_whose_parent_is_elsewhere_are_roots(tmp_path: Path) -> None:
     graph = call_graph(read_otlp(src), src.name)
     assert graph.orphans == 2 and len(graph.operations[("a", "x")].roots) == 2
     assert graph.operations[("a", "y")].entry is False  # called from its own service: no second worker
+
+
+@pytest.mark.parametrize(("scale", "unit"), [(5e-6, "us"), (5e-3, "ms"), (5.0, "s")])
+def test_own_times_are_written_in_a_unit_of_their_size(scale: float, unit: str) -> None:
+    times = list(scale * np.random.default_rng(2).gamma(4.0, 0.25, 200))
+    text, _, n = own_time_law(Operation("svc", "op", self_times=times))
+    first = text[text.index("(") + 1:].split(",")[0].rstrip(")")
+    assert n == 200 and first.endswith(unit) and first[:-len(unit)].replace(".", "").isdigit()
+    assert "e-" not in text and "e+" not in text
