@@ -25,7 +25,7 @@ from simstack.load.lqn.lqn_model import LqnModel
 from simstack.load.lqn.to_simstack import Imported
 
 MAX_BYTES = 50_000_000  # an LQN file is kilobytes; a bigger one is refused before it is read
-IMPORT_USAGE = "usage: simstack import FILE.lqnx|FILE.lqn out=DIR [name=NAME] [replace=yes] [limit=N]"
+IMPORT_USAGE = "usage: simstack import FILE.lqnx|FILE.lqn|TRACES.jsonl out=DIR [name=NAME] [replace=yes] [limit=N]"
 EXPORT_USAGE = "usage: simstack export lqn model=NAME|PATH out=FILE.lqnx"
 FILES = ("model.yaml", "NOTES.md")
 _UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -89,6 +89,10 @@ def import_main(argv: list[str]) -> int:
     if opts.get("replace", "yes") not in ("yes", "true"):
         raise ConfigError(f"replace={printable(opts['replace'], lines=False)!r}: give replace=yes or leave it out")
     path, out = Path(files[0]), Path(opts["out"])
+    from simstack.cli.otel import import_otel, is_otel
+
+    if is_otel(path):  # OpenTelemetry traces (OTLP JSON): a draft model, docs/otel.md
+        return import_otel(path, opts)
     model = read_lqn(path)
     imported = to_simstack(model, opts.get("name") or path.stem, limit=_limit(opts.get("limit")))
     texts = {"model.yaml": model_yaml(imported, path.name), "NOTES.md": notes_md(imported, path.name)}

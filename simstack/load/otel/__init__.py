@@ -1,0 +1,1 @@
+"""Drafting a model from OpenTelemetry traces (``simstack import traces.jsonl out=DIR``)."""

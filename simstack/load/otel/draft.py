@@ -1,0 +1,177 @@
+"""A call graph drafted as a simstack model document, with its arrivals and its checks.
+
+How each piece of the traces becomes a piece of the model (docs/otel.md says why):
+
+- service -> a host with ``cores: inf`` and a ``threads`` pool of as many workers as entry
+  spans were seen running at once (a parameter, ``<service>_workers``, so a what-if changes it);
+  the worker is held while the operation waits for its callees, as a threaded server's
+  worker blocks on a downstream call;
+- operation -> a request class whose steps are a stage named after it: a ``delay`` of its
+  fitted own time, then its most common child sequence as ``call:`` steps (a group of
+  overlapping children as ``all:``);
+- root spans -> a ``trace`` workload per root operation replaying their start times from
+  ``arrivals_<class>.csv``;
+- the traces' median and 95th percentile per operation -> ``baselines.csv`` and
+  ``checks.yaml``, so ``simstack check`` compares the draft with what was measured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simstack.load.otel.callgraph import CallGraph, Op, Operation, typical
+from simstack.studies.distfit import MIN_SAMPLES, fit_samples
+
+BOOTSTRAP = 100  # bootstrap refits per law: intervals to two digits at a few seconds per operation
+KS_SLACK = 0.05
+MAX_FIT = 20_000  # samples fitted per operation (a random subset beyond): a day of spans fits in seconds
+TOLERANCE = {"median": 0.2, "p95": 0.3}
+
+
+@dataclass(frozen=True)
+class Draft:
+    doc: dict[str, Any]
+    arrivals: dict[str, list[float]]  # file name -> timestamps (s)
+    baselines: list[dict[str, Any]]
+    checks: dict[str, Any]
+    laws: list[tuple[Op, str, str, int]]  # operation, class, fitted law text (or why none), samples
+
+
+def identifier(text: str, taken: set[str]) -> str:
+    """A model name from a received name: letters, digits and ``_`` only, unique, bounded."""
+    base = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:48] or "op"
+    if base[0].isdigit():
+        base = "op_" + base
+    name, n = base, 2
+    while name.lower() in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name.lower())
+    return name
+
+
+def _unit(mean: float) -> tuple[str, float]:
+    """The unit a model file writes a time of this size in (plain decimals, no exponents)."""
+    return ("s", 1.0) if mean >= 1 else ("ms", 1e-3) if mean >= 1e-3 else ("us", 1e-6)
+
+
+def own_time_law(op: Operation) -> tuple[str, str, int]:
+    """The own-time step's distribution and the NOTES line describing it."""
+    x = np.array([t for t in op.self_times if t > 0])
+    if x.size == 0:
+        return "0s", "no own time (the children cover the whole span)", 0
+    if x.size < MIN_SAMPLES:
+        unit, scale = _unit(float(x.mean()))
+        return f"{x.mean() / scale:.4g}{unit}", f"const (mean of {x.size} samples, too few to fit)", int(x.size)
+    sample = x if x.size <= MAX_FIT else np.random.default_rng(1).choice(x, MAX_FIT, replace=False)
+    fits = fit_samples(sample, bootstrap=BOOTSTRAP)
+    closest = min(f.ks for f in fits)
+    # AIC alone can crown a law whose likelihood is singular at the data's edge (a Pareto on
+    # nearly constant samples, KS distance 0.5): among the laws whose CDF follows the samples
+    # (KS within KS_SLACK of the closest), the best AIC
+    best = next(f for f in fits if f.ks <= closest + KS_SLACK)
+    unit, scale = _unit(float(x.mean()))
+    text = best.text(unit, scale)
+    lo, hi = best.first_interval
+    zeros = len(op.self_times) - x.size
+    note = (f"{text}, best AIC among the laws within KS {KS_SLACK} of the closest; "
+            f"first parameter in [{lo / scale:.4g}, {hi / scale:.4g}] {unit} (95 %), "
+            f"KS distance {best.ks:.3f}" + (f"; {zeros} spans with no own time left out" if zeros else "")
+            + (f"; fitted to a random {MAX_FIT} of them" if x.size > MAX_FIT else ""))
+    return text, note, int(x.size)
+
+
+def _calls(groups: tuple[tuple[Op, ...], ...], classes: dict[Op, str]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for group in groups:
+        if len(group) == 1:
+            steps.append({"call": classes[group[0]]})
+        else:
+            steps.append({"all": [[{"call": classes[c]}] for c in group]})
+    return steps
+
+
+def _root_of(graph: CallGraph, classes: dict[Op, str]) -> dict[Op, str]:
+    """For each operation, the root class whose runs include it (its step is read there)."""
+    found: dict[Op, str] = {}
+
+    def walk(op: Op, root: str) -> None:
+        if op in found:
+            return
+        found[op] = root
+        for group in typical(graph.operations[op]):
+            for child in group:
+                walk(child, root)
+
+    for op, info in graph.operations.items():
+        if len(info.roots) >= 2:
+            walk(op, classes[op])
+    return found
+
+
+def draft(graph: CallGraph, name: str) -> Draft:
+    """The model document, arrival files, baselines and checks of ``graph``."""
+    taken: set[str] = set()
+    pools = {s: identifier(s, taken) for s in sorted({svc for svc, _ in graph.operations})}
+    classes = {op: identifier(f"{op[0]}_{op[1]}", taken) for op in graph.operations}
+    doc: dict[str, Any] = {"name": name, "description": f"Drafted by `simstack import` from {graph.traces} traces "
+                           f"({graph.spans} spans); NOTES.md gives the fitted laws and counts.",
+                           "parameters": {}, "hosts": {}, "components": {}, "requests": {}, "workloads": {}}
+    for service, ident in pools.items():
+        workers = graph.concurrency.get(service, 1)
+        doc["parameters"][f"{ident}_workers"] = {"value": workers, "doc": f"most requests seen in {service} at once"}
+        doc["hosts"][ident] = {"cores": "inf"}
+        doc["components"][f"{ident}_workers"] = {"kind": "threads", "host": ident, "size": f"${ident}_workers",
+                                                 "doc": f"the workers of the service {service}"}
+    laws = []
+    for op, info in graph.operations.items():
+        cls = classes[op]
+        law, note, n = own_time_law(info)
+        laws.append((op, cls, note, n))
+        stage: dict[str, Any] = {"name": cls, "steps": [{"delay": law, "name": "own time"},
+                                                        *_calls(typical(info), classes)]}
+        body = [{"hold": f"{pools[op[0]]}_workers", "steps": [stage]}] if info.entry else [stage]
+        doc["requests"][cls] = {"steps": body}
+    first = min(t for info in graph.operations.values() for t in info.roots)
+    last = first
+    arrivals: dict[str, list[float]] = {}
+    for op, info in graph.operations.items():
+        if len(info.roots) < 2:
+            continue
+        times = sorted((t - first) / 1e9 for t in info.roots)
+        last = max(last, max(info.roots))
+        file = f"arrivals_{classes[op]}.csv"
+        arrivals[file] = times
+        doc["workloads"][f"{classes[op]}_arrivals"] = {"type": "trace", "request": classes[op], "file": file,
+                                                       "start": f"{times[0]:.9g}s"}
+    slowest = max(max(info.durations) for info in graph.operations.values())
+    doc["settings"] = {"horizon": f"{(last - first) / 1e9 + 2 * slowest:.6g}s", "warmup": "0s"}
+    baselines, checks = _checks(graph, classes)
+    return Draft(doc, arrivals, baselines, checks, laws)
+
+
+def _checks(graph: CallGraph, classes: dict[Op, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    roots = _root_of(graph, classes)
+    rows: list[dict[str, Any]] = []
+    metrics: dict[str, Any] = {}
+    checks: list[dict[str, Any]] = []
+    for op, info in graph.operations.items():
+        if op not in roots or len(info.durations) < MIN_SAMPLES:
+            continue
+        cls = classes[op]
+        for stat, q in (("median", 0.5), ("p95", 0.95)):
+            value = float(np.quantile(info.durations, q))
+            metric = {"type": "latency", "request": roots[op], "step": cls, "stat": stat}
+            metrics[f"{cls}_{stat}"] = metric
+            rows.append({"operation": cls, "quantity": f"{stat} {cls}", "value": f"{value * 1e3:.6g}", "unit": "ms",
+                         "spans": len(info.durations)})
+            checks.append({"id": f"{cls}_{stat}", "metric": f"{cls}_{stat}",
+                           "baseline": {"quantity": f"{stat} {cls}"}, "tolerance": TOLERANCE[stat]})
+    study = {"doc": "The draft against the traces it was drafted from: each operation's median and 95th "
+                    "percentile span (baselines.csv). The tolerances are a starting point, not a verdict.",
+             "baselines": "baselines.csv", "defaults": {"replications": 3, "seed": 1},
+             "metrics": metrics, "checks": checks}
+    return rows, study

@@ -1,0 +1,138 @@
+"""Reading OTLP JSON trace files as the OpenTelemetry Collector's file exporter writes them.
+
+A span is one timed piece of work of one service (``service.name`` of its resource): an HTTP
+handler, a database call, an internal function. Its ``parentSpanId`` says who waited for it,
+so the spans of one ``traceId`` form the tree of one request through the stack. The file
+holds one ``ExportTraceServiceRequest`` per line (``{"resourceSpans": [...]}``); ids are hex
+strings and times 64-bit integers of nanoseconds, written as strings (the OTLP/JSON mapping).
+
+A received trace file is data: its size and span count are bounded before and while it is
+read, and every refusal names the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simstack.errors import DataError
+
+MAX_BYTES = 200_000_000  # a day of a small stack's spans is tens of MB
+MAX_SPANS = 1_000_000
+MAX_NAME = 200  # characters of a service or span name
+MAX_DURATION_NS = 86_400 * 10**9  # a span longer than a day is not a request's work
+_HEX = re.compile(r"[0-9a-fA-F]{1,64}\Z")
+
+
+@dataclass(frozen=True)
+class Span:
+    """One span: what ran (service, name), in which request (trace) under which caller."""
+
+    service: str
+    name: str
+    trace: str
+    span_id: str
+    parent: str  # "" for a root span
+    start_ns: int
+    end_ns: int
+    line: int
+
+
+def _where(source: str, line: int, key: str) -> str:
+    return f"{source}: line {line}: {key}"
+
+
+def _list(obj: Any, key: str, source: str, line: int, path: str) -> list[Any]:
+    value = obj.get(key, []) if isinstance(obj, dict) else None
+    if not isinstance(value, list):
+        raise DataError(f"{_where(source, line, path + key)}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _text(span: dict[str, Any], key: str, source: str, line: int, *, hex_id: bool = False,
+          required: bool = True) -> str:
+    value = span.get(key, "")
+    if not isinstance(value, str) or (required and not value):
+        raise DataError(f"{_where(source, line, 'span.' + key)}: expected a non-empty string, got {value!r:.60}")
+    if len(value) > MAX_NAME:
+        raise DataError(f"{_where(source, line, 'span.' + key)}: longer than {MAX_NAME} characters")
+    if hex_id and value and not _HEX.match(value):
+        raise DataError(f"{_where(source, line, 'span.' + key)}: expected a hex id, got {value!r:.60}")
+    return value
+
+
+def _nanos(span: dict[str, Any], key: str, source: str, line: int) -> int:
+    value = span.get(key)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str)
+                                                                        and not value.isdigit()):
+        raise DataError(f"{_where(source, line, 'span.' + key)}: expected nanoseconds as a whole number, "
+                        f"got {value!r:.60}")
+    nanos = int(value)
+    if nanos <= 0 or nanos >= 2**63:
+        raise DataError(f"{_where(source, line, 'span.' + key)}: {nanos} is not a Unix time in nanoseconds")
+    return nanos
+
+
+def _service(resource: Any) -> str:
+    attributes = resource.get("attributes", []) if isinstance(resource, dict) else []
+    for item in attributes if isinstance(attributes, list) else []:
+        if isinstance(item, dict) and item.get("key") == "service.name":
+            value = item.get("value")
+            if isinstance(value, dict) and isinstance(value.get("stringValue"), str) and value["stringValue"]:
+                return str(value["stringValue"])[:MAX_NAME]
+    return "unknown_service"
+
+
+def _spans_of(request: Any, source: str, line: int, out: list[Span]) -> None:
+    if not isinstance(request, dict) or "resourceSpans" not in request:
+        raise DataError(f"{_where(source, line, 'resourceSpans')}: expected an object with resourceSpans "
+                        f"(an OTLP JSON trace export)")
+    for rs in _list(request, "resourceSpans", source, line, ""):
+        service = _service(rs.get("resource") if isinstance(rs, dict) else None)
+        for ss in _list(rs, "scopeSpans", source, line, "resourceSpans[]."):
+            for span in _list(ss, "spans", source, line, "scopeSpans[]."):
+                if not isinstance(span, dict):
+                    raise DataError(f"{_where(source, line, 'spans[]')}: expected an object")
+                start, end = _nanos(span, "startTimeUnixNano", source, line), _nanos(span, "endTimeUnixNano",
+                                                                                   source, line)
+                if not 0 <= end - start <= MAX_DURATION_NS:
+                    raise DataError(f"{_where(source, line, 'span.endTimeUnixNano')}: {end} is before the start "
+                                    f"{start} or more than a day after it")
+                out.append(Span(service, _text(span, "name", source, line), _text(span, "traceId", source, line,
+                                hex_id=True), _text(span, "spanId", source, line, hex_id=True),
+                                _text(span, "parentSpanId", source, line, hex_id=True, required=False),
+                                start, end, line))
+                if len(out) > MAX_SPANS:
+                    raise DataError(f"{source}: line {line}: more than {MAX_SPANS:,} spans; import a shorter window")
+
+
+def read_otlp(path: Path) -> list[Span]:
+    """Every span of an OTLP JSON file (one export request per line, or one pretty-printed)."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if path.stat().st_size > MAX_BYTES:
+        raise DataError(f"{path}: larger than {MAX_BYTES // 1_000_000} MB, refused; import a shorter window")
+    source = path.name
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    spans: list[Span] = []
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, dict):
+        _spans_of(whole, source, 1, spans)
+    else:
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                request = json.loads(raw)
+            except (ValueError, RecursionError) as exc:
+                raise DataError(f"{source}: line {number}: not JSON ({str(exc)[:80]})") from None
+            _spans_of(request, source, number, spans)
+    if not spans:
+        raise DataError(f"{source}: holds no spans (expected OTLP JSON: resourceSpans[].scopeSpans[].spans[])")
+    return spans
