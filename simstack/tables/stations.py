@@ -16,7 +16,9 @@ open at the end of a replication have no record, so the number present is short 
 (negligible in a run much longer than one visit). Without step records (``record_steps``
 false, ``record=summary``) no class can be told apart: the table has one row per resource,
 ``request`` = ``(all)``, with the utilisation and number present that ``resources.csv``
-measures, and the other columns empty, ``note`` saying why.
+measures, and the other columns empty, ``note`` saying why; so does, in a run with step
+records, a resource no step record names (a ``cpu`` step is its request class's host's CPU
+when the class has a host; inside a thread pool the records do not say which host).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ MEASURES = ("throughput_per_s", "utilisation_%", "number_present", "response_ms"
 COLUMNS = ["resource", "kind", "request", "replications",
            *(f"{m}{s}" for m in MEASURES for s in ("", "_low", "_high")), "note"]
 NO_STEPS = "per class and per visit need step records (sim.record_steps=true, record=full)"
+NOT_VISITED = ("no step record names it (a host's CPU when the request class has no host of its own, a queue's "
+               "slots, a bandwidth): the resource as a whole")
 
 
 def _overlap(start: np.ndarray, end: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -51,9 +55,10 @@ def _row(resource: str, kind: str, request: str, per_rep: Mapping[str, list[floa
 
 
 def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping[int, float],
-                  ends: Mapping[int, float]) -> pd.DataFrame:
+                  ends: Mapping[int, float], hosts: Mapping[str, str | None] | None = None) -> pd.DataFrame:
     """The per-station, per-class table (see the module text). ``windows``: rep -> measured
-    seconds, ``ends``: rep -> end time (the window is ``end - window`` .. ``end``)."""
+    seconds, ``ends``: rep -> end time (the window is ``end - window`` .. ``end``); ``hosts``:
+    request class -> its host, whose ``HOST.cpu`` a ``cpu`` step's visit is."""
     if resources.empty:
         return pd.DataFrame(columns=COLUMNS)
     info = resources.groupby("resource", sort=False, observed=True).agg(kind=("kind", "first"),
@@ -61,34 +66,42 @@ def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping
     reps = sorted(r for r in windows if windows[r] > 0)
     if steps.empty:
         return _without_steps(resources, info)
-    visits = steps[steps["component"].isin(info.index)]
+    station = steps["component"].astype(str)
+    cpu = station == "cpu"
+    if cpu.any() and hosts:
+        station[cpu] = steps.loc[cpu, "request"].astype(str).map(lambda r: f"{hosts.get(r)}.cpu")
+    visits = steps.assign(station=station)[station.isin(info.index)]
     rows = []
-    for (resource, request), one in visits.groupby(["component", "request"], sort=True, observed=True):
+    for (resource, request), one in visits.groupby(["station", "request"], sort=True, observed=True):
         capacity = float(info.loc[resource, "capacity"])
+        by_rep = dict(tuple(one.groupby("rep", sort=False)))
         per_rep: dict[str, list[float]] = {m: [] for m in MEASURES}
         for rep in reps:
             high, span = float(ends[rep]), float(windows[rep])
             low = high - span
-            mine = one[one["rep"] == rep]
+            mine = by_rep.get(rep, one.iloc[:0])
             start, end = mine["start"].to_numpy(float), mine["end"].to_numpy(float)
             served_from = start + mine["wait"].to_numpy(float)
             per_rep["throughput_per_s"].append(float(((end >= low) & (end <= high)).sum()) / span)
             busy = _overlap(served_from, end, low, high).sum()
-            per_rep["utilisation_%"].append(100.0 * busy / (span * capacity) if capacity > 0 else np.nan)
+            per_rep["utilisation_%"].append(100.0 * busy / (span * capacity)
+                                           if 0 < capacity < np.inf else np.nan)  # a per-key lock: no capacity
             per_rep["number_present"].append(float(_overlap(start, end, low, high).sum()) / span)
             started = start >= low
             if started.any():
                 per_rep["response_ms"].append(1e3 * float((end - start)[started].mean()))
         rows.append(_row(str(resource), str(info.loc[resource, "kind"]), str(request), per_rep, ""))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    seen = {row["resource"] for row in rows}
+    rest = _without_steps(resources[~resources["resource"].isin(seen)], info, NOT_VISITED)
+    return pd.concat([pd.DataFrame(rows, columns=COLUMNS), rest], ignore_index=True) if rows else rest
 
 
-def _without_steps(resources: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+def _without_steps(resources: pd.DataFrame, info: pd.DataFrame, note: str = NO_STEPS) -> pd.DataFrame:
     rows = []
     for resource, one in resources.groupby("resource", sort=False, observed=True):
         per_rep = {"utilisation_%": list(100.0 * one["utilisation"].astype(float)),
                    "number_present": list(one["mean_busy"].astype(float) + one["mean_queue"].astype(float))}
-        rows.append(_row(str(resource), str(info.loc[resource, "kind"]), "(all)", per_rep, NO_STEPS))
+        rows.append(_row(str(resource), str(info.loc[resource, "kind"]), "(all)", per_rep, note))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -96,4 +109,5 @@ def stations(result: Any) -> pd.DataFrame:
     """The table of a run (a ``RunResult``): its step records, resources and measured windows."""
     span = windows(result.accounting, result.warmup, result.requests)
     ends = dict(zip(result.accounting["rep"].astype(int), result.accounting["end_time"].astype(float), strict=True))
-    return station_table(result.steps, result.resources, span, ends)
+    hosts = {name: req.host for name, req in result.model.requests.items()}
+    return station_table(result.steps, result.resources, span, ends, hosts)

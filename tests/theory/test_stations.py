@@ -67,3 +67,19 @@ def test_without_step_records_says_what_it_cannot_give() -> None:
     assert list(table["request"]) == ["(all)"] and list(table["note"]) == [NO_STEPS]
     assert np.isnan(table["response_ms"]).all() and np.isnan(table["throughput_per_s"]).all()
     covers(table, "s", "(all)", "utilisation_%", 50.0, widen=3.0)
+
+
+def test_two_classes_on_a_processor_sharing_cpu() -> None:
+    """M/M/1-PS on a host's one core: class k's response per visit E[S_k] / (1 - rho), the
+    classes' differing service times kept apart (a ``cpu`` step is its class's host's CPU)."""
+    lams, means = {"short": 0.4, "long": 0.1}, {"short": 0.5, "long": 2.0}
+    doc = {"hosts": {"h": {"cores": 1}},
+           "requests": {k: {"host": "h", "steps": [{"cpu": f"exp({means[k]})"}]} for k in lams},
+           "workloads": {f"w{k}": open_wl(k, lam) for k, lam in lams.items()}}
+    res = run(doc, seed=304, replications=8, horizon=6_000, warmup=600, record_steps=True)
+    table = stations(res)
+    rho = sum(lams[k] * means[k] for k in lams)
+    for k, lam in lams.items():
+        covers(table, "h.cpu", k, "utilisation_%", 100 * lam * means[k])
+        covers(table, "h.cpu", k, "response_ms", 1e3 * means[k] / (1 - rho))
+        covers(table, "h.cpu", k, "number_present", lam * means[k] / (1 - rho))
