@@ -61,19 +61,20 @@ def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping
     request class -> its host, whose ``HOST.cpu`` a ``cpu`` step's visit is."""
     if resources.empty:
         return pd.DataFrame(columns=COLUMNS)
-    info = resources.groupby("resource", sort=False, observed=True).agg(kind=("kind", "first"),
-                                                                        capacity=("capacity", "first"))
+    first = resources.drop_duplicates("resource")
+    kinds = {str(r): str(k) for r, k in zip(first["resource"], first["kind"], strict=True)}
+    capacities = {str(r): float(c) for r, c in zip(first["resource"], first["capacity"], strict=True)}
     reps = sorted(r for r in windows if windows[r] > 0)
     if steps.empty:
-        return _without_steps(resources, info)
+        return _without_steps(resources, kinds)
     station = steps["component"].astype(str)
     cpu = station == "cpu"
     if cpu.any() and hosts:
         station[cpu] = steps.loc[cpu, "request"].astype(str).map(lambda r: f"{hosts.get(r)}.cpu")
-    visits = steps.assign(station=station)[station.isin(info.index)]
+    visits = steps.assign(station=station)[station.isin(list(kinds))]
     rows = []
     for (resource, request), one in visits.groupby(["station", "request"], sort=True, observed=True):
-        capacity = float(info.loc[resource, "capacity"])
+        capacity = capacities[str(resource)]
         by_rep = dict(tuple(one.groupby("rep", sort=False)))
         per_rep: dict[str, list[float]] = {m: [] for m in MEASURES}
         for rep in reps:
@@ -90,18 +91,18 @@ def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping
             started = start >= low
             if started.any():
                 per_rep["response_ms"].append(1e3 * float((end - start)[started].mean()))
-        rows.append(_row(str(resource), str(info.loc[resource, "kind"]), str(request), per_rep, ""))
+        rows.append(_row(str(resource), kinds[str(resource)], str(request), per_rep, ""))
     seen = {row["resource"] for row in rows}
-    rest = _without_steps(resources[~resources["resource"].isin(seen)], info, NOT_VISITED)
+    rest = _without_steps(resources[~resources["resource"].isin(seen)], kinds, NOT_VISITED)
     return pd.concat([pd.DataFrame(rows, columns=COLUMNS), rest], ignore_index=True) if rows else rest
 
 
-def _without_steps(resources: pd.DataFrame, info: pd.DataFrame, note: str = NO_STEPS) -> pd.DataFrame:
+def _without_steps(resources: pd.DataFrame, kinds: Mapping[str, str], note: str = NO_STEPS) -> pd.DataFrame:
     rows = []
     for resource, one in resources.groupby("resource", sort=False, observed=True):
         per_rep = {"utilisation_%": list(100.0 * one["utilisation"].astype(float)),
                    "number_present": list(one["mean_busy"].astype(float) + one["mean_queue"].astype(float))}
-        rows.append(_row(str(resource), str(info.loc[resource, "kind"]), "(all)", per_rep, note))
+        rows.append(_row(str(resource), kinds[str(resource)], "(all)", per_rep, note))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
