@@ -40,11 +40,18 @@ def test_mmpp2_moments_against_closed_forms() -> None:
     assert 0 < m.lag1 < 0.5
     poisson = read_map([[-3.0]], [[3.0]])
     assert (poisson.rate, poisson.scv, poisson.lag1) == pytest.approx((3.0, 1.0, 0.0))
+    erlang = read_map([[-2.0, 2.0], [0.0, -2.0]], [[0.0, 0.0], [2.0, 0.0]])  # Erlang-2 gaps: a renewal process
+    assert (erlang.mean, erlang.scv, erlang.moment(3)) == pytest.approx((1.0, 0.5, 3.0))  # E[X^3] = k(k+1)(k+2)/r^3
+    assert erlang.lag1 == pytest.approx(0.0, abs=1e-12)
 
 
-def test_simulated_arrivals_have_the_analytic_moments() -> None:
-    m = read_mmpp(RATES, SWITCH)
-    res = run(_doc({"mmpp": {"rates": RATES, "switch": SWITCH}}), seed=401, replications=8, horizon=4_000)
+GENERAL = {"d0": [[-1.0, 0.1], [0.05, -10.0]], "d1": [[0.8, 0.1], [2.0, 7.95]]}  # hidden moves and both kinds
+
+
+@pytest.mark.parametrize("workload", [{"mmpp": {"rates": RATES, "switch": SWITCH}}, GENERAL], ids=["mmpp", "map"])
+def test_simulated_arrivals_have_the_analytic_moments(workload: dict) -> None:
+    m = read_mmpp(RATES, SWITCH) if "mmpp" in workload else read_map(GENERAL["d0"], GENERAL["d1"])
+    res = run(_doc(workload), seed=401, replications=8, horizon=4_000)
     rates, means, scvs, lags = [], [], [], []
     for _, one in res.requests.groupby("rep"):
         x = np.diff(np.sort(one["start"].to_numpy(float)))
@@ -52,10 +59,10 @@ def test_simulated_arrivals_have_the_analytic_moments() -> None:
         means.append(x.mean())
         scvs.append(x.var() / x.mean() ** 2)
         lags.append(np.corrcoef(x[:-1], x[1:])[0, 1])
-    compare("MMPP-2 arrival rate", rates, m.rate)
-    compare("MMPP-2 interarrival mean", means, m.mean)
-    compare("MMPP-2 interarrival SCV", scvs, m.scv, rel=0.05)
-    compare("MMPP-2 lag-1 correlation", lags, m.lag1, rel=0.05)
+    compare("MAP arrival rate", rates, m.rate)
+    compare("MAP interarrival mean", means, m.mean)
+    compare("MAP interarrival SCV", scvs, m.scv, rel=0.05)
+    compare("MAP lag-1 correlation", lags, m.lag1, rel=0.05)
 
 
 def test_a_one_phase_map_is_poisson_and_gives_mm1() -> None:
