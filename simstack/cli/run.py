@@ -37,6 +37,7 @@ from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.compare import COLUMNS, Comparison, compare
 from simstack.studies.provenance import git_commit, stale_calibration
 from simstack.tables.console import format_table, number, run_header, summary_text
+from simstack.tables.stations import stations
 from simstack.tables.stopping import Precision, precision_from, stop_record
 from simstack.tables.windows import over_time, windows_of
 
@@ -122,6 +123,7 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
         if not stages.empty:  # steps were recorded: a sweep gathers the phases (simstack.cli.sweep)
             group.add(out_dir / "stages.csv", csv_text(stages))
         group.add(out_dir / "resources.csv", csv_text(result.resources))
+        group.add(out_dir / "stations.csv", csv_text(stations(result)))  # per resource and class
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
         windows = windows_of(result) if not result.requests.empty else None
         if windows:  # a rate schedule or a replayed trace: results per cycle or window (tables.windows)

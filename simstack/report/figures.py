@@ -21,6 +21,7 @@ from simstack.report import (  # noqa: F401  (imported to register their builder
     predictions,
     speedup,
     stages,
+    stations,
     timeline,
     topology,
     utilisation,

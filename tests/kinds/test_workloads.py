@@ -23,7 +23,7 @@ from simstack.testing import run
 
 
 def test_every_registered_type_names_itself() -> None:
-    assert list(REGISTRY) == ["open", "closed", "periodic", "protocol", "trace"]
+    assert list(REGISTRY) == ["open", "closed", "periodic", "protocol", "map", "trace"]
     for name, wtype in REGISTRY.items():
         assert wtype.name == name and _BY_SPEC[wtype.spec] is wtype
 
@@ -83,7 +83,7 @@ def test_a_new_type_is_one_registered_class(burst: None) -> None:
     # 5 jobs of 1 ms shared by 2 cores (processor sharing): all end when the 5 ms of work is done
     assert res.requests["end"].max() == pytest.approx(2.0025)
     text = catalogue()
-    assert "open, closed, periodic, protocol, trace or burst" in text
+    assert "open, closed, periodic, protocol, map, trace or burst" in text
     assert "\n  burst:\n    size  default required   requests in the burst\n    at    default 0" in text
 
 
@@ -93,7 +93,7 @@ def test_a_new_type_is_read_with_the_located_errors_of_the_others(burst: None) -
     with pytest.raises(ModelError, match=r"workloads\.b\.sise: unknown key 'sise' \(did you mean 'size'\?\); "
                                          r"expected one of: type, request, doc, size, at"):
         build_spec(_burst_doc(sise=3), None)
-    with pytest.raises(ModelError, match=r"types: open, closed, periodic, protocol, trace, burst"):
+    with pytest.raises(ModelError, match=r"types: open, closed, periodic, protocol, map, trace, burst"):
         build_spec({**_burst_doc(), "workloads": {"b": {"type": "bust", "request": "r"}}}, None)
     with pytest.raises(ModelError, match=r"workloads\.b: a burst workload"):
         build_network(build_spec(_burst_doc(size=1), None))
@@ -106,7 +106,7 @@ class _Unknown:
 
 
 def test_an_unregistered_workload_spec_is_refused_by_name() -> None:
-    with pytest.raises(ModelError, match=r"workloads\.burst: no workload type runs _Unknown; types: closed, open"):
+    with pytest.raises(ModelError, match=r"workloads\.burst: no workload type runs _Unknown; types: closed, map, open"):
         type_of(_Unknown("burst", "r"))  # type: ignore[arg-type]
 
 

@@ -254,7 +254,7 @@ def test_open_workload_with_both_rate_and_interarrival(tmp_path: Path) -> None:
 
 def test_unknown_workload_type(tmp_path: Path) -> None:
     expect(tmp_path, model(("workloads.users.type", "opn")), "workloads.users.type",
-           "unknown workload type 'opn' (did you mean 'open'?); types: open, closed, periodic, protocol, trace")
+           "unknown workload type 'opn' (did you mean 'open'?); types: open, closed, periodic, protocol, map, trace")
 
 
 # -- units and distributions --------------------------------------------------------------------
@@ -421,7 +421,7 @@ def test_requests_section_that_is_a_list(tmp_path: Path) -> None:
 
 def test_no_workloads(tmp_path: Path) -> None:
     expect(tmp_path, model(drop=("workloads",)), "workloads",
-           "expected at least one workload (what drives the requests: open, closed, periodic, protocol or trace)")
+           "expected at least one workload (what drives the requests: open, closed, periodic, protocol, map or trace)")
 
 
 # -- steps ----------------------------------------------------------------------------------------

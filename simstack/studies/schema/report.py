@@ -151,6 +151,8 @@ FIGURES: dict[str, dict[str, Field]] = {
     # utilisation per resource
     "utilisation": {"runs": Field(selections, MODEL), "resources": Field(names, None), "kinds": Field(names, None),
                     "stacked": Field(boolean, False)},
+    # per resource and request class: throughput, utilisation, number present, response per visit
+    "stations": {"runs": Field(selections, MODEL), "resources": Field(names, None)},
     # the model's graph
     "topology": {"run": Field(parse_selection, None)},
     # a metric across what-ifs, bars with CIs
