@@ -50,6 +50,8 @@ def main(args: list[str]) -> int:
     except SimstackError as exc:
         print(f"simstack: error: {exc}", file=sys.stderr)
         return 2
+    import logging
+
     from werkzeug.serving import make_server
 
     from simstack.load.loader import load_model
@@ -58,6 +60,7 @@ def main(args: list[str]) -> int:
     if chosen.get("models_dir"):
         import os
         os.environ["SIMSTACK_MODELS"] = chosen["models_dir"]
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     host = chosen.get("host", "127.0.0.1")
     token = None if is_loopback(host) else secrets.token_urlsafe(16)
     try:

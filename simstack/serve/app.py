@@ -118,14 +118,15 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     def sync(search: str | None, whatif: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[Any, ...]:
         """The address holds the setting: read on load, written on every change."""
         trigger = ctx.triggered_id
+        keep = [no_update] * len(controls.parameters), [no_update] * len(controls.flags)
         if trigger is None or trigger == "url":
             return (no_update, *shown(read_query(controls, search)))
         if trigger == "whatif":
             if not whatif:
-                return no_update, no_update, no_update
+                return (no_update, *keep)
             chosen = whatif_setting(controls, model_dir, whatif)
             return (query(controls, chosen), *shown(chosen))
-        return query(controls, setting_of(values, ticks)), no_update, no_update
+        return (query(controls, setting_of(values, ticks)), *keep)
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": FLAG, "name": ALL}, "value"))
