@@ -137,7 +137,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
             answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting)))
         except SimstackError as exc:
             return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
-                             html.P(str(exc), id="instant-error"),
+                             html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
                          html.Div(_frame(answer.chains), id="instant-chains"), _frame(answer.stations.head(8))])

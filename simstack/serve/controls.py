@@ -93,8 +93,10 @@ def control(param: Parameter, drives: tuple[str, ...] = ()) -> Control | None:
         low, high = _in_unit(param.free[0], unit), _in_unit(param.free[1], unit)
     elif integer:
         low, high = (1.0 if value >= 1 else 0.0), max(4 * value, value + 8)
+    elif value >= 0:
+        low, high = 0.0, (4 * value if value > 0 else 1.0)
     else:
-        low, high = (0.0, 4 * value) if value > 0 else (min(4 * value, -1.0), max(-value, 1.0))
+        low, high = 4 * value, -value
     low, high = min(low, value), max(high, value)
     step = 1.0 if integer else _nice_step((high - low) / 100)
     return Control(param.name, value, unit, low, high, step, integer, param.doc, drives)
@@ -119,12 +121,26 @@ def _drives(doc: object) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in found.items()}
 
 
+def _written(doc: object) -> dict[str, str]:
+    """Each parameter's value as the model file writes it (``$a * 2`` for a derived one)."""
+    params = doc.get("parameters") if isinstance(doc, Mapping) else None
+    out = {}
+    for name, body in params.items() if isinstance(params, Mapping) else ():
+        value = body.get("value") if isinstance(body, Mapping) else body
+        out[str(name)] = str(value)
+    return out
+
+
 def derive(spec: ModelSpec) -> Controls:
     """The controls of a loaded model: its parameters, declared flags and what-ifs."""
     doc = read_yaml(spec.file) if spec.file else None
     drives = _drives(doc)
+    written = _written(doc)
     numbers, fixed = [], {}
     for param in spec.parameters.values():
+        if "$" in written.get(param.name, ""):  # derived from others: follows them, not a control of its own
+            fixed[param.name] = written[param.name]
+            continue
         made = control(param, drives.get(param.name, ()))
         if made is None:
             fixed[param.name] = str(param.value)

@@ -58,6 +58,11 @@ class Runner:
         self._state = State("idle")
         self._started = 0.0
 
+    @property
+    def process(self) -> multiprocessing.process.BaseProcess | None:
+        """The worker running now, if any."""
+        return self._process
+
     def start(self, key: str, model_file: Path, parameters: dict[str, Any], flags: dict[str, bool],
               replications: int, horizon: float | None) -> None:
         """Run the setting ``key``, stopping whatever runs now."""

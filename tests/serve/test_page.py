@@ -121,10 +121,12 @@ def test_hostile_model_text_is_shown_as_text(tmp_path: Path, serve: object, brow
     name, description = "<script>window.owned=1</script>", "<img src=x onerror='window.owned=2'> & <b>bold</b>"
     text = (model / "model.yaml").read_text().replace("name: pipeline", f'name: "{name}"')
     text = re.sub(r"description: >\n(  .*\n)+", f'description: "{description}"\n', text)
+    text = text.replace("priority: 10, doc:", "priority: 10, when_full: drop, doc:")  # beyond the solver
     (model / "model.yaml").write_text(text)
     page, errors = watched(browser)
     page.goto(serve(model))  # type: ignore[operator]
-    page.locator("#instant-chains").wait_for(timeout=20000)
+    page.locator("#instant-error").wait_for(timeout=20000)  # the solver's refusal, the simulation offered
+    assert "when_full: drop" in page.inner_text("#instant-error") and "simulate" in page.inner_text("#instant")
     assert page.inner_text("#model-name") == name
     assert page.inner_text("#model-description") == description
     assert page.evaluate("() => window.owned") is None and page.locator("#model-description img").count() == 0
