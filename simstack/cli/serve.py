@@ -7,6 +7,7 @@ with its one-line error (and the line is printed), so the person at the browser 
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import secrets
 import sys
@@ -49,6 +50,10 @@ def main(args: list[str]) -> int:
         chosen = parse(args)
     except SimstackError as exc:
         print(f"simstack: error: {exc}", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("dash") is None:
+        print("simstack: error: simstack serve needs Dash, which is not installed here: pip install 'simstack[serve]'",
+              file=sys.stderr)
         return 2
     import logging
 

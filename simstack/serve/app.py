@@ -7,7 +7,6 @@ receives as text, never as markup; nothing here renders HTML from a string.
 from __future__ import annotations
 
 import hmac
-from pathlib import Path
 from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
@@ -16,8 +15,17 @@ from flask import Response, request
 from simstack.errors import SimstackError
 from simstack.lang.spec import ModelSpec
 from simstack.serve import answers
-from simstack.serve.controls import Control, Controls, Setting, derive, overrides, query, read_query, save_whatif, \
-    whatif_setting
+from simstack.serve.controls import (
+    Control,
+    Controls,
+    Setting,
+    derive,
+    overrides,
+    query,
+    read_query,
+    save_whatif,
+    whatif_setting,
+)
 from simstack.serve.runner import Runner
 
 PARAM, FLAG = "param", "flag"
@@ -92,7 +100,7 @@ def _seconds(horizon: object) -> float | None:
 
 def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> tuple[Dash, Runner]:
     """The app of one model (or of its load error) and its simulation runner."""
-    app = Dash(__name__, title="simstack serve", update_title=None)
+    app = Dash(__name__, title="simstack serve", update_title="")
     runner = Runner()
     if token is not None:
         _require_token(app, token)
@@ -104,8 +112,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     app.layout = layout(spec, controls)
 
     def setting_of(values: list[Any], ticks: list[list[str]]) -> Setting:
-        params = {c.name: (c.value if v is None else float(v)) for c, v in zip(controls.parameters, values)}
-        return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks)}
+        given = zip(controls.parameters, values, strict=True)
+        params = {c.name: (c.value if v is None else float(v)) for c, v in given}
+        return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks, strict=True)}
 
     def shown(setting: Setting) -> tuple[list[float], list[list[str]]]:
         return ([setting[0][c.name] for c in controls.parameters], [["on"] if setting[1][f] else []

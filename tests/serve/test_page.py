@@ -1,5 +1,6 @@
 """The what-if page in a real browser (Playwright driving the machine's Chromium): load, a
-control moved and the instant answer changed, a short simulation to completion, a saved what-if
+what-if chosen, a control moved and the instant answer changed, a long simulation cancelled by a
+changed setting, a short one to completion, a saved what-if
 that ``simstack model=... whatif=...`` runs with the page's figures, hostile model text shown
 as text, and no console error."""
 
@@ -23,6 +24,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no Chromium at /usr/bin/chromium")]
+pytest.importorskip("dash")
 playwright = pytest.importorskip("playwright.sync_api")
 
 
@@ -77,13 +79,22 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     chains.wait_for(timeout=20000)
     assert "approximate" in page.locator("#instant").inner_text()
     before = chains.inner_text()
-    page.locator("#model-name").wait_for()
+    page.click("#whatif")  # a what-if of the folder sets the controls
+    page.get_by_text("double_workers", exact=True).click()
+    page.wait_for_function("() => location.search.includes('workers=16')", timeout=10000)
+    assert page.input_value("input[id*='workers']") == "16"
     page.fill("input[id*='consoles']", "24")
     page.wait_for_function("t => document.querySelector('#instant-chains') && "
                            "document.querySelector('#instant-chains').innerText !== t", arg=before, timeout=10000)
     page.wait_for_function("() => location.search.includes('consoles=24')", timeout=10000)  # the address
     page.check("input[type=checkbox]")  # the cache flag
     page.wait_for_function("() => location.search.includes('cache=1')", timeout=10000)
+
+    page.fill("#horizon", "3600")  # a long run, cancelled when the setting changes
+    page.click("#simulate")
+    page.locator("#progress", has_text="running").wait_for(timeout=10000)
+    page.fill("input[id*='app_cpu']", "5")
+    page.locator("#sim-cancelled").wait_for(timeout=10000)
 
     page.fill("#replications", "2")
     page.fill("#horizon", "7")

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from simstack.cli.serve import is_loopback, main, parse
-from simstack.errors import ConfigError
-from simstack.load.loader import load_model
-from simstack.serve.app import build
-from simstack.serve.runner import Runner
+pytest.importorskip("dash")
+
+from simstack.cli.serve import is_loopback, main, parse  # noqa: E402
+from simstack.errors import ConfigError  # noqa: E402
+from simstack.load.loader import load_model  # noqa: E402
+from simstack.serve.app import build  # noqa: E402
+from simstack.serve.runner import Runner  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
