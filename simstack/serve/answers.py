@@ -49,6 +49,16 @@ def instant(spec: ModelSpec) -> Instant:
     return Instant(chains, stations)
 
 
+def beside(model: Instant | None, setting: Instant) -> pd.DataFrame:
+    """The setting's streams with the model's own figures beside them (``... (model)``)."""
+    if model is None:
+        return setting.chains
+    keys = ["workload", "request"]
+    merged = setting.chains.merge(model.chains, on=keys, how="left", suffixes=("", " (model)"))
+    order = [c for name in ("throughput_per_s", "response_ms") for c in (f"{name} (model)", name)]
+    return merged[[*keys, *order]]
+
+
 def simulation_settings(spec: ModelSpec, replications: int, horizon: float | None) -> dict[str, Any]:
     """``simulate``'s keyword arguments as ``simstack run`` makes them, with the page's
     replications and horizon (seconds) over the model's own settings."""
@@ -90,5 +100,5 @@ def paired_rows(requests: pd.DataFrame, resources: pd.DataFrame) -> tuple[list[s
     return header, rows
 
 
-__all__ = ["Instant", "SETTING_NAME", "figure", "instant", "load_setting", "paired_rows", "precise",
+__all__ = ["Instant", "SETTING_NAME", "beside", "figure", "instant", "load_setting", "paired_rows", "precise",
            "simulation_settings"]

@@ -64,6 +64,7 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
         dcc.Location(id="url", refresh=False),
         html.H1(spec.name, id="model-name"), html.P(spec.description, id="model-description"),
         html.H3("parameters"), *[_control(c) for c in controls.parameters],
+        *([] if controls.parameters else [html.P("(none: the model declares no parameters)")]),
         *([html.P(f"fixed: {', '.join(f'{k} = {v}' for k, v in controls.fixed.items())}")] if controls.fixed else []),
         html.H3("flags"),
         *[dcc.Checklist(id={"type": FLAG, "name": f}, options=[{"label": f" {f}", "value": "on"}],
@@ -149,7 +150,19 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
                              html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
-                         html.Div(_frame(answer.chains), id="instant-chains"), _frame(answer.stations.head(8))])
+                         html.Div(_frame(answers.beside(model_answer(), answer)), id="instant-chains"),
+                         html.P("busiest stations (approximate)"), _frame(answer.stations.head(8))])
+
+    solved: dict[str, answers.Instant | None] = {}
+
+    def model_answer() -> answers.Instant | None:
+        """The model's own approximate answer, once; None where the solver cannot answer it."""
+        if "model" not in solved:
+            try:
+                solved["model"] = answers.instant(spec)
+            except SimstackError:
+                solved["model"] = None
+        return solved["model"]
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("simulate", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),

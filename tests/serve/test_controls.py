@@ -93,3 +93,15 @@ def test_save_whatif_writes_a_readable_file_never_over_one(pipeline: Path) -> No
             save_whatif(controls, pipeline, bad, setting)
     assert sorted(p.name for p in (pipeline / "whatif").iterdir()) == [
         "double_consoles.yaml", "double_workers.yaml", "more_threads.yaml", "settings_cache.yaml"]
+
+
+def test_the_instant_answer_sets_the_setting_beside_the_model() -> None:
+    from simstack.serve.answers import beside, instant, load_setting
+
+    model_file = MODELS / "pipeline" / "model.yaml"
+    model = instant(load_setting(model_file, {}, {}))
+    setting = instant(load_setting(model_file, {"consoles": 24}, {}))
+    table = beside(model, setting).set_index("request")
+    assert list(table.columns) == ["workload", "throughput_per_s (model)", "throughput_per_s",
+                                   "response_ms (model)", "response_ms"]
+    assert table.loc["trim", "throughput_per_s"] > 1.5 * table.loc["trim", "throughput_per_s (model)"]
