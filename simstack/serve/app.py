@@ -44,10 +44,12 @@ def _frame(frame: Any) -> html.Table:
 
 
 def _control(c: Control) -> html.Div:
-    hint = f"{c.low:g}–{c.high:g} {c.unit}".strip() + (f"; drives {', '.join(c.drives)}" if c.drives else "")
+    span = f"{c.low:g}–{c.high:g} {c.unit}".strip()
+    hint = (span if c.declared else f"e.g. {span}") + (f"; drives {', '.join(c.drives)}" if c.drives else "")
+    low, high = c.limits
     return html.Div([
-        html.Label(c.name, htmlFor=f"param-{c.name}", style={"display": "inline-block", "width": "11em"}),
-        dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=c.low, max=c.high,
+        html.Label(c.name, style={"display": "inline-block", "width": "11em"}),
+        dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=low, max=high,
                   step=c.step, debounce=False, style={"width": "7em"}),
         html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"})])
 
@@ -136,11 +138,18 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
                 return (no_update, *keep)
             chosen = whatif_setting(controls, model_dir, whatif)
             return (query(controls, chosen), *shown(chosen))
+        if any(v is None for v in values):
+            return (no_update, *keep)
         return (query(controls, setting_of(values, ticks)), *keep)
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": FLAG, "name": ALL}, "value"))
     def instant(values: list[Any], ticks: list[list[str]]) -> Any:
+        unread = [c for c, v in zip(controls.parameters, values, strict=True) if v is None]
+        if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
+            return html.P("enter a number for " + ", ".join(
+                f"{c.name}" + (f" ({c.low:g}–{c.high:g} {c.unit})".rstrip() if c.declared else "") for c in unread),
+                id="instant-error")
         setting = setting_of(values, ticks)
         runner.cancel(unless=query(controls, setting))
         try:

@@ -44,6 +44,14 @@ class Control:
     integer: bool
     doc: str = ""
     drives: tuple[str, ...] = ()  # workload fields written with $name ("operators.clients")
+    declared: bool = False  # the range is the model's ``free: [lo, hi]``: a limit, not a suggestion
+
+    @property
+    def limits(self) -> tuple[float | None, float | None]:
+        """What the field accepts: the declared range, else any value of the value's sign."""
+        if self.declared:
+            return self.low, self.high
+        return (0.0, None) if self.value >= 0 else (None, None)
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,7 @@ def control(param: Parameter, drives: tuple[str, ...] = ()) -> Control | None:
         low, high = 4 * value, -value
     low, high = min(low, value), max(high, value)
     step = 1.0 if integer else _nice_step((high - low) / 100)
-    return Control(param.name, value, unit, low, high, step, integer, param.doc, drives)
+    return Control(param.name, value, unit, low, high, step, integer, param.doc, drives, param.free is not None)
 
 
 def _nice_step(span: float) -> float:

@@ -32,6 +32,7 @@ def test_every_parameter_flag_and_whatif_of_pipeline_is_a_control() -> None:
     assert consoles.integer and consoles.step == 1 and consoles.low <= 12 <= consoles.high
     assert consoles.drives == ("operators.clients",)  # the workload's client count
     assert by_name["db_latency"].low < 3 < by_name["db_latency"].high
+    assert cpu.limits == (1.0, 20.0) and by_name["db_latency"].limits == (0.0, None)  # declared: a limit
     assert dict(controls.flags) == {"cache": False}
     assert controls.whatifs == ("double_consoles", "double_workers", "settings_cache")
 

@@ -95,6 +95,10 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.locator("#progress", has_text="running").wait_for(timeout=10000)
     page.fill("input[id*='app_cpu']", "5")
     page.locator("#sim-cancelled").wait_for(timeout=10000)
+    page.fill("input[id*='app_cpu']", "50")  # outside the declared free: [1ms, 20ms]
+    page.locator("#instant-error", has_text="app_cpu (1–20 ms)").wait_for(timeout=10000)
+    page.fill("input[id*='app_cpu']", "5")
+    page.locator("#instant-chains").wait_for(timeout=10000)
 
     page.fill("#replications", "2")
     page.fill("#horizon", "7")
