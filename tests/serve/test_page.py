@@ -146,3 +146,19 @@ def test_hostile_model_text_is_shown_as_text(tmp_path: Path, serve: object, brow
     assert page.inner_text("#model-description") == description
     assert page.evaluate("() => window.owned") is None and page.locator("#model-description img").count() == 0
     assert not errors, errors
+
+
+@pytest.mark.parametrize("name", ["slac_bsa", "tango"])
+def test_bundled_model_pages_load_with_their_controls(name: str, tmp_path: Path, serve: object,
+                                                      browser: object) -> None:
+    from simstack.load.loader import load_model
+    from simstack.serve.controls import derive
+
+    controls = derive(load_model(name))
+    page, errors = watched(browser)
+    page.goto(serve(MODELS / name))  # type: ignore[operator]
+    page.locator("#instant-chains, #instant-error").first.wait_for(timeout=30000)
+    assert page.locator("input[type=number][id*='param']").count() == len(controls.parameters)
+    assert page.locator("input[type=checkbox]").count() == len(controls.flags)
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    assert not errors, errors
