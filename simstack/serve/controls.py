@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-import yaml
-
 from simstack.errors import ModelError
+from simstack.io.outputs import output_name, output_path, yaml_text
 from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec, Parameter
@@ -228,16 +227,21 @@ def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting
     an existing file, never outside the folder."""
     if not WHATIF_NAME.fullmatch(name):
         raise ModelError(f"a what-if name is letters, digits, '_' and '-' (at most 64), got {name!r}")
-    folder = model_dir / FOLDER
-    folder.mkdir(exist_ok=True)
-    path = inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif")
+    relative = output_name("fit")(f"{FOLDER}/{name}.yaml")  # the checks of every file a study writes
+    try:
+        (model_dir / FOLDER).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot make the what-if folder {model_dir / FOLDER}: {exc.strerror or exc}") from None
+    path = output_path(model_dir, relative, "whatif")
     params, flags = overrides(controls, setting)
     body = {"doc": doc, "parameters": params, "flags": flags} if doc else {"parameters": params, "flags": flags}
     try:
         with path.open("x", encoding="utf-8") as out:
-            out.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
+            out.write(yaml_text(body))
     except FileExistsError:
         raise ModelError(f"what-if {name!r} exists already ({path}); choose another name") from None
+    except OSError as exc:
+        raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 

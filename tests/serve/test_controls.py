@@ -106,3 +106,14 @@ def test_the_instant_answer_sets_the_setting_beside_the_model() -> None:
     assert list(table.columns) == ["workload", "throughput_per_s (model)", "throughput_per_s",
                                    "response_ms (model)", "response_ms"]
     assert table.loc["trim", "throughput_per_s"] > 1.5 * table.loc["trim", "throughput_per_s (model)"]
+
+
+def test_save_whatif_never_writes_through_a_link_out_of_the_folder(pipeline: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.rmtree(pipeline / "whatif")
+    (pipeline / "whatif").symlink_to(outside)
+    controls = derive(load_model(pipeline))
+    with pytest.raises(ModelError):
+        save_whatif(controls, pipeline, "escape", read_query(controls, "?workers=12"))
+    assert not any(outside.iterdir())
