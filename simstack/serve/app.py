@@ -7,6 +7,7 @@ receives as text, never as markup; nothing here renders HTML from a string.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
@@ -28,7 +29,7 @@ from simstack.serve.controls import (
 )
 from simstack.serve.runner import Runner
 
-PARAM, FLAG = "param", "flag"
+PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
 _CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
 
 
@@ -51,7 +52,10 @@ def _control(c: Control) -> html.Div:
         html.Label(c.name, style={"display": "inline-block", "width": "11em"}),
         dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=low, max=high,
                   step=c.step, debounce=False, style={"width": "7em"}),
-        html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"})])
+        html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"}),
+        html.Div(dcc.Slider(id={"type": SLIDER, "name": c.name}, min=c.low, max=c.high, step=c.step, value=c.value,
+                            marks=None, tooltip={"placement": "bottom"}),
+                 style={"width": "28em", "marginLeft": "11em"})])
 
 
 def error_page(message: str) -> html.Div:
@@ -119,28 +123,44 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         params = {c.name: (c.value if v is None else float(v)) for c, v in given}
         return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks, strict=True)}
 
-    def shown(setting: Setting) -> tuple[list[float], list[list[str]]]:
-        return ([setting[0][c.name] for c in controls.parameters], [["on"] if setting[1][f] else []
-                                                                     for f in controls.flags])
+    def shown(setting: Setting) -> tuple[list[float], list[float], list[list[str]]]:
+        """The fields', the sliders' (held in their range) and the checkboxes' values of a setting."""
+        values = [setting[0][c.name] for c in controls.parameters]
+        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.parameters, values, strict=True)],
+                [["on"] if setting[1][f] else [] for f in controls.flags])
 
     @app.callback(Output("url", "search"), Output({"type": PARAM, "name": ALL}, "value"),
-                  Output({"type": FLAG, "name": ALL}, "value"),
+                  Output({"type": SLIDER, "name": ALL}, "value"), Output({"type": FLAG, "name": ALL}, "value"),
                   Input("url", "search"), Input("whatif", "value"), Input({"type": PARAM, "name": ALL}, "value"),
-                  Input({"type": FLAG, "name": ALL}, "value"))
-    def sync(search: str | None, whatif: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[Any, ...]:
-        """The address holds the setting: read on load, written on every change."""
+                  Input({"type": SLIDER, "name": ALL}, "value"), Input({"type": FLAG, "name": ALL}, "value"))
+    def sync(search: str | None, whatif: str | None, values: list[Any], slid: list[Any],
+             ticks: list[list[str]]) -> tuple[Any, ...]:
+        """The address holds the setting: read on load, written on every change; a slider and
+        its number field follow each other."""
         trigger = ctx.triggered_id
-        keep = [no_update] * len(controls.parameters), [no_update] * len(controls.flags)
+        n = len(controls.parameters)
+        keep = [no_update] * n
         if trigger is None or trigger == "url":
             return (no_update, *shown(read_query(controls, search)))
         if trigger == "whatif":
             if not whatif:
-                return (no_update, *keep)
+                return (no_update, keep, keep, [no_update] * len(controls.flags))
             chosen = whatif_setting(controls, model_dir, whatif)
             return (query(controls, chosen), *shown(chosen))
+        if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
+            values = [v if c.name != trigger["name"] else s
+                      for c, v, s in zip(controls.parameters, values, slid, strict=True)]
+            if any(v is None for v in values):
+                return (no_update, values, keep, [no_update] * len(controls.flags))
+            return (query(controls, setting_of(values, ticks)), values, keep, [no_update] * len(controls.flags))
         if any(v is None for v in values):
-            return (no_update, *keep)
-        return (query(controls, setting_of(values, ticks)), *keep)
+            return (no_update, keep, keep, [no_update] * len(controls.flags))
+        _, held, _ = shown(setting_of(values, ticks))
+        sliders: list[Any] = keep
+        if isinstance(trigger, Mapping) and trigger.get("type") == PARAM:  # only the moved one: no loop
+            sliders = [s if c.name == trigger["name"] else no_update
+                       for c, s in zip(controls.parameters, held, strict=True)]
+        return (query(controls, setting_of(values, ticks)), keep, sliders, [no_update] * len(controls.flags))
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": FLAG, "name": ALL}, "value"))

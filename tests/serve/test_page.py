@@ -1,5 +1,5 @@
 """The what-if page in a real browser (Playwright driving the machine's Chromium): load, a
-what-if chosen, a control moved and the instant answer changed, a long simulation cancelled by a
+what-if chosen, a field and a slider moved and the instant answer changed, a long simulation cancelled by a
 changed setting, a short one to completion, a saved what-if
 that ``simstack model=... whatif=...`` runs with the page's figures, hostile model text shown
 as text, and no console error."""
@@ -87,6 +87,14 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.wait_for_function("t => document.querySelector('#instant-chains') && "
                            "document.querySelector('#instant-chains').innerText !== t", arg=before, timeout=10000)
     page.wait_for_function("() => location.search.includes('consoles=24')", timeout=10000)  # the address
+    before = page.inner_text("#instant-chains")
+    slider = page.locator("[role=slider]").nth(3)  # db_latency's slider, 0-12 ms in steps of 0.2
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('db_latency=3.2')", timeout=10000)
+    assert page.input_value("input[id*='db_latency']") == "3.2"  # the field follows its slider
+    page.wait_for_function("t => document.querySelector('#instant-chains') && "
+                           "document.querySelector('#instant-chains').innerText !== t", arg=before, timeout=10000)
     page.check("input[type=checkbox]")  # the cache flag
     page.wait_for_function("() => location.search.includes('cache=1')", timeout=10000)
 
