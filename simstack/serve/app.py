@@ -215,7 +215,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     def poll(_: int | None) -> tuple[Any, Any]:
         state = runner.state()
         if state.status == "running":
-            return f"running: {state.elapsed:.0f} s", no_update
+            return f"running for {state.elapsed:.0f} s: {state.detail}", no_update
         if last.get("seen") == (state.status, state.key, state.elapsed):
             return no_update, no_update
         last["seen"] = (state.status, state.key, state.elapsed)

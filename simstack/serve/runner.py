@@ -31,6 +31,7 @@ class State:
     resources: pd.DataFrame | None = None
     settings: dict[str, Any] | None = None
     message: str = ""
+    detail: str = ""  # what runs: "2 replications of the model and the setting, horizon 7 s"
 
 
 def _work(conn: Connection, model_file: str, parameters: dict[str, Any], flags: dict[str, bool],
@@ -75,7 +76,9 @@ class Runner:
             process.start()
             send.close()
             self._process, self._conn, self._started = process, receive, time.monotonic()
-            self._state = State("running", key)
+            span = "the model's horizon" if horizon is None else f"horizon {horizon:g} s"
+            self._state = State("running", key, detail=f"{replications} replications of the model and the setting "
+                                                       f"on common random numbers, {span}")
 
     def cancel(self, unless: str | None = None) -> None:
         """Stop the running simulation (unless it runs the setting ``unless``)."""
@@ -99,7 +102,7 @@ class Runner:
             elif not self._process.is_alive():
                 self._finish("failed", f"the simulation's worker ended (exit code {self._process.exitcode})", elapsed)
             else:
-                return State("running", self._state.key, elapsed)
+                return State("running", self._state.key, elapsed, detail=self._state.detail)
             return self._state
 
     def _finish(self, outcome: str, payload: Any, elapsed: float) -> None:

@@ -61,6 +61,8 @@ def test_one_run_at_a_time_and_a_changed_setting_cancels_it() -> None:
         runner.start("?consoles=30", model, {"consoles": 30}, {}, 50, 3600.0)  # replaces it, never a pile
         assert first is not None and not first.is_alive()
         assert runner.state().status == "running"
+        assert runner.state().detail == "50 replications of the model and the setting on common random numbers, " \
+                                        "horizon 3600 s"
         runner.cancel(unless="?consoles=30")  # the same setting: kept
         assert runner.state().status == "running"
         process = runner.process
