@@ -15,6 +15,7 @@ from flask import Response, request
 
 from simstack.errors import SimstackError
 from simstack.lang.spec import ModelSpec
+from simstack.load.whatif import available
 from simstack.serve import answers
 from simstack.serve.controls import (
     Control,
@@ -24,6 +25,7 @@ from simstack.serve.controls import (
     overrides,
     query,
     read_query,
+    read_what_if,
     save_whatif,
     whatif_setting,
 )
@@ -79,6 +81,7 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
         html.H3("what-ifs of the model folder"),
         dcc.Dropdown(id="whatif", options=list(controls.whatifs), value=None, placeholder="start from a what-if",
                      style={"width": "24em"}),
+        html.Small(id="whatif-note", style={"color": "#555"}),
         html.H3("instant answer (approximate: mean-value analysis, no simulation)"),
         dcc.Loading(html.Div(id="instant")),
         html.H3("precise answer (simulation, paired with the model on common random numbers)"),
@@ -145,7 +148,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         if trigger == "whatif":
             if not whatif:
                 return (no_update, keep, keep, [no_update] * len(controls.flags))
-            chosen = whatif_setting(controls, model_dir, whatif)
+            try:
+                chosen = whatif_setting(controls, model_dir, whatif)
+            except SimstackError:  # its message is the what-if's note (whatif_note)
+                return (no_update, keep, keep, [no_update] * len(controls.flags))
             return (query(controls, chosen), *shown(chosen))
         if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
             values = [v if c.name != trigger["name"] else s
@@ -230,15 +236,25 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
             return html.Span(state.message, id=f"sim-{state.status}"), no_update
         return no_update, no_update
 
-    @app.callback(Output("saved", "children"), Input("save", "n_clicks"), State("whatif-name", "value"),
-                  State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
-                  prevent_initial_call=True)
-    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]]) -> str:
+    @app.callback(Output("whatif-note", "children"), Input("whatif", "value"), prevent_initial_call=True)
+    def whatif_note(whatif: str | None) -> str:
+        """The chosen what-if's own words, or why it cannot be used."""
+        if not whatif:
+            return ""
+        try:
+            return read_what_if(model_dir, whatif).doc
+        except SimstackError as exc:
+            return f"cannot use this what-if: {exc}"
+
+    @app.callback(Output("saved", "children"), Output("whatif", "options"), Input("save", "n_clicks"),
+                  State("whatif-name", "value"), State({"type": PARAM, "name": ALL}, "value"),
+                  State({"type": FLAG, "name": ALL}, "value"), prevent_initial_call=True)
+    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[str, Any]:
         try:
             path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks))
         except SimstackError as exc:
-            return f" not saved: {exc}"
-        return f" saved {path}"
+            return f" not saved: {exc}", no_update
+        return f" saved {path}", available(model_dir)  # the new one can be chosen at once
 
     return app, runner
 

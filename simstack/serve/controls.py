@@ -24,7 +24,7 @@ from simstack.io.paths import inside
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec, Parameter
 from simstack.lang.units import quantity
-from simstack.load.whatif import FOLDER, available, read_whatif
+from simstack.load.whatif import FOLDER, WhatIf, available, read_whatif
 
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%]*)\s*")
 WHATIF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
@@ -206,11 +206,17 @@ def overrides(controls: Controls, setting: Setting) -> tuple[dict[str, Any], dic
     return params, flags
 
 
+def read_what_if(model_dir: Path, name: str) -> WhatIf:
+    """A what-if of the model's own folder by name (one saved since the page started too)."""
+    known = available(model_dir)
+    if name not in known:
+        raise ModelError(f"unknown what-if {name!r}; what-ifs: {', '.join(known) or '(none)'}")
+    return read_whatif(inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif"))
+
+
 def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
     """The setting a what-if of the model's folder stands for: the model's values, then its own."""
-    if name not in controls.whatifs:
-        raise ModelError(f"unknown what-if {name!r}; what-ifs: {', '.join(controls.whatifs) or '(none)'}")
-    whatif = read_whatif(inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif"))
+    whatif = read_what_if(model_dir, name)
     params, flags = default_setting(controls)
     for key, value in whatif.parameters.items():
         if key in params:
@@ -246,4 +252,4 @@ def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting
 
 
 __all__ = ["Control", "Controls", "Setting", "control", "default_setting", "derive", "overrides", "query",
-           "read_query", "save_whatif", "split_value", "whatif_setting"]
+           "read_query", "read_what_if", "save_whatif", "split_value", "whatif_setting"]

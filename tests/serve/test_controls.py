@@ -117,3 +117,12 @@ def test_save_whatif_never_writes_through_a_link_out_of_the_folder(pipeline: Pat
     with pytest.raises(ModelError):
         save_whatif(controls, pipeline, "escape", read_query(controls, "?workers=12"))
     assert not any(outside.iterdir())
+
+
+def test_a_whatif_saved_or_broken_since_the_page_started(pipeline: Path) -> None:
+    controls = derive(load_model(pipeline))
+    save_whatif(controls, pipeline, "later", read_query(controls, "?workers=12"))
+    assert whatif_setting(controls, pipeline, "later")[0]["workers"] == 12  # chosen without a restart
+    (pipeline / "whatif" / "broken.yaml").write_text("parameters: [1, 2]\n")
+    with pytest.raises(ModelError, match="broken.yaml"):
+        whatif_setting(controls, pipeline, "broken")

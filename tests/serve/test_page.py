@@ -119,6 +119,9 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.click("#save")
     page.wait_for_function("() => document.querySelector('#saved').innerText.includes('saved')", timeout=10000)
     assert (model / "whatif" / "from_page.yaml").is_file()
+    page.click("#whatif")  # the saved what-if is a choice at once
+    page.get_by_text("from_page", exact=True).wait_for(timeout=10000)
+    page.keyboard.press("Escape")
     page.screenshot(path=str(tmp_path / "pipeline.png"), full_page=True)
 
     page.reload()  # reload restores the setting from the address
