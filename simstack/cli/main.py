@@ -124,7 +124,7 @@ def _drop_empty_run_dir() -> None:
 
 # Every word that may stand first on the command line: the Hydra tasks and the verbs with their
 # own argument syntax (dispatched in ``_main`` before Hydra composes anything).
-VERBS = (*TASK_NAMES, "import", "export", "fit", "gather", "kinds", "experiments")
+VERBS = (*TASK_NAMES, "import", "export", "fit", "serve", "gather", "kinds", "experiments")
 
 
 def _looks_like_a_verb(word: str) -> bool:
@@ -212,6 +212,9 @@ def _main() -> None:
     if sys.argv[1:2] == ["fit"]:  # distributions fitted to measured samples (its own argument syntax)
         from simstack.cli.fit import main as fit
         sys.exit(fit(sys.argv[2:]))
+    if sys.argv[1:2] == ["serve"]:  # the interactive what-if page of a model (its own argument syntax)
+        from simstack.cli.serve import main as serve
+        sys.exit(serve(sys.argv[2:]))
     if sys.argv[1:2] == ["kinds"]:  # the model-file vocabulary; no config to compose
         from simstack.load.catalogue import main as kinds
         return kinds()

@@ -1,0 +1,1 @@
+"""``simstack serve``: an interactive what-if page for one model (``docs/serve.md``)."""

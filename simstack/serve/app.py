@@ -1,0 +1,281 @@
+"""The what-if page: a Dash app for one model (``docs/serve.md`` says why Dash).
+
+Every text from the model reaches the page as a Dash component's child, which the browser
+receives as text, never as markup; nothing here renders HTML from a string.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from flask import Response, request
+
+from simstack.errors import SimstackError
+from simstack.lang.spec import ModelSpec
+from simstack.load.whatif import available
+from simstack.serve import answers
+from simstack.serve.controls import (
+    Control,
+    Controls,
+    Setting,
+    derive,
+    overrides,
+    query,
+    read_query,
+    read_what_if,
+    save_whatif,
+    whatif_setting,
+)
+from simstack.serve.runner import Runner
+
+PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
+_CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
+
+
+def table(header: list[str], rows: list[list[str]]) -> html.Table:
+    """Plain text cells: the browser shows them as text."""
+    return html.Table([html.Thead(html.Tr([html.Th(h, style=_CELL) for h in header])),
+                       html.Tbody([html.Tr([html.Td(c, style=_CELL) for c in row]) for row in rows])],
+                      style={"borderCollapse": "collapse", "margin": "6px 0"})
+
+
+def _frame(frame: Any) -> html.Table:
+    return table(list(frame.columns), [[answers.figure(v) for v in row] for row in frame.itertuples(index=False)])
+
+
+def _control(c: Control) -> html.Div:
+    span = f"{c.low:g}–{c.high:g} {c.unit}".strip()
+    hint = (span if c.declared else f"e.g. {span}") + (f"; drives {', '.join(c.drives)}" if c.drives else "")
+    low, high = c.limits
+    return html.Div([
+        html.Label(c.name, style={"display": "inline-block", "width": "11em"}),
+        dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=low, max=high,
+                  step=c.step, debounce=False, style={"width": "7em"}),
+        html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"}),
+        html.Div(dcc.Slider(id={"type": SLIDER, "name": c.name}, min=c.low, max=c.high, step=c.step, value=c.value,
+                            marks=None, tooltip={"placement": "bottom"}),
+                 style={"width": "28em", "marginLeft": "11em"})])
+
+
+def error_page(message: str) -> html.Div:
+    """A model that does not load: its one line, readable, on the page."""
+    return html.Div([html.H1("simstack: the model did not load"), html.P(message, id="load-error")],
+                    style={"fontFamily": "sans-serif", "margin": "2em"})
+
+
+def layout(spec: ModelSpec, controls: Controls) -> html.Div:
+    horizon = spec.settings.get("horizon")
+    return html.Div([
+        dcc.Location(id="url", refresh=False),
+        html.H1(spec.name, id="model-name"), html.P(spec.description, id="model-description"),
+        html.H3("parameters"), *[_control(c) for c in controls.parameters],
+        *([] if controls.parameters else [html.P("(none: the model declares no parameters)")]),
+        *([html.P(f"fixed: {', '.join(f'{k} = {v}' for k, v in controls.fixed.items())}")] if controls.fixed else []),
+        html.H3("flags"),
+        *[dcc.Checklist(id={"type": FLAG, "name": f}, options=[{"label": f" {f}", "value": "on"}],
+                        value=["on"] if on else []) for f, on in controls.flags.items()],
+        *([] if controls.flags else [html.P("(none)")]),
+        html.H3("what-ifs of the model folder"),
+        dcc.Dropdown(id="whatif", options=list(controls.whatifs), value=None, placeholder="start from a what-if",
+                     style={"width": "24em"}),
+        html.Small(id="whatif-note", style={"color": "#555"}),
+        html.H3("instant answer (approximate: mean-value analysis, no simulation)"),
+        dcc.Loading(html.Div(id="instant")),
+        html.H3("precise answer (simulation, paired with the model on common random numbers)"),
+        html.Div([html.Label("replications "), dcc.Input(id="replications", type="number", value=5, min=2, max=100,
+                                                          step=1, style={"width": "5em"}),
+                  html.Label(" horizon (s) "), dcc.Input(id="horizon", type="number", min=0.1,
+                                                          value=_seconds(horizon), style={"width": "6em"}),
+                  html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
+                  html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
+        html.Div(id="progress"), html.Div(id="precise"),
+        dcc.Interval(id="poll", interval=500),
+        html.H3("save as what-if"),
+        html.Div([dcc.Input(id="whatif-name", type="text", placeholder="name"),
+                  html.Button("save", id="save", style={"marginLeft": "0.5em"}), html.Span(id="saved")]),
+    ], style={"fontFamily": "sans-serif", "margin": "1.5em"})
+
+
+def _seconds(horizon: object) -> float | None:
+    from simstack.lang.units import parse_time
+
+    try:
+        return None if horizon is None else parse_time(horizon)
+    except SimstackError:
+        return None
+
+
+def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> tuple[Dash, Runner]:
+    """The app of one model (or of its load error) and its simulation runner."""
+    app = Dash(__name__, title="simstack serve", update_title="")
+    runner = Runner()
+    if token is not None:
+        _require_token(app, token)
+    if spec is None or spec.file is None:
+        app.layout = error_page(error or "no model file")
+        return app, runner
+    controls = derive(spec)
+    model_file, model_dir = spec.file, spec.file.parent
+    app.layout = layout(spec, controls)
+
+    def setting_of(values: list[Any], ticks: list[list[str]]) -> Setting:
+        given = zip(controls.parameters, values, strict=True)
+        params = {c.name: (c.value if v is None else float(v)) for c, v in given}
+        return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks, strict=True)}
+
+    def shown(setting: Setting) -> tuple[list[float], list[float], list[list[str]]]:
+        """The fields', the sliders' (held in their range) and the checkboxes' values of a setting."""
+        values = [setting[0][c.name] for c in controls.parameters]
+        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.parameters, values, strict=True)],
+                [["on"] if setting[1][f] else [] for f in controls.flags])
+
+    @app.callback(Output("url", "search"), Output({"type": PARAM, "name": ALL}, "value"),
+                  Output({"type": SLIDER, "name": ALL}, "value"), Output({"type": FLAG, "name": ALL}, "value"),
+                  Input("url", "search"), Input("whatif", "value"), Input({"type": PARAM, "name": ALL}, "value"),
+                  Input({"type": SLIDER, "name": ALL}, "value"), Input({"type": FLAG, "name": ALL}, "value"))
+    def sync(search: str | None, whatif: str | None, values: list[Any], slid: list[Any],
+             ticks: list[list[str]]) -> tuple[Any, ...]:
+        """The address holds the setting: read on load, written on every change; a slider and
+        its number field follow each other."""
+        trigger = ctx.triggered_id
+        n = len(controls.parameters)
+        keep = [no_update] * n
+        if trigger is None or trigger == "url":
+            return (no_update, *shown(read_query(controls, search)))
+        if trigger == "whatif":
+            if not whatif:
+                return (no_update, keep, keep, [no_update] * len(controls.flags))
+            try:
+                chosen = whatif_setting(controls, model_dir, whatif)
+            except SimstackError:  # its message is the what-if's note (whatif_note)
+                return (no_update, keep, keep, [no_update] * len(controls.flags))
+            return (query(controls, chosen), *shown(chosen))
+        if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
+            values = [v if c.name != trigger["name"] else s
+                      for c, v, s in zip(controls.parameters, values, slid, strict=True)]
+            if any(v is None for v in values):
+                return (no_update, values, keep, [no_update] * len(controls.flags))
+            return (query(controls, setting_of(values, ticks)), values, keep, [no_update] * len(controls.flags))
+        if any(v is None for v in values):
+            return (no_update, keep, keep, [no_update] * len(controls.flags))
+        _, held, _ = shown(setting_of(values, ticks))
+        sliders: list[Any] = keep
+        if isinstance(trigger, Mapping) and trigger.get("type") == PARAM:  # only the moved one: no loop
+            sliders = [s if c.name == trigger["name"] else no_update
+                       for c, s in zip(controls.parameters, held, strict=True)]
+        return (query(controls, setting_of(values, ticks)), keep, sliders, [no_update] * len(controls.flags))
+
+    @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
+                  Input({"type": FLAG, "name": ALL}, "value"))
+    def instant(values: list[Any], ticks: list[list[str]]) -> Any:
+        unread = [c for c, v in zip(controls.parameters, values, strict=True) if v is None]
+        if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
+            return html.P("enter a number for " + ", ".join(
+                f"{c.name}" + (f" ({c.low:g}–{c.high:g} {c.unit})".rstrip() if c.declared else "") for c in unread),
+                id="instant-error")
+        setting = setting_of(values, ticks)
+        runner.cancel(unless=query(controls, setting))
+        try:
+            answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting)))
+        except SimstackError as exc:
+            return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
+                             html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
+                             html.P("press simulate for the precise answer")])
+        return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
+                         html.Div(_frame(answers.beside(model_answer(), answer)), id="instant-chains"),
+                         html.P("busiest stations (approximate)"), _frame(answer.stations.head(8))])
+
+    solved: dict[str, answers.Instant | None] = {}
+
+    def model_answer() -> answers.Instant | None:
+        """The model's own approximate answer, once; None where the solver cannot answer it."""
+        if "model" not in solved:
+            try:
+                solved["model"] = answers.instant(spec)
+            except SimstackError:
+                solved["model"] = None
+        return solved["model"]
+
+    @app.callback(Output("progress", "children", allow_duplicate=True), Input("simulate", "n_clicks"),
+                  State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
+                  State("replications", "value"), State("horizon", "value"), prevent_initial_call=True)
+    def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any) -> Any:
+        setting = setting_of(values, ticks)
+        params, flags = overrides(controls, setting)
+        runner.start(query(controls, setting), model_file, params, flags, max(2, int(replications or 5)),
+                     None if horizon is None else float(horizon))
+        return "running..."
+
+    @app.callback(Output("progress", "children", allow_duplicate=True), Input("cancel", "n_clicks"),
+                  prevent_initial_call=True)
+    def cancel(_: int) -> Any:
+        runner.cancel()
+        return "cancelled"
+
+    last: dict[str, Any] = {}
+
+    @app.callback(Output("progress", "children"), Output("precise", "children"), Input("poll", "n_intervals"))
+    def poll(_: int | None) -> tuple[Any, Any]:
+        state = runner.state()
+        if state.status == "running":
+            return f"running for {state.elapsed:.0f} s: {state.detail}", no_update
+        if last.get("seen") == (state.status, state.key, state.elapsed):
+            return no_update, no_update
+        last["seen"] = (state.status, state.key, state.elapsed)
+        if state.status == "done" and state.requests is not None and state.resources is not None:
+            n = state.settings["replications"] if state.settings else "?"
+            header, rows = answers.paired_rows(state.requests, state.resources)
+            return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications, 95 % intervals",
+                              id="sim-done"),
+                    html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
+                              table(header, rows)], id="precise-table"))
+        if state.status in ("failed", "cancelled"):
+            return html.Span(state.message, id=f"sim-{state.status}"), no_update
+        return no_update, no_update
+
+    @app.callback(Output("whatif-note", "children"), Input("whatif", "value"), prevent_initial_call=True)
+    def whatif_note(whatif: str | None) -> str:
+        """The chosen what-if's own words, or why it cannot be used."""
+        if not whatif:
+            return ""
+        try:
+            return read_what_if(model_dir, whatif).doc
+        except SimstackError as exc:
+            return f"cannot use this what-if: {exc}"
+
+    @app.callback(Output("saved", "children"), Output("whatif", "options"), Input("save", "n_clicks"),
+                  State("whatif-name", "value"), State({"type": PARAM, "name": ALL}, "value"),
+                  State({"type": FLAG, "name": ALL}, "value"), prevent_initial_call=True)
+    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[str, Any]:
+        try:
+            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks))
+        except SimstackError as exc:
+            return f" not saved: {exc}", no_update
+        return f" saved {path}", available(model_dir)  # the new one can be chosen at once
+
+    return app, runner
+
+
+def _require_token(app: Dash, token: str) -> None:
+    """Bound to another interface: every request carries the printed token (then a cookie)."""
+
+    @app.server.before_request
+    def check() -> Response | None:
+        given = request.args.get("token") or request.cookies.get("simstack_token") or ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return Response("simstack serve: this address needs the token printed when the server started\n",
+                            status=403, mimetype="text/plain")
+        return None
+
+    @app.server.after_request
+    def remember(response: Response) -> Response:
+        if request.args.get("token"):
+            response.set_cookie("simstack_token", token, httponly=True, samesite="Strict")
+        return response
+
+
+__all__ = ["build", "error_page", "layout", "table"]
+

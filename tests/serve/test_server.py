@@ -1,0 +1,82 @@
+"""The server's safety and its one background run, without a browser: the token when bound to
+another interface, a model that does not load, the command's arguments, cancellation."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dash")
+
+from simstack.cli.serve import is_loopback, main, parse  # noqa: E402
+from simstack.errors import ConfigError  # noqa: E402
+from simstack.load.loader import load_model  # noqa: E402
+from simstack.serve.app import build  # noqa: E402
+from simstack.serve.runner import Runner  # noqa: E402
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def test_another_interface_needs_the_printed_token() -> None:
+    app, _ = build(load_model("pipeline"), token="s3cret")
+    client = app.server.test_client()
+    assert client.get("/").status_code == 403
+    assert client.get("/_dash-layout").status_code == 403
+    assert client.get("/?token=wrong").status_code == 403
+    assert client.get("/?token=s3cret").status_code == 200
+    assert client.get("/_dash-layout").status_code == 200  # the cookie the first answer set
+
+
+def test_loopback_needs_no_token() -> None:
+    app, _ = build(load_model("pipeline"))
+    assert app.server.test_client().get("/_dash-layout").status_code == 200
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+
+
+def test_a_model_that_does_not_load_is_a_readable_page() -> None:
+    app, _ = build(None, "models/x/model.yaml: hosts.app.cores: expected a number, got 'two'")
+    layout = app.server.test_client().get("/_dash-layout").get_data(as_text=True)
+    assert "expected a number, got 'two'" in layout and "Traceback" not in layout
+
+
+def test_the_command_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse(["model=pipeline", "port=8050"]) == {"model": "pipeline", "port": "8050"}
+    for bad in (["port=80"], ["model=pipeline", "port=http"], ["model=pipeline", "colour=red"]):
+        with pytest.raises(ConfigError):
+            parse(bad)
+    assert main(["model=pipeline", "port=99999"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("simstack: error: simstack serve: port=") and err.count("\n") == 1
+
+
+def test_one_run_at_a_time_and_a_changed_setting_cancels_it() -> None:
+    runner = Runner()
+    model = MODELS / "pipeline" / "model.yaml"
+    try:
+        runner.start("?consoles=24", model, {"consoles": 24}, {}, 50, 3600.0)  # long: still running below
+        first = runner.process
+        runner.start("?consoles=30", model, {"consoles": 30}, {}, 50, 3600.0)  # replaces it, never a pile
+        assert first is not None and not first.is_alive()
+        assert runner.state().status == "running"
+        assert runner.state().detail == "50 replications of the model and the setting on common random numbers, " \
+                                        "horizon 3600 s"
+        runner.cancel(unless="?consoles=30")  # the same setting: kept
+        assert runner.state().status == "running"
+        process = runner.process
+        runner.cancel(unless="?consoles=31")
+        assert runner.state().status == "cancelled" and process is not None and not process.is_alive()
+    finally:
+        runner.close()
+
+
+def test_a_failed_run_is_a_line_not_the_servers_end() -> None:
+    runner = Runner()
+    runner.start("", MODELS / "pipeline" / "model.yaml", {"consoles": "many"}, {}, 2, 1.0)
+    deadline = time.monotonic() + 30
+    while runner.state().status == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    state = runner.state()
+    assert state.status == "failed" and "got 'many'" in state.message
