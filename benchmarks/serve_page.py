@@ -1,6 +1,6 @@
 """The page's first load and the instant answer's latency, measured in Chromium (docs/serve.md).
 
-    PYTHONPATH=. python tests/serve/bench_page.py [model] [parameter]
+    .venv/bin/python benchmarks/serve_page.py [model] [parameter]
 
 Prints: the server's start (command to printed address), the first load (navigation to the
 instant answer shown) and the instant answer's latency (a control changed to the new answer
