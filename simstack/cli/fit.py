@@ -97,6 +97,7 @@ def fit_main(argv: list[str]) -> int:
 
 def ranking_table(fits: list[Fitted], unit: str, scale: float) -> pd.DataFrame:
     """One row per law: the written text, each parameter's 95 % bootstrap interval, AIC, KS."""
+    import pandas as pd  # noqa: F811 (the command starts without pandas; a fit needs it)
 
     def span(interval: tuple[float, float], per: float) -> str:
         low, high = interval

@@ -68,10 +68,16 @@ def input_hashes(study: Study, parameters: Mapping[str, Any]) -> dict[str, str |
     return hashes
 
 
+# Keys that decide no predicted number: the prose, and whether an ordering check must be
+# significant (a verdict on the check, not an input of any value or of the acceptance rule).
+UNDECIDING = ("doc", "significant")
+
+
 def _without_doc(value: Any) -> Any:
-    """The prose (``doc`` keys) does not decide a number: editing it leaves the hash alone."""
+    """The prose (``doc`` keys) and an ordering's ``significant:`` decide no number: editing
+    them leaves the hash alone."""
     if isinstance(value, Mapping):
-        return {k: _without_doc(v) for k, v in value.items() if k != "doc"}
+        return {k: _without_doc(v) for k, v in value.items() if k not in UNDECIDING}
     if isinstance(value, list):
         return [_without_doc(v) for v in value]
     return value

@@ -41,7 +41,7 @@ def test_a_local_ray_gives_the_joblib_table(joblib_table: pd.DataFrame, tmp_path
     table, log = _sweep(tmp_path, "ray", "hydra/launcher=ray", *RAY_INIT)
     assert "Ray: starting with" in log and "Ray: joining" not in log
     assert "Token authentication" not in log and "[HYDRA]" not in log  # log noise off by default (issue 29)
-    assert len(table) == 4 and (table["status"] == "ok").all() and (table["mean"] > 0).all()
+    assert len(table) == 4 and (table["status"] == "ok").all() and (table["mean_ms"] > 0).all()
     pd.testing.assert_frame_equal(table, joblib_table, check_exact=True)
 
 
