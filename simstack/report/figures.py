@@ -16,6 +16,7 @@ from simstack.report import (  # noqa: F401  (imported to register their builder
     hierarchy,
     latency_cdf,
     load,
+    over_time,
     parity,
     per_item,
     predictions,
