@@ -29,13 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simstack.errors import ModelError
-from simstack.kinds.workloads import WorkloadType, count_field, register, start_time
+from simstack.kinds.workloads import WorkloadType, count_field, register, start_arrivals, start_time
 from simstack.lang.maps import MarkovArrivals, read_map, read_mmpp
 from simstack.lang.samplers import Exp, Uniform
 from simstack.lang.schema import Field
 from simstack.lang.spec import Workload
 from simstack.lang.units import shown
-from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
@@ -96,17 +95,7 @@ class MarkovArrivalType(WorkloadType):
     def start(cls, r: Replication, wl: MapWorkload, scope: Scope) -> None:
         gap = interarrivals(wl.arrivals, r.sampler(f"workloads.{wl.name}.sojourn", Exp(1.0)),
                             r.sampler(f"workloads.{wl.name}.move", Uniform(0.0, 1.0)))
-        state = {"n": 0}
-        body = r.root(wl.request, scope)
-
-        def arrive(_e: object = None) -> None:
-            if state["n"] >= wl.count:
-                return
-            state["n"] += 1
-            r.start(wl.request, wl.name, 0, scope, None, body=body)
-            Wake(r.env, gap(), arrive)  # type: ignore[arg-type]
-
-        Wake(r.env, wl.start + gap(), arrive)  # type: ignore[arg-type]
+        start_arrivals(r, wl.name, wl.request, 0, wl.count, wl.start, scope, lambda _now: gap())
 
 
 def interarrivals(arrivals: MarkovArrivals, unit_exp: Callable[[Any], float],

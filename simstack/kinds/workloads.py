@@ -14,7 +14,7 @@ the catalogue find the types here, so a new one is a new class in this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
@@ -168,21 +168,7 @@ class Open(WorkloadType):
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
         draw = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
         gap = (lambda _now: draw(None)) if wl.schedule is None else _scheduled_gap(wl.schedule, draw)  # type: ignore
-        state = {"n": 0}
-        body = r.root(wl.request, scope)
-
-        def arrive(_e: object = None) -> None:
-            if state["n"] >= wl.count:
-                return
-            state["n"] += 1
-            r.start(wl.request, wl.name, wl.item, scope, None, body=body)
-            after = gap(r.env._now)
-            if after < math.inf:
-                Wake(r.env, after, arrive)  # type: ignore[arg-type]
-
-        first = gap(wl.start)
-        if first < math.inf:
-            Wake(r.env, wl.start + first, arrive)  # type: ignore[arg-type]
+        start_arrivals(r, wl.name, wl.request, wl.item, wl.count, wl.start, scope, gap)
 
     @classmethod
     def finite(cls, wl: OpenWorkload) -> bool:
@@ -196,6 +182,28 @@ def _rate_or_schedule(value: object) -> float | RateSchedule:
     if isinstance(value, Mapping):
         return read_schedule(value)
     return positive(parse_rate(value), value)
+
+
+def start_arrivals(r: Replication, name: str, request: str, item: int, count: float, start: float, scope: Scope,
+                   gap: Callable[[float], float]) -> None:
+    """A stream of requests at the times ``gap`` gives: the first ``gap(start)`` after
+    ``start``, each next ``gap(now)`` after the one before, ``count`` in all; an infinite gap
+    ends the stream (a rate that stays at zero). Open and Markovian arrivals share it."""
+    state = {"n": 0}
+    body = r.root(request, scope)
+
+    def arrive(_e: object = None) -> None:
+        if state["n"] >= count:
+            return
+        state["n"] += 1
+        r.start(request, name, item, scope, None, body=body)
+        after = gap(r.env._now)
+        if after < math.inf:
+            Wake(r.env, after, arrive)  # type: ignore[arg-type]
+
+    first = gap(start)
+    if first < math.inf:
+        Wake(r.env, start + first, arrive)  # type: ignore[arg-type]
 
 
 def _scheduled_gap(schedule: RateSchedule, unit: Any) -> Any:
