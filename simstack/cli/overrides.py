@@ -48,8 +48,11 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
             parsed.extend(parser.parse_overrides([text]))
         except HydraException as exc:
             detail = str(exc).strip().splitlines()[0]
-            raise ConfigError(f"cannot read the override {text!r} ({detail}); write key=value, +key=value to add "
-                              "a key, or key=a,b,c with -m for a sweep") from None
+            raise ConfigError(f"cannot read the override {_cut(text)!r} ({detail}); write key=value, +key=value "
+                              "to add a key, or key=a,b,c with -m for a sweep") from None
+        except ValueError:  # Hydra's own int(): a whole number of more digits than Python converts
+            raise ConfigError(f"cannot read the override {_cut(text)!r}: a number of more than 4,300 digits; "
+                              "write a number a model can use") from None
     ours = [o for o in parsed if not _is_hydra(o)]
     hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
     base, options = _compose(config_dir, hydra_groups)
@@ -63,6 +66,11 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
         if override.key_or_group in chosen and override.type != OverrideType.DEL:
             chosen[override.key_or_group] = [v for v in _values(override) if v not in ("null", "")]
     return chosen
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """An override as an error echoes it: cut short (a 5,000-digit value need not be shown whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _is_hydra(override: Override) -> bool:

@@ -371,8 +371,9 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
 
 def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horizon: float | None,
                     warmup: float | str) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"sim.seed must be a whole number >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ConfigError(f"sim.seed must be a whole number from 0 to 2^63 - 1, got {str(seed)[:40]!r}"
+                          + (f" ({len(str(seed))} digits)" if isinstance(seed, int) and len(str(seed)) > 40 else ""))
     if isinstance(replications, range):
         if replications.step != 1 or replications.start < 0 or not len(replications):
             raise ConfigError(f"replications: a range of replication indices must be non-empty, from 0 up, "

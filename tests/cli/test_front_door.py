@@ -83,3 +83,17 @@ def test_a_notebook_uses_only_the_public_names(notebook: Path) -> None:
 def test_a_notebooks_html_export_is_not_committed() -> None:
     done = subprocess.run(["git", "check-ignore", "-q", "notebooks/capacity_planning.html"], cwd=ROOT)
     assert done.returncode == 0, "notebooks/*.html (an nbconvert export) is not ignored by git"
+
+
+def test_a_number_hydra_cannot_read_is_one_line_cut_short() -> None:
+    """Issue 30: a 5,000-digit override was a ValueError traceback from inside Hydra's parser."""
+    done = _simstack("model=pipeline", "+parameters.consoles=" + "9" * 5000)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "a number of more than 4,300 digits" in done.stderr and "(5021 characters)" in done.stderr
+    assert len(done.stderr) < 500
+
+
+def test_a_seed_beyond_63_bits_is_refused() -> None:
+    done = _simstack("model=pipeline", "sim.seed=" + "9" * 4200, "sim.horizon=2", "sim.warmup=0")
+    assert done.returncode == 2 and "sim.seed must be a whole number from 0 to 2^63 - 1" in done.stderr
+    assert "(4200 digits)" in done.stderr and len(done.stderr) < 300
