@@ -19,9 +19,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from simstack.cli.options import given_settings, jobs, optional_text, plain, progress, study_model
-from simstack.cli.run import chosen_spec, run
+from simstack.cli.run import chosen_spec, run, say_raised
 from simstack.errors import ConfigError
 from simstack.io.paths import model_dir_of
+from simstack.load.loader import load_model
 from simstack.report.build import write_report
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.crosscheck import crosscheck_into, summary
@@ -51,7 +52,9 @@ def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> 
     command line's, else Hydra's record of them) over its ``defaults``, refused where the
     study states them itself (``simstack.studies.schema.settings``)."""
     model, models_dir = study_model(cfg)
-    return apply_settings(load_study(model_dir_of(model, models_dir)), given_settings(cfg, overrides), task)
+    study = load_study(model_dir_of(model, models_dir))
+    say_raised(load_model(study.folder / "model.yaml"))  # limits the model raises, told at every task too
+    return apply_settings(study, given_settings(cfg, overrides), task)
 
 
 def settings_line(study: Study) -> str:

@@ -25,3 +25,18 @@ def test_every_run_of_a_model_that_raises_a_limit_prints_a_warning(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert ("warning: this model raises its limit on a count from 1,000,000 to 1,000,000,000,000 "
             "(settings.limits.count)") in done.stderr
+
+
+def test_a_study_task_on_such_a_model_says_so_too(tmp_path: Path) -> None:
+    """report, predict, calibrate and crosscheck read the study through the same door."""
+    import shutil
+
+    folder = tmp_path / "raised"
+    shutil.copytree(PIPELINE.parent, folder)
+    model = yaml.safe_load(PIPELINE.read_text())
+    model["settings"]["limits"] = {"count": 1e12}
+    (folder / "model.yaml").write_text(yaml.safe_dump(model))
+    exe = Path(sys.executable).parent / "simstack"
+    done = subprocess.run([str(exe), "report", f"model={folder}", f"out={tmp_path / 'page.html'}",
+                           "sim.replications=9999999999"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "warning: this model raises its limit on a count" in done.stderr, done.stderr
