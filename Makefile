@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check-fast lint bench predictions wheel clean
+.PHONY: run test check-fast lint bench bench-native predictions wheel clean
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
@@ -59,6 +59,17 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# The native peer (LINE's LDES) lives in its own environment, never in simstack's.
+PEERS := .venv-peers/.installed
+$(PEERS):
+	$(PY) -m venv .venv-peers
+	.venv-peers/bin/pip install --quiet line-solver==3.0.8.0
+	touch $@
+
+# simstack against LDES and a C++ heap loop, side by side (benchmarks/README.md, Native peer).
+bench-native: $(HOTPATH) $(PEERS)
+	$(BIN)/python benchmarks/native_peer.py --facilities
 
 # Every model's committed predictions.csv, rebuilt (long: see each model's README).
 predictions: $(STAMP)
