@@ -3,8 +3,10 @@
 Run only by ``native_peer.py``, in the separate environment ``make bench-native`` makes
 (``line-solver`` is never a dependency of simstack): ``python ldes_models.py MODEL EVENTS SEED``
 prints one JSON line with the wall time of LDES's solve (its own native process included, the
-model's construction and LINE's import not), LDES's count of simulated events, its own runtime
-and the mean response time it reports, so the caller can check it against the closed form.
+model's construction and LINE's import not), the CPU time of the native process LDES runs in
+(``cpu_s``, from this process's children: a fair figure on a busy machine), LDES's count of
+simulated events and the mean response time it reports, so the caller can check it against the
+closed form.
 
 LDES stops after ``EVENTS`` service-completion events (its ``samples``, its own definition of an
 event); the caller counts every one of them as a service completion, which can only favour LDES.
@@ -14,6 +16,7 @@ One replication on one thread, as simstack's run is.
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from typing import Any
@@ -73,15 +76,18 @@ def main(argv: list[str]) -> int:
 
     GlobalConstants.set_verbose(VerboseLevel.SILENT)
     net, stations = build(model)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     solver = LDES(net, seed=seed, samples=events, replications=1, numthreads=1)
     table = solver.avg_table()
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     rows = table.set_index("Station")
     # a request's response: the sum over the stations it visits of visits x time per visit
     # (ResidT is LINE's response time per visit weighted by the visit ratio)
     response = float(sum(rows.loc[name, "ResidT"] for name in stations))
-    print(json.dumps({"engine": "ldes", "model": model, "status": "ok", "wall_s": wall,
+    print(json.dumps({"engine": "ldes", "model": model, "status": "ok", "wall_s": wall, "cpu_s": cpu,
                       "events": events, "mean": response}), flush=True)
     return 0
 
