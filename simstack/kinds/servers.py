@@ -2,7 +2,8 @@
 
 The generic building block for anything whose inside the model does not need: a beam
 scheduler's pattern-schedule step, a timing master, a remote service. ``servers: inf``
-makes it a pure delay (every caller served at once). Callers wait first come, first served.
+makes it a pure delay (every caller served at once). Callers wait first come, first served,
+or in another order (``order: lcfs | lcfs-pr | siro | sjf``, ``simstack.resources.orders``).
 
 A load-dependent station (``load_dependent: [1, 1.8, 2.4]``, as LINE and JMT define one) is a
 service whose speed depends on how many requests it holds: a database that serves more with
@@ -22,12 +23,13 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.lang.distributions import DistributionField
-from simstack.lang.samplers import Distribution
-from simstack.lang.schema import Field
+from simstack.lang.samplers import Distribution, Uniform
+from simstack.lang.schema import Field, one_of
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_time, shown
 from simstack.resources.cpu import FifoCall, FifoCpu
 from simstack.resources.meter import Meter
+from simstack.resources.orders import ORDERS, OrderedStation, PreemptiveLcfs, RandomLine, make_line
 from simstack.resources.protocol import Done, K
 from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
@@ -41,14 +43,20 @@ class ServerRuntime:
     __slots__ = ("env", "meter", "station", "service")
 
     def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution,
-                 load_dependent: tuple[float, ...] | None = None):
+                 load_dependent: tuple[float, ...] | None = None, order: str = "fifo"):
         self.env = env
         self.meter = meter
-        self.station: FifoCpu | SharedRate | None
+        self.station: FifoCpu | SharedRate | OrderedStation | PreemptiveLcfs | None
         if load_dependent is not None:
             self.station = SharedRate(env, 1, 1.0, meter, share=partial(_load_dependent_share, load_dependent))
+        elif not math.isfinite(servers):
+            self.station = None  # a pure delay: no line, so no order
+        elif order == "fifo":
+            self.station = FifoCpu(env, servers, 1.0, meter)
+        elif order == "lcfs-pr":
+            self.station = PreemptiveLcfs(env, servers, meter)
         else:
-            self.station = FifoCpu(env, servers, 1.0, meter) if math.isfinite(servers) else None
+            self.station = OrderedStation(env, servers, meter, make_line(order))
         self.service = service
 
 
@@ -81,6 +89,9 @@ class ServerKind(Kind):
         "service": Field(time_dist, help="service-time distribution, e.g. exp(2ms)"),
         "load_dependent": Field(_rate_table, None, "total service rate with 1, 2, ... requests present, "
                                 "e.g. [1, 1.8, 2.4] (last entry held); replaces servers"),
+        "order": Field(one_of(*ORDERS), "fifo", "order callers are served in: fifo, lcfs (last come first), "
+                       "lcfs-pr (last come first, preemptive resume), siro (random), sjf (shortest "
+                       "drawn service time first, non-preemptive)"),
     }
     call_options = {"service": Field(time_dist, None, "overrides the component's service time")}
 
@@ -90,6 +101,9 @@ class ServerKind(Kind):
             raise ModelError("load_dependent gives the station's total rate with each number of requests present, "
                              "so it replaces servers: remove servers (a station of c servers is "
                              "load_dependent: [1, 2, ..., c])", path=f"components.{spec.name}.servers")
+        if spec.settings["load_dependent"] is not None and spec.settings["order"] != "fifo":
+            raise ModelError("a load_dependent station shares its rate among every request present, so it has "
+                             "no waiting line to order: remove order", path=f"components.{spec.name}.order")
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ServerRuntime:
@@ -97,7 +111,7 @@ class ServerKind(Kind):
         if s["load_dependent"] is not None:
             return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, 1), 1, s["service"], s["load_dependent"])
         return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, s["servers"]), s["servers"],
-                             s["service"])
+                             s["service"], order=s["order"])
 
     @classmethod
     def bind_call(cls, runtime: ServerRuntime, options: Mapping[str, Any],
@@ -105,6 +119,9 @@ class ServerKind(Kind):
         draw = sampler(stream, options.get("service") or runtime.service)
         env = runtime.env
         station = runtime.station
+        if isinstance(station, OrderedStation) and isinstance(station.line, RandomLine) and not station.line.bound:
+            # The station's own stream (a replication's samplers exist once its parts are built).
+            station.line.bind(sampler(f"components.{runtime.meter.name}.order", Uniform(0.0, 1.0)))
         meter = runtime.meter
         if station is None:
             def delay(ctx: Ctx, done: Done) -> None:
