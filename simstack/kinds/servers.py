@@ -21,12 +21,13 @@ from functools import partial
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.kinds.base import BuildContext, Ctx, Kind, SamplerFactory, register
+from simstack.kinds.base import BindContext, BuildContext, Ctx, Kind, SamplerFactory, register
 from simstack.lang.distributions import DistributionField
 from simstack.lang.samplers import Distribution, Uniform
 from simstack.lang.schema import Field, one_of
 from simstack.lang.spec import ComponentSpec
 from simstack.lang.units import parse_count, parse_time, shown
+from simstack.resources.blocking import Bounded, Handoff
 from simstack.resources.cpu import FifoCall, FifoCpu
 from simstack.resources.meter import Meter
 from simstack.resources.orders import ORDERS, OrderedStation, PreemptiveLcfs, RandomLine, make_line
@@ -40,24 +41,41 @@ time_dist = DistributionField(parse_time)  # a data file is read from the model'
 
 
 class ServerRuntime:
-    __slots__ = ("env", "meter", "station", "service")
+    __slots__ = ("env", "meter", "station", "service", "entry", "handoff")
 
     def __init__(self, env: Any, meter: Meter, servers: float, service: Distribution,
-                 load_dependent: tuple[float, ...] | None = None, order: str = "fifo"):
+                 load_dependent: tuple[float, ...] | None = None, order: str = "fifo",
+                 capacity: float = math.inf, handoff: Handoff | None = None):
         self.env = env
         self.meter = meter
+        self.handoff = handoff
         self.station: FifoCpu | SharedRate | OrderedStation | PreemptiveLcfs | None
         if load_dependent is not None:
             self.station = SharedRate(env, 1, 1.0, meter, share=partial(_load_dependent_share, load_dependent))
         elif not math.isfinite(servers):
             self.station = None  # a pure delay: no line, so no order
-        elif order == "fifo":
+        elif order == "fifo" and (handoff is None or not handoff.used):
             self.station = FifoCpu(env, servers, 1.0, meter)
         elif order == "lcfs-pr":
             self.station = PreemptiveLcfs(env, servers, meter)
         else:
             self.station = OrderedStation(env, servers, meter, make_line(order))
+        self.entry: Bounded | None = None  # room for ``capacity``: senders block when it is full
+        if math.isfinite(capacity) and isinstance(self.station, OrderedStation | PreemptiveLcfs) \
+                and handoff is not None:
+            self.entry = Bounded(env, self.station, capacity, handoff)
         self.service = service
+
+    def can_hold(self) -> None:
+        """Let this station hold a finished request's server while the next station is full:
+        the model has a bounded station (called once every station is built)."""
+        handoff = self.handoff
+        if handoff is None or not handoff.used:
+            return
+        if isinstance(self.station, FifoCpu):
+            self.station = OrderedStation(self.env, self.station.cores, self.meter, make_line("fifo"))
+        if isinstance(self.station, OrderedStation):
+            self.station.handoff = handoff
 
 
 def _load_dependent_share(rates: tuple[float, ...], n: int) -> float:
@@ -89,6 +107,9 @@ class ServerKind(Kind):
         "service": Field(time_dist, help="service-time distribution, e.g. exp(2ms)"),
         "load_dependent": Field(_rate_table, None, "total service rate with 1, 2, ... requests present, "
                                 "e.g. [1, 1.8, 2.4] (last entry held); replaces servers"),
+        "capacity": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "requests it has room for, in "
+                          "service and waiting; when full, a sender waits, holding the server it comes "
+                          "from (blocking after service)"),
         "order": Field(one_of(*ORDERS), "fifo", "order callers are served in: fifo, lcfs (last come first), "
                        "lcfs-pr (last come first, preemptive resume), siro (random), sjf (shortest "
                        "drawn service time first, non-preemptive)"),
@@ -104,14 +125,27 @@ class ServerKind(Kind):
         if spec.settings["load_dependent"] is not None and spec.settings["order"] != "fifo":
             raise ModelError("a load_dependent station shares its rate among every request present, so it has "
                              "no waiting line to order: remove order", path=f"components.{spec.name}.order")
+        capacity, servers = spec.settings["capacity"], spec.settings["servers"]
+        if math.isfinite(capacity) and (spec.settings["load_dependent"] is not None or not math.isfinite(servers)):
+            raise ModelError("capacity bounds a station of finitely many servers (not a pure delay, not "
+                             "load_dependent)", path=f"components.{spec.name}.capacity")
+        if capacity < servers:
+            raise ModelError(f"capacity ({shown(capacity)}) counts the requests in service too, so it is at "
+                             f"least servers ({shown(servers)})", path=f"components.{spec.name}.capacity")
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> ServerRuntime:
         s = spec.settings
         if s["load_dependent"] is not None:
             return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, 1), 1, s["service"], s["load_dependent"])
+        if math.isfinite(s["capacity"]):
+            ctx.handoff.used = True
         return ServerRuntime(ctx.env, Meter(spec.name, cls.kind, s["servers"]), s["servers"],
-                             s["service"], order=s["order"])
+                             s["service"], order=s["order"], capacity=s["capacity"], handoff=ctx.handoff)
+
+    @classmethod
+    def bind(cls, spec: ComponentSpec, runtime: ServerRuntime, ctx: BindContext) -> None:
+        runtime.can_hold()
 
     @classmethod
     def bind_call(cls, runtime: ServerRuntime, options: Mapping[str, Any],
@@ -137,6 +171,13 @@ class ServerKind(Kind):
                 Wake(env, service, finish)
             return delay
 
+        entering = runtime.entry or station
+        if isinstance(entering, Bounded | OrderedStation | PreemptiveLcfs):
+            enter = entering.enter
+
+            def serve_as(ctx: Ctx, done: Done) -> None:
+                enter(draw(ctx), done, False, ctx.req)  # the request, to know its own held server
+            return serve_as
         submit = station.submit
 
         def serve(ctx: Ctx, done: Done) -> None:

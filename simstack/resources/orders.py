@@ -12,7 +12,9 @@ which resumes later where it stopped).
 The first three are one class with a pluggable line, as SimPy picks a queue's order with one
 class attribute; ``lcfs-pr`` preempts, so it keeps the running jobs' bookkeeping and is its
 own class. Each calls ``done(wait, service)`` when a job ends: ``service`` the time it ran,
-``wait`` the rest of its time at the station.
+``wait`` the rest of its time at the station. A first-come or ordered station may also hold
+a finished request's server while the station it goes to next is full (``handoff``,
+``simstack.resources.blocking``).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from typing import Any
 
 import simpy
 
+from simstack.resources.blocking import Handoff, Held
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Done, K
 from simstack.resources.wake import Wake
 
 ORDERS = ("fifo", "lcfs", "lcfs-pr", "siro", "sjf")
 UniformDraw = Callable[[Any], float]  # a draw in [0, 1) from the station's own stream (its argument is ignored)
-Job = tuple[float, float, Any, bool]  # (arrived, service, done, plain)
+Job = tuple[float, float, Any, bool, object]  # (arrived, service, done, plain, owner)
 
 
 class _Line:
@@ -127,28 +130,31 @@ def make_line(order: str) -> _Line:
 
 class OrderedStation:
     """``servers`` identical servers (finite) taking waiting jobs in ``line``'s order, each to
-    the end of its service."""
+    the end of its service. With a ``handoff``, a finished job offers its server to the
+    station it goes to next, which keeps it held while it is full."""
 
-    __slots__ = ("env", "servers", "meter", "line", "free")
+    __slots__ = ("env", "servers", "meter", "line", "free", "handoff")
     exact_fusion = False
 
-    def __init__(self, env: simpy.Environment, servers: float, meter: Meter, line: _Line):
+    def __init__(self, env: simpy.Environment, servers: float, meter: Meter, line: _Line,
+                 handoff: Handoff | None = None):
         self.env = env
         self.servers = servers
         self.meter = meter
         self.line = line
         self.free = servers
+        self.handoff = handoff
 
     def meters(self) -> list[Meter]:
         return [self.meter]
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
-        self.enter(demand, done, False)
+        self.enter(demand, done, False, owner)
 
     def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
-        self.enter(demand, k, True)
+        self.enter(demand, k, True, owner)
 
-    def enter(self, service: float, done: Any, plain: bool) -> None:
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
@@ -156,9 +162,9 @@ class OrderedStation:
         if self.free:
             self.free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish, (now, service, done, plain))
+            Wake(self.env, service, self._finish, (now, service, done, plain, owner))
         else:
-            self.line.put((now, service, done, plain))
+            self.line.put((now, service, done, plain, owner))
             meter.queue = len(self.line)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
@@ -177,10 +183,21 @@ class OrderedStation:
             meter.busy -= 1
 
     def _finish(self, event: Wake) -> None:
-        arrived, service, done, plain = event.job
-        now = self.env._now
-        self.free_one()
-        _call(done, plain, now - arrived - service, service)
+        arrived, service, done, plain, owner = event.job
+        wait = self.env._now - arrived - service
+        handoff = self.handoff
+        if handoff is None:
+            self.free_one()
+            _call(done, plain, wait, service)
+            return
+        held = Held(self, owner)
+        previous = handoff.offer(held)
+        try:
+            _call(done, plain, wait, service)
+        finally:
+            handoff.withdraw(previous)
+        if not held.taken:
+            self.free_one()
 
 
 def _call(done: Any, plain: bool, wait: float, service: float) -> None:
@@ -224,12 +241,12 @@ class PreemptiveLcfs:
         return [self.meter]
 
     def submit(self, demand: float, priority: int, done: Done, owner: object = None) -> None:
-        self.enter(demand, done, False)
+        self.enter(demand, done, False, owner)
 
     def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
-        self.enter(demand, k, True)
+        self.enter(demand, k, True, owner)
 
-    def enter(self, service: float, done: Any, plain: bool) -> None:
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1

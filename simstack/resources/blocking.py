@@ -1,0 +1,125 @@
+"""Blocking between stations: a station with room for ``capacity`` requests that, when full,
+makes its sender wait instead of turning the request away.
+
+Think of a conveyor between two machines: when the buffer in front of the second machine is
+full, the first one cannot put its finished piece down, so it stands holding it, and starts
+nothing new, until a place frees. This is *blocking after service* (BAS) as JMT and LINE
+define it: a request that finishes service at one station and goes straight on to a full one
+keeps its server at the first (which stays busy, and counts the request as present) until
+the full station has room; then the request moves in and the first station's server takes
+its next caller. Blocked requests move in first blocked, first in: a place that frees is
+kept for the first of them, who moves in once the leaving request has gone on (at the same
+instant), so the station never counts more than ``capacity``.
+
+How the two stations meet without knowing each other: a station that ends a job *offers*
+its server (``Handoff.offer``) for the instant it hands the request on; if the request's
+next step is a full bounded station, that station *takes* the offer (``Held``) and keeps it
+until there is room; otherwise the offer is withdrawn when the hand-on returns and the server
+goes on at once. A request that reaches a full station from anywhere else (an arrival, a
+thread, a delay) has no server to hold: it waits for room all the same.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import partial
+from typing import Any, Protocol
+
+from simstack.resources.meter import Meter
+from simstack.resources.wake import Soon
+
+
+class Freeing(Protocol):
+    def free_one(self) -> None: ...
+
+
+class Entering(Protocol):
+    meter: Meter
+
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None: ...
+
+
+class Held:
+    """A finished request that keeps its server until let go."""
+
+    __slots__ = ("station", "owner", "taken")
+
+    def __init__(self, station: Freeing, owner: object):
+        self.station = station
+        self.owner = owner  # the request whose next step may take it
+        self.taken = False  # a full station took it: the server stays held until ``release``
+
+    def release(self) -> None:
+        self.station.free_one()
+
+
+class Handoff:
+    """One per replication: the server offered by the request being handed on, if any."""
+
+    __slots__ = ("offered", "used")
+
+    def __init__(self) -> None:
+        self.offered: Held | None = None
+        self.used = False  # the model has a bounded station: servers must be able to hold
+
+    def offer(self, held: Held) -> Held | None:
+        previous = self.offered
+        self.offered = held
+        return previous
+
+    def withdraw(self, previous: Held | None) -> None:
+        self.offered = previous
+
+    def take(self, owner: object) -> Held | None:
+        """The server offered by ``owner``'s request, now held; None if it offers none."""
+        held = self.offered
+        if held is None or held.owner is not owner or held.taken:
+            return None
+        held.taken = True
+        return held
+
+
+Blocked = tuple[float, float, Any, bool, object, Held | None]  # (since, service, done, plain, owner, held)
+
+
+class Bounded:
+    """Room for ``capacity`` requests at ``station`` (in service and waiting); a request that
+    finds it full waits, holding the server it came from if it offers one."""
+
+    __slots__ = ("env", "station", "capacity", "handoff", "present", "blocked", "meter")
+
+    def __init__(self, env: Any, station: Entering, capacity: float, handoff: Handoff):
+        self.env = env
+        self.station = station
+        self.meter = station.meter
+        self.capacity = capacity
+        self.handoff = handoff
+        self.present = 0
+        self.blocked: deque[Blocked] = deque()
+
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
+        now = self.env._now
+        if self.present < self.capacity:
+            self.present += 1
+            self._move_in((now, service, done, plain, owner, None))
+        else:
+            self.blocked.append((now, service, done, plain, owner, self.handoff.take(owner)))
+
+    def _move_in(self, job: Blocked, _event: object = None) -> None:
+        """``job`` takes its place (counted in ``present`` already) and joins the station; the
+        server it held, if any, takes its next caller."""
+        since, service, done, plain, owner, held = job
+        blocked_for = self.env._now - since
+
+        def left(*timings: float) -> None:
+            if self.blocked:  # the place goes to the first blocked request, kept for it meanwhile
+                Soon(self.env, partial(self._move_in, self.blocked.popleft()))
+            else:
+                self.present -= 1
+            if plain:
+                done()
+            else:  # the time blocked is time waiting for this station
+                done(timings[0] + blocked_for, timings[1])
+        self.station.enter(service, left, plain, owner)
+        if held is not None:
+            held.release()
