@@ -17,6 +17,7 @@ import pytest
 
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
+from simstack.studies.analysis.solve import solve_model
 from simstack.testing import compare, rep_resource, rep_throughput, run
 
 N, THINK, M1, M2 = 6, 2.0, 0.3, 0.5
@@ -84,3 +85,8 @@ def test_capacity_refused_where_it_cannot_hold() -> None:
     doc["components"]["s2"]["servers"] = "inf"
     with pytest.raises(ModelError, match=r"components\.s2\.capacity: capacity bounds a station of finitely many"):
         build_spec(doc, None)
+
+
+def test_the_analytic_solver_refuses_a_bounded_station() -> None:
+    with pytest.raises(ModelError, match=r"requests\.job\.steps\[1\]: server 's2' with capacity"):
+        solve_model(build_spec(tandem(2), None))

@@ -311,6 +311,9 @@ class _Builder:
             if order == "sjf":
                 self.refuse(path, f"server {comp.name!r} serving the shortest job first (its mean depends on the "
                                   "whole service-time distribution); nearest solvable: order fifo")
+            if math.isfinite(s.get("capacity", math.inf)):
+                self.refuse(path, f"server {comp.name!r} with capacity (its senders block when it is full); "
+                                  "nearest solvable: capacity inf")
             # lcfs and siro keep first come, first served's means; lcfs-pr is insensitive, as sharing is
             return [Visit(self.station(comp.name, "server", s["servers"], fifo=order != "lcfs-pr"), mean, var)]
         if comp.kind == "database":
