@@ -36,6 +36,9 @@ from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
 
 MAX_LOAD_LEVELS = 10_000  # entries of a load-dependent rate table
+# The call option the reader puts on a server call whose next step goes to a station that blocks
+# before service (``simstack.load.steps.senders``): that station's name.
+RESERVE = "reserve"
 
 time_dist = DistributionField(parse_time)  # a data file is read from the model's folder (read_fields)
 
@@ -64,6 +67,7 @@ class ServerRuntime:
         if math.isfinite(capacity) and isinstance(self.station, OrderedStation | PreemptiveLcfs) \
                 and handoff is not None:
             self.entry = Bounded(env, self.station, capacity, handoff)
+            handoff.stations[meter.name] = self.entry
         self.service = service
 
     def can_hold(self) -> None:
@@ -110,6 +114,9 @@ class ServerKind(Kind):
         "capacity": Field(lambda v: parse_count(v, allow_inf=True), math.inf, "requests it has room for, in "
                           "service and waiting; when full, a sender waits, holding the server it comes "
                           "from (blocking after service)"),
+        "blocking": Field(one_of("after_service", "before_service"), "after_service",
+                          "when full, a sender straight from another server holds its finished request "
+                          "(after_service), or starts its service only with a place kept here (before_service)"),
         "order": Field(one_of(*ORDERS), "fifo", "order callers are served in: fifo, lcfs (last come first), "
                        "lcfs-pr (last come first, preemptive resume), siro (random), sjf (shortest "
                        "drawn service time first, non-preemptive)"),
@@ -129,6 +136,9 @@ class ServerKind(Kind):
         if math.isfinite(capacity) and (spec.settings["load_dependent"] is not None or not math.isfinite(servers)):
             raise ModelError("capacity bounds a station of finitely many servers (not a pure delay, not "
                              "load_dependent)", path=f"components.{spec.name}.capacity")
+        if spec.settings["blocking"] != "after_service" and not math.isfinite(capacity):
+            raise ModelError("blocking says what a full station does to its senders, so it needs a capacity",
+                             path=f"components.{spec.name}.blocking")
         if capacity < servers:
             raise ModelError(f"capacity ({shown(capacity)}) counts the requests in service too, so it is at "
                              f"least servers ({shown(servers)})", path=f"components.{spec.name}.capacity")
@@ -174,9 +184,10 @@ class ServerKind(Kind):
         entering = runtime.entry or station
         if isinstance(entering, Bounded | OrderedStation | PreemptiveLcfs):
             enter = entering.enter
+            reserve = runtime.handoff.stations[options[RESERVE]] if RESERVE in options and runtime.handoff else None
 
             def serve_as(ctx: Ctx, done: Done) -> None:
-                enter(draw(ctx), done, False, ctx.req)  # the request, to know its own held server
+                enter(draw(ctx), done, False, ctx.req, reserve)  # the request, to know its own held server
             return serve_as
         submit = station.submit
 

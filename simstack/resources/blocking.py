@@ -22,6 +22,7 @@ thread, a delay) has no server to hold: it waits for room all the same.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
@@ -36,7 +37,8 @@ class Freeing(Protocol):
 class Entering(Protocol):
     meter: Meter
 
-    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None: ...
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None,
+              reserve: Any = None) -> None: ...
 
 
 class Held:
@@ -56,11 +58,12 @@ class Held:
 class Handoff:
     """One per replication: the server offered by the request being handed on, if any."""
 
-    __slots__ = ("offered", "used")
+    __slots__ = ("offered", "used", "stations")
 
     def __init__(self) -> None:
         self.offered: Held | None = None
         self.used = False  # the model has a bounded station: servers must be able to hold
+        self.stations: dict[str, Bounded] = {}  # the bounded stations, by name (to reserve at)
 
     def offer(self, held: Held) -> Held | None:
         previous = self.offered
@@ -79,14 +82,13 @@ class Handoff:
         return held
 
 
-Blocked = tuple[float, float, Any, bool, object, Held | None]  # (since, service, done, plain, owner, held)
-
-
 class Bounded:
     """Room for ``capacity`` requests at ``station`` (in service and waiting); a request that
-    finds it full waits, holding the server it came from if it offers one."""
+    finds it full waits, holding the server it came from if it offers one. A sender that
+    blocks before service ``reserve``s a place before it starts the request's service; the
+    request then moves into the place kept for it."""
 
-    __slots__ = ("env", "station", "capacity", "handoff", "present", "blocked", "meter")
+    __slots__ = ("env", "station", "capacity", "handoff", "present", "blocked", "meter", "kept")
 
     def __init__(self, env: Any, station: Entering, capacity: float, handoff: Handoff):
         self.env = env
@@ -94,32 +96,52 @@ class Bounded:
         self.meter = station.meter
         self.capacity = capacity
         self.handoff = handoff
-        self.present = 0
-        self.blocked: deque[Blocked] = deque()
+        self.present = 0  # requests here and places kept
+        self.blocked: deque[Callable[[Any], None]] = deque()  # each given a place in turn
+        self.kept: dict[object, int] = {}  # places kept for requests on their way, by request
 
-    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None, reserve: Any = None) -> None:
         now = self.env._now
+        if owner is not None and self.kept.get(owner):
+            self.kept[owner] -= 1
+            if not self.kept[owner]:
+                del self.kept[owner]
+            self._move_in(now, service, done, plain, owner, None, reserve)
+        elif self.present < self.capacity:
+            self.present += 1
+            self._move_in(now, service, done, plain, owner, None, reserve)
+        else:
+            held = self.handoff.take(owner)
+            self.blocked.append(partial(self._move_in, now, service, done, plain, owner, held, reserve))
+
+    def reserve(self, owner: object, start: Callable[[], None]) -> bool:
+        """Keep a place for ``owner``'s request now (True), or call ``start`` once one is kept."""
         if self.present < self.capacity:
             self.present += 1
-            self._move_in((now, service, done, plain, owner, None))
-        else:
-            self.blocked.append((now, service, done, plain, owner, self.handoff.take(owner)))
+            self.kept[owner] = self.kept.get(owner, 0) + 1
+            return True
+        self.blocked.append(partial(self._kept_for, owner, start))
+        return False
 
-    def _move_in(self, job: Blocked, _event: object = None) -> None:
-        """``job`` takes its place (counted in ``present`` already) and joins the station; the
-        server it held, if any, takes its next caller."""
-        since, service, done, plain, owner, held = job
+    def _kept_for(self, owner: object, start: Callable[[], None], _event: object = None) -> None:
+        self.kept[owner] = self.kept.get(owner, 0) + 1
+        start()
+
+    def _move_in(self, since: float, service: float, done: Any, plain: bool, owner: object, held: Held | None,
+                 reserve: Any, _event: object = None) -> None:
+        """A request takes its place (counted in ``present`` already) and joins the station;
+        the server it held, if any, takes its next caller."""
         blocked_for = self.env._now - since
 
         def left(*timings: float) -> None:
-            if self.blocked:  # the place goes to the first blocked request, kept for it meanwhile
-                Soon(self.env, partial(self._move_in, self.blocked.popleft()))
+            if self.blocked:  # the place goes to the first blocked, kept for it meanwhile
+                Soon(self.env, self.blocked.popleft())
             else:
                 self.present -= 1
             if plain:
                 done()
             else:  # the time blocked is time waiting for this station
                 done(timings[0] + blocked_for, timings[1])
-        self.station.enter(service, left, plain, owner)
+        self.station.enter(service, left, plain, owner, reserve)
         if held is not None:
             held.release()

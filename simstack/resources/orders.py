@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import simpy
@@ -32,7 +33,7 @@ from simstack.resources.wake import Wake
 
 ORDERS = ("fifo", "lcfs", "lcfs-pr", "siro", "sjf")
 UniformDraw = Callable[[Any], float]  # a draw in [0, 1) from the station's own stream (its argument is ignored)
-Job = tuple[float, float, Any, bool, object]  # (arrived, service, done, plain, owner)
+Job = tuple[float, float, Any, bool, object, Any]  # (arrived, service, done, plain, owner, reserve)
 
 
 class _Line:
@@ -154,17 +155,20 @@ class OrderedStation:
     def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         self.enter(demand, k, True, owner)
 
-    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None, reserve: Any = None) -> None:
+        """A job arrives; ``reserve``, a bounded station (``blocking.Bounded``) where its next
+        step goes: its service starts only with a place kept there (blocking before service)."""
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1
         meter.touch(now)
+        job = (now, service, done, plain, owner, reserve)
         if self.free:
             self.free -= 1
             meter.busy += 1
-            Wake(self.env, service, self._finish, (now, service, done, plain, owner))
+            self._start(job)
         else:
-            self.line.put((now, service, done, plain, owner))
+            self.line.put(job)
             meter.queue = len(self.line)
             if meter.queue > meter.max_queue:
                 meter.max_queue = meter.queue
@@ -177,13 +181,23 @@ class OrderedStation:
         if len(line):
             job = line.take()
             meter.queue = len(line)
-            Wake(self.env, job[1], self._finish, job)
+            self._start(job)
         else:
             self.free += 1
             meter.busy -= 1
 
+    def _start(self, job: Job) -> None:
+        """A server takes ``job``: it serves it at once, or, blocked before service, holds it
+        until the station it goes to next keeps it a place."""
+        reserve = job[5]
+        if reserve is None or reserve.reserve(job[4], partial(self._serve, job)):
+            Wake(self.env, job[1], self._finish, job)
+
+    def _serve(self, job: Job) -> None:
+        Wake(self.env, job[1], self._finish, job)
+
     def _finish(self, event: Wake) -> None:
-        arrived, service, done, plain, owner = event.job
+        arrived, service, done, plain, owner, _reserve = event.job
         wait = self.env._now - arrived - service
         handoff = self.handoff
         if handoff is None:
@@ -246,7 +260,7 @@ class PreemptiveLcfs:
     def submit_k(self, demand: float, priority: int, k: K, owner: object = None) -> None:
         self.enter(demand, k, True, owner)
 
-    def enter(self, service: float, done: Any, plain: bool, owner: object = None) -> None:
+    def enter(self, service: float, done: Any, plain: bool, owner: object = None, reserve: Any = None) -> None:
         meter = self.meter
         now = self.env._now
         meter.arrivals += 1

@@ -6,6 +6,10 @@ a request that ends its service at s1 while s2 holds K keeps s1's server (s1 sta
 new) until s2's departure frees a place, then moves in. The state is (n1, n2, b): requests at
 s1 (the blocked one included), at s2, and whether s1's server is blocked; the CTMC is solved
 exactly, and the run's throughput and mean number present at each station must match it.
+
+Blocking before service (``blocking: before_service``): s1 starts a request's service only
+with a place kept at s2, so while s2 is full s1's server holds its next request unserved. The
+state is (n1, n2): s1 serves iff n1 > 0 and n2 < K (the classical BBS-SO tandem).
 """
 
 from __future__ import annotations
@@ -51,8 +55,32 @@ def tandem_ctmc(n: int, think: float, m1: float, m2: float, k: int) -> dict[str,
     return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s)}
 
 
-def tandem(k: int | None) -> dict:
+def tandem_bbs_ctmc(n: int, think: float, m1: float, m2: float, k: int) -> dict[str, float]:
+    states = [(n1, n2) for n1 in range(n + 1) for n2 in range(k + 1) if n1 + n2 <= n]
+    index = {s: i for i, s in enumerate(states)}
+    q = np.zeros((len(states), len(states)))
+    for s in states:
+        n1, n2 = s
+        if n - n1 - n2:
+            q[index[s], index[(n1 + 1, n2)]] += (n - n1 - n2) / think
+        if n1 and n2 < k:
+            q[index[s], index[(n1 - 1, n2 + 1)]] += 1.0 / m1
+        if n2:
+            q[index[s], index[(n1, n2 - 1)]] += 1.0 / m2
+    np.fill_diagonal(q, -q.sum(axis=1))
+    a = np.vstack([q.T, np.ones(len(states))])
+    rhs = np.zeros(len(states) + 1)
+    rhs[-1] = 1.0
+    p = np.linalg.lstsq(a, rhs, rcond=None)[0]
+    n1s = np.array([s[0] for s in states])
+    n2s = np.array([s[1] for s in states])
+    return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s)}
+
+
+def tandem(k: int | None, blocking: str | None = None) -> dict:
     s2 = {"kind": "server", "service": f"exp({M2})"} | ({"capacity": k} if k is not None else {})
+    if blocking is not None:
+        s2["blocking"] = blocking
     return {"components": {"s1": {"kind": "server", "service": f"exp({M1})"}, "s2": s2},
             "requests": {"job": [{"call": "s1"}, {"call": "s2"}]},
             "workloads": {"clients": {"type": "closed", "request": "job", "clients": N, "think": f"exp({THINK})"}}}
@@ -76,6 +104,19 @@ def test_closed_tandem_blocking_after_service_against_ctmc(k: int) -> None:
     assert (res.resources[res.resources["resource"] == "s2"]["max_queue"] <= k - 1).all()
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_closed_tandem_blocking_before_service_against_ctmc(k: int) -> None:
+    exact, bas = tandem_bbs_ctmc(N, THINK, M1, M2, k), tandem_ctmc(N, THINK, M1, M2, k)
+    res = run(tandem(k, "before_service"), seed=351 + k, replications=10, horizon=4_000, warmup=400,
+              record_steps=k == 1)
+    x = compare(f"BBS K={k} throughput", rep_throughput(res), exact["X"], rel=0.005)
+    compare(f"BBS K={k} number at s1 (waiting for a place included)", present(res, "s1"), exact["L1"], rel=0.01)
+    l2 = compare(f"BBS K={k} number at s2", present(res, "s2"), exact["L2"], rel=0.01)
+    # Before service is not after service: s2 holds 0.61 (K = 1) and 1.19 (K = 2) against 0.76 and 1.34
+    # (and before service with K = 2 passes what after service does with K = 1: 1.516 a second).
+    assert abs(l2.mean - bas["L2"]) > l2.tolerance and abs(x.mean - bas["X"]) > x.tolerance, (exact, bas)
+
+
 def test_capacity_refused_where_it_cannot_hold() -> None:
     doc = tandem(2)
     doc["components"]["s2"]["servers"] = 3
@@ -85,6 +126,8 @@ def test_capacity_refused_where_it_cannot_hold() -> None:
     doc["components"]["s2"]["servers"] = "inf"
     with pytest.raises(ModelError, match=r"components\.s2\.capacity: capacity bounds a station of finitely many"):
         build_spec(doc, None)
+    with pytest.raises(ModelError, match=r"components\.s2\.blocking: blocking says what a full station does"):
+        build_spec(tandem(None, "before_service"), None)
 
 
 def test_the_analytic_solver_refuses_a_bounded_station() -> None:

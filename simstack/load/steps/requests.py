@@ -34,6 +34,7 @@ from simstack.lang.spec import (
 from simstack.lang.units import non_negative, parse_count, parse_size, parse_time, positive
 from simstack.load.steps.control import read_all, read_calls, read_choose, read_repeat
 from simstack.load.steps.lifecycle import READERS as LIFECYCLE
+from simstack.load.steps.senders import mark_senders
 from simstack.load.steps.sync import check_replies, read_acquire, read_reply
 
 ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "repeat", "all",
@@ -83,7 +84,7 @@ class StepReader:
             step = self.step(item, f"{path}[{index}]")
             if step is not None:
                 out.append(step)
-        return tuple(out)
+        return mark_senders(tuple(out), self.components)
 
     def step(self, raw: object, path: str) -> Step | None:
         raw = {"reply": True} if raw == "reply" else raw  # the reply marker may stand alone
