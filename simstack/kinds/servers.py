@@ -4,6 +4,10 @@ The generic building block for anything whose inside the model does not need: a 
 scheduler's pattern-schedule step, a timing master, a remote service. ``servers: inf``
 makes it a pure delay (every caller served at once). Callers wait first come, first served,
 or in another order (``order: lcfs | lcfs-pr | siro | sjf``, ``simstack.resources.orders``).
+With ``capacity: K`` a full station makes its senders wait rather than turning them away,
+the one coming straight from another server holding that server (blocking after service) or
+not starting there until a place is kept (``blocking: before_service``;
+``simstack.resources.blocking``).
 
 A load-dependent station (``load_dependent: [1, 1.8, 2.4]``, as LINE and JMT define one) is a
 service whose speed depends on how many requests it holds: a database that serves more with

@@ -128,6 +128,11 @@ def test_capacity_refused_where_it_cannot_hold() -> None:
         build_spec(doc, None)
     with pytest.raises(ModelError, match=r"components\.s2\.blocking: blocking says what a full station does"):
         build_spec(tandem(None, "before_service"), None)
+    doc = tandem(2, "before_service")
+    doc["components"]["s1"]["order"] = "lcfs-pr"
+    with pytest.raises(ModelError, match=r"requests\.job\.steps\[0\]: server 's1' sends straight to 's2', which "
+                                         r"blocks before service, but it cannot keep a request from starting"):
+        build_spec(doc, None)
 
 
 def test_the_analytic_solver_refuses_a_bounded_station() -> None:

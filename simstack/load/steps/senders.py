@@ -10,9 +10,11 @@ sender's server reserves before it starts the request's service.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
+from simstack.errors import ModelError
 from simstack.kinds.servers import RESERVE
 from simstack.lang.spec import Call, ComponentSpec, Step
 
@@ -30,6 +32,12 @@ def mark_senders(steps: tuple[Step, ...], components: Mapping[str, ComponentSpec
         step, after = out[i], out[i + 1]
         if isinstance(step, Call) and isinstance(after, Call) and blocks_before(after.target, components):
             comp = components.get(step.target)
-            if comp is not None and comp.kind == "server":
-                out[i] = replace(step, options={**step.options, RESERVE: after.target})
+            if comp is None or comp.kind != "server":
+                continue
+            if not math.isfinite(comp.settings["servers"]) or comp.settings["order"] == "lcfs-pr":
+                raise ModelError(f"server {step.target!r} sends straight to {after.target!r}, which blocks before "
+                                 "service, but it cannot keep a request from starting (a pure delay, or "
+                                 "preemptive order lcfs-pr): give it finitely many servers and another order, "
+                                 f"or {after.target!r} blocking: after_service", path=step.guard.path)
+            out[i] = replace(step, options={**step.options, RESERVE: after.target})
     return tuple(out)
