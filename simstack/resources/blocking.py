@@ -7,7 +7,9 @@ nothing new, until a place frees. This is *blocking after service* (BAS) as JMT 
 define it: a request that finishes service at one station and goes straight on to a full one
 keeps its server at the first (which stays busy, and counts the request as present) until
 the full station has room; then the request moves in and the first station's server takes
-its next caller. Blocked requests move in first blocked, first in: a place that frees is
+its next caller. A request blocked so is still at its own station, in its server: if that
+station is bounded too, its place frees only when the request moves on, so blocking cascades
+back along a line of full stations. Blocked requests move in first blocked, first in: a place that frees is
 kept for the first of them, who moves in once the leaving request has gone on (at the same
 instant), so the station never counts more than ``capacity``.
 
@@ -44,15 +46,18 @@ class Entering(Protocol):
 class Held:
     """A finished request that keeps its server until let go."""
 
-    __slots__ = ("station", "owner", "taken")
+    __slots__ = ("station", "owner", "taken", "then")
 
     def __init__(self, station: Freeing, owner: object):
         self.station = station
         self.owner = owner  # the request whose next step may take it
         self.taken = False  # a full station took it: the server stays held until ``release``
+        self.then: Callable[[], None] | None = None  # what frees when the server does (its place)
 
     def release(self) -> None:
         self.station.free_one()
+        if self.then is not None:
+            self.then()
 
 
 class Handoff:
@@ -73,10 +78,12 @@ class Handoff:
     def withdraw(self, previous: Held | None) -> None:
         self.offered = previous
 
-    def take(self, owner: object) -> Held | None:
-        """The server offered by ``owner``'s request, now held; None if it offers none."""
+    def take(self, owner: object, into: object) -> Held | None:
+        """The server offered by ``owner``'s request, now held while it waits for station
+        ``into``; None if it offers none (or offers a server of ``into`` itself, whose place
+        it gives back as it goes on)."""
         held = self.offered
-        if held is None or held.owner is not owner or held.taken:
+        if held is None or held.owner is not owner or held.taken or held.station is into:
             return None
         held.taken = True
         return held
@@ -111,7 +118,7 @@ class Bounded:
             self.present += 1
             self._move_in(now, service, done, plain, owner, None, reserve)
         else:
-            held = self.handoff.take(owner)
+            held = self.handoff.take(owner, self.station)
             self.blocked.append(partial(self._move_in, now, service, done, plain, owner, held, reserve))
 
     def reserve(self, owner: object, start: Callable[[], None]) -> bool:
@@ -122,6 +129,13 @@ class Bounded:
             return True
         self.blocked.append(partial(self._kept_for, owner, start))
         return False
+
+    def _vacate(self) -> None:
+        """A request has left: its place goes to the first blocked (kept for it meanwhile), or frees."""
+        if self.blocked:
+            Soon(self.env, self.blocked.popleft())
+        else:
+            self.present -= 1
 
     def _kept_for(self, owner: object, start: Callable[[], None], _event: object = None) -> None:
         self.kept[owner] = self.kept.get(owner, 0) + 1
@@ -134,14 +148,17 @@ class Bounded:
         blocked_for = self.env._now - since
 
         def left(*timings: float) -> None:
-            if self.blocked:  # the place goes to the first blocked, kept for it meanwhile
-                Soon(self.env, self.blocked.popleft())
-            else:
-                self.present -= 1
+            offered = self.handoff.offered  # this station's server, if it offers it to the next one
+            mine = offered if offered is not None and offered.station is self.station \
+                and offered.owner is owner else None
             if plain:
                 done()
             else:  # the time blocked is time waiting for this station
                 done(timings[0] + blocked_for, timings[1])
+            if mine is not None and mine.taken:
+                mine.then = self._vacate  # blocked at the next station: still here, in its server
+            else:
+                self._vacate()
         self.station.enter(service, left, plain, owner, reserve)
         if held is not None:
             held.release()

@@ -117,6 +117,69 @@ def test_closed_tandem_blocking_before_service_against_ctmc(k: int) -> None:
     assert abs(l2.mean - bas["L2"]) > l2.tolerance and abs(x.mean - bas["X"]) > x.tolerance, (exact, bas)
 
 
+def chain3_bas_ctmc(n: int, think: float, m: tuple[float, float, float], k2: int, k3: int) -> dict[str, float]:
+    """Closed chain s1 -> s2 (room K2) -> s3 (room K3), blocking after service at both: the
+    state (n1, n2, n3, b1, b2), b_i: station i's server holds a request finished there; a
+    departure from s3 lets s2's blocked request in, whose place lets s1's in (a cascade)."""
+    def possible(n1: int, n2: int, n3: int, b1: int, b2: int) -> bool:
+        return n1 + n2 + n3 <= n and (not b1 or (n1 > 0 and n2 == k2)) and (not b2 or (n2 > 0 and n3 == k3))
+    states = [s for s in itertools.product(range(n + 1), range(k2 + 1), range(k3 + 1), (0, 1), (0, 1))
+              if possible(*s)]
+    index = {st: i for i, st in enumerate(states)}
+    q = np.zeros((len(states), len(states)))
+    for st in states:
+        n1, n2, n3, b1, b2 = st
+        out = []
+        if n - n1 - n2 - n3:
+            out.append(((n1 + 1, n2, n3, b1, b2), (n - n1 - n2 - n3) / think))
+        if n1 and not b1:
+            out.append(((n1 - 1, n2 + 1, n3, 0, b2) if n2 < k2 else (n1, n2, n3, 1, b2), 1 / m[0]))
+        if n2 and not b2:
+            if n3 < k3:
+                to = (n1 - 1, n2, n3 + 1, 0, 0) if b1 else (n1, n2 - 1, n3 + 1, 0, 0)
+            else:
+                to = (n1, n2, n3, b1, 1)
+            out.append((to, 1 / m[1]))
+        if n3:
+            if b2:  # s2's blocked request moves in; its place at s2 goes to s1's blocked one
+                to = (n1 - 1, n2, n3, 0, 0) if b1 else (n1, n2 - 1, n3, 0, 0)
+            else:
+                to = (n1, n2, n3 - 1, b1, 0)
+            out.append((to, 1 / m[2]))
+        for dst, rate in out:
+            q[index[st], index[dst]] += rate
+    np.fill_diagonal(q, -q.sum(axis=1))
+    a = np.vstack([q.T, np.ones(len(states))])
+    rhs = np.zeros(len(states) + 1)
+    rhs[-1] = 1.0
+    p = np.linalg.lstsq(a, rhs, rcond=None)[0]
+    count = np.array(states, dtype=float)
+    return {"X": float(p[count[:, 2] > 0].sum() / m[2]), "L1": float(p @ count[:, 0]),
+            "L2": float(p @ count[:, 1]), "L3": float(p @ count[:, 2])}
+
+
+def test_chain_of_three_blocking_after_service_against_ctmc() -> None:
+    """A request blocked at s3 still counts at s2 (it is in s2's server), so s1 blocks behind it."""
+    m, k2, k3 = (0.3, 0.4, 0.5), 1, 1
+    exact = chain3_bas_ctmc(N, THINK, m, k2, k3)
+    doc = {"components": {"s1": {"kind": "server", "service": f"exp({m[0]})"},
+                          "s2": {"kind": "server", "service": f"exp({m[1]})", "capacity": k2},
+                          "s3": {"kind": "server", "service": f"exp({m[2]})", "capacity": k3}},
+           "requests": {"job": [{"call": "s1"}, {"call": "s2"}, {"call": "s3"}]},
+           "workloads": {"clients": {"type": "closed", "request": "job", "clients": N, "think": f"exp({THINK})"}}}
+    res = run(doc, seed=361, replications=10, horizon=4_000, warmup=400)
+    compare("BAS chain throughput", rep_throughput(res), exact["X"], rel=0.005)
+    for i, station in enumerate(("s1", "s2", "s3"), start=1):
+        compare(f"BAS chain number at {station}", present(res, station), exact[f"L{i}"], rel=0.01)
+
+
+def test_a_station_that_sends_to_itself_gives_its_place_back() -> None:
+    doc = tandem(1)
+    doc["requests"]["job"] = [{"call": "s2"}, {"call": "s2"}]
+    res = run(doc, seed=362, replications=2, horizon=500, warmup=50)
+    assert res.blocked.empty and (rep_throughput(res) > 0.5).all()
+
+
 def test_capacity_refused_where_it_cannot_hold() -> None:
     doc = tandem(2)
     doc["components"]["s2"]["servers"] = 3
