@@ -22,7 +22,7 @@ import pytest
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.solve import solve_model
-from simstack.testing import compare, rep_resource, rep_throughput, run
+from simstack.testing import compare, rep_mean_latency, rep_resource, rep_throughput, run
 
 N, THINK, M1, M2 = 6, 2.0, 0.3, 0.5
 
@@ -171,6 +171,18 @@ def test_chain_of_three_blocking_after_service_against_ctmc() -> None:
     compare("BAS chain throughput", rep_throughput(res), exact["X"], rel=0.005)
     for i, station in enumerate(("s1", "s2", "s3"), start=1):
         compare(f"BAS chain number at {station}", present(res, station), exact[f"L{i}"], rel=0.01)
+
+
+def test_arrivals_that_find_it_full_wait_in_order() -> None:
+    """Open arrivals hold no server: they wait for room first come, first in, so an M/M/1 with
+    room for 2 keeps M/M/1's mean response 1 / (mu - lam) from arrival to end."""
+    lam = 0.7
+    doc = {"components": {"s": {"kind": "server", "service": "exp(1)", "capacity": 2}},
+           "requests": {"job": [{"call": "s"}]},
+           "workloads": {"arrivals": {"type": "open", "request": "job", "rate": lam}}}
+    res = run(doc, seed=363, replications=10, horizon=8_000, warmup=800)
+    compare("M/M/1 behind a full station of room 2: response", rep_mean_latency(res), 1 / (1 - lam))
+    assert (res.resources["max_queue"] <= 1).all()
 
 
 def test_a_station_that_sends_to_itself_gives_its_place_back() -> None:
