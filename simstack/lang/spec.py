@@ -147,6 +147,15 @@ class Choose:
 
 
 @dataclass(frozen=True)
+class Switch(Choose):
+    """Class switching: the request becomes ``classes[i]`` with branch i's probability and goes
+    on with that class's steps (each branch calls it); its later records carry the new class.
+    A choose of calls to request classes to everything that walks steps, plus the new name."""
+
+    classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Repeat:
     """Run the steps ``count`` times one after another (a count distribution: Const or Geometric)."""
 

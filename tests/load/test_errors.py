@@ -432,14 +432,15 @@ def test_step_with_two_actions(tmp_path: Path) -> None:
 
 def test_step_with_no_action(tmp_path: Path) -> None:
     expect(tmp_path, model(steps({"name": "lonely"})), "requests.read.steps[0]",
-           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, choose, repeat, all, "
-           "acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore; found only name")
+           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, choose, switch, repeat, "
+           "all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore; found only name")
 
 
 def test_step_written_as_text(tmp_path: Path) -> None:
     expect(tmp_path, model(steps("delay 5ms")), "requests.read.steps[0]",
-           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, choose, repeat, "
-           "all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore, got 'delay 5ms'")
+           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, choose, switch, "
+           "repeat, all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore, "
+           "got 'delay 5ms'")
 
 
 def test_unknown_key_in_a_step(tmp_path: Path) -> None:

@@ -307,7 +307,15 @@ class _Builder:
             mean, var = _dist_moments(opts.get("service") or s["service"], item, chain.population)
             if math.isinf(s["servers"]):
                 return [Visit(self.station(comp.name, "delay", math.inf), mean, var)]
-            return [Visit(self.station(comp.name, "server", s["servers"], fifo=True), mean, var)]
+            order = s.get("order", "fifo")
+            if order == "sjf":
+                self.refuse(path, f"server {comp.name!r} serving the shortest job first (its mean depends on the "
+                                  "whole service-time distribution); nearest solvable: order fifo")
+            if math.isfinite(s.get("capacity", math.inf)):
+                self.refuse(path, f"server {comp.name!r} with capacity (its senders block when it is full); "
+                                  "nearest solvable: capacity inf")
+            # lcfs and siro keep first come, first served's means; lcfs-pr is insensitive, as sharing is
+            return [Visit(self.station(comp.name, "server", s["servers"], fifo=order != "lcfs-pr"), mean, var)]
         if comp.kind == "database":
             if s.get("growth") is not None:
                 self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run); "
