@@ -61,7 +61,8 @@ def _switch(value: object) -> bool:
 class Trace(WorkloadType):
     name = "trace"
     spec = TraceWorkload
-    docs = {"file": "a CSV file (with a header row) or a .parquet file in the model's folder", "column": "the column of timestamps",
+    docs = {"file": "a CSV file (with a header row) or a .parquet file in the model's folder",
+            "column": "the column of timestamps",
             "unit": "the timestamps' unit (s, ms, us...; default s)",
             "scale": "time stretch: 2 replays at half the rate, 0.5 at twice it",
             "loop": "replay again after the end, for ever (default false)",
