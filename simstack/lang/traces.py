@@ -96,7 +96,7 @@ class TraceIndex:
                     continue
                 t = float(row[time_at]) * self.unit
                 if t >= since:
-                    yield t, tuple(float(row[i]) for i in attr_at)
+                    yield t, tuple([float(row[i]) for i in attr_at]) if attr_at else ()
 
 
 def _kept(row: list[str], select: tuple[tuple[int, str], ...]) -> bool:
