@@ -64,6 +64,7 @@ class Solution:
     stations: dict[str, Station]
     iterations: int
     approximations: list[str] = field(default_factory=list)  # beyond plain MVA: what and how close
+    method: str = "approximate MVA"  # how it was solved, for the reader
 
 
 def _refresh_loads(net: Network, s: State) -> None:
@@ -271,7 +272,8 @@ def _load_dependent(net: Network, each_population: Callable[[int, dict[str, floa
         x, resid = exact.throughput[chain.name], exact.residence[chain.name]
         results[chain.name] = ChainResult(chain.name, chain.request, "closed" if chain.closed else "open",
                                           chain.population, x, sum(resid.values()), dict(resid))
-    return Solution(results, exact.utilisation, dict(net.stations), exact.steps)
+    return Solution(results, exact.utilisation, dict(net.stations), exact.steps,
+                    method="exact load-dependent MVA (the network is in product form)")
 
 
 def _approximations(net: Network) -> list[str]:
