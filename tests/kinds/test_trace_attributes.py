@@ -96,3 +96,16 @@ def test_misused_attributes_are_refused_when_the_model_is_read(tmp_path, workloa
     _write_csv(tmp_path)
     with pytest.raises(ModelError, match=message):
         build_spec(_model(workloads), tmp_path / "model.yaml")
+
+
+def test_a_components_setting_may_read_the_attribute_of_the_request_it_serves(tmp_path) -> None:
+    _write_csv(tmp_path)
+    doc = _model({"log": _trace()})
+    doc["components"]["worker"] = {"kind": "server", "servers": "inf", "service": "attribute(work_s)"}
+    doc["requests"]["read"] = [{"call": "worker"}]
+    done = simulate(build_spec(doc, tmp_path / "model.yaml"), seed=1, replications=1, horizon=None).requests
+    np.testing.assert_allclose(done.sort_values("start")["latency"].to_numpy(), WORK, rtol=1e-9)
+    doc["requests"]["write"] = [{"call": "worker"}]
+    doc["workloads"]["other"] = {"type": "open", "request": "write", "rate": 1}
+    with pytest.raises(ModelError, match=r"requests\.write.*attribute\(work_s\).*workload 'other'"):
+        build_spec(doc, tmp_path / "model.yaml")
