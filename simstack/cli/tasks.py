@@ -338,7 +338,7 @@ def solve(cfg: DictConfig) -> int:
     refuse_unused(cfg, "solve", "it solves the model analytically and simulates nothing")
     spec = chosen_spec(cfg)[0]
     solution = solve_model(spec)
-    print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+    print(f"model {spec.name}: {solution.method} ({solution.iterations} iterations), nothing simulated")
     for note in solution.approximations:  # priority levels, second phases in holds: how close
         print(f"  approximate: {note}")
     print(format_table(chain_table(solution)))

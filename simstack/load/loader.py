@@ -18,7 +18,7 @@ from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
 from simstack.lang.units import parse_time
-from simstack.load import limits, liveness, replicas
+from simstack.load import attributes, limits, liveness, replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
 from simstack.load.parameters import or_empty, resolve_values, substitute
@@ -107,6 +107,7 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
         workloads=workloads, settings=settings, replicas=counts, warnings=limits.raised(settings))
     liveness.check(spec)  # zero-time cycles and lock-order deadlocks, where certain
+    attributes.check(spec)  # every attribute(name) a step reads has a value in each request reaching it
     return spec
 
 

@@ -289,7 +289,7 @@ def test_unknown_size_unit_in_a_call(tmp_path: Path) -> None:
 def test_unknown_distribution_lists_the_known_ones(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "weibull(1ms, 2)")), "components.srv.service",
            "unknown distribution 'weibull' in 'weibull(1ms, 2)'; known: const, exp, lognormal, gamma, hyperexp, "
-           "pareto, uniform, normal, empirical, indexed")
+           "pareto, uniform, normal, empirical, indexed, attribute")
 
 
 def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
 def test_distribution_missing_its_closing_parenthesis(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "exp(1ms")), "components.srv.service",
            "malformed distribution 'exp(1ms': write name(arguments) such as exp(2ms) or lognormal(5ms, 0.5); "
-           "known: const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed")
+           "known: const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed, attribute")
 
 
 def test_normal_with_a_mean_below_zero(tmp_path: Path) -> None:

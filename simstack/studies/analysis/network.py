@@ -305,6 +305,9 @@ class _Builder:
             return nodes
         if comp.kind == "server":
             mean, var = _dist_moments(opts.get("service") or s["service"], item, chain.population)
+            if s.get("load_dependent") is not None:  # solved exactly where in product form (analysis.product_form)
+                self.net.stations.setdefault(comp.name, Station(comp.name, "server", 1, rates=s["load_dependent"]))
+                return [Visit(comp.name, mean, var)]
             if math.isinf(s["servers"]):
                 return [Visit(self.station(comp.name, "delay", math.inf), mean, var)]
             order = s.get("order", "fifo")
