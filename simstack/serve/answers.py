@@ -17,6 +17,7 @@ import pandas as pd
 
 from simstack.lang.spec import ModelSpec
 from simstack.load.precedence import calibrated_parameters, load_chosen, run_settings
+from simstack.serve.workloads import is_workload_key, load_with_workloads
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.compare import compare
 
@@ -24,9 +25,14 @@ SETTING_NAME = "page"  # the what-if name the page's setting has in a comparison
 
 
 def load_setting(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool]) -> ModelSpec:
-    """The model with the page's overrides, over its calibrated values (as ``simstack run``)."""
-    return load_chosen(model_file, calibrated_parameters(model_file.parent), None,
-                       parameters=dict(parameters), flags=dict(flags))
+    """The model with the page's overrides, over its calibrated values (as ``simstack run``);
+    a workload's literal rate or client count (``clients.clients``) replaced in the document."""
+    calibrated = calibrated_parameters(model_file.parent)
+    plain = {k: v for k, v in parameters.items() if not is_workload_key(k)}
+    fields = {k: v for k, v in parameters.items() if is_workload_key(k)}
+    if fields:
+        return load_with_workloads(model_file, calibrated, plain, flags, fields)
+    return load_chosen(model_file, calibrated, None, parameters=plain, flags=dict(flags))
 
 
 @dataclass(frozen=True)

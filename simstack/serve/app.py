@@ -73,6 +73,8 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
         html.H1(spec.name, id="model-name"), html.P(spec.description, id="model-description"),
         html.H3("parameters"), *[_control(c) for c in controls.parameters],
         *([] if controls.parameters else [html.P("(none: the model declares no parameters)")]),
+        *([html.H3("workload rates and client counts (written as numbers in the model)"),
+           *[_control(c) for c in controls.workloads]] if controls.workloads else []),
         *([html.P(f"fixed: {', '.join(f'{k} = {v}' for k, v in controls.fixed.items())}")] if controls.fixed else []),
         html.H3("flags"),
         *[dcc.Checklist(id={"type": FLAG, "name": f}, options=[{"label": f" {f}", "value": "on"}],
@@ -122,14 +124,14 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     app.layout = layout(spec, controls)
 
     def setting_of(values: list[Any], ticks: list[list[str]]) -> Setting:
-        given = zip(controls.parameters, values, strict=True)
+        given = zip(controls.numbers, values, strict=True)
         params = {c.name: (c.value if v is None else float(v)) for c, v in given}
         return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks, strict=True)}
 
     def shown(setting: Setting) -> tuple[list[float], list[float], list[list[str]]]:
         """The fields', the sliders' (held in their range) and the checkboxes' values of a setting."""
-        values = [setting[0][c.name] for c in controls.parameters]
-        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.parameters, values, strict=True)],
+        values = [setting[0][c.name] for c in controls.numbers]
+        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.numbers, values, strict=True)],
                 [["on"] if setting[1][f] else [] for f in controls.flags])
 
     @app.callback(Output("url", "search"), Output({"type": PARAM, "name": ALL}, "value"),
@@ -141,7 +143,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         """The address holds the setting: read on load, written on every change; a slider and
         its number field follow each other."""
         trigger = ctx.triggered_id
-        n = len(controls.parameters)
+        n = len(controls.numbers)
         keep = [no_update] * n
         if trigger is None or trigger == "url":
             return (no_update, *shown(read_query(controls, search)))
@@ -155,7 +157,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
             return (query(controls, chosen), *shown(chosen))
         if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
             values = [v if c.name != trigger["name"] else s
-                      for c, v, s in zip(controls.parameters, values, slid, strict=True)]
+                      for c, v, s in zip(controls.numbers, values, slid, strict=True)]
             if any(v is None for v in values):
                 return (no_update, values, keep, [no_update] * len(controls.flags))
             return (query(controls, setting_of(values, ticks)), values, keep, [no_update] * len(controls.flags))
@@ -165,13 +167,13 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         sliders: list[Any] = keep
         if isinstance(trigger, Mapping) and trigger.get("type") == PARAM:  # only the moved one: no loop
             sliders = [s if c.name == trigger["name"] else no_update
-                       for c, s in zip(controls.parameters, held, strict=True)]
+                       for c, s in zip(controls.numbers, held, strict=True)]
         return (query(controls, setting_of(values, ticks)), keep, sliders, [no_update] * len(controls.flags))
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": FLAG, "name": ALL}, "value"))
     def instant(values: list[Any], ticks: list[list[str]]) -> Any:
-        unread = [c for c, v in zip(controls.parameters, values, strict=True) if v is None]
+        unread = [c for c, v in zip(controls.numbers, values, strict=True) if v is None]
         if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
             return html.P("enter a number for " + ", ".join(
                 f"{c.name}" + (f" ({c.low:g}–{c.high:g} {c.unit})".rstrip() if c.declared else "") for c in unread),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -25,6 +25,7 @@ from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec, Parameter
 from simstack.lang.units import quantity
 from simstack.load.whatif import FOLDER, WhatIf, available, read_whatif
+from simstack.serve.workloads import as_parameters
 
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%]*)\s*")
 WHATIF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
@@ -44,6 +45,7 @@ class Control:
     doc: str = ""
     drives: tuple[str, ...] = ()  # workload fields written with $name ("operators.clients")
     declared: bool = False  # the range is the model's ``free: [lo, hi]``: a limit, not a suggestion
+    workload: bool = False  # a workload's rate or client count written as a number (``clients.clients``)
 
     @property
     def limits(self) -> tuple[float | None, float | None]:
@@ -61,6 +63,12 @@ class Controls:
     flags: Mapping[str, bool]  # declared flag -> on in the model as loaded
     whatifs: tuple[str, ...]
     fixed: Mapping[str, str] = field(default_factory=dict)  # parameters that are not numbers: shown, not moved
+    workloads: tuple[Control, ...] = ()  # workload rates and client counts written as numbers (serve.workloads)
+
+    @property
+    def numbers(self) -> tuple[Control, ...]:
+        """Every number control, parameters first, in the page's order."""
+        return self.parameters + self.workloads
 
 
 def split_value(value: object) -> tuple[float, str] | None:
@@ -155,14 +163,16 @@ def derive(spec: ModelSpec) -> Controls:
             numbers.append(made)
     flags = {f: f in spec.flags for f in sorted(spec.declared_flags)}
     whatifs = tuple(available(spec.file.parent)) if spec.file else ()
-    return Controls(tuple(numbers), flags, whatifs, fixed)
+    literal = tuple(replace(made, workload=True) for param in as_parameters(doc)
+                    if (made := control(param)) is not None)
+    return Controls(tuple(numbers), flags, whatifs, fixed, literal)
 
 
 Setting = tuple[dict[str, float], dict[str, bool]]
 
 
 def default_setting(controls: Controls) -> Setting:
-    return {c.name: c.value for c in controls.parameters}, dict(controls.flags)
+    return {c.name: c.value for c in controls.numbers}, dict(controls.flags)
 
 
 def read_query(controls: Controls, search: str | None) -> Setting:
@@ -193,7 +203,7 @@ def overrides(controls: Controls, setting: Setting) -> tuple[dict[str, Any], dic
     """The parameters and flags of a setting that differ from the model, as a what-if writes them
     (``5ms``, ``24``, ``cache: true``)."""
     params: dict[str, Any] = {}
-    for c in controls.parameters:
+    for c in controls.numbers:
         number = setting[0].get(c.name, c.value)
         if number is None or number == c.value:
             continue
@@ -220,7 +230,7 @@ def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
     params, flags = default_setting(controls)
     for key, value in whatif.parameters.items():
         if key in params:
-            c = next(c for c in controls.parameters if c.name == key)
+            c = next(c for c in controls.numbers if c.name == key)
             params[key] = _in_unit(value, c.unit)
     for key, on in whatif.flags.items():
         if key in flags:
@@ -233,6 +243,10 @@ def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting
     an existing file, never outside the folder."""
     if not WHATIF_NAME.fullmatch(name):
         raise ModelError(f"a what-if name is letters, digits, '_' and '-' (at most 64), got {name!r}")
+    moved = [c.name for c in controls.workloads if c.name in overrides(controls, setting)[0]]
+    if moved:
+        raise ModelError(f"a what-if holds parameters and flags, not the workload fields {', '.join(moved)} "
+                         "(written as numbers in the model): make them parameters of the model to save this setting")
     relative = output_name("fit")(f"{FOLDER}/{name}.yaml")  # the checks of every file a study writes
     try:
         (model_dir / FOLDER).mkdir(exist_ok=True)
