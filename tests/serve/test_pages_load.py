@@ -1,0 +1,61 @@
+"""The pages of other models in the browser, kept cheap (each well under 20 s): an imported
+LQN model, whose only controls are its workload's written client count and rate, answers a
+moved control; slac_bsa's and tango's pages load with their controls. No console error on any,
+and each page's screenshot is kept (``tests/serve/conftest.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simstack.cli.lqn import main as interop_main
+from tests.serve.browser import MODELS, NEEDS_CHROMIUM, watched
+
+pytestmark = [NEEDS_CHROMIUM]
+pytest.importorskip("dash")
+pytest.importorskip("playwright.sync_api")
+
+LQN = Path(__file__).resolve().parents[1] / "data" / "lqn" / "pair.lqn"
+CHANGED = ("t => document.querySelector('#instant-chains') && "
+           "document.querySelector('#instant-chains').innerText !== t")
+
+
+def test_an_imported_lqn_models_page_answers_a_moved_workload(tmp_path: Path, serve: object, browser: object,
+                                                              shoot: object) -> None:
+    assert interop_main(["import", str(LQN), f"out={tmp_path / 'pair'}"]) == 0
+    page, errors = watched(browser)
+    page.goto(serve(tmp_path / "pair"))  # type: ignore[operator]
+    chains = page.locator("#instant-chains")
+    chains.wait_for(timeout=20000)
+    assert page.input_value("input[id*='clients.clients']") == "3"
+    before = chains.inner_text()
+    page.fill("input[id*='clients.clients']", "4")
+    page.wait_for_function(CHANGED, arg=before, timeout=10000)
+    page.wait_for_function("() => location.search.includes('clients.clients=4')", timeout=10000)
+    before = chains.inner_text()
+    slider = page.locator("[role=slider]").nth(1)  # serve.rate's, 0-2 in steps of 0.02
+    slider.focus()
+    slider.press("ArrowLeft")
+    page.wait_for_function("() => location.search.includes('serve.rate=0.48')", timeout=10000)
+    page.wait_for_function(CHANGED, arg=before, timeout=10000)
+    row = next(r.split("\t") for r in chains.inner_text().splitlines() if r.startswith("serve\t"))
+    assert float(row[3]) == pytest.approx(0.48)  # the setting's throughput is the moved rate
+    shoot(page, "lqn_pair")  # type: ignore[operator]
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("name", ["slac_bsa", "tango"])
+def test_bundled_model_pages_load_with_their_controls(name: str, serve: object, browser: object,
+                                                      shoot: object) -> None:
+    from simstack.load.loader import load_model
+    from simstack.serve.controls import derive
+
+    controls = derive(load_model(name))
+    page, errors = watched(browser)
+    page.goto(serve(MODELS / name))  # type: ignore[operator]
+    page.locator("#instant-chains, #instant-error").first.wait_for(timeout=30000)
+    assert page.locator("input[type=number][id*='param']").count() == len(controls.numbers) > 0
+    assert page.locator("input[type=checkbox]").count() == len(controls.flags)
+    shoot(page, name)  # type: ignore[operator]
+    assert not errors, errors
