@@ -16,6 +16,7 @@ from flask import Response, request
 from simstack.errors import SimstackError
 from simstack.lang.spec import ModelSpec
 from simstack.load.whatif import available
+from simstack.report.sweep_figures import sweep_figure
 from simstack.serve import answers
 from simstack.serve.controls import (
     Control,
@@ -30,6 +31,10 @@ from simstack.serve.controls import (
     whatif_setting,
 )
 from simstack.serve.runner import Runner
+from simstack.serve.runner import State as JobState
+from simstack.serve.sweep import MOST_POINTS, Condition, Point, Swept, points_table
+from simstack.serve.sweep import values as sweep_values
+from simstack.tables.answer_spec import METRICS
 
 PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
 _CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
@@ -58,6 +63,15 @@ def _control(c: Control) -> html.Div:
         html.Div(dcc.Slider(id={"type": SLIDER, "name": c.name}, min=c.low, max=c.high, step=c.step, value=c.value,
                             marks=None, tooltip={"placement": "bottom"}),
                  style={"width": "28em", "marginLeft": "11em"})])
+
+
+def swept_part(swept: Swept) -> html.Div:
+    """A finished sweep: the capacity in words, the curve with its intervals, the points."""
+    metric = swept.condition.metric if swept.condition else "mean"
+    threshold = (swept.condition.request, swept.condition.at_most) if swept.condition else None
+    return html.Div([*[html.P(line, className="capacity") for line in swept.lines],
+                     dcc.Graph(figure=sweep_figure(swept.table, metric, threshold), id="sweep-figure"),
+                     _frame(points_table(swept))], id="sweep-result")
 
 
 def error_page(message: str) -> html.Div:
@@ -94,11 +108,40 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
                   html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
                   html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
         html.Div(id="progress"), html.Div(id="precise"),
-        dcc.Interval(id="poll", interval=500),
+        dcc.Interval(id="poll", interval=500), dcc.Store(id="shown-run"),
+        *sweep_controls(spec, controls),
         html.H3("save as what-if"),
         html.Div([dcc.Input(id="whatif-name", type="text", placeholder="name"),
                   html.Button("save", id="save", style={"marginLeft": "0.5em"}), html.Span(id="saved")]),
     ], style={"fontFamily": "sans-serif", "margin": "1.5em"})
+
+
+def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
+    """One control over a range, and the capacity's condition (optional)."""
+    first = controls.numbers[0] if controls.numbers else None
+    requests = list(dict.fromkeys([*(w.request for w in spec.workloads.values()), *spec.requests]))
+    inline = {"display": "inline-block", "verticalAlign": "middle"}
+    return [
+        html.H3("sweep (simulation: one control over a range, each point with its 95 % interval)"),
+        html.Div([html.Label("sweep "),
+                  dcc.Dropdown(id="sweep-control", options=[c.name for c in controls.numbers],
+                               value=first.name if first else None, clearable=False, style={**inline, "width": "16em"}),
+                  html.Label(" from "), dcc.Input(id="sweep-from", type="number", value=first.low if first else None,
+                                                  style={"width": "6em"}),
+                  html.Label(" to "), dcc.Input(id="sweep-to", type="number", value=first.high if first else None,
+                                                style={"width": "6em"}),
+                  html.Label(" points "), dcc.Input(id="sweep-points", type="number", value=5, min=2,
+                                                    max=MOST_POINTS, step=1, style={"width": "4em"})]),
+        html.Div([html.Label("capacity: the largest value with "),
+                  dcc.Dropdown(id="sweep-request", options=requests, value=requests[0] if requests else None,
+                               clearable=False, style={**inline, "width": "12em"}),
+                  dcc.Dropdown(id="sweep-metric", options=list(METRICS), value="p95", clearable=False,
+                               style={**inline, "width": "8em"}),
+                  html.Label(" at most "), dcc.Input(id="sweep-at-most", type="number", placeholder="no condition",
+                                                     style={"width": "8em"}),
+                  html.Span(" ms", id="sweep-unit"),
+                  html.Button("sweep", id="sweep", style={"marginLeft": "1em"})], style={"marginTop": "4px"}),
+        html.Div(id="sweep-out")]
 
 
 def _seconds(horizon: object) -> float | None:
@@ -217,26 +260,79 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         runner.cancel()
         return "cancelled"
 
-    last: dict[str, Any] = {}
+    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-unit", "children"),
+                  Input("sweep-control", "value"), Input("sweep-metric", "value"), prevent_initial_call=True)
+    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, str]:
+        """A chosen control's suggested range; the condition's unit (ms, %, /s)."""
+        unit = f" {METRICS[metric][3]}" if metric in METRICS else ""
+        chosen = next((c for c in controls.numbers if c.name == name), None)
+        if ctx.triggered_id != "sweep-control" or chosen is None:
+            return no_update, no_update, unit
+        return chosen.low, chosen.high, unit
 
-    @app.callback(Output("progress", "children"), Output("precise", "children"), Input("poll", "n_intervals"))
-    def poll(_: int | None) -> tuple[Any, Any]:
+    @app.callback(Output("progress", "children", allow_duplicate=True), Input("sweep", "n_clicks"),
+                  State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
+                  State("sweep-control", "value"), State("sweep-from", "value"), State("sweep-to", "value"),
+                  State("sweep-points", "value"), State("sweep-request", "value"), State("sweep-metric", "value"),
+                  State("sweep-at-most", "value"), State("replications", "value"), State("horizon", "value"),
+                  prevent_initial_call=True)
+    def sweep(_: int, given: list[Any], ticks: list[list[str]], name: str | None, low: Any, high: Any, n: Any,
+              request: str | None, metric: str | None, at_most: Any, replications: Any, horizon: Any) -> Any:
+        chosen = next((c for c in controls.numbers if c.name == name), None)
+        if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
+            return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
+                             "set", id="sweep-refused")
+        setting = setting_of(given, ticks)
+        try:
+            swept = sweep_values(chosen, float(low), float(high), int(n))
+        except SimstackError as exc:
+            return html.Span(str(exc), id="sweep-refused")
+        points = []
+        for v in swept:
+            value = int(v) if chosen.integer else v
+            points.append(Point(value, *overrides(controls, ({**setting[0], chosen.name: v}, setting[1]))))
+        condition = (Condition(str(request), str(metric), float(at_most))
+                     if at_most is not None and request and metric else None)
+        reps = max(2, int(replications or 5))
+        span = "the model's horizon" if horizon is None else f"horizon {float(horizon):g} s"
+        runner.launch(query(controls, setting), "sweep",
+                      (model_file, chosen.name, points, reps, None if horizon is None else float(horizon), condition),
+                      f"a sweep of {chosen.name} over {len(points)} points, {reps} replications each, {span}")
+        return "running..."
+
+    @app.callback(Output("progress", "children"), Output("precise", "children"), Output("sweep-out", "children"),
+                  Output("shown-run", "data"), Input("poll", "n_intervals"), State("shown-run", "data"))
+    def poll(_: int | None, shown_run: str | None) -> tuple[Any, ...]:
+        """The running job's progress; a finished one's answer once per page (the page keeps
+        which end it showed, so an answer whose response the browser dropped comes again)."""
         state = runner.state()
         if state.status == "running":
-            return f"running for {state.elapsed:.0f} s: {state.detail}", no_update
-        if last.get("seen") == (state.status, state.key, state.elapsed):
-            return no_update, no_update
-        last["seen"] = (state.status, state.key, state.elapsed)
+            return (html.Span(f"running for {state.elapsed:.0f} s: {state.detail}"
+                              + (f"; {state.progress}" if state.progress else ""), id="sim-running"),
+                    no_update, no_update, no_update)
+        end = f"{state.run}:{state.status}"
+        if state.status == "idle" or shown_run == end:
+            return no_update, no_update, no_update, no_update
+        parts = ended(state)
+        return (*parts, end)
+
+    def ended(state: JobState) -> tuple[Any, Any, Any]:
+        """The progress line and the answer of a job that ended."""
+        if state.status == "done" and isinstance(state.result, Swept):
+            return (html.Span(f"sweep done in {state.elapsed:.1f} s", id="sim-done"), no_update,
+                    swept_part(state.result))
         if state.status == "done" and state.requests is not None and state.resources is not None:
             n = state.settings["replications"] if state.settings else "?"
+            met = {"precision": ", the precision met", None: ""}.get((state.settings or {}).get("stopped"),
+                                                                     ", the precision not met: stopped at a limit")
             header, rows = answers.paired_rows(state.requests, state.resources)
-            return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications, 95 % intervals",
+            return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications{met}, 95 % intervals",
                               id="sim-done"),
                     html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
-                              table(header, rows)], id="precise-table"))
+                              table(header, rows)], id="precise-table"), no_update)
         if state.status in ("failed", "cancelled"):
-            return html.Span(state.message, id=f"sim-{state.status}"), no_update
-        return no_update, no_update
+            return html.Span(state.message, id=f"sim-{state.status}"), no_update, no_update
+        return no_update, no_update, no_update
 
     @app.callback(Output("whatif-note", "children"), Input("whatif", "value"), prevent_initial_call=True)
     def whatif_note(whatif: str | None) -> str:
