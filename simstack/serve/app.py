@@ -30,6 +30,7 @@ from simstack.serve.controls import (
     save_whatif,
     whatif_setting,
 )
+from simstack.serve.export import export_report, report_html
 from simstack.serve.runner import Runner
 from simstack.serve.runner import State as JobState
 from simstack.serve.sweep import MOST_POINTS, Condition, Point, Swept, points_table
@@ -105,11 +106,18 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
                                                           step=1, style={"width": "5em"}),
                   html.Label(" horizon (s) "), dcc.Input(id="horizon", type="number", min=0.1,
                                                           value=_seconds(horizon), style={"width": "6em"}),
+                  html.Label(" precision target (%) "),
+                  dcc.Input(id="precision", type="number", min=0.1, max=99, placeholder="none",
+                            style={"width": "6em"}),
                   html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
                   html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
         html.Div(id="progress"), html.Div(id="precise"),
         dcc.Interval(id="poll", interval=500), dcc.Store(id="shown-run"),
         *sweep_controls(spec, controls),
+        html.H3("export report (the last simulation's comparison, as a static HTML page)"),
+        html.Div([dcc.Input(id="report-name", type="text", placeholder="name"),
+                  html.Button("export report", id="export", style={"marginLeft": "0.5em"}),
+                  html.Span(id="exported")]),
         html.H3("save as what-if"),
         html.Div([dcc.Input(id="whatif-name", type="text", placeholder="name"),
                   html.Button("save", id="save", style={"marginLeft": "0.5em"}), html.Span(id="saved")]),
@@ -246,13 +254,27 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("simulate", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
-                  State("replications", "value"), State("horizon", "value"), prevent_initial_call=True)
-    def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any) -> Any:
+                  State("replications", "value"), State("horizon", "value"), State("precision", "value"),
+                  prevent_initial_call=True)
+    def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
+                 precision: Any) -> Any:
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
         runner.start(query(controls, setting), model_file, params, flags, max(2, int(replications or 5)),
-                     None if horizon is None else float(horizon))
+                     None if horizon is None else float(horizon), None if precision is None else precision / 100)
         return "running..."
+
+    @app.callback(Output("exported", "children"), Input("export", "n_clicks"), State("report-name", "value"),
+                  prevent_initial_call=True)
+    def export(_: int, name: str | None) -> str:
+        state = runner.state()
+        if state.status != "done" or state.requests is None or state.resources is None:
+            return " not exported: press simulate first; the report is of the last finished simulation"
+        text = report_html(spec.name, state.key, state.requests, state.resources, state.settings or {})
+        try:
+            return f" exported {export_report(model_dir, str(name or ''), text)}"
+        except SimstackError as exc:
+            return f" not exported: {exc}"
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("cancel", "n_clicks"),
                   prevent_initial_call=True)

@@ -247,23 +247,29 @@ def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting
     if moved:
         raise ModelError(f"a what-if holds parameters and flags, not the workload fields {', '.join(moved)} "
                          "(written as numbers in the model): make them parameters of the model to save this setting")
-    relative = output_name("fit")(f"{FOLDER}/{name}.yaml")  # the checks of every file a study writes
-    try:
-        (model_dir / FOLDER).mkdir(exist_ok=True)
-    except OSError as exc:
-        raise ModelError(f"cannot make the what-if folder {model_dir / FOLDER}: {exc.strerror or exc}") from None
-    path = output_path(model_dir, relative, "whatif")
     params, flags = overrides(controls, setting)
     body = {"doc": doc, "parameters": params, "flags": flags} if doc else {"parameters": params, "flags": flags}
+    return write_new(model_dir, FOLDER, f"{name}.yaml", "fit", yaml_text(body), f"what-if {name!r}")
+
+
+def write_new(model_dir: Path, folder: str, file_name: str, kind: str, text: str, what: str) -> Path:
+    """Write ``folder/file_name`` in the model's folder through the checks of every file a study
+    writes (``io.outputs``: no hidden part, no link out, the kind's suffix); never over a file."""
+    relative = output_name(kind)(f"{folder}/{file_name}")
+    try:
+        (model_dir / folder).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot make the folder {model_dir / folder}: {exc.strerror or exc}") from None
+    path = output_path(model_dir, relative, folder)
     try:
         with path.open("x", encoding="utf-8") as out:
-            out.write(yaml_text(body))
+            out.write(text)
     except FileExistsError:
-        raise ModelError(f"what-if {name!r} exists already ({path}); choose another name") from None
+        raise ModelError(f"{what} exists already ({path}); choose another name") from None
     except OSError as exc:
         raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 
 __all__ = ["Control", "Controls", "Setting", "control", "default_setting", "derive", "overrides", "query",
-           "read_query", "read_what_if", "save_whatif", "split_value", "whatif_setting"]
+           "read_query", "read_what_if", "save_whatif", "split_value", "whatif_setting", "write_new"]
