@@ -25,15 +25,17 @@ from simstack.tables.stopping import precision_from
 SETTING_NAME = "page"  # the what-if name the page's setting has in a comparison
 
 
-def load_setting(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool]) -> ModelSpec:
-    """The model with the page's overrides, over its calibrated values (as ``simstack run``);
-    a workload's literal rate or client count (``clients.clients``) replaced in the document."""
+def load_setting(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool],
+                 scenario: str | None = None) -> ModelSpec:
+    """The model in ``scenario`` with the page's overrides, over its calibrated values (as
+    ``simstack run``); a workload's literal rate or client count (``clients.clients``)
+    replaced in the document."""
     calibrated = calibrated_parameters(model_file.parent)
     plain = {k: v for k, v in parameters.items() if not is_workload_key(k)}
     fields = {k: v for k, v in parameters.items() if is_workload_key(k)}
     if fields:
-        return load_with_workloads(model_file, calibrated, plain, flags, fields)
-    return load_chosen(model_file, calibrated, None, parameters=plain, flags=dict(flags))
+        return load_with_workloads(model_file, calibrated, plain, flags, fields, scenario)
+    return load_chosen(model_file, calibrated, None, scenario=scenario, parameters=plain, flags=dict(flags))
 
 
 @dataclass(frozen=True)
@@ -66,27 +68,30 @@ def beside(model: Instant | None, setting: Instant) -> pd.DataFrame:
     return merged[[*keys, *order]]
 
 
-def simulation_settings(spec: ModelSpec, replications: int, horizon: float | None) -> dict[str, Any]:
+def simulation_settings(spec: ModelSpec, replications: int, horizon: float | None, jobs: int = 1) -> dict[str, Any]:
     """``simulate``'s keyword arguments as ``simstack run`` makes them, with the page's
-    replications and horizon (seconds) over the model's own settings."""
+    replications and horizon (seconds) over the model's own settings; ``jobs`` replications at
+    once (on the backend the runner chose)."""
     chosen = run_settings(spec.settings, {"replications": replications, "horizon": horizon})
-    return {**chosen, "record_steps": False, "progress": False, "record": "full", "jobs": 1}
+    return {**chosen, "record_steps": False, "progress": False, "record": "full", "jobs": jobs}
 
 
 PRECISION_MOST = 200  # replications of each side at most, when a precision target decides their number
 
 
 def precise(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool], replications: int,
-            horizon: float | None, precision: float | None = None,
-            report: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+            horizon: float | None, precision: float | None = None, scenario: str | None = None,
+            report: Callable[[str], None] | None = None,
+            jobs: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The setting against the model on common random numbers (``studies.compare``): its
     ``requests`` and ``resources`` tables and the settings they ran with. With ``precision``
     (``sim.precision.relative``) replications are added in rounds until every request class's
     mean latency change is known within that share (at most ``PRECISION_MOST``). ``report``
-    hears "k of n replications done" as each one ends."""
+    hears "k of n replications done" as each one ends. The model as it is is the baseline;
+    ``scenario`` is the setting's (as a what-if's scenario is on the command line)."""
     before = load_setting(model_file, {}, {})
-    after = load_setting(model_file, parameters, flags)
-    settings = simulation_settings(before, replications, horizon)
+    after = load_setting(model_file, parameters, flags, scenario)
+    settings = simulation_settings(before, replications, horizon, jobs)
     target = None if precision is None else precision_from({"relative": precision,
                                                              "max_replications": PRECISION_MOST})
     done = [0]

@@ -1,7 +1,6 @@
-"""The what-if page: a Dash app for one model (``docs/serve.md`` says why Dash).
-
-Every text from the model reaches the page as a Dash component's child, which the browser
-receives as text, never as markup; nothing here renders HTML from a string.
+"""The what-if page: a Dash app for one model (``docs/serve.md`` says why Dash): its callbacks
+from the controls to the answers, the background runs, the files it keeps. The page's parts
+are ``serve.layout``; every text from the model reaches the browser as text, never as markup.
 """
 
 from __future__ import annotations
@@ -10,161 +9,43 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from flask import Response, request
 
+from simstack.engine.parallel import Backend
 from simstack.errors import SimstackError
 from simstack.lang.spec import ModelSpec
 from simstack.load.whatif import available
-from simstack.report.sweep_figures import sweep_figure
 from simstack.serve import answers
 from simstack.serve.controls import (
-    Control,
-    Controls,
     Setting,
+    address,
+    default_setting,
     derive,
     overrides,
     query,
     read_query,
     read_what_if,
     save_whatif,
+    scenario_of,
+    scenario_setting,
     whatif_setting,
 )
 from simstack.serve.export import export_report, report_html
+from simstack.serve.layout import FLAG, PARAM, SLIDER, error_page, frame_table, layout, swept_part, table
 from simstack.serve.runner import Runner
 from simstack.serve.runner import State as JobState
-from simstack.serve.sweep import MOST_POINTS, Condition, Point, Swept, points_table
+from simstack.serve.sweep import Condition, Point, Swept
 from simstack.serve.sweep import values as sweep_values
 from simstack.tables.answer_spec import METRICS
 
-PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
-_CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
 
-
-def table(header: list[str], rows: list[list[str]]) -> html.Table:
-    """Plain text cells: the browser shows them as text."""
-    return html.Table([html.Thead(html.Tr([html.Th(h, style=_CELL) for h in header])),
-                       html.Tbody([html.Tr([html.Td(c, style=_CELL) for c in row]) for row in rows])],
-                      style={"borderCollapse": "collapse", "margin": "6px 0"})
-
-
-def _frame(frame: Any) -> html.Table:
-    return table(list(frame.columns), [[answers.figure(v) for v in row] for row in frame.itertuples(index=False)])
-
-
-def _control(c: Control) -> html.Div:
-    span = f"{c.low:g}–{c.high:g} {c.unit}".strip()
-    hint = (span if c.declared else f"e.g. {span}") + (f"; drives {', '.join(c.drives)}" if c.drives else "")
-    low, high = c.limits
-    return html.Div([
-        html.Label(c.name, style={"display": "inline-block", "width": "11em"}),
-        dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=low, max=high,
-                  step=c.step, debounce=False, style={"width": "7em"}),
-        html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"}),
-        html.Div(dcc.Slider(id={"type": SLIDER, "name": c.name}, min=c.low, max=c.high, step=c.step, value=c.value,
-                            marks=None, tooltip={"placement": "bottom"}),
-                 style={"width": "28em", "marginLeft": "11em"})])
-
-
-def swept_part(swept: Swept) -> html.Div:
-    """A finished sweep: the capacity in words, the curve with its intervals, the points."""
-    metric = swept.condition.metric if swept.condition else "mean"
-    threshold = (swept.condition.request, swept.condition.at_most) if swept.condition else None
-    return html.Div([*[html.P(line, className="capacity") for line in swept.lines],
-                     dcc.Graph(figure=sweep_figure(swept.table, metric, threshold), id="sweep-figure"),
-                     _frame(points_table(swept))], id="sweep-result")
-
-
-def error_page(message: str) -> html.Div:
-    """A model that does not load: its one line, readable, on the page."""
-    return html.Div([html.H1("simstack: the model did not load"), html.P(message, id="load-error")],
-                    style={"fontFamily": "sans-serif", "margin": "2em"})
-
-
-def layout(spec: ModelSpec, controls: Controls) -> html.Div:
-    horizon = spec.settings.get("horizon")
-    return html.Div([
-        dcc.Location(id="url", refresh=False),
-        html.H1(spec.name, id="model-name"), html.P(spec.description, id="model-description"),
-        html.H3("parameters"), *[_control(c) for c in controls.parameters],
-        *([] if controls.parameters else [html.P("(none: the model declares no parameters)")]),
-        *([html.H3("workload rates and client counts (written as numbers in the model)"),
-           *[_control(c) for c in controls.workloads]] if controls.workloads else []),
-        *([html.P(f"fixed: {', '.join(f'{k} = {v}' for k, v in controls.fixed.items())}")] if controls.fixed else []),
-        html.H3("flags"),
-        *[dcc.Checklist(id={"type": FLAG, "name": f}, options=[{"label": f" {f}", "value": "on"}],
-                        value=["on"] if on else []) for f, on in controls.flags.items()],
-        *([] if controls.flags else [html.P("(none)")]),
-        html.H3("what-ifs of the model folder"),
-        dcc.Dropdown(id="whatif", options=list(controls.whatifs), value=None, placeholder="start from a what-if",
-                     style={"width": "24em"}),
-        html.Small(id="whatif-note", style={"color": "#555"}),
-        html.H3("instant answer (approximate: mean-value analysis, no simulation)"),
-        dcc.Loading(html.Div(id="instant")),
-        html.H3("precise answer (simulation, paired with the model on common random numbers)"),
-        html.Div([html.Label("replications "), dcc.Input(id="replications", type="number", value=5, min=2, max=100,
-                                                          step=1, style={"width": "5em"}),
-                  html.Label(" horizon (s) "), dcc.Input(id="horizon", type="number", min=0.1,
-                                                          value=_seconds(horizon), style={"width": "6em"}),
-                  html.Label(" precision target (%) "),
-                  dcc.Input(id="precision", type="number", min=0.1, max=99, placeholder="none",
-                            style={"width": "6em"}),
-                  html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
-                  html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
-        html.Div(id="progress"), html.Div(id="precise"),
-        dcc.Interval(id="poll", interval=500), dcc.Store(id="shown-run"),
-        *sweep_controls(spec, controls),
-        html.H3("export report (the last simulation's comparison, as a static HTML page)"),
-        html.Div([dcc.Input(id="report-name", type="text", placeholder="name"),
-                  html.Button("export report", id="export", style={"marginLeft": "0.5em"}),
-                  html.Span(id="exported")]),
-        html.H3("save as what-if"),
-        html.Div([dcc.Input(id="whatif-name", type="text", placeholder="name"),
-                  html.Button("save", id="save", style={"marginLeft": "0.5em"}), html.Span(id="saved")]),
-    ], style={"fontFamily": "sans-serif", "margin": "1.5em"})
-
-
-def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
-    """One control over a range, and the capacity's condition (optional)."""
-    first = controls.numbers[0] if controls.numbers else None
-    requests = list(dict.fromkeys([*(w.request for w in spec.workloads.values()), *spec.requests]))
-    inline = {"display": "inline-block", "verticalAlign": "middle"}
-    return [
-        html.H3("sweep (simulation: one control over a range, each point with its 95 % interval)"),
-        html.Div([html.Label("sweep "),
-                  dcc.Dropdown(id="sweep-control", options=[c.name for c in controls.numbers],
-                               value=first.name if first else None, clearable=False, style={**inline, "width": "16em"}),
-                  html.Label(" from "), dcc.Input(id="sweep-from", type="number", value=first.low if first else None,
-                                                  style={"width": "6em"}),
-                  html.Label(" to "), dcc.Input(id="sweep-to", type="number", value=first.high if first else None,
-                                                style={"width": "6em"}),
-                  html.Label(" points "), dcc.Input(id="sweep-points", type="number", value=5, min=2,
-                                                    max=MOST_POINTS, step=1, style={"width": "4em"})]),
-        html.Div([html.Label("capacity: the largest value with "),
-                  dcc.Dropdown(id="sweep-request", options=requests, value=requests[0] if requests else None,
-                               clearable=False, style={**inline, "width": "12em"}),
-                  dcc.Dropdown(id="sweep-metric", options=list(METRICS), value="p95", clearable=False,
-                               style={**inline, "width": "8em"}),
-                  html.Label(" at most "), dcc.Input(id="sweep-at-most", type="number", placeholder="no condition",
-                                                     style={"width": "8em"}),
-                  html.Span(" ms", id="sweep-unit"),
-                  html.Button("sweep", id="sweep", style={"marginLeft": "1em"})], style={"marginTop": "4px"}),
-        html.Div(id="sweep-out")]
-
-
-def _seconds(horizon: object) -> float | None:
-    from simstack.lang.units import parse_time
-
-    try:
-        return None if horizon is None else parse_time(horizon)
-    except SimstackError:
-        return None
-
-
-def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> tuple[Dash, Runner]:
-    """The app of one model (or of its load error) and its simulation runner."""
+def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
+          backend: Backend | None = None) -> tuple[Dash, Runner]:
+    """The app of one model (or of its load error) and its simulation runner (its replications
+    on ``backend``: None, one at a time in the runner's worker; a ``RayCluster``, as Ray tasks)."""
     app = Dash(__name__, title="simstack serve", update_title="")
-    runner = Runner()
+    runner = Runner(backend)
     if token is not None:
         _require_token(app, token)
     if spec is None or spec.file is None:
@@ -187,59 +68,67 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
 
     @app.callback(Output("url", "search"), Output({"type": PARAM, "name": ALL}, "value"),
                   Output({"type": SLIDER, "name": ALL}, "value"), Output({"type": FLAG, "name": ALL}, "value"),
-                  Input("url", "search"), Input("whatif", "value"), Input({"type": PARAM, "name": ALL}, "value"),
+                  Output("scenario", "value"),
+                  Input("url", "search"), Input("whatif", "value"), Input("scenario", "value"),
+                  Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": SLIDER, "name": ALL}, "value"), Input({"type": FLAG, "name": ALL}, "value"))
-    def sync(search: str | None, whatif: str | None, values: list[Any], slid: list[Any],
+    def sync(search: str | None, whatif: str | None, scenario: str | None, values: list[Any], slid: list[Any],
              ticks: list[list[str]]) -> tuple[Any, ...]:
-        """The address holds the setting: read on load, written on every change; a slider and
-        its number field follow each other."""
+        """The address holds the setting and the scenario: read on load, written on every
+        change; a slider and its number field follow each other; a what-if or a scenario
+        chosen sets the controls to its values."""
         trigger = ctx.triggered_id
-        n = len(controls.numbers)
-        keep = [no_update] * n
+        keep, flags_kept = [no_update] * len(controls.numbers), [no_update] * len(controls.flags)
+        unchanged = (no_update, keep, keep, flags_kept, no_update)
         if trigger is None or trigger == "url":
-            return (no_update, *shown(read_query(controls, search)))
-        if trigger == "whatif":
-            if not whatif:
-                return (no_update, keep, keep, [no_update] * len(controls.flags))
+            return (no_update, *shown(read_query(controls, search)), scenario_of(controls, search))
+        if trigger in ("whatif", "scenario"):
             try:
-                chosen = whatif_setting(controls, model_dir, whatif)
-            except SimstackError:  # its message is the what-if's note (whatif_note)
-                return (no_update, keep, keep, [no_update] * len(controls.flags))
-            return (query(controls, chosen), *shown(chosen))
+                if trigger == "whatif":
+                    if not whatif:
+                        return unchanged
+                    chosen = whatif_setting(controls, model_dir, whatif)
+                else:
+                    chosen = (scenario_setting(controls, model_file, scenario) if scenario
+                              else default_setting(controls))
+            except SimstackError:  # the what-if's message is its note (whatif_note); a scenario's, the answer's
+                return unchanged
+            return (address(query(controls, chosen), scenario), *shown(chosen), no_update)
         if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
             values = [v if c.name != trigger["name"] else s
                       for c, v, s in zip(controls.numbers, values, slid, strict=True)]
             if any(v is None for v in values):
-                return (no_update, values, keep, [no_update] * len(controls.flags))
-            return (query(controls, setting_of(values, ticks)), values, keep, [no_update] * len(controls.flags))
+                return (no_update, values, keep, flags_kept, no_update)
+            return (address(query(controls, setting_of(values, ticks)), scenario), values, keep, flags_kept,
+                    no_update)
         if any(v is None for v in values):
-            return (no_update, keep, keep, [no_update] * len(controls.flags))
+            return unchanged
         _, held, _ = shown(setting_of(values, ticks))
         sliders: list[Any] = keep
         if isinstance(trigger, Mapping) and trigger.get("type") == PARAM:  # only the moved one: no loop
             sliders = [s if c.name == trigger["name"] else no_update
                        for c, s in zip(controls.numbers, held, strict=True)]
-        return (query(controls, setting_of(values, ticks)), keep, sliders, [no_update] * len(controls.flags))
+        return (address(query(controls, setting_of(values, ticks)), scenario), keep, sliders, flags_kept, no_update)
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
-                  Input({"type": FLAG, "name": ALL}, "value"))
-    def instant(values: list[Any], ticks: list[list[str]]) -> Any:
+                  Input({"type": FLAG, "name": ALL}, "value"), Input("scenario", "value"))
+    def instant(values: list[Any], ticks: list[list[str]], scenario: str | None) -> Any:
         unread = [c for c, v in zip(controls.numbers, values, strict=True) if v is None]
         if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
             return html.P("enter a number for " + ", ".join(
                 f"{c.name}" + (f" ({c.low:g}–{c.high:g} {c.unit})".rstrip() if c.declared else "") for c in unread),
                 id="instant-error")
         setting = setting_of(values, ticks)
-        runner.cancel(unless=query(controls, setting))
+        runner.cancel(unless=address(query(controls, setting), scenario))
         try:
-            answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting)))
+            answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting), scenario))
         except SimstackError as exc:
             return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
                              html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
-                         html.Div(_frame(answers.beside(model_answer(), answer)), id="instant-chains"),
-                         html.P("busiest stations (approximate)"), _frame(answer.stations.head(8))])
+                         html.Div(frame_table(answers.beside(model_answer(), answer)), id="instant-chains"),
+                         html.P("busiest stations (approximate)"), frame_table(answer.stations.head(8))])
 
     solved: dict[str, answers.Instant | None] = {}
 
@@ -255,13 +144,14 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("simulate", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
                   State("replications", "value"), State("horizon", "value"), State("precision", "value"),
-                  prevent_initial_call=True)
+                  State("scenario", "value"), prevent_initial_call=True)
     def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
-                 precision: Any) -> Any:
+                 precision: Any, scenario: str | None) -> Any:
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
-        runner.start(query(controls, setting), model_file, params, flags, max(2, int(replications or 5)),
-                     None if horizon is None else float(horizon), None if precision is None else precision / 100)
+        runner.start(address(query(controls, setting), scenario), model_file, params, flags,
+                     max(2, int(replications or 5)), None if horizon is None else float(horizon),
+                     None if precision is None else precision / 100, scenario)
         return "running..."
 
     @app.callback(Output("exported", "children"), Input("export", "n_clicks"), State("report-name", "value"),
@@ -297,9 +187,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
                   State("sweep-control", "value"), State("sweep-from", "value"), State("sweep-to", "value"),
                   State("sweep-points", "value"), State("sweep-request", "value"), State("sweep-metric", "value"),
                   State("sweep-at-most", "value"), State("replications", "value"), State("horizon", "value"),
-                  prevent_initial_call=True)
+                  State("scenario", "value"), prevent_initial_call=True)
     def sweep(_: int, given: list[Any], ticks: list[list[str]], name: str | None, low: Any, high: Any, n: Any,
-              request: str | None, metric: str | None, at_most: Any, replications: Any, horizon: Any) -> Any:
+              request: str | None, metric: str | None, at_most: Any, replications: Any, horizon: Any,
+              scenario: str | None) -> Any:
         chosen = next((c for c in controls.numbers if c.name == name), None)
         if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
             return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
@@ -317,8 +208,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
                      if at_most is not None and request and metric else None)
         reps = max(2, int(replications or 5))
         span = "the model's horizon" if horizon is None else f"horizon {float(horizon):g} s"
-        runner.launch(query(controls, setting), "sweep",
-                      (model_file, chosen.name, points, reps, None if horizon is None else float(horizon), condition),
+        runner.launch(address(query(controls, setting), scenario), "sweep",
+                      (model_file, chosen.name, points, reps, None if horizon is None else float(horizon), condition,
+                       scenario),
                       f"a sweep of {chosen.name} over {len(points)} points, {reps} replications each, {span}")
         return "running..."
 
@@ -368,10 +260,11 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
 
     @app.callback(Output("saved", "children"), Output("whatif", "options"), Input("save", "n_clicks"),
                   State("whatif-name", "value"), State({"type": PARAM, "name": ALL}, "value"),
-                  State({"type": FLAG, "name": ALL}, "value"), prevent_initial_call=True)
-    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[str, Any]:
+                  State({"type": FLAG, "name": ALL}, "value"), State("scenario", "value"), prevent_initial_call=True)
+    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]],
+             scenario: str | None) -> tuple[str, Any]:
         try:
-            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks))
+            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks), scenario=scenario)
         except SimstackError as exc:
             return f" not saved: {exc}", no_update
         return f" saved {path}", available(model_dir)  # the new one can be chosen at once
@@ -397,5 +290,5 @@ def _require_token(app: Dash, token: str) -> None:
         return response
 
 
-__all__ = ["build", "error_page", "layout", "table"]
+__all__ = ["build"]
 

@@ -64,6 +64,7 @@ class Controls:
     whatifs: tuple[str, ...]
     fixed: Mapping[str, str] = field(default_factory=dict)  # parameters that are not numbers: shown, not moved
     workloads: tuple[Control, ...] = ()  # workload rates and client counts written as numbers (serve.workloads)
+    scenarios: Mapping[str, str] = field(default_factory=dict)  # the model file's scenarios -> their doc
 
     @property
     def numbers(self) -> tuple[Control, ...]:
@@ -165,7 +166,43 @@ def derive(spec: ModelSpec) -> Controls:
     whatifs = tuple(available(spec.file.parent)) if spec.file else ()
     literal = tuple(replace(made, workload=True) for param in as_parameters(doc)
                     if (made := control(param)) is not None)
-    return Controls(tuple(numbers), flags, whatifs, fixed, literal)
+    return Controls(tuple(numbers), flags, whatifs, fixed, literal, _scenarios(doc))
+
+
+def _scenarios(doc: object) -> dict[str, str]:
+    """The scenarios the model file declares, each with its ``doc``."""
+    raw = doc.get("scenarios") if isinstance(doc, Mapping) else None
+    return {str(k): str(v.get("doc") or "") if isinstance(v, Mapping) else ""
+            for k, v in (raw.items() if isinstance(raw, Mapping) else ())}
+
+
+def scenario_setting(controls: Controls, model_file: Path, name: str) -> Setting:
+    """The controls' values in a scenario of the model: the model file loaded in it (without the
+    calibrated values, as the controls' own values are), read back."""
+    from simstack.load.loader import load_model
+
+    if name not in controls.scenarios:
+        raise ModelError(f"unknown scenario {name!r}; scenarios: {', '.join(controls.scenarios) or '(none)'}")
+    spec = load_model(model_file, scenario=name)
+    params, _ = default_setting(controls)
+    for c in controls.parameters:
+        split = split_value(spec.parameters[c.name].value)
+        if split is not None:
+            params[c.name] = split[0] if split[1] == c.unit else _in_unit(spec.parameters[c.name].value, c.unit)
+    return params, {f: f in spec.flags for f in controls.flags}
+
+
+def address(search: str, scenario: str | None) -> str:
+    """The page's address: the setting's query, then the scenario (``?consoles=24&scenario=s1_2``)."""
+    if not scenario:
+        return search
+    return f"{search}{'&' if search else '?'}{urlencode([('scenario', scenario)])}"
+
+
+def scenario_of(controls: Controls, search: str | None) -> str | None:
+    """The scenario an address names, if the model has it."""
+    named = dict(parse_qsl((search or "").lstrip("?"))).get("scenario")
+    return named if named in controls.scenarios else None
 
 
 Setting = tuple[dict[str, float], dict[str, bool]]
@@ -238,9 +275,10 @@ def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
     return params, flags
 
 
-def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting, doc: str = "") -> Path:
-    """Write ``whatif/NAME.yaml`` in the model's folder with the setting's changes; never over
-    an existing file, never outside the folder."""
+def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting, doc: str = "",
+                scenario: str | None = None) -> Path:
+    """Write ``whatif/NAME.yaml`` in the model's folder with the setting's changes (and its
+    scenario); never over an existing file, never outside the folder."""
     if not WHATIF_NAME.fullmatch(name):
         raise ModelError(f"a what-if name is letters, digits, '_' and '-' (at most 64), got {name!r}")
     moved = [c.name for c in controls.workloads if c.name in overrides(controls, setting)[0]]
@@ -248,7 +286,8 @@ def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting
         raise ModelError(f"a what-if holds parameters and flags, not the workload fields {', '.join(moved)} "
                          "(written as numbers in the model): make them parameters of the model to save this setting")
     params, flags = overrides(controls, setting)
-    body = {"doc": doc, "parameters": params, "flags": flags} if doc else {"parameters": params, "flags": flags}
+    body: dict[str, Any] = {"doc": doc} if doc else {}
+    body.update({"parameters": params, "flags": flags, **({"scenario": scenario} if scenario else {})})
     return write_new(model_dir, FOLDER, f"{name}.yaml", "fit", yaml_text(body), f"what-if {name!r}")
 
 
@@ -271,5 +310,6 @@ def write_new(model_dir: Path, folder: str, file_name: str, kind: str, text: str
     return path
 
 
-__all__ = ["Control", "Controls", "Setting", "control", "default_setting", "derive", "overrides", "query",
-           "read_query", "read_what_if", "save_whatif", "split_value", "whatif_setting", "write_new"]
+__all__ = ["Control", "Controls", "Setting", "address", "control", "default_setting", "derive", "overrides", "query",
+           "read_query", "read_what_if", "save_whatif", "scenario_of", "scenario_setting", "split_value",
+           "whatif_setting", "write_new"]

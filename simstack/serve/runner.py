@@ -9,6 +9,8 @@ a pile of runs.
 from __future__ import annotations
 
 import multiprocessing
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from simstack.engine.parallel import Backend, using
 from simstack.errors import SimstackError
 
 
@@ -51,10 +54,25 @@ def _job(kind: str) -> Callable[..., Any]:
     return precise
 
 
-def _work(conn: Connection, kind: str, args: tuple[Any, ...]) -> None:
-    """The worker process: the job's answer, or the error's one line; progress lines before it."""
+def _exit(_signal: int, _frame: Any) -> None:
+    sys.exit(0)
+
+
+def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None) -> None:
+    """The worker process: the job's answer, or the error's one line; progress lines before it.
+    On a ``backend`` (Ray) the replications run as its tasks, as many at once as it has CPUs."""
     try:
-        conn.send(("done", _job(kind)(*args, report=lambda line: conn.send(("progress", line)))))
+        report = lambda line: conn.send(("progress", line))  # noqa: E731 - sent from this process only
+        if backend is None:
+            answer = _job(kind)(*args, report=report)
+        else:
+            # Cancelling terminates this worker: as an exit, so that a Ray it started is shut
+            # down (Ray's own exit hook) instead of leaving its agents behind.
+            signal.signal(signal.SIGTERM, _exit)
+            with using(backend):
+                cpus = getattr(backend, "cpus", None)
+                answer = _job(kind)(*args, report=report, jobs=cpus() if cpus is not None else 1)
+        conn.send(("done", answer))
     except SimstackError as exc:
         conn.send(("failed", str(exc)))
     except Exception as exc:  # noqa: BLE001 - any failure of the run is a line on the page, never the server's end
@@ -66,7 +84,10 @@ def _work(conn: Connection, kind: str, args: tuple[Any, ...]) -> None:
 class Runner:
     """The one background simulation of a page (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: Backend | None = None) -> None:
+        """``backend``: where the replications run (None: in the worker itself, one at a time;
+        ``RayCluster``: as Ray tasks, ``simstack serve backend=ray``)."""
+        self.backend = backend
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
@@ -80,13 +101,14 @@ class Runner:
         return self._process
 
     def start(self, key: str, model_file: Path, parameters: dict[str, Any], flags: dict[str, bool],
-              replications: int, horizon: float | None, precision: float | None = None) -> None:
+              replications: int, horizon: float | None, precision: float | None = None,
+              scenario: str | None = None) -> None:
         """Compare the setting ``key`` with the model, stopping whatever runs now; with
         ``precision`` (relative) the replications are added until it is met."""
         span = "the model's horizon" if horizon is None else f"horizon {horizon:g} s"
         runs = (f"{replications} replications" if precision is None else
                 f"replications until the change is known within {precision:.0%}")
-        self.launch(key, "compare", (model_file, parameters, flags, replications, horizon, precision),
+        self.launch(key, "compare", (model_file, parameters, flags, replications, horizon, precision, scenario),
                     f"{runs} of the model and the setting on common random numbers, {span}")
 
     def launch(self, key: str, kind: str, args: tuple[Any, ...], detail: str) -> None:
@@ -95,12 +117,13 @@ class Runner:
             self._stop()
             context = multiprocessing.get_context("spawn")  # the server's threads are not copied
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_work, args=(send, kind, args), daemon=True)
+            process = context.Process(target=_work, args=(send, kind, args, self.backend), daemon=True)
             process.start()
             send.close()
             self._process, self._conn, self._started = process, receive, time.monotonic()
             self._runs += 1
-            self._state = State("running", key, detail=detail, kind=kind, run=self._runs)
+            where = f" on {self.backend.name}" if self.backend is not None else ""
+            self._state = State("running", key, detail=detail + where, kind=kind, run=self._runs)
 
     def cancel(self, unless: str | None = None) -> None:
         """Stop the running simulation (unless it runs the setting ``unless``)."""

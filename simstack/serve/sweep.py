@@ -89,16 +89,17 @@ def _rows(job: str, column: str, value: float, result: Any) -> pd.DataFrame:
 
 
 def run_sweep(model_file: Path, column: str, points: Sequence[Point], replications: int, horizon: float | None,
-              condition: Condition | None = None, report: Callable[[str], None] | None = None) -> Swept:
+              condition: Condition | None = None, scenario: str | None = None,
+              report: Callable[[str], None] | None = None, jobs: int = 1) -> Swept:
     """Simulate every point (common random numbers: one seed), in order; a point the model
     refuses is a failed row with its message, the others still run."""
-    settings = simulation_settings(load_setting(model_file, {}, {}), replications, horizon)
+    settings = simulation_settings(load_setting(model_file, {}, {}), replications, horizon, jobs)
     parts = []
     for i, point in enumerate(points):
         if report is not None:
             report(f"point {i + 1} of {len(points)}: {column} = {point.value:g}")
         try:
-            result = simulate(load_setting(model_file, point.parameters, point.flags), **settings)
+            result = simulate(load_setting(model_file, point.parameters, point.flags, scenario), **settings)
         except SimstackError as exc:
             parts.append(pd.DataFrame([{"job": str(i), column: point.value, "status": "failed", "error": str(exc)}]))
             continue

@@ -59,3 +59,28 @@ def test_bundled_model_pages_load_with_their_controls(name: str, serve: object, 
     assert page.locator("input[type=checkbox]").count() == len(controls.flags)
     shoot(page, name)  # type: ignore[operator]
     assert not errors, errors
+
+
+def test_a_scenario_chosen_sets_the_controls_the_address_and_the_answer(tmp_path: Path, serve: object,
+                                                                        browser: object) -> None:
+    import shutil
+
+    model = tmp_path / "busy"
+    shutil.copytree(MODELS / "pipeline", model)
+    with (model / "model.yaml").open("a") as out:
+        out.write("\nscenarios:\n  rush: {doc: the evening rush, parameters: {consoles: 20}, flags: {cache: true}}\n")
+    page, errors = watched(browser)
+    page.goto(serve(model))  # type: ignore[operator]
+    chains = page.locator("#instant-chains")
+    chains.wait_for(timeout=20000)
+    before = chains.inner_text()
+    page.click("#scenario")
+    page.get_by_text("rush: the evening rush", exact=True).click()
+    page.wait_for_function("() => location.search.includes('scenario=rush')", timeout=10000)
+    assert page.input_value("input[id*='consoles']") == "20" and page.is_checked("input[type=checkbox]")
+    page.wait_for_function(CHANGED, arg=before, timeout=10000)
+    page.reload()  # the address restores the scenario and its controls
+    page.locator("#instant-chains").wait_for(timeout=20000)
+    assert page.input_value("input[id*='consoles']") == "20"
+    assert "rush" in page.inner_text("#scenario")
+    assert not errors, errors
