@@ -4,8 +4,8 @@ the what-if page of a model.
 Binds 127.0.0.1 unless told otherwise; bound to another interface, the printed address holds
 a random token that every request must carry. A model that does not load is served as a page
 with its one-line error (and the line is printed), so the person at the browser sees why.
-``backend=ray`` runs the page's simulations' replications as Ray tasks (a cluster at
-``ray_address``, else a Ray started for each run), as ``backend=ray`` does for a study.
+``backend=ray ray_address=HOST:PORT`` runs the page's simulations' replications as tasks of
+that running Ray cluster, as ``backend=ray`` does for a study.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ def parse(args: list[str]) -> dict[str, str]:
         raise ConfigError(f"simstack serve: backend= expects processes or ray, got {out['backend']!r}")
     if "ray_address" in out and out.get("backend") != "ray":
         raise ConfigError("simstack serve: ray_address= goes with backend=ray")
+    if out.get("backend") == "ray" and not out.get("ray_address"):
+        # A Ray started for each run (the page's runs are stopped at any click) would leave its
+        # agents behind when stopped: the page uses a cluster that outlives its runs.
+        raise ConfigError("simstack serve: backend=ray needs ray_address=HOST:PORT of a running Ray cluster "
+                          "(ray start --head); the page does not start a Ray of its own")
     return out
 
 
@@ -50,7 +55,7 @@ def backend_of(chosen: dict[str, str]) -> Any:
         return None
     from simstack.engine.raypool import RayCluster
 
-    return RayCluster(address=chosen.get("ray_address") or None)
+    return RayCluster(address=chosen["ray_address"])
 
 
 def is_loopback(host: str) -> bool:

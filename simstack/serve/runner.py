@@ -9,8 +9,6 @@ a pile of runs.
 from __future__ import annotations
 
 import multiprocessing
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -54,21 +52,15 @@ def _job(kind: str) -> Callable[..., Any]:
     return precise
 
 
-def _exit(_signal: int, _frame: Any) -> None:
-    sys.exit(0)
-
-
 def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None) -> None:
     """The worker process: the job's answer, or the error's one line; progress lines before it.
-    On a ``backend`` (Ray) the replications run as its tasks, as many at once as it has CPUs."""
+    On a ``backend`` (a running Ray cluster) the replications run as its tasks, as many at once as
+    it has CPUs; cancelling ends this driver, and Ray drops its tasks."""
     try:
         report = lambda line: conn.send(("progress", line))  # noqa: E731 - sent from this process only
         if backend is None:
             answer = _job(kind)(*args, report=report)
         else:
-            # Cancelling terminates this worker: as an exit, so that a Ray it started is shut
-            # down (Ray's own exit hook) instead of leaving its agents behind.
-            signal.signal(signal.SIGTERM, _exit)
             with using(backend):
                 cpus = getattr(backend, "cpus", None)
                 answer = _job(kind)(*args, report=report, jobs=cpus() if cpus is not None else 1)
