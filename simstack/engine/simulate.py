@@ -140,7 +140,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
              progress: bool = False, parameters: Mapping[str, Any] | None = None,
              flags: Mapping[str, bool] | Iterable[str] | None = None,
              scenario: str | None = None, record: str = "full", jobs: int = 1,
-             trace: Mapping[str, Any] | Trace | None = None) -> RunResult:
+             trace: Mapping[str, Any] | Trace | None = None,
+             on_replication: Callable[[int], None] | None = None) -> RunResult:
     """Run ``replications`` independent replications of a model and return tidy tables.
 
     ``replications`` is a count, or a range of replication indices (``range(20, 30)``: the
@@ -156,6 +157,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
     load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
     engine features add their own tables (``RunResult.tables``: memory, store load, ...).
+    ``on_replication(rep)`` is called in this process as each replication ends (a page's progress).
     """
     spec = checked_spec(model, seed=seed, replications=replications, horizon=horizon, warmup=warmup,
                         parameters=parameters, flags=flags, scenario=scenario, record=record, jobs=jobs)
@@ -165,7 +167,12 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
                              record=record, trace=trace)
     with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=len(reps)) as shown, \
             Workers(min(jobs, len(reps))) as workers:
-        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=lambda _rep, _outcome: shown.update(1)))
+        def done(index: int, _outcome: Outcome) -> None:
+            shown.update(1)
+            if on_replication is not None:
+                on_replication(reps[index])
+
+        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=done))
     return run_result(spec, seed, outcomes, horizon=horizon, warmup=warmup, record=record,
                       record_steps=record_steps, started=started)
 
