@@ -69,7 +69,10 @@ class Imported:
 
     doc: dict[str, Any]
     mapping: tuple[tuple[str, int, str], ...]
-    entries: dict[str, str]  # LQN entry -> request class whose stage named after the entry counts it
+    # request class (whose stage of the same name counts its completions) -> the LQN entry a solver
+    # reports it as: the entry itself, or for a replica ``e_r`` the replicated entry ``e`` (a solver's
+    # result for a replicated entry is per replica)
+    entries: dict[str, str]
     notes: tuple[str, ...]  # what the file says that a simulation does not use
 
 
@@ -144,7 +147,8 @@ class _Converter:
         if not components:
             del doc["components"]
         notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored) + tuple(self.lost)
-        return Imported(doc, tuple(self.mapping), {e: e for e in self.entries}, notes)
+        return Imported(doc, tuple(self.mapping), {e.name: e.replica_of or e.name for e in self.entries.values()},
+                        notes)
 
     def host(self, pname: str) -> dict[str, Any]:
         p = self.processors[pname]

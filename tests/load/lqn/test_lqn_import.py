@@ -10,9 +10,11 @@ import pytest
 from simstack.cli.lqn import main as interop_main
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec, load_model
+from simstack.load.lqn.lqn_results import LqnResults, Result
 from simstack.load.lqn.lqn_text import read_lqn_text
 from simstack.load.lqn.lqnx import read_lqnx
 from simstack.load.lqn.to_simstack import to_simstack
+from simstack.studies.evaluate.lqn_compare import compare
 from simstack.testing import run
 
 XML = b"""<?xml version="1.0"?>
@@ -131,6 +133,29 @@ def test_replication_is_written_out_with_lqsims_routing() -> None:
     # fan-out 4 x fan-in ... = 2 x 2: client replica s calls server ((s - 1) mod 2) + 1
     assert called == {"client_1": "server_1", "client_2": "server_2", "client_3": "server_1", "client_4": "server_2"}
     assert doc["components"]["server_2_task"] == {"kind": "threads", "host": "server_2", "size": 1}
+
+
+# A replicated entry 'srv' beside an entry 'srv_0' of its own (a name that looks like a replica's).
+REPLICA_NAMES = REPLICATED.replace(b'<fan-in source="client" value="2"/>',
+                                   b'<fan-in source="client" value="2"/>').replace(
+    b'</lqn-model>', b"""  <processor name="solo"><task name="solo"><entry name="server_0" type="PH1PH2">
+    <entry-phase-activities><activity name="z1" phase="1" host-demand-mean="1"/></entry-phase-activities>
+  </entry></task></processor>
+</lqn-model>""")
+
+
+def test_replicas_are_matched_to_their_lqn_entry_not_by_their_name() -> None:
+    """Each written-out replica is compared with the entry it copies (lqsim reports a replicated
+    entry once, per replica); an entry whose own name ends in _0 is never taken for a replica."""
+    imported = to_simstack(read_lqnx(REPLICA_NAMES, "rep.lqnx"))
+    assert imported.entries == {"client_1": "client", "client_2": "client", "client_3": "client",
+                                "client_4": "client", "server_1": "server", "server_2": "server",
+                                "server_0": "server_0"}
+    lqsim = LqnResults("lqsim", {"client": Result(0.4, 0.01), "server": Result(0.8, 0.01)}, {}, {})
+    simulated = {name: Result(0.8 if name.startswith("server") else 0.4, 0.01) for name in imported.entries}
+    rows = compare(imported, lqsim, simulated)
+    assert sorted(r.entry for r in rows) == ["client_1", "client_2", "client_3", "client_4", "server_1", "server_2"]
+    assert all(r.ok for r in rows)
 
 
 def refusal(body: str, *, text: bool = False) -> str:
