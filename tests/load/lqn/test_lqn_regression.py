@@ -25,8 +25,8 @@ from simstack.testing import SEED_OFFSET
 
 FOLDER = os.environ.get("SIMSTACK_LQNS_REGRESSION")
 SAMPLE = ["01-sanity", "03-sanity", "05-sanity", "09-sanity", "21-multiserver", "41-activities", "44-activities",
-          "50-replication", "51-replication", "60-semaphore", "67-rwlock", "71-fair", "75-distributions", "76-distributions", "88-quorum",
-          "92-open"]
+          "50-replication", "51-replication", "60-semaphore", "67-rwlock", "71-fair", "75-distributions",
+          "76-distributions", "88-quorum", "92-open"]
 
 pytestmark = pytest.mark.skipif(not FOLDER, reason="SIMSTACK_LQNS_REGRESSION (an LQNS checkout's "
                                                    "models/regression) is not set")
