@@ -36,6 +36,7 @@ from simstack.load.lqn.lqn_graph import GraphReader
 from simstack.load.lqn.lqn_model import MAX_VALUE, Call, Entry, LqnModel, Task
 from simstack.load.lqn.lqn_replicas import flatten
 from simstack.load.lqn.lqn_steps import Work, num
+from simstack.load.lqn.lqn_sync import plan_sync
 from simstack.load.lqn.lqn_values import located
 
 PROCESSOR_DISCIPLINES = {"fcfs": "fifo", "ps": "ps", "pp": "priority", "pri": "priority", "hol": "hol", "inf": "ps",
@@ -233,9 +234,13 @@ class _Converter:
         self.work.pareto = t.scheduling == "burst"
         if graph is not None:
             self.lost += bindings(t, self.entries, self.source)
+        sync = plan_sync(t, graph, self.entries, pool, kind, self.source) if graph else None
+        if sync is not None:
+            self.mapping += sync.mapping
+            self.add(components, sync.components, t.line)
         for ename in t.entries:
             e = self.entries[ename]
-            body = self.body(t, e, graph, kind)
+            body = sync.bodies[ename] if sync and ename in sync.bodies else self.body(t, e, graph, kind)
             request: dict[str, Any] = {"host": t.processor}
             if prioritised and t.priority and kind != "pool":
                 request["priority"] = t.priority
@@ -245,11 +250,16 @@ class _Converter:
             else:
                 requests[e.name] = {**request, "steps": body}
         for sem, (units, join) in (graph.semaphores.items() if graph else ()):
-            if sem in components or sem in self.entries:
-                raise self.fail(join.line, f"the join semaphore {sem!r} has the name of another element")
-            components[sem] = {"kind": "semaphore", "size": units, "initial": 0}
+            self.add(components, {sem: {"kind": "semaphore", "size": units, "initial": 0}}, join.line)
             self.mapping.append((f"AND-join {' & '.join(join.pre)} of task {t.name} (one thread)", join.line,
                                  f"components.{sem}: semaphore, {units} unit(s), empty at the start"))
+
+    def add(self, components: dict[str, Any], semaphores: dict[str, Any], line: int) -> None:
+        """Semaphores the importer names (joins), refused where the model has that name already."""
+        for sem, spec in semaphores.items():
+            if sem in components or sem in self.entries:
+                raise self.fail(line, f"the join semaphore {sem!r} has the name of another element")
+            components[sem] = spec
 
     def reference(self, t: Task, workloads: dict[str, Any]) -> None:
         if len(t.entries) != 1:

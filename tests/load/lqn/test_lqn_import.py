@@ -331,10 +331,17 @@ A s
 
 
 def test_unstructured_graphs_are_refused_with_the_precedence_line() -> None:
-    sync = refusal(GRAPH.format(graph="a1 & a2 -> a3; a3[s1, s2]"), text=True)
-    assert sync == ("bad.lqn: line 21: task 's', entry 's1': the join list 'a1 & a2' waits for activities that "
-                    "entry 's1' does not start: a join across entries (an LQN synchronisation server), which "
-                    "simstack has no counterpart for")
+    sync = refusal(GRAPH.replace("t s n s1 s2 -1 p", "t s n s1 s2 -1 p m 2").format(
+        graph="a1 & a2 -> a3; a3[s1, s2]"), text=True)
+    assert sync == ("bad.lqn: line 21: task 's': the join across entries 'a1 & a2' (an LQN synchronisation "
+                    "server) is imported only in a task of one thread (fcfs, multiplicity 1), as lqsim runs it")
+    either = refusal(GRAPH.format(graph="a1 + a2 -> a3; a3[s1, s2]"), text=True)
+    assert either == ("bad.lqn: line 21: task 's': the join across entries 'a1 + a2' is not an AND-join of all "
+                      "its activities (an OR or quorum join across entries has no counterpart)")
+    one_thread = to_simstack(read_lqn_text(GRAPH.format(graph="a1 & a2 -> a3; a3[s1, s2]"), "sync.lqn")).doc
+    assert one_thread["requests"]["s2"]["steps"][2:] == [
+        {"release": "s_sync_arrive_s2"}, {"acquire": "s_sync_met_s2"}, {"release": "s_sync_gate_s2"},
+        {"acquire": "s_sync_done_s2"}]
     loop = refusal(GRAPH.format(graph="a1 -> 2 * a3, a2; a3[s1]"), text=True)
     assert loop == ("bad.lqn: line 21: loop branch 'a3' replies: a loop runs a random number of times, so it "
                     "cannot reply (LQN forbids it too)")

@@ -6,7 +6,7 @@ test reads them from a checkout named by ``SIMSTACK_LQNS_REGRESSION`` (the path 
 ``models/regression`` folder) and is skipped without one; ``benchmarks/lqn_regression.py``
 runs the whole suite the same way (docs/lqn.md). The sample covers phases, a second phase,
 forwarding, open arrivals, multiservers, activity graphs (AND, OR, loops, quorum),
-replication, semaphores, the read-write lock, fair-share groups and the hyperexponential and
+replication, semaphores, the read-write lock, synchronisation servers, fair-share groups and the hyperexponential and
 Pareto distributions, each run in a few seconds.
 """
 
@@ -26,7 +26,7 @@ from simstack.testing import SEED_OFFSET
 FOLDER = os.environ.get("SIMSTACK_LQNS_REGRESSION")
 SAMPLE = ["01-sanity", "03-sanity", "05-sanity", "09-sanity", "21-multiserver", "41-activities", "44-activities",
           "50-replication", "51-replication", "60-semaphore", "67-rwlock", "71-fair", "75-distributions",
-          "76-distributions", "88-quorum", "92-open"]
+          "76-distributions", "80-sync", "81-sync", "82-sync", "83-sync", "88-quorum", "92-open"]
 
 pytestmark = pytest.mark.skipif(not FOLDER, reason="SIMSTACK_LQNS_REGRESSION (an LQNS checkout's "
                                                    "models/regression) is not set")
