@@ -80,9 +80,11 @@ class KindLifter:
             elif comp.kind in ("link", "database"):
                 self.check(comp)
         for name, req in self.spec.requests.items():
-            whole = len(req.body) == 1 and isinstance(req.body[0], Hold) and self.threads(req.body[0].target)
-            body = (replace(req.body[0], body=self.steps(req.body[0].body, None, f"requests.{name}")),) if whole \
-                else self.steps(req.body, None, f"requests.{name}")
+            first = req.body[0] if len(req.body) == 1 else None
+            if isinstance(first, Hold) and self.threads(first.target):  # an entry of the pool's task already
+                body: tuple[Step, ...] = (replace(first, body=self.steps(first.body, None, f"requests.{name}")),)
+            else:
+                body = self.steps(req.body, None, f"requests.{name}")
             queue = handlers.get(name)
             if queue is not None:  # the handler runs on one of the queue's consumer threads
                 guard = Guard("", f"components.{queue.name}")
