@@ -197,13 +197,17 @@ def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, 
     under = "" if alternative is None else f" under alternative {alternative.name}"
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {path}")
-    spread = result.get("uncertainty") or {}
+    spread = result.get("uncertainty") or result.get("linearised_range") or {}
     units = parameter_units(study)
-    if spread:
+    if result.get("uncertainty"):
         how = next(iter(spread.values()))["method"]
         print(f"  uncertainty ({how}): {result['uncertainty_simulations']} more simulations; "
               + ("[low, high]: the range over which every target stays within its tolerance, the other "
                  "parameters at their fit" if how == "profile" else "[low, high]: 95 % of the resampled fits"))
+    elif spread:
+        print("  range linearised from the fit's own slopes (no more simulations): [low, high] over which every "
+              "target would stay within its tolerance were it linear in the parameter, the others at their fit; "
+              "calibration.uncertainty: profile simulates it")
     else:
         print("  no range computed (calibration.uncertainty: none); uncertainty: profile gives each parameter's "
               "range within the targets' tolerances")
