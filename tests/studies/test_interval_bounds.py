@@ -18,7 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hydra import compose, initialize_config_dir
 
+from simstack.cli.main import CONFIG_DIR
+from simstack.cli.tasks import predict as cli_predict
 from simstack.errors import ModelError
 from simstack.load.loader import load_model
 from simstack.studies.analysis.bounds import extrapolated
@@ -355,3 +358,15 @@ def test_a_parallelism_of_zero_is_refused(batch: Path) -> None:
     edit_study(batch, "      scale: $threads\n", "      scale: $threads - 2\n")
     with pytest.raises(ModelError, match="a parallelism must be > 0"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
+
+
+def test_predict_says_what_the_rows_rest_on(batch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line plans bounds rows as possibly bounds-if, and says what was written."""
+    edit_study(batch, "$serial / $cores", "16 * $work / $cores")
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["model=batch", f"models_dir={batch.parent}",
+                                                       "sim.progress=false"])
+    cli_predict(cfg)
+    out = capsys.readouterr().out
+    assert "3 bounds (bounds-if where a limit resting on an assumption tightens them)" in out, out
+    assert "rows by basis as written: 2 none, 1 bounds, 2 bounds-if; a bounds-if row holds only if" in out, out
