@@ -17,6 +17,7 @@ left-out rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -114,8 +115,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
                 row[ASSUMES] = assumes
             if facts_only is not None and chosen[k] in only:
                 f_low, f_high = only[chosen[k]]
-                facts_only.append({**point.columns, "bounds_low": _written(f_low, metric, pred.scale, pred.digits),
-                                   "bounds_high": _written(f_high, metric, pred.scale, pred.digits),
+                facts_only.append({**point.columns, **{key: _written(v, metric, pred.scale, pred.digits)
+                                                        if math.isfinite(v) else None  # the facts bound nothing
+                                                        for key, v in (("bounds_low", f_low), ("bounds_high", f_high))},
                                    "assumes": assumes})
         rows.append(row)
         if precision is not None:  # what each row's own value rests on: replications, interval
