@@ -216,9 +216,10 @@ def _extrapolate(study: Study, bounds: Bounds, point: GridPoint, anchor: GridPoi
         scale = _premises(study, bounds, bounds.scale, configured | _configured(study, anchor))
         if scale.factual or not facts:
             ratio = mine / theirs
-        if not scale.factual and not facts:
+        if not scale.factual and not facts:  # the ideal-scaling end rests on the scale's assumptions
             low, high = sorted(anchored)
-            assumed.append((low / ratio if bounds.sense == "lower" else high * ratio, dict(scale.assumptions)))
+            ideal = mine / theirs
+            assumed.append((low / ideal if bounds.sense == "lower" else high * ideal, dict(scale.assumptions)))
     metric = study.metrics[point.metric or _spec_metric(study)]
     limits = []
     for j, lim in enumerate(bounds.limits):

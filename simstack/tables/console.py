@@ -230,7 +230,7 @@ def precision_text(result: RunResult) -> str:
     record = stop_record(result.precision, result.stopped)
     target = record["target"]
     clock = time_unit(result)
-    factor, unit = duration_scale([s["estimate"] for s in record["statistics"].values()], clock)
+    factor, unit = duration_scale(np.array([s["estimate"] for s in record["statistics"].values()], dtype=float), clock)
     wanted = " or ".join(t for t in (f"{target['relative'] * 100:g} %" if target["relative"] else "",
                                      f"{target['absolute'] * factor:g} {unit}" if target["absolute"] else "") if t)
     took = (f"{result.replications} replications" if result.stopped.horizon is None else
