@@ -145,7 +145,8 @@ def print_method(how: Method) -> None:
     """What the intervals rest on, before anything runs."""
     bases = how.record()["bases"]
     print(f"interval: stated coverage {how.interval.coverage:.0%}; rows by basis: "
-          + ", ".join(f"{n} {b}" for b, n in bases.items()))
+          + ", ".join(f"{n} {b}" + (" (bounds-if where a limit resting on an assumption tightens them)"
+                                    if b == "bounds" else "") for b, n in bases.items()))
     for cls in how.classes.values():
         span = f"band {math.exp(-cls.quantile):.3f}-{math.exp(cls.quantile):.3f} x point" if cls.usable \
             else "too few rows for a band"
@@ -197,13 +198,17 @@ def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, 
     under = "" if alternative is None else f" under alternative {alternative.name}"
     print(f"calibrated {study.model}{under}: {runs}, {time.perf_counter() - started:.1f} s")
     print(f"wrote {path}")
-    spread = result.get("uncertainty") or {}
+    spread = result.get("uncertainty") or result.get("linearised_range") or {}
     units = parameter_units(study)
-    if spread:
+    if result.get("uncertainty"):
         how = next(iter(spread.values()))["method"]
         print(f"  uncertainty ({how}): {result['uncertainty_simulations']} more simulations; "
               + ("[low, high]: the range over which every target stays within its tolerance, the other "
                  "parameters at their fit" if how == "profile" else "[low, high]: 95 % of the resampled fits"))
+    elif spread:
+        print("  range linearised from the fit's own slopes (no more simulations): [low, high] over which every "
+              "target would stay within its tolerance were it linear in the parameter, the others at their fit; "
+              "calibration.uncertainty: profile simulates it")
     else:
         print("  no range computed (calibration.uncertainty: none); uncertainty: profile gives each parameter's "
               "range within the targets' tolerances")
@@ -278,6 +283,11 @@ def predict(cfg: DictConfig) -> int:
         return 0
     made = write_predictions(study, jobs=jobs(cfg), progress=progress(cfg), how=how)
     print(format_table(made.table))
+    if how is not None:
+        written = made.table[how.interval.basis].value_counts(sort=False)
+        print("interval: rows by basis as written: " + ", ".join(f"{n} {b}" for b, n in written.items())
+              + ("; a bounds-if row holds only if the assumptions its 'assumes' column names do"
+                 if "bounds-if" in written else ""))
     print(precision_line(study, made))
     if how is not None and how.check is not None:
         print(f"interval: {coverage_line(how.check)} (in {made.written[-1].name})")

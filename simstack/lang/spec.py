@@ -305,6 +305,7 @@ class Parameter:
     value: Any
     free: tuple[Any, Any] | None = None
     doc: str = ""
+    fact: str = ""  # where the source states or measured this value; empty: a chosen value (an assumption)
 
 
 @dataclass(frozen=True)

@@ -91,12 +91,29 @@ def _parameters(raw: object) -> dict[str, Parameter]:
         if isinstance(value, Mapping):
             if "value" not in value:
                 raise ModelError("missing required key 'value'", path=where)
-            fields = {"value": Field(_scalar, None), "free": Field(_bounds, None), "doc": Field(text, "")}
+            fields = {"value": Field(_scalar, None), "free": Field(_bounds, None), "doc": Field(text, ""),
+                      "fact": Field(_source, "")}
             values = read_fields(value, fields, where)
-            out[name] = Parameter(name, values["value"], values["free"], values["doc"])
+            if values["fact"] and values["free"] is not None:
+                raise ModelError("a parameter the calibration fits (free:) is an assumption, not a fact; "
+                                 "drop fact: or free:", path=f"{where}.fact")
+            out[name] = Parameter(name, values["value"], values["free"], values["doc"], values["fact"])
         else:
             out[name] = Parameter(name, located(_scalar, value, where))
     return out
+
+
+def _source(raw: object) -> str:
+    """``fact:`` names where the value is stated or measured (a paper's table, a data file)."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ModelError(f"expected the source that states this value, such as 'seed 003: 24-core machine', "
+                         f"got {raw!r}")
+    return raw.strip()
+
+
+def declared_parameters(doc: Mapping[str, Any]) -> dict[str, Parameter]:
+    """The parameters as the model file writes them (values unresolved, with their ``fact:``)."""
+    return _parameters(or_empty(doc, "parameters", {}))
 
 
 def _bounds(raw: object) -> tuple[Any, Any]:
@@ -196,7 +213,7 @@ def _resolve_parameters(params: Mapping[str, Parameter], origin: Mapping[str, st
         value = old.value
         if isinstance(value, str) and ("$" in value or value.lstrip().startswith("=")):
             value = _substitute_text(value, lambda ref: value_of(ref, chain + (name,)), params, origin[name])
-        resolved[name] = Parameter(name, value, old.free, old.doc)
+        resolved[name] = Parameter(name, value, old.free, old.doc, old.fact)
         return value
 
     for name in params:

@@ -36,6 +36,7 @@ from simstack.studies.schema.report import FigureSpec
 INTERVAL = ("low", "high")
 BASIS = "basis"
 BOUNDS = "bounds"
+ASSUMES = "assumes"  # what a bounds-if row rests on (simstack.studies.intervals): text, not a key
 HATCH = {"shape": "/", "size": 6, "solidity": 0.3}
 
 
@@ -50,7 +51,7 @@ def filtered(frame: pd.DataFrame, where: dict[str, Any], path: str) -> pd.DataFr
 
 
 def keys_of(frame: pd.DataFrame, value: str, interval: tuple[str, ...] = ()) -> list[str]:
-    return [c for c in frame.columns if c not in (value, *INTERVAL, BASIS, *interval)]
+    return [c for c in frame.columns if c not in (value, *INTERVAL, BASIS, ASSUMES, *interval)]
 
 
 def basis_column(ctx: Context, file: str, columns: pd.Index) -> str | None:

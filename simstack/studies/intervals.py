@@ -33,13 +33,16 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.expressions import evaluate
-from simstack.load.parameters import resolve_values
+from simstack.load.parameters import declared_parameters, resolve_values
+from simstack.load.precedence import calibrated_parameters
+from simstack.load.whatif import load_whatif
 from simstack.studies.analysis.bounds import extrapolated
 from simstack.studies.evaluate.conformal import Coverage, ErrorClass, band, class_table, fold_coverage, needed
 from simstack.studies.evaluate.distance import axis_order, counted_axes, distance, fitted_configurations
 from simstack.studies.evaluate.leftout import left_out_scores
 from simstack.studies.evaluate.metrics import chosen
-from simstack.studies.schema.interval import Interval
+from simstack.studies.facts import Premises, premises
+from simstack.studies.schema.interval import Bounds, Interval
 from simstack.studies.schema.metric_types import CapacityMetric, RunMetric
 from simstack.studies.schema.prediction_grid import GridPoint
 from simstack.studies.schema.selection import RunSelection
@@ -47,6 +50,8 @@ from simstack.studies.schema.study import Study
 
 WHERE = "predictions.interval"
 NONE = "none"  # the basis of a row with no interval
+BOUNDS_IF = "bounds-if"  # a row bounded only if the assumptions it names hold
+ASSUMES = "assumes"  # the column naming them (written when the interval has bounds)
 DIMENSIONS = {"latency": (1, 0), "throughput": (-1, 0)}  # a limit's dimension, by run metric type
 
 
@@ -83,12 +88,6 @@ class Method:
                 "classes": [c.record() for c in self.classes.values()]}
         if self.check is not None:
             out["self_check"] = self.check.record()
-        if self.interval.bounds is not None:
-            out["bounds"] = {"sense": self.interval.bounds.sense, "along": list(self.interval.bounds.along),
-                             "scale": self.interval.bounds.scale,
-                             "limits": [{"value": lim.value, "where": {k: list(v) for k, v in lim.where.items()},
-                                         **({"doc": lim.doc} if lim.doc else {})}
-                                        for lim in self.interval.bounds.limits]}
         return out
 
 
@@ -139,14 +138,17 @@ def _anchor(index: int, points: Sequence[GridPoint], steps: Sequence[tuple[int, 
 
 def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequence[GridPoint],
               values: Sequence[float], envelopes: Sequence[tuple[float, float]],
-              base: Mapping[str, Any]) -> list[tuple[float, float, str]]:
-    """(low, high, basis) of each evaluated row: ``indices`` into the grid, ``points`` as
-    evaluated (with any selection on top), their point ``values`` and ``envelopes``; every
-    bounds row's anchor must be among them. ``base``: the point's fitted values."""
+              base: Mapping[str, Any], facts_only: dict[int, tuple[float, float]] | None = None
+              ) -> list[tuple[float, float, str, str]]:
+    """(low, high, basis, assumptions) of each evaluated row: ``indices`` into the grid,
+    ``points`` as evaluated (with any selection on top), their point ``values`` and
+    ``envelopes``; every bounds row's anchor must be among them. ``base``: the point's fitted
+    values. The assumptions are named only on a ``bounds-if`` row, whose facts-only interval
+    goes into ``facts_only`` (by grid index) when given."""
     pred = study.predictions
     assert pred is not None
     at = {i: k for k, i in enumerate(indices)}
-    out: dict[int, tuple[float, float, str]] = {}
+    out: dict[int, tuple[float, float, str, str]] = {}
     for k, i in enumerate(indices):  # every row that is not extrapolated by bounds first: anchors are such rows
         basis = how.basis(i)
         if basis == "bounds":
@@ -156,7 +158,7 @@ def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequenc
             q = how.classes[min(how.steps[i][0], 2)].quantile
             lo, hi = band(values[k], q)
             low, high = min(low, lo), max(high, hi)
-        out[i] = (low, high, basis)
+        out[i] = (low, high, basis, "")
     bounds = how.interval.bounds
     for k, i in enumerate(indices):
         if i in out:
@@ -165,37 +167,129 @@ def intervals(study: Study, how: Method, indices: Sequence[int], points: Sequenc
         a = how.anchors[i]
         if a not in out:
             raise ModelError(f"row {pred.points[i].label()}: its anchor {pred.points[a].label()} was not evaluated")
-        point, anchor = points[k], points[at[a]]
-        ratio = None
-        if bounds.scale is not None and all(str(point.at[x]) == str(anchor.at[x]) for x in point.at
-                                            if x not in bounds.along):
-            mine = _value_at(study, bounds.scale, point.selection, base, f"{WHERE}.bounds.scale")
-            theirs = _value_at(study, bounds.scale, anchor.selection, base, f"{WHERE}.bounds.scale")
-            if not (mine > 0 and theirs > 0):
-                raise ModelError(f"scale {bounds.scale!r} is {theirs:g} at {anchor.label()} and {mine:g} at "
-                                 f"{point.label()}: a parallelism must be > 0", file=str(study.path),
-                                 path=f"{WHERE}.bounds.scale")
-            ratio = mine / theirs
-        metric = study.metrics[point.metric or pred.metric]
-        limits = [_limit_at(study, lim.value, point.selection, base, metric, f"{WHERE}.bounds.limits[{j}]")
-                  for j, lim in enumerate(bounds.limits) if lim.applies(point.columns)]
-        low, high = extrapolated(out[a][:2], bounds.sense, ratio, limits)
-        if not (math.isfinite(low) and math.isfinite(high)):
-            raise ModelError(f"bounds: row {point.label()} differs from its anchor {anchor.label()} in more than the "
-                             f"axes of along ({', '.join(bounds.along) or 'none'}) and no limit applies to it, so "
-                             "nothing bounds it; declare a limit (bounds.limits) that applies to it",
-                             file=str(study.path), path=f"{WHERE}.bounds")
-        env_low, env_high = envelopes[k]
-        out[i] = (min(low, env_low), max(high, env_high), "bounds")
+        out[i] = _bounded(study, bounds, points[k], points[at[a]], out[a][:2], envelopes[k], base)
+        if facts_only is not None and out[i][2] == BOUNDS_IF:
+            facts_only[i] = _extrapolate(study, bounds, points[k], points[at[a]], out[a][:2], base, facts=True)[:2]
     return [_told(out[i]) for i in indices]
 
 
-def _told(row: tuple[float, float, str]) -> tuple[float, float, str]:
+def _bounded(study: Study, bounds: Bounds, point: GridPoint, anchor: GridPoint, anchored: tuple[float, float],
+             envelope: tuple[float, float], base: Mapping[str, Any]) -> tuple[float, float, str, str]:
+    """A row beyond its anchor: ``bounds`` from the facts alone when the limits that rest on
+    assumptions do not tighten it, else ``bounds-if`` with the tighter interval and those
+    assumptions named (``simstack.studies.facts``); either united with the envelope."""
+    f_low, f_high, _ = _extrapolate(study, bounds, point, anchor, anchored, base, facts=True)
+    low, high, assumed = _extrapolate(study, bounds, point, anchor, anchored, base, facts=False)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ModelError(f"bounds: row {point.label()} differs from its anchor {anchor.label()} in more than the "
+                         f"axes of along ({', '.join(bounds.along) or 'none'}) and no limit applies to it, so "
+                         "nothing bounds it; declare a limit (bounds.limits) that applies to it",
+                         file=str(study.path), path=f"{WHERE}.bounds")
+    env_low, env_high = envelope
+    if math.isfinite(f_low) and math.isfinite(f_high) and (f_low, f_high) == (low, high):
+        return min(f_low, env_low), max(f_high, env_high), "bounds", ""
+    tighter = {n: why for p in assumed if _tightens(p[0], bounds.sense, f_low, f_high) for n, why in p[1].items()}
+    return min(low, env_low), max(high, env_high), BOUNDS_IF, "; ".join(f"${n} {why}" for n, why in tighter.items())
+
+
+def _tightens(value: float, sense: str, f_low: float, f_high: float) -> bool:
+    """Whether a limit (or the ideal-scaling end, as a value) lies inside the facts-only interval."""
+    return value > f_low if sense == "lower" else value < f_high
+
+
+def _extrapolate(study: Study, bounds: Bounds, point: GridPoint, anchor: GridPoint, anchored: tuple[float, float],
+                 base: Mapping[str, Any], facts: bool) -> tuple[float, float, list[tuple[float, dict[str, str]]]]:
+    """(low, high) from the anchor's interval by ``extrapolated``, with only what rests on facts
+    (``facts``) or with everything declared; and each assumption-resting term that entered, as
+    (its value, its assumptions)."""
+    configured = _configured(study, point)
+    assumed: list[tuple[float, dict[str, str]]] = []
+    ratio = None
+    if bounds.scale is not None and all(str(point.at[x]) == str(anchor.at[x]) for x in point.at
+                                        if x not in bounds.along):
+        mine = _value_at(study, bounds.scale, point.selection, base, f"{WHERE}.bounds.scale")
+        theirs = _value_at(study, bounds.scale, anchor.selection, base, f"{WHERE}.bounds.scale")
+        if not (mine > 0 and theirs > 0):
+            raise ModelError(f"scale {bounds.scale!r} is {theirs:g} at {anchor.label()} and {mine:g} at "
+                             f"{point.label()}: a parallelism must be > 0", file=str(study.path),
+                             path=f"{WHERE}.bounds.scale")
+        scale = _premises(study, bounds, bounds.scale, configured | _configured(study, anchor))
+        if scale.factual or not facts:
+            ratio = mine / theirs
+        if not scale.factual and not facts:  # the ideal-scaling end rests on the scale's assumptions
+            low, high = sorted(anchored)
+            ideal = mine / theirs
+            assumed.append((low / ideal if bounds.sense == "lower" else high * ideal, dict(scale.assumptions)))
+    metric = study.metrics[point.metric or _spec_metric(study)]
+    limits = []
+    for j, lim in enumerate(bounds.limits):
+        if not lim.applies(point.columns):
+            continue
+        rests = _premises(study, bounds, lim.value, configured)
+        if facts and not rests.factual:
+            continue
+        value = _limit_at(study, lim.value, point.selection, base, metric, f"{WHERE}.bounds.limits[{j}]")
+        limits.append(value)
+        if not rests.factual:
+            assumed.append((value, dict(rests.assumptions)))
+    low, high = extrapolated(anchored, bounds.sense, ratio, limits)
+    return low, high, assumed
+
+
+def _spec_metric(study: Study) -> str:
+    assert study.predictions is not None
+    return study.predictions.metric
+
+
+def _configured(study: Study, point: GridPoint) -> set[str]:
+    """The parameters a grid point sets (its own, its what-if's, its scenario's): the row's
+    configuration, the question asked."""
+    sel = point.selection
+    names = set(sel.parameters)
+    if sel.whatif:
+        names |= set(load_whatif(sel.whatif, study.folder, named_only=True).parameters)
+    if sel.scenario:
+        scenario = (read_yaml(study.folder / "model.yaml") or {}).get("scenarios", {}).get(sel.scenario) or {}
+        names |= set(scenario.get("parameters") or {})
+    return names
+
+
+def _premises(study: Study, bounds: Bounds, text: str, configured: set[str]) -> Premises:
+    """What ``text`` rests on (``simstack.studies.facts``), for the model as written and fitted."""
+    declared = declared_parameters(read_yaml(study.folder / "model.yaml") or {})
+    fitted = set(calibrated_parameters(study.folder)) | set(study.calibration.parameters if study.calibration else ())
+    stated = {name: f.source for name, f in bounds.facts.items()}
+    try:
+        return premises(text, declared, stated, fitted, configured)
+    except ModelError as exc:
+        raise exc.at(file=str(study.path), path=f"{WHERE}.bounds") from None
+
+
+def premises_record(study: Study, bounds: Bounds) -> dict[str, Any]:
+    """The scale and each limit with what it rests on, as ``predictions_meta.json`` records them
+    (a parameter any grid point sets counts as the row's configuration)."""
+    pred = study.predictions
+    assert pred is not None
+    configured: set[str] = set()
+    for p in pred.points:
+        configured |= _configured(study, p)
+    out: dict[str, Any] = {"sense": bounds.sense, "along": list(bounds.along), "scale": bounds.scale}
+    if bounds.scale is not None:
+        out["scale_rests_on"] = _premises(study, bounds, bounds.scale, configured).record()
+    if bounds.facts:
+        out["facts"] = {n: {"value": f.value, "source": f.source} for n, f in bounds.facts.items()}
+    out["limits"] = [{"value": lim.value, "where": {k: list(v) for k, v in lim.where.items()},
+                      **({"doc": lim.doc} if lim.doc else {}),
+                      **_premises(study, bounds, lim.value, configured).record()} for lim in bounds.limits]
+    return out
+
+
+def _told(row: tuple[float, float, str, str]) -> tuple[float, float, str, str]:
     """A row's interval as written: an envelope of no width (no reading disagrees, and nothing
     else bounds the row) is no interval, and says so rather than claim the coverage at the
     point. It still anchors the bounds of the rows beyond it (``intervals``)."""
-    low, high, basis = row
-    return (math.nan, math.nan, NONE) if basis == "alternatives" and not high > low else row
+    low, high, basis, _ = row
+    return (math.nan, math.nan, NONE, "") if basis == "alternatives" and not high > low else row
 
 
 def _value_at(study: Study, text: str, selection: RunSelection, base: Mapping[str, Any], where: str) -> float:
@@ -209,9 +303,16 @@ def _quantity_at(study: Study, text: str, selection: RunSelection, base: Mapping
     made = resolve_values(read_yaml(study.folder / "model.yaml") or {}, choice.scenario, choice.parameters,
                               choice.flags)
 
+    stated = study.predictions.interval.bounds.facts if study.predictions and study.predictions.interval \
+        and study.predictions.interval.bounds else {}
+
     def lookup(name: str) -> Any:
         """The value in base units as a plain number: a calibrated value is one already, and
         a model value such as 20us becomes 2e-05, so the two mix in one expression."""
+        if name in stated:
+            if name in made.parameters:
+                raise ModelError(f"fact ${name} (bounds.facts) is also a parameter of the model; name it otherwise")
+            return evaluate(stated[name].value, lambda other: lookup(other)).value
         if name not in made.parameters:
             raise ModelError(f"unknown parameter ${name}; parameters: {', '.join(made.parameters)}")
         value = made.parameters[name].value

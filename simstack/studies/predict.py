@@ -17,6 +17,7 @@ left-out rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from simstack.io.safeyaml import read_yaml
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.fit.acceptance import RULE, Verdict, fitted, judge, verdicts
 from simstack.studies.fit.uncertainty import ranges
-from simstack.studies.intervals import Method, intervals, method
+from simstack.studies.intervals import ASSUMES, Method, intervals, method, premises_record
 from simstack.studies.provenance import meta_path, meta_text, provenance
 from simstack.studies.readings import (
     POINT,
@@ -60,7 +61,8 @@ def grid(study: Study) -> list[dict[str, Any]]:
 def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = None,
             progress: bool = False, jobs: int | None = None,
             runs: list[dict[str, Any]] | None = None, extra: RunSelection | None = None,
-            how: Method | None = None, precision: list[dict[str, Any]] | None = None) -> pd.DataFrame:
+            how: Method | None = None, precision: list[dict[str, Any]] | None = None,
+            facts_only: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """Evaluate the prediction metric at every grid point that ``keep`` accepts, under the
     point's own fit and each reading of the interval (``simstack.studies.readings``: each distinct run
     once). ``runs``, if given, receives one row per capacity search (the runs that decided
@@ -68,7 +70,9 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
     processes, else one after another with ``jobs`` processes proving each capacity.
     ``extra`` goes on top of every point (a what-if of a few rows). With an interval, each row
     gets its low, high and basis (``simstack.studies.intervals``; ``how``: decided already),
-    and a row extrapolated by bounds has its anchor evaluated too, though not written."""
+    and a row extrapolated by bounds has its anchor evaluated too, though not written; with
+    bounds, the assumptions a ``bounds-if`` row rests on in the ``assumes`` column, and its
+    facts-only interval into ``facts_only`` if given."""
     pred = _spec(study)
     jobs = jobs or pred.jobs
     warm = _committed(study)
@@ -94,17 +98,27 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
     values = [done[by_use[(k, POINT)].key].value for k in range(len(points))]
     spans = [(min(vs), max(vs)) for vs in ([done[by_use[(k, r.name)].key].value for r in readings]
                                             for k in range(len(points)))]
-    made = intervals(study, how, chosen, points, values, spans, base) if how is not None else []
+    only: dict[int, tuple[float, float]] = {}
+    made = intervals(study, how, chosen, points, values, spans, base, only) if how is not None else []
+    bounded = pred.interval is not None and pred.interval.bounds is not None
     rows = []
     for k, point in enumerate(points[:shown]):
         metric = study.metrics[point.metric or pred.metric]
         own = done[by_use[(k, POINT)].key]
         row = {**point.columns, pred.value_column: _written(own.value, metric, pred.scale, pred.digits), **own.extra}
         if pred.interval is not None:
-            low, high, basis = made[k]
+            low, high, basis, assumes = made[k]
             row[pred.interval.low] = _written(low, metric, pred.scale, pred.digits)
             row[pred.interval.high] = _written(high, metric, pred.scale, pred.digits)
             row[pred.interval.basis] = basis
+            if bounded:
+                row[ASSUMES] = assumes
+            if facts_only is not None and chosen[k] in only:
+                f_low, f_high = only[chosen[k]]
+                facts_only.append({**point.columns, **{key: _written(v, metric, pred.scale, pred.digits)
+                                                        if math.isfinite(v) else None  # the facts bound nothing
+                                                        for key, v in (("bounds_low", f_low), ("bounds_high", f_high))},
+                                   "assumes": assumes})
         rows.append(row)
         if precision is not None:  # what each row's own value rests on: replications, interval
             span = own.interval
@@ -117,7 +131,8 @@ def predict(study: Study, keep: Callable[[Mapping[str, Any]], bool] | None = Non
             if search is not None:
                 runs.append({**{c: t.point.columns.get(c) for c in pred.columns},
                              **({"reading": t.reading.name} if named else {}), **search})
-    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high, pred.interval.basis]
+    bounds = [] if pred.interval is None else [pred.interval.low, pred.interval.high, pred.interval.basis,
+                                               *([ASSUMES] if bounded else [])]
     columns = [*pred.columns, pred.value_column, *pred.value_columns, *bounds]
     return pd.DataFrame(rows, columns=columns)
 
@@ -254,9 +269,15 @@ def write_predictions(study: Study, jobs: int | None = None, progress: bool = Fa
     how = how or method(study)
     if how is not None:
         meta["interval"] = {**how.record(), "rule": RULE, "alternatives": [v.record() for v in verdicts(study)]}
+        if how.interval.bounds is not None:
+            meta["interval"]["bounds"] = premises_record(study, how.interval.bounds)
     runs: list[dict[str, Any]] = []
     reached: list[dict[str, Any]] = []
-    table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how, precision=reached)
+    facts_only: list[dict[str, Any]] = []
+    table = predict(study, progress=progress, jobs=jobs, runs=runs, how=how, precision=reached,
+                    facts_only=facts_only)
+    if facts_only:  # what the facts alone give each bounds-if row
+        meta["interval"]["bounds_if_rows"] = facts_only
     made = Predictions(table, runs, method=how, precision=tuple(reached))
     pred = _spec(study)
     if how is not None and pred.interval is not None:  # as written: a row of no width is 'none', not its plan

@@ -223,18 +223,22 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
 
 def precision_text(result: RunResult) -> str:
     """How a precision-stopped run ended: the reason, what it took, each statistic's interval
-    against its target (durations in ms)."""
+    against its target (durations in ms, µs where every estimate is below a millisecond, and in
+    model time units for a model whose times have no unit)."""
     if result.stopped is None or result.precision is None:
         return ""
     record = stop_record(result.precision, result.stopped)
     target = record["target"]
+    clock = time_unit(result)
+    factor, unit = duration_scale(np.array([s["estimate"] for s in record["statistics"].values()], dtype=float), clock)
     wanted = " or ".join(t for t in (f"{target['relative'] * 100:g} %" if target["relative"] else "",
-                                     f"{target['absolute'] * 1e3:g} ms" if target["absolute"] else "") if t)
+                                     f"{target['absolute'] * factor:g} {unit}" if target["absolute"] else "") if t)
     took = (f"{result.replications} replications" if result.stopped.horizon is None else
-            f"one run of {result.stopped.horizon:.6g} s in {_batches(record)} batches")
+            f"one run of {result.stopped.horizon:.6g} {'s' if clock == 's' else MODEL_TIME} "
+            f"in {_batches(record)} batches")
     verdict = "met" if result.stopped.met else f"NOT met ({result.stopped.stopped} reached)"
-    rows = [{"statistic": name, "estimate_ms": s["estimate"] * 1e3, "±_ms": s["half_width"] * 1e3,
-             "±_%": s["relative_half_width"] * 100, "allowed_ms": s["allowed_half_width"] * 1e3,
+    rows = [{"statistic": name, f"estimate_{unit}": s["estimate"] * factor, f"±_{unit}": s["half_width"] * factor,
+             "±_%": s["relative_half_width"] * 100, f"allowed_{unit}": s["allowed_half_width"] * factor,
              "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]
     head = (f"precision: half-width within {wanted} at {result.precision.confidence:g} confidence {verdict} "
             f"after {took}, {result.stopped.looks} look{'s' if result.stopped.looks != 1 else ''}")

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
@@ -50,6 +51,28 @@ def test_calibrate_prints_each_parameter_in_its_unit_with_its_profile_range(mode
     value, low, high = (float(line.group(i)) * scale[line.group(i + 1)] for i in (1, 3, 5))
     assert 0.2 <= low <= value <= high <= 1.6  # inside the declared free range
     assert "every target stays within its tolerance" in out
+
+
+def test_calibrate_prints_a_linearised_range_by_default(tmp_path: Path, capsys) -> None:
+    """With calibration.uncertainty at its default (none) the range still prints, with its unit,
+    linearised from the fit's own slopes at no extra simulation and labelled so, and goes into
+    the calibrated file apart from ``uncertainty``. M/M/1 at 0.5/s: the sojourn S / (1 - 0.5 S)
+    stays within 10 % of the measured 2 s for S in [0.947, 1.048] s; the linearised range (the
+    slope at the fit, about 4) is near it, up to the simulated fit's noise."""
+    shutil.copytree(FIXTURE, tmp_path / "mm1_study")
+    edit_study(tmp_path / "mm1_study", "max_evaluations: 30", "max_evaluations: 6")
+    calibrate(_cfg(tmp_path, "task=calibrate"))
+    out = capsys.readouterr().out
+    assert "range linearised from the fit's own slopes (no more simulations)" in out, out
+    line = re.search(r"service = ([\d.]+) (m?s) \[([\d.]+) (m?s), ([\d.]+) (m?s)\]", out)
+    assert line, out
+    scale = {"s": 1.0, "ms": 1e-3}
+    value, low, high = (float(line.group(i)) * scale[line.group(i + 1)] for i in (1, 3, 5))
+    assert low < value < high
+    assert high - low == pytest.approx(1.048 - 0.947, rel=0.25)
+    assert low == pytest.approx(0.947, abs=0.06) and high == pytest.approx(1.048, abs=0.06)
+    written = yaml.safe_load((tmp_path / "mm1_study" / "calibrated.yaml").read_text())
+    assert "uncertainty" not in written and written["linearised_range"]["service"]["method"] == "linearised"
 
 
 def test_predict_prints_replications_precision_and_coverage(models: Path, capsys) -> None:

@@ -54,7 +54,7 @@ def _calibrated() -> dict[str, float]:
 
 def test_predictions_file_is_current(written: pd.DataFrame, recomputed: pd.DataFrame) -> None:
     """`simstack predict model=cms_conditions` writes 10 significant digits; compare as written."""
-    assert list(written.columns) == ["threads", "phase", "predicted_ms", "low_ms", "high_ms", "basis"]
+    assert list(written.columns) == ["threads", "phase", "predicted_ms", "low_ms", "high_ms", "basis", "assumes"]
     assert set(written["threads"]) == {"1", "2", "4", "8", "16", "24", "32", "64", "100"}
     assert set(written["phase"]) == {*PHASES, "total"} and len(written) == 36
     file = written.set_index(["threads", "phase"])["predicted_ms"]
@@ -93,25 +93,42 @@ def test_interval_holds_the_point_and_the_rows(written: pd.DataFrame) -> None:
 def test_beyond_the_measured_threads_the_interval_is_the_bounds(written: pd.DataFrame) -> None:
     """Two measured columns leave nothing to leave out: 1-8 threads keep the envelope, 16-100
     threads (the held-out columns among them) get the bounds from the 8-thread row: no further
-    gain (the 8-thread row's high), and no faster than ideal scaling or than one main thread
-    for the IOVs, the DB's total bandwidth for the fetch, 24 cores for deserialising (README)."""
+    gain (the 8-thread row's high), and no faster than ideal scaling, nor, for deserialising,
+    than the work measured at one thread on 24 cores: facts only, so those rows are bounds. The
+    IOV, fetch and total rows are tightened by the model's own limits, which rest on the fitted
+    latency and DB bandwidth (one main thread at L, S / B): bounds-if, naming them (README)."""
     threads = written["threads"].astype(int)
     assert set(written.loc[threads <= 8, "basis"]) == {"alternatives"}
-    assert set(written.loc[threads > 8, "basis"]) == {"bounds"}
+    beyond = written[threads > 8]
+    assert set(beyond.loc[beyond["phase"] == "deserialise", "basis"]) == {"bounds"}
+    assert set(beyond.loc[beyond["phase"] != "deserialise", "basis"]) == {"bounds-if"}
+    named = beyond.set_index(["threads", "phase"])["assumes"]
+    for n in ("16", "100"):
+        assert "$query_latency fitted by the calibration" in named[(n, "load_iovs")]
+        assert "$db_bandwidth fitted by the calibration" in named[(n, "fetch_payloads")]
+        assert "$db_scaling a value chosen in model.yaml" in named[(n, "fetch_payloads")]
     at8 = written[written["threads"] == "8"].set_index("phase")
     fitted = _calibrated()
     floors = {"load_iovs": 312 * fitted["query_latency"] * 1e3,
               "fetch_payloads": 296.5e6 / fitted["db_bandwidth"] * 1e3,
-              "deserialise": (312 * fitted["deser_per_payload"] + 296.5e6 * fitted["deser_per_byte"]) / 24 * 1e3}
+              "deserialise": 4233 / 24}  # measured at one thread, on 24 cores: a fact
     floors["total"] = sum(floors.values())
-    for row in written[threads > 8].itertuples(index=False):
+    for row in beyond.itertuples(index=False):
         n = int(row.threads)
         assert row.high_ms >= at8.loc[row.phase, "high_ms"] - 1e-6, row  # no further gain
         best = max(at8.loc[row.phase, "low_ms"] * 8 / n, floors[row.phase])
         assert row.low_ms <= best + 1e-6, row  # the bound, or an accepted reading below it
         assert row.low_ms <= row.predicted_ms <= row.high_ms, row
-    iov = written[(threads > 8) & (written["phase"] == "load_iovs")]
+    iov = beyond[beyond["phase"] == "load_iovs"]
     assert (iov["low_ms"] >= floors["load_iovs"] * 0.98).all()  # one main thread: only the fit's range below
+    meta = json.loads((MODEL / "predictions_meta.json").read_text())
+    facts_only = {(str(r["threads"]), r["phase"]): r for r in meta["interval"]["bounds_if_rows"]}
+    assert len(facts_only) == (beyond["basis"] == "bounds-if").sum()
+    for row in beyond[beyond["basis"] == "bounds-if"].itertuples(index=False):  # the facts alone: ideal scaling
+        bound = facts_only[(row.threads, row.phase)]
+        ideal = at8.loc[row.phase, "low_ms"] * 8 / int(row.threads)
+        assert bound["bounds_low"] == pytest.approx(ideal, rel=1e-6) and bound["bounds_low"] <= row.low_ms, row
+        assert bound["bounds_high"] == pytest.approx(at8.loc[row.phase, "high_ms"], rel=1e-6), row
 
 
 def test_alternatives_were_fitted_on_the_same_rows(study) -> None:

@@ -34,10 +34,10 @@ def test_too_few_left_out_rows_give_no_band(coverage: float) -> None:
 
 
 def test_an_envelope_of_no_width_is_written_as_no_interval() -> None:
-    low, high, basis = _told((5.0, 5.0, "alternatives"))
+    low, high, basis, _ = _told((5.0, 5.0, "alternatives", ""))
     assert math.isnan(low) and math.isnan(high) and basis == NONE
-    assert _told((4.0, 6.0, "alternatives")) == (4.0, 6.0, "alternatives")
-    assert _told((5.0, 5.0, "bounds")) == (5.0, 5.0, "bounds")  # a limit binding both ends is a bound
+    assert _told((4.0, 6.0, "alternatives", "")) == (4.0, 6.0, "alternatives", "")
+    assert _told((5.0, 5.0, "bounds", "")) == (5.0, 5.0, "bounds", "")  # a limit binding both ends is a bound
 
 
 @pytest.fixture(scope="module")

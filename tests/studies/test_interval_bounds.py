@@ -5,7 +5,8 @@ model whose band does not hold on its own folds, and the section's errors.
 The bounds are checked on a batch of 16 equal jobs of ``work`` on a pool of ``threads`` over
 4 processor-sharing cores, calibrated at 1 and 2 threads: its makespan is 16 w / min(n, 4)
 exactly, so the bound from the 2-thread row (no gain: 8 w; ideal scaling n / 2 but never
-below the cores' 16 w / 4) can be written down.
+below the cores' 16 w / 4, with 16 w the one-thread time the study states as a fact) can be
+written down.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hydra import compose, initialize_config_dir
 
+from simstack.cli.main import CONFIG_DIR
+from simstack.cli.tasks import predict as cli_predict
 from simstack.errors import ModelError
+from simstack.load.loader import load_model
 from simstack.studies.analysis.bounds import extrapolated
 from simstack.studies.evaluate.check import ModelCheck
 from simstack.studies.evaluate.conformal import Coverage
@@ -33,7 +38,7 @@ BATCH = """name: batch
 description: Sixteen equal jobs on a pool of $threads threads and $cores processor-sharing cores.
 parameters:
   threads: {value: 1}
-  cores: {value: 4}
+  cores: {value: 4, fact: the box has 4 cores}
   work: {value: 10ms, free: [1ms, 50ms]}
 flags: [slow]
 hosts:
@@ -75,7 +80,8 @@ predictions:
       sense: lower
       along: [threads]
       scale: $threads
-      limits: [{value: 16 * $work / $cores, doc: the cores}]
+      facts: {serial: {value: 160ms, source: "baselines.csv, one: the 16 jobs on one thread"}}
+      limits: [{value: $serial / $cores, doc: the cores}]
 """
 
 
@@ -131,7 +137,7 @@ def test_an_alternative_outside_the_bounds_stays_in_the_interval(batch: Path) ->
 
 
 def test_a_row_that_nothing_bounds_is_refused(batch: Path) -> None:
-    edit_study(batch, "      limits: [{value: 16 * $work / $cores, doc: the cores}]\n", "")
+    edit_study(batch, "      limits: [{value: $serial / $cores, doc: the cores}]\n", "")
     edit_study(batch, "    threads: {values: [1, 2, 4, 8, 16], parameters: threads}\n",
           "    threads: {values: [1, 2, 4, 8, 16], parameters: threads}\n"
           "    mode: {plain: {}, slow: {flags: {slow: true}}}\n")
@@ -145,9 +151,55 @@ def test_the_method_is_recorded_with_the_predictions(batch: Path) -> None:
     meta = json.loads((batch / "predictions_meta.json").read_text())
     assert meta["interval"]["coverage"] == 0.8
     assert meta["interval"]["bases"] == {"none": 2, "bounds": 3}  # as written (issue 30.13)
-    assert meta["interval"]["bounds"]["limits"][0]["value"] == "16 * $work / $cores"
+    limit = meta["interval"]["bounds"]["limits"][0]
+    assert limit["value"] == "$serial / $cores"
+    assert limit["rests_on"] == "facts" and limit["facts"] == {
+        "serial": "baselines.csv, one: the 16 jobs on one thread", "cores": "the box has 4 cores"}
     assert "self_check" not in meta["interval"] and made.method is not None and made.method.check is None
     assert pd.read_csv(batch / "predictions.csv")["basis"].tolist()[-1] == "bounds"
+
+
+def test_a_limit_on_a_fitted_value_gives_bounds_if_naming_it(batch: Path) -> None:
+    """The cores' limit written with the calibrated $work (16 w / 4) holds only if the fit's
+    mechanism does: the rows it tightens (8 and 16 threads, where ideal scaling alone would allow
+    2 w and 1 w) are bounds-if and name $work; at 4 threads it does not tighten (ideal scaling
+    gives 4 w too): a bound. The facts-only interval of each bounds-if row is kept in the meta file."""
+    edit_study(batch, "$serial / $cores", "16 * $work / $cores")
+    made = write_predictions(load_study(batch))
+    table = made.table.set_index("threads")
+    w = 0.01
+    assert list(table["basis"]) == ["none", "none", "bounds", "bounds-if", "bounds-if"]
+    assert table.loc[4, "assumes"] == "" or pd.isna(table.loc[4, "assumes"])
+    assert table.loc[8, "assumes"] == "$work fitted by the calibration"
+    assert (table.loc[16, "low"], table.loc[16, "high"]) == pytest.approx((4 * w, 8 * w))
+    meta = json.loads((batch / "predictions_meta.json").read_text())
+    assert meta["interval"]["bounds"]["limits"][0]["rests_on"] == "assumptions"
+    assert meta["interval"]["bounds"]["limits"][0]["assumptions"] == {"work": "fitted by the calibration"}
+    rows = {r["threads"]: r for r in meta["interval"]["bounds_if_rows"]}
+    assert (rows[16]["bounds_low"], rows[16]["bounds_high"]) == pytest.approx((1 * w, 8 * w))
+
+
+def test_a_chosen_value_is_an_assumption_too(batch: Path) -> None:
+    """cores without its fact: is a value the modeller chose."""
+    model = batch / "model.yaml"
+    model.write_text(model.read_text().replace("{value: 4, fact: the box has 4 cores}", "{value: 4}"))
+    table = predict(load_study(batch)).set_index("threads")
+    assert table.loc[16, "basis"] == "bounds-if" and table.loc[16, "assumes"] == "$cores a value chosen in model.yaml"
+
+
+def test_a_fitted_parameter_cannot_be_declared_a_fact(batch: Path) -> None:
+    model = batch / "model.yaml"
+    model.write_text(model.read_text().replace("{value: 10ms, free: [1ms, 50ms]}",
+                                               "{value: 10ms, free: [1ms, 50ms], fact: a datasheet}"))
+    with pytest.raises(ModelError, match=r"parameters\.work\.fact.*an assumption, not a fact"):
+        load_model(model)
+
+
+def test_a_fact_named_as_a_parameter_is_refused(batch: Path) -> None:
+    edit_study(batch, "facts: {serial:", "facts: {work:")
+    edit_study(batch, "$serial / $cores", "$work / $cores")
+    with pytest.raises(ModelError, match=r"fact \$work \(bounds.facts\) is also a parameter"):
+        predict(load_study(batch), keep=lambda c: str(c["threads"]) == "8")
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
@@ -155,7 +207,8 @@ def test_the_method_is_recorded_with_the_predictions(batch: Path) -> None:
     ("    coverage: 0.8\n", "    coverage: 1.2\n", r"expected a share in \[0.5, 1\)"),
     ("    coverage: 0.8\n", "    coverage: 0.8\n    distance: {axes: [thread]}\n", "'thread' is not an axis"),
     ("    coverage: 0.8\n", "    coverage: 0.8\n    basis: threads\n", "basis column 'threads' is also a grid column"),
-    ("{value: 16 * $work / $cores, doc: the cores}", "{value: 1, where: {mode: x}}", "'mode' is not a column"),
+    ("{value: $serial / $cores, doc: the cores}", "{value: 1, where: {mode: x}}", "'mode' is not a column"),
+    ("160ms, source: \"baselines.csv, one: the 16 jobs on one thread\"", "160ms", "missing required key 'source'"),
     ("      sense: lower\n", "      sense: faster\n", "expected one of lower, higher"),
 ])
 def test_the_section_is_checked_when_read(batch: Path, old: str, new: str, message: str) -> None:
@@ -165,13 +218,13 @@ def test_the_section_is_checked_when_read(batch: Path, old: str, new: str, messa
 
 
 def test_a_limit_of_the_wrong_kind_is_refused(batch: Path) -> None:
-    edit_study(batch, "16 * $work / $cores", "5MB")
+    edit_study(batch, "$serial / $cores", "5MB")
     with pytest.raises(ModelError, match="limit '5MB' is a size, but metric 't' is a time"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
 
 
 def test_a_limit_naming_an_unknown_parameter_is_refused(batch: Path) -> None:
-    edit_study(batch, "16 * $work / $cores", "16 * $wrk")
+    edit_study(batch, "$serial / $cores", "16 * $wrk")
     with pytest.raises(ModelError, match=r"unknown parameter \$wrk"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
 
@@ -305,3 +358,15 @@ def test_a_parallelism_of_zero_is_refused(batch: Path) -> None:
     edit_study(batch, "      scale: $threads\n", "      scale: $threads - 2\n")
     with pytest.raises(ModelError, match="a parallelism must be > 0"):
         predict(load_study(batch), keep=lambda c: str(c["threads"]) == "4")
+
+
+def test_predict_says_what_the_rows_rest_on(batch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line plans bounds rows as possibly bounds-if, and says what was written."""
+    edit_study(batch, "$serial / $cores", "16 * $work / $cores")
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["model=batch", f"models_dir={batch.parent}",
+                                                       "sim.progress=false"])
+    cli_predict(cfg)
+    out = capsys.readouterr().out
+    assert "3 bounds (bounds-if where a limit resting on an assumption tightens them)" in out, out
+    assert "rows by basis as written: 2 none, 1 bounds, 2 bounds-if; a bounds-if row holds only if" in out, out

@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 from simstack import simulate
+from simstack.engine.precise import simulate_until_precise
 from simstack.load.loader import build_spec
 from simstack.resources import hotpath
-from simstack.tables.console import format_table, number, resource_table, summary_text
+from simstack.tables.console import format_table, number, precision_text, resource_table, summary_text
+from simstack.tables.stopping import Precision, Target
 from simstack.testing.terminal import run_in_terminal, run_logged
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
@@ -104,3 +106,21 @@ def test_on_a_terminal_the_bar_is_cleared_and_the_header_starts_its_own_line(tmp
     last_line = before.replace("\r\n", "\n").split("\n")[-1]
     assert last_line.split("\r")[-1] == ""  # nothing left of the bar on the header's line
     assert header.split("\n")[0].rstrip("\r").endswith(f" s, hot path {hotpath.label()}")  # all on that line
+
+
+def test_the_precision_line_of_a_model_without_a_time_unit_has_no_ms() -> None:
+    """An imported LQN model's times have no unit (``time_unit: none``): its precision line and
+    table are in model time units (``tu``), never ms; a timed model keeps ms (issue 29.10)."""
+    model = {"name": "plain", "hosts": {}, "components": {"station": {"kind": "server", "servers": 1,
+                                                                      "service": "exp(1)"}},
+             "requests": {"job": [{"call": "station"}]},
+             "workloads": {"w": {"type": "open", "request": "job", "rate": 0.5}}}
+    target = Precision(Target(relative=0.2, absolute=0.5))
+    texts = {}
+    for clock in ("none", "s"):
+        spec = build_spec({**model, "settings": {"time_unit": clock}}, None)
+        result = simulate_until_precise(spec, target, replications=3, seed=1, horizon=200.0, warmup=10.0,
+                                        record_steps=False)
+        texts[clock] = precision_text(result)
+    assert "ms" not in texts["none"] and "0.5 tu" in texts["none"] and "estimate_tu" in texts["none"], texts
+    assert "500 ms" in texts["s"] and "estimate_ms" in texts["s"], texts

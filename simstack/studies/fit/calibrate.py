@@ -40,7 +40,7 @@ from simstack.studies.evaluate.search import bisect
 from simstack.studies.fit.candidate import Fit, TargetErrors
 from simstack.studies.fit.confirm import confirmation, residuals
 from simstack.studies.fit.surrogate import calibrate_with_surrogate
-from simstack.studies.fit.uncertainty import budget, read_repeats, uncertainty
+from simstack.studies.fit.uncertainty import budget, linearised, read_repeats, secant, uncertainty
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.study import Study
@@ -119,13 +119,14 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
 
     if cal.method == "bisect":
         x = sign_change(target_errors, len(cal.parameters), cal.max_evaluations)
+        jac, r0 = secant(seen, x) if len(seen) >= 2 else (None, None)
     else:
         with Workers(jobs) as workers:
             side_by_side = None if jobs == 1 else _SideBySide(workers, errors, seen, lambda: bars[-1].update(1))
             fitted = optimize.least_squares(target_errors, np.full(len(cal.parameters), 0.5), bounds=(0.0, 1.0),
                                             diff_step=0.02, max_nfev=cal.max_evaluations, x_scale=1.0,
                                             workers=side_by_side)
-        x = fitted.x
+        x, jac, r0 = fitted.x, fitted.jac, fitted.fun
     bars[-1].close()
     evaluations = len(seen)
     spread = None
@@ -150,6 +151,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         result["settings"] = {"defaults": dict(study.defaults), "command_line": dict(study.given)}
     if alternative is not None:
         result["alternative"] = alternative.name
+    if spread is None and jac is not None:  # free: the fit's own slopes (uncertainty.linearised)
+        result["linearised_range"] = linearised(np.asarray(jac), np.asarray(r0), fit.values, x, targets)
     if spread is not None:
         result["uncertainty"] = spread
         result["uncertainty_simulations"] = len(seen) - evaluations

@@ -22,6 +22,12 @@ computed and ``calibrated.yaml`` is written as before):
 
 The result goes into the calibrated file as ``uncertainty: {PARAM: {low, high, method}}``
 (base units, like ``parameters``) with the number of extra simulations.
+
+With ``none``, the fit still says how far each parameter may move, at no extra simulation:
+``linearised`` is the profile's range with every target taken as linear in the parameter, its
+slope from the Jacobian the fit already computed (least squares), or the secant through the
+two evaluated points nearest the fit (bisection). It is recorded as ``linearised_range``, apart
+from ``uncertainty``, so an interval that needs simulated ranges still asks for them.
 """
 
 from __future__ import annotations
@@ -70,6 +76,40 @@ def profile(residuals: Residuals, values: Values, x0: np.ndarray,
         at = [values(_moved(x0, j, e))[name] for e in ends]
         out[name] = {"low": min(at), "high": max(at), "method": "profile"}
     return out
+
+
+def linearised(jac: np.ndarray, r0: np.ndarray, values: Values, x0: np.ndarray,
+               targets: Sequence[CheckSpec]) -> dict[str, dict[str, Any]]:
+    """Each parameter's acceptable range with the others at the fit, every target's relative
+    error taken as r0 + jac d (see the module text), within the declared ``free`` range. A fit
+    that is not acceptable itself has no range; a target the parameter does not move does not
+    limit it."""
+    names = list(values(x0))
+    fitted_ok = acceptable(targets)(r0)
+    out = {}
+    for j, name in enumerate(names):
+        low, high = (0.0, 1.0) if fitted_ok else (float(x0[j]),) * 2
+        for i, check in enumerate(targets if fitted_ok else ()):
+            slope = float(jac[i, j])
+            if slope == 0 or not np.isfinite(slope):
+                continue
+            e_low = -np.inf if check.side == "at_most" else -check.tolerance
+            e_high = np.inf if check.side == "at_least" else check.tolerance
+            a, b = (e_low - r0[i]) / slope, (e_high - r0[i]) / slope
+            low, high = max(low, float(x0[j]) + min(a, b)), min(high, float(x0[j]) + max(a, b))
+        at = [values(_moved(x0, j, e))[name] for e in (low, high)]
+        out[name] = {"low": min(at), "high": max(at), "method": "linearised"}
+    return out
+
+
+def secant(seen: Mapping[tuple[float, ...], np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Jacobian, residuals) at the one-parameter point ``x`` from the two evaluated points
+    nearest it (a bisection's last bracket): the secant and the line's value at ``x``."""
+    near = sorted(seen, key=lambda k: abs(k[0] - float(x[0])))[:2]
+    (xa,), (xb,) = near
+    ra, rb = np.asarray(seen[near[0]], dtype=float), np.asarray(seen[near[1]], dtype=float)
+    slope = (rb - ra) / (xb - xa) if xb != xa else np.zeros_like(ra)
+    return slope[:, None], ra + slope * (float(x[0]) - xa)
 
 
 def _moved(x0: np.ndarray, j: int, value: float) -> np.ndarray:

@@ -10,8 +10,11 @@ values it is meant to hold. Each row gets its interval from one *basis*, written
 - ``bounds``: where the rows cannot say how large the error is (too few left-out errors of
   the row's class, or no leave-out at all) and the row lies beyond the configurations the
   calibration saw: what operational analysis proves from the last validated row, within the
-  physical limits the section declares (``bounds``; ``simstack.studies.analysis.bounds``),
-  united with the envelope;
+  physical limits the section declares that rest on facts alone (``bounds``;
+  ``simstack.studies.analysis.bounds``, ``simstack.studies.facts``), united with the envelope;
+- ``bounds-if``: the same row, when a declared limit that rests on an assumption (a fitted or
+  chosen value) tightens it: that tighter interval, with the assumptions named in the row; it
+  holds only if they do, so it is never called a bound;
 - ``alternatives``: otherwise, the envelope of the point and of every accepted alternative
   reading (and, with ``parameter_uncertainty``, each fit with a parameter at an end of its range).
 
@@ -32,7 +35,7 @@ from simstack.lang.schema import Field, boolean, mapping, name_ref, names, one_o
 from simstack.lang.units import shown
 from simstack.studies.schema.selection import RunSelection, merge, parse_selection
 
-BASES = ("cross-validated", "bounds", "alternatives")
+BASES = ("cross-validated", "bounds", "bounds-if", "alternatives")
 
 
 @dataclass(frozen=True)
@@ -71,13 +74,25 @@ class Limit:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """A number the study states, measured or read in its source (one thread's serial work,
+    measured at one thread), for use in a limit as ``$name``."""
+
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Bounds:
-    """Operational-analysis bounds from the last validated row (``analysis.bounds.extrapolated``)."""
+    """Operational-analysis bounds from the last validated row (``analysis.bounds.extrapolated``).
+    Only limits that rest on facts bound a row; one that rests on an assumption (a fitted or
+    chosen value) gives a ``bounds-if`` interval instead (``simstack.studies.facts``)."""
 
     sense: str  # lower: less is better (a time); higher: more is better (a rate, a capacity)
     along: tuple[str, ...] = ()  # axes along which ideal scaling from the anchor applies
     scale: str | None = None  # the parallelism a row can use: an expression of the model's parameters
     limits: tuple[Limit, ...] = ()
+    facts: Mapping[str, Fact] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -112,14 +127,27 @@ def _limit(raw: object, path: str) -> Limit:
     return Limit(lim["value"], where, lim["doc"])
 
 
+def _facts(raw: object, path: str) -> dict[str, Fact]:
+    out = {}
+    for name, item in raw.items():  # type: ignore[attr-defined]
+        where = f"{path}.facts.{name}"
+        f = read_fields(item, {"value": Field(text), "source": Field(text), "doc": Field(text, "")}, where)
+        if not f["source"].strip():
+            raise ModelError("expected where the value is measured or stated, such as 'baselines.csv: deser_1thr'",
+                             path=f"{where}.source")
+        out[name_ref(name)] = Fact(f["value"], f["source"].strip())
+    return out
+
+
 def _bounds(raw: object, path: str) -> Bounds:
     b = read_fields(raw, {"sense": Field(one_of("lower", "higher")), "along": Field(names, ()),
-                          "scale": Field(text, None), "limits": Field(list, []), "doc": Field(text, "")}, path)
+                          "scale": Field(text, None), "limits": Field(list, []), "facts": Field(mapping, {}),
+                          "doc": Field(text, "")}, path)
     if b["along"] and b["scale"] is None:
         raise ModelError("along: needs scale: (the parallelism a row can use, e.g. min($threads, $cores))",
                          path=f"{path}.along")
     limits = tuple(_limit(item, f"{path}.limits[{i}]") for i, item in enumerate(b["limits"]))
-    return Bounds(b["sense"], b["along"], b["scale"], limits)
+    return Bounds(b["sense"], b["along"], b["scale"], limits, _facts(b["facts"], path))
 
 
 def parse_interval(raw: object, path: str) -> Interval:
