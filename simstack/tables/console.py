@@ -27,7 +27,7 @@ from simstack.resources import hotpath
 from simstack.tables.breakdown import time_breakdown
 from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
 from simstack.tables.results import THROUGHPUT_COLUMNS
-from simstack.tables.stopping import stop_record
+from simstack.tables.stopping import limit_reached, stop_record
 
 if TYPE_CHECKING:
     from simstack.engine.simulate import RunResult
@@ -232,7 +232,7 @@ def precision_text(result: RunResult) -> str:
                                      f"{target['absolute'] * 1e3:g} ms" if target["absolute"] else "") if t)
     took = (f"{result.replications} replications" if result.stopped.horizon is None else
             f"one run of {result.stopped.horizon:.6g} s in {_batches(record)} batches")
-    verdict = "met" if result.stopped.met else f"NOT met ({result.stopped.stopped} reached)"
+    verdict = "met" if result.stopped.met else f"NOT met ({limit_reached(result.precision, result.stopped)})"
     rows = [{"statistic": name, "estimate_ms": s["estimate"] * 1e3, "±_ms": s["half_width"] * 1e3,
              "±_%": s["relative_half_width"] * 100, "allowed_ms": s["allowed_half_width"] * 1e3,
              "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]

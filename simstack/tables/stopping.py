@@ -41,6 +41,7 @@ from simstack.tables.batches import RULE, BatchRule, batch_means, needed_length
 from simstack.tables.intervals import Interval, batch_means_interval, mean_interval
 
 FIRST_LOOK = 20
+DEFAULT_MAX_TIME = 3600.0  # wall-clock seconds: every precision stop and sequential decision ends by then
 StopReason = Literal["precision", "max_replications", "max_horizon", "max_time"]
 # One statistic's interval from its values (one per replication, or one run's series) at a level.
 Estimator = Callable[[Any, float], Interval]
@@ -91,7 +92,7 @@ class Precision:
     confidence: float = 0.95
     metrics: tuple[str, ...] = ()
     max_replications: int = 1000
-    max_time: float | None = 3600.0  # DEFAULT_MAX_TIME
+    max_time: float | None = DEFAULT_MAX_TIME  # None: no wall-clock limit (a library caller's choice only)
     batch: int = 10
     max_horizon: float | None = None
 
@@ -108,7 +109,6 @@ class Precision:
             raise ValueError(f"max_horizon(={self.max_horizon}) must be > 0")
 
 
-DEFAULT_MAX_TIME = 3600.0  # wall-clock seconds
 MOST_CONFIDENCE = 0.9999  # above it an interval needs more replications than a run makes, and prints as "1"
 MOST_ABSOLUTE = 1e9  # in the statistic's unit: above it a half-width "within inf ms" says nothing
 KEYS = ("relative", "absolute", "confidence", "metrics", "max_replications", "max_time", "max_horizon", "batch")
@@ -204,8 +204,22 @@ def stop_record(precision: Precision, stopped: Stopped, targets: Mapping[str, Ta
                             "method": interval.method, "units": interval.units, "ok": interval.ok}
     return {"stopped": stopped.stopped, "replications": stopped.replications, "horizon": stopped.horizon,
             "looks": stopped.looks, "confidence": precision.confidence,
+            "limits": {"max_time": precision.max_time, "max_replications": precision.max_replications,
+                       "max_horizon": precision.max_horizon},
             "target": {"relative": precision.target.relative, "absolute": precision.target.absolute},
             "statistics": statistics}
+
+
+def limit_reached(precision: Precision, stopped: Stopped) -> str:
+    """Which limit stopped a run short of its target, with its value and the key that moves it
+    (a wall-clock stop at the default hour is otherwise indistinguishable from a slow machine)."""
+    if stopped.stopped == "max_time":
+        default = " (the default)" if precision.max_time == DEFAULT_MAX_TIME else ""
+        return (f"max_time reached: {precision.max_time:g} s of wall-clock time{default}; "
+                "set sim.precision.max_time (e.g. 2h) to run longer")
+    if stopped.stopped == "max_horizon" and precision.max_horizon is not None:
+        return f"max_horizon reached: {precision.max_horizon:g} s simulated"
+    return f"{stopped.stopped} reached"
 
 
 def _chosen(names: Sequence[str], precision: Precision) -> list[str]:

@@ -21,9 +21,11 @@ from simstack.engine.precise import quantile_of, simulate_until_precise, stat_na
 from simstack.engine.simulate import LiveReplication, run_result
 from simstack.errors import ConfigError
 from simstack.lang.spec import ModelSpec
+from simstack.studies.schema.metric_types import CapacityMetric, Decide
+from simstack.tables.console import precision_text
 from simstack.tables.intervals import mean_interval
 from simstack.tables.series import class_latencies
-from simstack.tables.stopping import Precision, Target
+from simstack.tables.stopping import DEFAULT_MAX_TIME, Precision, Target, limit_reached, precision_from, stop_record
 
 MODEL = """name: mm1
 hosts: {}
@@ -130,6 +132,32 @@ def test_a_limit_stops_the_run_and_says_which(spec: ModelSpec) -> None:
     capped = simulate_until_precise(spec, Precision(Target(relative=1e-4), max_horizon=800.0), replications=1,
                                     **SETTINGS)
     assert capped.stopped.stopped == "max_horizon" and capped.horizon == 800.0  # type: ignore[union-attr]
+
+
+def test_the_wall_clock_limit_has_a_default_and_is_printed_when_it_stops_the_run(spec: ModelSpec) -> None:
+    """An unreachable target with many replications allowed ends by ``max_time`` (an hour unless
+    said), and the printed result names the limit and the key that moves it."""
+    assert Precision(Target(relative=0.1)).max_time == 3600.0
+    assert precision_from({"relative": 1e-6, "max_replications": 10**6}).max_time == 3600.0
+    timed = simulate_until_precise(spec, Precision(Target(relative=1e-6), max_replications=10**6, max_time=1e-6),
+                                   replications=3, **SETTINGS)
+    assert timed.stopped.stopped == "max_time" and timed.replications == 20  # type: ignore[union-attr]
+    text = precision_text(timed)
+    assert "NOT met (max_time reached: 1e-06 s of wall-clock time; set sim.precision.max_time" in text
+    record = stop_record(timed.precision, timed.stopped)  # type: ignore[arg-type]
+    assert record["limits"] == {"max_time": 1e-6, "max_replications": 10**6, "max_horizon": None}
+    default = Precision(Target(relative=0.1))
+    assert "3600 s of wall-clock time (the default)" in limit_reached(default, timed.stopped)  # type: ignore[arg-type]
+
+
+def test_a_sequential_capacity_decision_ends_by_the_default_wall_clock_limit() -> None:
+    def decide(settings: dict[str, object]) -> Decide | None:
+        raw = {"type": "capacity", "conditions": {"p99": 1.0}, "parameter": "clients", "decide": settings}
+        return CapacityMetric.parse("most", raw, "metrics.most").decide  # type: ignore[attr-defined,no-any-return]
+
+    assert decide({}) == Decide(max_time=DEFAULT_MAX_TIME) and DEFAULT_MAX_TIME == 3600.0
+    assert decide({"max_time": None}) == Decide(max_time=DEFAULT_MAX_TIME)  # null is the default, not "no limit"
+    assert decide({"max_time": 60}) == Decide(max_time=60.0)
 
 
 def test_summary_records_stop_on_means_and_refuse_the_rest(spec: ModelSpec) -> None:
