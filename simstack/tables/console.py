@@ -216,8 +216,9 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
         note = f"from batches of the one run ({', '.join(methods) or 'none'})"
     doubtful = [str(r) for r, ok in zip(summary["request"], summary["ci_ok"], strict=True) if not ok]
     out.attrs["note"] = f"percentiles with the half-width (±) of their 95 % intervals, {note}" + (
-        f"; not to be trusted as stated for {', '.join(doubtful)} (a run too short for the batch rule, "
-        "or no series kept: run longer, or set sim.precision)" if doubtful else "")
+        f"; not to be trusted as stated for {', '.join(doubtful)}: coverage not assured (a run too short for the "
+        "batch rule, a percentile whose batches hold too few separate clumps of its tail, or no series kept: run "
+        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "")
     return out
 
 

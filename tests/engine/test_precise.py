@@ -24,6 +24,8 @@ from simstack.lang.spec import ModelSpec
 from simstack.studies.schema.metric_types import CapacityMetric, Decide
 from simstack.tables.console import precision_text
 from simstack.tables.intervals import mean_interval
+from simstack.tables.latencies import groups_by_replication
+from simstack.tables.quantile_batches import quantile_batches
 from simstack.tables.series import class_latencies
 from simstack.tables.stopping import DEFAULT_MAX_TIME, Precision, Target, limit_reached, precision_from, stop_record
 
@@ -122,7 +124,22 @@ def test_one_replication_is_extended_until_batch_means_meet_the_target(spec: Mod
     once = simstack.simulate(spec, replications=1, **{**SETTINGS, "horizon": result.horizon})
     pd.testing.assert_frame_equal(result.requests, once.requests)
     row = result.summary().set_index("request").loc["job"]
-    assert row["ci_method"] == "batch means" and bool(row["ci_ok"])
+    assert row["ci_method"] == "batch means"  # ci_ok also judges the p99, which this run was not extended for
+    assert (row["ci_low"], row["ci_high"]) == (stopped.intervals["job.mean"].low, stopped.intervals["job.mean"].high)
+
+
+def test_one_run_stopped_on_a_p99_is_extended_until_its_tail_is_seen_often_enough(spec: ModelSpec) -> None:
+    """A loose target on a p99 is met long before the batches hold enough separate clumps of
+    the tail for the interval's coverage (``quantile_batches``): the run goes on until they do."""
+    result = simulate_until_precise(spec, Precision(Target(relative=0.5), metrics=("job.p99",)), replications=1,
+                                    **SETTINGS)
+    stopped = result.stopped
+    assert stopped is not None and stopped.stopped == "precision" and stopped.looks > 1
+    requests = result.requests
+    (series,) = groups_by_replication(requests[~requests["warmup"] & requests["ok"] & (requests["request"] == "job")])
+    judged = quantile_batches(series, 0.99)
+    assert judged.ok and judged.clusters >= 5 and stopped.intervals["job.p99"].ok
+    assert stopped.intervals["job.p99"].half_width < 0.5 * stopped.intervals["job.p99"].estimate / 2  # far inside
 
 
 def test_a_limit_stops_the_run_and_says_which(spec: ModelSpec) -> None:
