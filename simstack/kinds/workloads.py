@@ -173,12 +173,17 @@ class Open(WorkloadType):
     @classmethod
     def finite(cls, wl: OpenWorkload) -> bool:
         """A count, or a schedule whose rate ends at zero for good, stops the arrivals."""
-        ends = wl.schedule is not None and wl.schedule.period is None and wl.schedule.rates[-1] == 0
-        return math.isfinite(wl.count) or ends
+        return math.isfinite(wl.count) or _ends(wl.schedule)
+
+
+def _ends(schedule: RateSchedule | None) -> bool:
+    """Whether a schedule's rate ends at zero for good (no repeat), so its stream stops."""
+    return schedule is not None and schedule.period is None and schedule.rates[-1] == 0
 
 
 def _rate_or_schedule(value: object) -> float | RateSchedule:
-    """An open workload's ``rate:``: arrivals per second, or a schedule of time (a mapping)."""
+    """An open workload's ``rate:`` or a periodic one's ``frequency:``: per second, or a schedule
+    of time (a mapping)."""
     if isinstance(value, Mapping):
         return read_schedule(value)
     return positive(parse_rate(value), value)
@@ -269,21 +274,28 @@ def _client(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
 class Periodic(WorkloadType):
     name = "periodic"
     spec = PeriodicWorkload
-    docs = {"frequency": "ticks per second (or period)", "period": "time between ticks",
+    docs = {"frequency": "ticks per second (or period); or a schedule of time as an open workload's rate "
+                         "({steps: [[0, 120Hz], [10min, 1Hz]]}, ramp, cycles): tick n where the integrated "
+                         "frequency has grown by n since phase",
+            "period": "time between ticks",
             "phase": "time of the first tick", "jitter": "delay of each copy after its tick",
             "copies": "requests per tick; copy i is item i", "count": "ticks"}
 
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
-        return {"frequency": Field(lambda x: positive(parse_rate(x), x), None),
+        return {"frequency": Field(_rate_or_schedule, None),
                 "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(start_time, 0.0),
                 "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": count_field()}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
         _one_of(values, "frequency", "period", "a periodic workload", where)
-        period = values["period"] or 1.0 / values["frequency"]
+        frequency = values["frequency"]
+        if isinstance(frequency, RateSchedule):  # ticks where the integrated frequency crosses integers
+            return PeriodicWorkload(name, values["request"], 1.0 / frequency.peak, values["phase"], values["jitter"],
+                                    values["copies"], values["count"], schedule=frequency)
+        period = values["period"] or 1.0 / frequency
         return PeriodicWorkload(name, values["request"], period, values["phase"], values["jitter"],
                                 values["copies"], values["count"])
 
@@ -294,22 +306,37 @@ class Periodic(WorkloadType):
         # Tick n is at phase + n * period in exact rational arithmetic, so a 360 Hz and a 120 Hz
         # source coincide to the last bit every third fiducial, as the real timing system does.
         period = Fraction(wl.period).limit_denominator(10**9)
+        tick_time = _tick_times(wl.schedule, wl.phase) if wl.schedule is not None else None
         body = r.root(wl.request, scope)
 
         def tick(_e: object = None) -> None:
             if state["n"] >= wl.count:
                 return
             state["n"] += 1
-            next_tick = wl.phase + float(state["n"] * period)
+            next_tick = wl.phase + float(state["n"] * period) if tick_time is None else tick_time(state["n"])
             for copy in range(wl.copies):
                 delay = jitter(None)  # type: ignore[arg-type]
                 if delay:
                     Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope, body))
                 else:
                     r.start(wl.request, wl.name, copy, scope, None, body=body)
-            Wake(r.env, next_tick - r.env._now, tick)
+            if next_tick < math.inf:  # a scheduled frequency that stays at zero ticks no more
+                Wake(r.env, next_tick - r.env._now, tick)
 
         Wake(r.env, wl.phase, tick)
+
+    @classmethod
+    def finite(cls, wl: PeriodicWorkload) -> bool:
+        """A count, or a frequency schedule that ends at zero for good, stops the ticks."""
+        return math.isfinite(wl.count) or _ends(wl.schedule)
+
+
+def _tick_times(schedule: RateSchedule, phase: float) -> Callable[[int], float]:
+    """Tick n's time: where Λ, the frequency's integral, has grown by exactly n since ``phase``
+    (the first tick), inverted in closed form (``RateSchedule.time_of``), so no tick drifts by
+    an accumulated rounding and a switch from 120 Hz to 1 Hz lands where the integral says."""
+    base = schedule.cumulative(phase)
+    return lambda n: max(schedule.time_of(base + n), phase)
 
 
 def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, body: Any, _event: object) -> None:

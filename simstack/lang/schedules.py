@@ -67,7 +67,12 @@ class RateSchedule:
     def next_arrival(self, t: float, unit: float) -> float:
         """The s > t with Λ(s) - Λ(t) = ``unit`` (a unit-rate exponential gap); ``inf`` when
         the rate stays zero from t on, so no arrival ever comes."""
-        target = self.cumulative(t) + unit
+        s = self.time_of(self.cumulative(t) + unit)
+        return s if s > t else math.nextafter(t, math.inf)
+
+    def time_of(self, target: float) -> float:
+        """The first s with Λ(s) = ``target`` (``inf`` if Λ never reaches it): the time of the
+        target-th tick of a periodic source whose frequency is λ."""
         if self.period is not None:
             per_cycle = self._within(self.period)
             if per_cycle <= 0:
@@ -76,10 +81,8 @@ class RateSchedule:
             rest = target - cycles * per_cycle
             if rest <= 0 and cycles > 0:  # exactly at a cycle boundary's worth
                 cycles, rest = cycles - 1, per_cycle
-            s = cycles * self.period + self._inverse(rest)
-        else:
-            s = self._inverse(target)
-        return s if s > t else math.nextafter(t, math.inf)
+            return cycles * self.period + self._inverse(rest)
+        return self._inverse(target)
 
     # -- one pass of the pattern -------------------------------------------------------
     def _in_cycle(self, t: float) -> float:

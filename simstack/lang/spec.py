@@ -273,11 +273,18 @@ class ClosedWorkload(Workload):
 
 @dataclass(frozen=True)
 class PeriodicWorkload(Workload):
-    period: float
+    period: float  # with a schedule: the period at its peak frequency (the limits' and solver's rate)
     phase: float
     jitter: Distribution
     copies: int
     count: float
+    schedule: RateSchedule | None = None  # a frequency that follows time (a linac going from 120 Hz to 1 Hz)
+
+
+def schedule_of(wl: Workload) -> RateSchedule | None:
+    """The schedule an open workload's rate or a periodic one's frequency follows, if any."""
+    schedule = getattr(wl, "schedule", None)
+    return schedule if isinstance(schedule, RateSchedule) else None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.lang.schedules import RateSchedule
-from simstack.lang.spec import OpenWorkload, TraceWorkload
+from simstack.lang.spec import TraceWorkload, schedule_of
 from simstack.tables.confidence import student_t_ci
 
 if TYPE_CHECKING:
@@ -99,8 +99,7 @@ def windows_of(result: RunResult) -> list[tuple[str, float, float]] | None:
     end = result.horizon if result.horizon is not None else float(result.requests["end"].max())
     if not end > 0:
         return None
-    schedules = [wl.schedule for wl in result.model.workloads.values()
-                 if isinstance(wl, OpenWorkload) and wl.schedule is not None]
+    schedules = [s for s in map(schedule_of, result.model.workloads.values()) if s is not None]
     if schedules:
         return cycle_windows(schedules[0], end)
     if any(isinstance(wl, TraceWorkload) for wl in result.model.workloads.values()):

@@ -106,9 +106,10 @@ class _Builder:
                 item = CLIENT
             elif isinstance(wl, ProtocolWorkload):
                 chain = Chain(wl.name, wl.request, [], population=1, think=wl.gap.mean)
-            elif isinstance(wl, OpenWorkload) and wl.schedule is not None:  # no steady state to solve for
-                self.refuse(f"workloads.{wl.name}.rate", "a rate that follows a schedule (solve its peak rate as a "
-                            "constant rate for a bound)")
+            elif isinstance(wl, OpenWorkload | PeriodicWorkload) and wl.schedule is not None:  # no steady state
+                key = "rate" if isinstance(wl, OpenWorkload) else "frequency"
+                self.refuse(f"workloads.{wl.name}.{key}", f"a {key} that follows a schedule (solve its peak {key} "
+                            f"as a constant {key} for a bound)")
                 continue
             elif isinstance(wl, OpenWorkload):
                 chain = Chain(wl.name, wl.request, [], rate=1.0 / wl.interarrival.mean)
