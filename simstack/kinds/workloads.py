@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.errors import ModelError
+from simstack.kinds.thinned import start_thinned
 from simstack.lang.distributions import parse_distribution
 from simstack.lang.samplers import Exp
 from simstack.lang.schedules import RateSchedule, read_schedule
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ClosedWorkload, ModelSpec, OpenWorkload, PeriodicWorkload, ProtocolWorkload, Workload
+from simstack.lang.time_rates import RateExpression
 from simstack.lang.units import non_negative, parse_count, parse_rate, parse_time, positive
 from simstack.resources.wake import Wake
 
@@ -142,7 +144,8 @@ class Open(WorkloadType):
     spec = OpenWorkload
     docs = {"rate": "Poisson arrivals per second (or interarrival); or a schedule of time: {steps: [[0, 2/s], "
                     "[7h, 20/s]]}, {ramp: [[0, 0], [10min, 5/s]]} (either with repeat: PERIOD), or a supercycle "
-                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}",
+                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}, or an expression of time thinned "
+                    "below its peak {expression: '10/s * (1 + 0.5*sin(2*pi*t/60s))', peak: 15/s}",
             "interarrival": "time between arrivals, a distribution (or rate)",
             "count": "arrivals to generate", "start": "time of the first arrival's clock start",
             "replicas": "N independent streams; stream i starts requests with item i"}
@@ -158,6 +161,9 @@ class Open(WorkloadType):
         if values["interarrival"] is not None and not values["interarrival"].mean > 0:
             raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
                              f"got {raw['interarrival']!r}", path=f"{where}.interarrival")
+        if isinstance(values["rate"], RateExpression):  # thinned from a Poisson process at its peak
+            return OpenWorkload(name, values["request"], Exp(1.0 / values["rate"].peak), values["count"],
+                                values["start"], schedule=values["rate"])
         if isinstance(values["rate"], RateSchedule):  # a non-homogeneous Poisson process
             return OpenWorkload(name, values["request"], Exp(1.0), values["count"], values["start"],
                                 schedule=values["rate"])
@@ -166,13 +172,19 @@ class Open(WorkloadType):
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
+        if isinstance(wl.schedule, RateExpression):
+            start_thinned(r, wl, scope)
+            return
         draw = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
         gap = (lambda _now: draw(None)) if wl.schedule is None else _scheduled_gap(wl.schedule, draw)  # type: ignore
         start_arrivals(r, wl.name, wl.request, wl.item, wl.count, wl.start, scope, gap)
 
     @classmethod
     def finite(cls, wl: OpenWorkload) -> bool:
-        """A count, or a schedule whose rate ends at zero for good, stops the arrivals."""
+        """A count, or a schedule whose rate ends at zero for good, stops the arrivals (a rate
+        expression's candidates go on for ever, so it always needs a horizon)."""
+        if isinstance(wl.schedule, RateExpression):
+            return False
         return math.isfinite(wl.count) or _ends(wl.schedule)
 
 
@@ -181,7 +193,7 @@ def _ends(schedule: RateSchedule | None) -> bool:
     return schedule is not None and schedule.period is None and schedule.rates[-1] == 0
 
 
-def _rate_or_schedule(value: object) -> float | RateSchedule:
+def _rate_or_schedule(value: object) -> float | RateSchedule | RateExpression:
     """An open workload's ``rate:`` or a periodic one's ``frequency:``: per second, or a schedule
     of time (a mapping)."""
     if isinstance(value, Mapping):
@@ -292,6 +304,9 @@ class Periodic(WorkloadType):
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
         _one_of(values, "frequency", "period", "a periodic workload", where)
         frequency = values["frequency"]
+        if isinstance(frequency, RateExpression):
+            raise ModelError("a periodic frequency follows steps, ramp or cycles; an expression of time is for an "
+                             "open workload's rate", path=f"{where}.frequency")
         if isinstance(frequency, RateSchedule):  # ticks where the integrated frequency crosses integers
             return PeriodicWorkload(name, values["request"], 1.0 / frequency.peak, values["phase"], values["jitter"],
                                     values["copies"], values["count"], schedule=frequency)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from simstack.errors import ModelError
+from simstack.lang.time_rates import RateExpression, read_rate_expression
 from simstack.lang.units import non_negative, parse_rate, parse_time, shown
 
 FORMS = ("steps", "ramp", "cycles")
@@ -149,16 +150,20 @@ class RateSchedule:
         return min(start + x, end)
 
 
-def read_schedule(raw: object) -> RateSchedule:
-    """A ``rate:`` written as a schedule (a mapping with one of ``steps``, ``ramp``, ``cycles``);
-    errors are located by key paths relative to the schedule (``steps[2]``)."""
+def read_schedule(raw: object) -> RateSchedule | RateExpression:
+    """A ``rate:`` written as a schedule (a mapping with one of ``steps``, ``ramp``, ``cycles``)
+    or as an expression of time (``expression`` and ``peak``, ``lang.time_rates``); errors are
+    located by key paths relative to the schedule (``steps[2]``)."""
     if not isinstance(raw, Mapping):
-        raise ModelError(f"expected a rate or a schedule ({', '.join(FORMS)}), got {shown(raw)}", path=None)
+        raise ModelError(f"expected a rate or a schedule ({', '.join(FORMS)}, expression), got {shown(raw)}",
+                         path=None)
+    if "expression" in raw:
+        return read_rate_expression(raw)
     forms = [f for f in FORMS if f in raw]
     unknown = sorted(set(raw) - {*FORMS, "repeat"})
     if unknown:
-        raise ModelError(f"unknown key {unknown[0]!r} in a rate schedule; keys: {', '.join(FORMS)}, repeat",
-                         path=unknown[0])
+        raise ModelError(f"unknown key {unknown[0]!r} in a rate schedule; keys: {', '.join(FORMS)}, repeat "
+                         "(or expression and peak)", path=unknown[0])
     if len(forms) != 1:
         raise ModelError(f"a rate schedule needs exactly one of {', '.join(FORMS)} (got "
                          f"{', '.join(forms) or 'none'})", path=None)

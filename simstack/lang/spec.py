@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from simstack.lang.samplers import Distribution
 from simstack.lang.schedules import RateSchedule
+from simstack.lang.time_rates import RateExpression
 from simstack.lang.traces import TraceIndex
 
 if TYPE_CHECKING:
@@ -250,7 +251,8 @@ class OpenWorkload(Workload):
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
     item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
-    schedule: RateSchedule | None = None  # a rate that follows time (then interarrival is unused)
+    # a rate that follows time: by inversion (interarrival unused), or thinned (interarrival at its peak)
+    schedule: RateSchedule | RateExpression | None = None
 
 
 @dataclass(frozen=True)
@@ -281,10 +283,10 @@ class PeriodicWorkload(Workload):
     schedule: RateSchedule | None = None  # a frequency that follows time (a linac going from 120 Hz to 1 Hz)
 
 
-def schedule_of(wl: Workload) -> RateSchedule | None:
+def schedule_of(wl: Workload) -> RateSchedule | RateExpression | None:
     """The schedule an open workload's rate or a periodic one's frequency follows, if any."""
     schedule = getattr(wl, "schedule", None)
-    return schedule if isinstance(schedule, RateSchedule) else None
+    return schedule if isinstance(schedule, RateSchedule | RateExpression) else None
 
 
 @dataclass(frozen=True)
