@@ -23,6 +23,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.terminal import printable
 from simstack.lang.samplers import Const, Exp
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Acquire,
     ClosedWorkload,
@@ -81,6 +82,9 @@ class _Exporter:
 
     def model(self) -> LqnModel:
         for name, comp in self.spec.components.items():
+            if isinstance(comp.settings.get("size"), SizeSchedule):
+                raise self.fail(f"components.{name}.size", "an LQN task has one multiplicity: a size that follows a "
+                                "schedule has no LQN counterpart")
             if comp.kind == "threads":
                 self.task(name, "fcfs", str(comp.host), comp.settings["size"],
                           priority=int(comp.settings.get("priority", 0)), group=comp.settings.get("group"))

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from simstack.errors import ModelError
 from simstack.kinds.workloads import type_of
 from simstack.lang.samplers import Distribution, Indexed
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Alloc,
     Call,
@@ -96,6 +97,15 @@ class _Builder:
 
     def refuse(self, path: str, what: str) -> None:
         self.unsupported.append((what, path))
+
+    def fixed_size(self, comp: ComponentSpec) -> float:
+        """A pool's or semaphore's size; one that follows a schedule has no steady state (refused)."""
+        size = comp.settings["size"]
+        if isinstance(size, SizeSchedule):
+            self.refuse(f"components.{comp.name}.size", "a size that follows a schedule (solve its smallest or "
+                        "largest size as a constant for a bound)")
+            return size.peak
+        return size  # type: ignore[no-any-return]
 
     # -- chains ---------------------------------------------------------------------------
     def workloads(self) -> None:
@@ -256,15 +266,15 @@ class _Builder:
             with self.at_priority(s["priority"]):
                 node = self.held_section(step, comp.host or host, item, chain, times, split)
             self.held.pop()
-            node.station = self.station(comp.name, "threads", s["size"], fifo=True)
+            node.station = self.station(comp.name, "threads", self.fixed_size(comp), fifo=True)
             return [node]
         if comp.kind == "semaphore":
-            if s.get("initial") is not None and s["initial"] < s["size"]:
+            if s.get("initial") is not None and not isinstance(s["size"], SizeSchedule) and s["initial"] < s["size"]:
                 self.refuse(step.guard.path, f"semaphore {comp.name!r} with initial < size (units given by "
                                              "another request: a signal, not a resource held); nearest solvable: "
                                              "initial equal to size")
             node = self.held_section(step, host, item, chain, times, split)
-            node.station = self.station(comp.name, "semaphore", s["size"], fifo=True)
+            node.station = self.station(comp.name, "semaphore", self.fixed_size(comp), fifo=True)
             return [node]
         if comp.kind != "lock":
             self.refuse(step.guard.path, f"hold of a {comp.kind!r}; nearest solvable: a hold of threads, a "
@@ -337,7 +347,8 @@ class _Builder:
             if body[0].target not in self.spec.components:  # name[item]: one replica per item
                 return None
             comp = self.spec.components[body[0].target]
-            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop":
+            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop" \
+                    or isinstance(comp.settings["size"], SizeSchedule):
                 return None
             threads, body, host = min(threads, comp.settings["size"]), body[0].body, comp.host or host
         if len(body) != 1 or body[0].guard.deadline is not None:
