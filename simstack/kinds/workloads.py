@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.errors import ModelError
+from simstack.kinds.environment import Modes, modulated, start_modulated
 from simstack.kinds.thinned import start_thinned
 from simstack.lang.distributions import parse_distribution
 from simstack.lang.samplers import Exp
@@ -97,10 +98,16 @@ def type_of(wl: Workload) -> type[WorkloadType]:
 
 
 def start_workloads(r: Replication) -> None:
+    environment = r.spec.environment
+    modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
+    switched = modulated(r.spec.workloads) if modes is not None else set()
     for wl in r.spec.workloads.values():
         req = r.spec.requests[wl.request]
         scope: Scope = (r.cpus[req.host], req.priority) if req.host else (None, req.priority)
-        type_of(wl).start(r, wl, scope)
+        if modes is not None and wl.name in switched:
+            start_modulated(r, wl, scope, modes)  # type: ignore[arg-type]
+        else:
+            type_of(wl).start(r, wl, scope)
 
 
 def is_finite(spec: ModelSpec) -> bool:

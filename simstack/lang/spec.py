@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simstack.lang.environment import Environment
 from simstack.lang.samplers import Distribution
 from simstack.lang.schedules import RateSchedule
 from simstack.lang.time_rates import RateExpression
@@ -322,6 +323,7 @@ class ModelSpec:
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N
     warnings: tuple[str, ...] = ()  # lines every run of the model prints (limits it raises: load.limits.raised)
+    environment: Environment | None = field(default=None, hash=False)  # operating modes switching the rates
     # The validated graph, kept once built (``graph.validated_graph``); not an init field, so
     # a spec derived with ``dataclasses.replace`` starts without one and is checked afresh.
     graph: nx.DiGraph | None = field(default=None, init=False, compare=False, hash=False, repr=False)

@@ -33,6 +33,10 @@ class RateExpression:
     peak: float
     at: Callable[[float], Quantity] = field(compare=False, repr=False)
 
+    def __reduce__(self) -> tuple[object, tuple[str, float]]:
+        """Pickled as its text (a worker process parses it again): the compiled form is a closure."""
+        return _rebuilt, (self.text, self.peak)
+
     def rate(self, t: float) -> float:
         """λ(t); an error if it is negative or above ``peak`` (thinning would then be wrong)."""
         value = self.at(t).value
@@ -40,6 +44,10 @@ class RateExpression:
             raise ModelError(f"the rate {self.text!r} is {value:.6g}/s at t = {t:.6g} s, outside [0, peak = "
                              f"{self.peak:.6g}/s]; raise peak to bound the rate at every time", path="peak")
         return value
+
+
+def _rebuilt(text: str, peak: float) -> RateExpression:
+    return RateExpression(text, peak, time_expression(text))
 
 
 def read_rate_expression(raw: Mapping[str, object]) -> RateExpression:

@@ -204,3 +204,28 @@ def _uniformised(q: np.ndarray, p: np.ndarray, dt: float, tol: float = 1e-13) ->
         if k > 10 * rate * dt + 200:
             break
     return out
+
+
+def modulated_mm1_mean(rates: list[float], generator: list[list[float]], mu: float, cap: int = 150) -> float:
+    """Stationary E N of an M/M/1 queue whose arrival rate is ``rates[m]`` while a random
+    environment is in mode m, the modes switching by the CTMC ``generator`` (rows sum to 0):
+    the joint chain on (mode, n), cut at ``cap``, solved for its stationary law."""
+    modes = len(rates)
+    size = modes * (cap + 1)
+    q = np.zeros((size, size))
+    for m in range(modes):
+        for n in range(cap + 1):
+            i = m * (cap + 1) + n
+            if n < cap:
+                q[i, i + 1] += rates[m]
+            if n > 0:
+                q[i, i - 1] += mu
+            for other in range(modes):
+                if other != m:
+                    q[i, other * (cap + 1) + n] += generator[m][other]
+            q[i, i] = -q[i].sum()
+    system = np.vstack([q.T, np.ones(size)])
+    p, *_ = np.linalg.lstsq(system, np.r_[np.zeros(size), 1.0], rcond=None)
+    tail = sum(p[m * (cap + 1) + cap] for m in range(modes))
+    assert tail < 1e-9, "the truncation holds probability: raise cap"
+    return float(sum(p[m * (cap + 1) + n] * n for m in range(modes) for n in range(cap + 1)))

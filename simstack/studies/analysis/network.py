@@ -109,6 +109,9 @@ class _Builder:
 
     # -- chains ---------------------------------------------------------------------------
     def workloads(self) -> None:
+        if self.spec.environment is not None:  # no one set of rates to solve for
+            self.refuse("environment", "operating modes that switch the rates at random (solve each mode's rates "
+                        "as a model of its own; environment.stationary() gives each mode's share of time)")
         for wl in self.spec.workloads.values():
             item: int | str = 0
             if isinstance(wl, ClosedWorkload):
