@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from simstack.errors import ModelError
 from simstack.lang.environment import Environment
 from simstack.lang.samplers import Exp, Uniform
-from simstack.lang.spec import OpenWorkload, Workload
+from simstack.lang.sizes import ModeSizes
+from simstack.lang.spec import ComponentSpec, OpenWorkload, Workload
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
@@ -31,6 +33,11 @@ class Modes:
         self.listeners: list[Callable[[], None]] = []
         self._stay = r.sampler("environment.stay", Exp(1.0))
         self._next = r.sampler("environment.next", Uniform(0.0, 1.0))
+        for name, comp in r.spec.components.items():  # pools and semaphores whose size the modes set
+            size = comp.settings.get("size")
+            if isinstance(size, ModeSizes):
+                slots = getattr(r.runtimes[name], "slots", r.runtimes[name])  # a pool's, or the semaphore
+                self.listeners.append(lambda slots=slots, size=size: slots.resize(size.by_mode[self.mode]))
         self._arm()
 
     def _arm(self) -> None:
@@ -85,6 +92,28 @@ def start_modulated(r: Replication, wl: OpenWorkload, scope: Scope, modes: Modes
         plan()
 
     Wake(env, wl.start, begin)  # type: ignore[arg-type]
+
+
+def pools_of(components: Mapping[str, ComponentSpec]) -> set[str]:
+    """The thread pools and semaphores of a fixed, finite size: the ones a mode's ``sizes`` may set."""
+    return {name for name, comp in components.items() if comp.kind in ("threads", "semaphore")
+            and isinstance(comp.settings.get("size"), int)}
+
+
+def with_mode_sizes(components: Mapping[str, ComponentSpec], environment: Environment) -> dict[str, ComponentSpec]:
+    """The components with each pool a mode resizes given a ``ModeSizes`` (its size per mode)."""
+    out = dict(components)
+    for name in sorted({n for sizes in environment.sizes for n in sizes}):
+        comp = components[name]
+        by_mode = tuple(environment.size(m, name, comp.settings["size"]) for m in range(len(environment.modes)))
+        first = by_mode[environment.start]
+        initial = comp.settings.get("initial")
+        if initial is not None and initial > first:
+            raise ModelError(f"initial ({initial}) must be at most the size in the start mode ({first})",
+                             path=f"components.{name}.initial")
+        size = ModeSizes((0.0,), (first,), None, by_mode)
+        out[name] = ComponentSpec(comp.name, comp.kind, comp.host, {**comp.settings, "size": size})
+    return out
 
 
 def modulated(workloads: Mapping[str, Workload]) -> set[str]:

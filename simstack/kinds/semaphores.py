@@ -34,7 +34,7 @@ class Semaphore(Slots):
 
     __slots__ = ()
 
-    def __init__(self, env: simpy.Environment, size: float, initial: int, meter: Meter):
+    def __init__(self, env: simpy.Environment, size: int, initial: int, meter: Meter):
         super().__init__(env, size, meter)
         self.busy = size - initial  # units taken before time starts
         meter.busy = self.busy

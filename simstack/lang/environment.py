@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from simstack.errors import ModelError
 from simstack.lang.units import parse_time, positive, shown
 
 MAX_MODES = 1_000
-MODE_KEYS = ("stay", "next", "load")
+MODE_KEYS = ("stay", "next", "load", "sizes")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Environment:
     load: tuple[Mapping[str, float], ...]
     default_load: tuple[float, ...]
     start: int = 0
+    sizes: tuple[Mapping[str, int], ...] = ()  # per mode: pools and semaphores set to a size (others kept)
 
     def factor(self, mode: int, workload: str) -> float:
         """The factor on ``workload``'s rate in ``mode`` (a replicated stream ``w[2]`` as ``w``)."""
@@ -51,6 +53,10 @@ class Environment:
         if workload in table:
             return table[workload]
         return table.get(workload.split("[")[0], self.default_load[mode])
+
+    def size(self, mode: int, pool: str, otherwise: int) -> int:
+        """The size ``pool`` has in ``mode`` (``otherwise`` where the mode leaves it alone)."""
+        return self.sizes[mode].get(pool, otherwise) if self.sizes else otherwise
 
     def stationary(self) -> np.ndarray:
         """The long-run share of time in each mode: the jump chain's stationary law weighted by
@@ -63,8 +69,9 @@ class Environment:
         return share  # type: ignore[no-any-return]
 
 
-def read_environment(raw: object, open_workloads: set[str]) -> Environment:
-    """The ``environment:`` section; ``open_workloads`` are the ones a mode's ``load`` may name."""
+def read_environment(raw: object, open_workloads: AbstractSet[str], pools: AbstractSet[str]) -> Environment:
+    """The ``environment:`` section; ``open_workloads`` are the ones a mode's ``load`` may name,
+    ``pools`` the thread pools and semaphores of fixed size its ``sizes`` may set."""
     if not isinstance(raw, Mapping) or set(raw) - {"modes", "start"} or not isinstance(raw.get("modes"), Mapping):
         raise ModelError(f"expected {{modes: {{NAME: {{stay: TIME, next: NAME, load: FACTOR}}, ...}}, start: NAME}}, "
                          f"got {shown(raw)}", path="environment")
@@ -72,7 +79,7 @@ def read_environment(raw: object, open_workloads: set[str]) -> Environment:
     names = tuple(str(n) for n in modes)
     if not 2 <= len(names) <= MAX_MODES:
         raise ModelError(f"expected 2 to {MAX_MODES} modes, got {len(names)}", path="environment.modes")
-    stay, jump, load, default = [], [], [], []
+    stay, jump, load, default, sizes = [], [], [], [], []
     for name in names:
         where = f"environment.modes.{name}"
         mode = modes[name]
@@ -87,10 +94,12 @@ def read_environment(raw: object, open_workloads: set[str]) -> Environment:
         table, factor = _load(mode.get("load", 1), open_workloads, f"{where}.load")
         load.append(table)
         default.append(factor)
+        sizes.append(_sizes(mode.get("sizes", {}), pools, f"{where}.sizes"))
     start = raw.get("start", names[0])
     if start not in names:
         raise ModelError(f"unknown mode {shown(start)}; modes: {', '.join(names)}", path="environment.start")
-    return Environment(names, tuple(stay), tuple(jump), tuple(load), tuple(default), names.index(start))
+    return Environment(names, tuple(stay), tuple(jump), tuple(load), tuple(default), names.index(start),
+                       tuple(sizes))
 
 
 def _next(raw: object, name: str, names: tuple[str, ...], where: str) -> tuple[float, ...]:
@@ -109,7 +118,7 @@ def _next(raw: object, name: str, names: tuple[str, ...], where: str) -> tuple[f
     return tuple(row)
 
 
-def _load(raw: object, open_workloads: set[str], where: str) -> tuple[dict[str, float], float]:
+def _load(raw: object, open_workloads: AbstractSet[str], where: str) -> tuple[dict[str, float], float]:
     """(factor per named workload, factor for the others)."""
     if not isinstance(raw, Mapping):
         return {}, _factor(raw, where)
@@ -120,6 +129,20 @@ def _load(raw: object, open_workloads: set[str], where: str) -> tuple[dict[str, 
                              f"{', '.join(sorted(open_workloads)) or '(none)'}", path=f"{where}.{name}")
         table[str(name)] = _factor(value, f"{where}.{name}")
     return table, 1.0
+
+
+def _sizes(raw: object, pools: AbstractSet[str], where: str) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected {{POOL: SIZE, ...}}, got {shown(raw)}", path=where)
+    out = {}
+    for name, size in raw.items():
+        if name not in pools:
+            raise ModelError(f"{shown(name)} is not a thread pool or semaphore of fixed size; those are: "
+                             f"{', '.join(sorted(pools)) or '(none)'}", path=f"{where}.{name}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ModelError(f"expected a whole size >= 0, got {shown(size)}", path=f"{where}.{name}")
+        out[str(name)] = size
+    return out
 
 
 def _factor(value: object, where: str) -> float:

@@ -47,6 +47,18 @@ class SizeSchedule:
             cycle += 1
 
 
+@dataclass(frozen=True)
+class ModeSizes(SizeSchedule):
+    """A size the operating modes set (``environment: modes: NAME: sizes:``): ``by_mode[m]`` in
+    mode m. As a schedule it holds the start mode's size from time 0; the modes resize it."""
+
+    by_mode: tuple[int, ...] = ()
+
+    @property
+    def peak(self) -> int:
+        return max(self.by_mode)
+
+
 def read_size(value: object, *, allow_inf: bool = False) -> float | SizeSchedule:
     """A pool's ``size:``: a whole number >= 1 (``inf`` where ``allow_inf``), or a schedule of
     whole numbers >= 0 written ``{steps: [[0, 4], [8h, 16]], repeat: 24h}``."""

@@ -15,7 +15,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.paths import home_models_dir, inside, model_dir_of
 from simstack.io.safeyaml import read_yaml
-from simstack.kinds.environment import modulated
+from simstack.kinds.environment import modulated, pools_of, with_mode_sizes
 from simstack.lang.environment import read_environment
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
@@ -103,7 +103,10 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
     horizon = settings.get("horizon")
     limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon))
-    environment = read_environment(body["environment"], modulated(workloads)) if "environment" in body else None
+    environment = None
+    if "environment" in body:  # operating modes: their rates, and the pools they resize
+        environment = read_environment(body["environment"], modulated(workloads), pools_of(components))
+        components = with_mode_sizes(components, environment)
     spec = ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),

@@ -229,3 +229,29 @@ def modulated_mm1_mean(rates: list[float], generator: list[list[float]], mu: flo
     tail = sum(p[m * (cap + 1) + cap] for m in range(modes))
     assert tail < 1e-9, "the truncation holds probability: raise cap"
     return float(sum(p[m * (cap + 1) + n] * n for m in range(modes) for n in range(cap + 1)))
+
+
+def modulated_mmc_mean(rates: list[float], sizes: list[int], generator: list[list[float]], mu: float,
+                       cap: int = 80) -> float:
+    """Stationary E N of M/M/c with the arrival rate ``rates[m]`` and ``sizes[m]`` servers in
+    mode m of a random environment switching by ``generator``; servers removed by a switch
+    finish their customer first (Ciw's preemption off), so each mode's chain is on (n, s) as in
+    ``mt_mmc_scheduled_mean``, and a switch to more servers starts waiting customers at once."""
+    smax = max(sizes)
+    states = [(n, s) for n in range(cap + 1) for s in range(min(n, smax) + 1)]
+    index = {state: i for i, state in enumerate(states)}
+    k, modes = len(states), len(rates)
+    q = np.zeros((modes * k, modes * k))
+    for m in range(modes):
+        q[m * k:(m + 1) * k, m * k:(m + 1) * k] = _mmc_generator(states, index, rates[m], mu, sizes[m], cap)
+        for other in range(modes):
+            if other != m and generator[m][other]:
+                for (n, s), i in index.items():
+                    q[m * k + i, other * k + index[(n, max(s, min(n, sizes[other])))]] += generator[m][other]
+    np.fill_diagonal(q, 0.0)
+    np.fill_diagonal(q, -q.sum(axis=1))
+    system = np.vstack([q.T, np.ones(modes * k)])
+    p, *_ = np.linalg.lstsq(system, np.r_[np.zeros(modes * k), 1.0], rcond=None)
+    assert sum(p[m * k + index[st]] for m in range(modes) for st in states if st[0] == cap) < 1e-9, \
+        "the truncation holds probability: raise cap"
+    return float(sum(p[m * k + i] * n for m in range(modes) for (n, _s), i in index.items()))

@@ -16,7 +16,7 @@ from simstack.errors import ModelError
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.solve import solve_model
 from simstack.testing import compare, run, server_station
-from simstack.testing.reference import modulated_mm1_mean
+from simstack.testing.reference import modulated_mm1_mean, modulated_mmc_mean
 
 TWO = {"modes": {"beam_on": {"stay": "20s", "next": "access", "load": 1.8},
                  "access": {"stay": "10s", "next": "beam_on", "load": 0.2}}}
@@ -75,3 +75,26 @@ def test_a_bad_environment_is_located(environment: dict, match: str) -> None:
 def test_the_analytic_solver_refuses_a_random_environment() -> None:
     with pytest.raises(ModelError, match=r"environment.*operating modes"):
         solve_model(build_spec(modulated_station(TWO), None))
+
+
+def test_modes_that_resize_a_pool_against_the_joint_chain_of_mmc() -> None:
+    """Machine development: arrivals 2.5 times as often and the pool grown from 1 to 3 threads;
+    back in beam time the extra threads finish their work first. E[N] against the stationary
+    mean of the chain on (mode, present, in service)."""
+    doc = {"name": "modes", "hosts": {"app": {"cores": 1}},
+           "components": {"pool": {"kind": "threads", "host": "app", "size": 1},
+                          "work": server_station("inf", "exp(1)")},
+           "requests": {"job": [{"hold": "pool", "steps": [{"call": "work"}]}]},
+           "workloads": {"arrivals": {"type": "open", "request": "job", "rate": 0.8}},
+           "environment": {"modes": {"beam_on": {"stay": "20s", "next": "development"},
+                                     "development": {"stay": "10s", "next": "beam_on", "load": 2.5,
+                                                     "sizes": {"pool": 3}}}}}
+    res = run(doc, seed=3, replications=8, horizon=8_000, warmup=300)
+    pool = res.resources[res.resources["resource"] == "pool"]
+    exact = modulated_mmc_mean([0.8, 2.0], [1, 3], [[-1 / 20, 1 / 20], [1 / 10, -1 / 10]], 1.0)
+    compare("M/M/c under modes E[N]", (pool["mean_busy"] + pool["mean_queue"]).to_numpy(), exact, rel=0.0, widen=2.2)
+    assert pool["capacity"].iloc[0] == 3  # utilisation over the largest size
+    with pytest.raises(ModelError, match=r"environment\.modes\.development\.sizes\.work: 'work' is not a thread pool"):
+        build_spec({**doc, "environment": {"modes": {**doc["environment"]["modes"],
+                                                     "development": {"stay": "1s", "next": "beam_on",
+                                                                     "sizes": {"work": 2}}}}}, None)
