@@ -11,6 +11,7 @@ remaining work is memoryless), so no draw is wasted and a mode at rate 0 only pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from simstack.errors import ModelError
@@ -18,6 +19,7 @@ from simstack.lang.environment import Environment
 from simstack.lang.samplers import Exp, Uniform
 from simstack.lang.sizes import ModeSizes
 from simstack.lang.spec import ComponentSpec, OpenWorkload, Workload
+from simstack.resources.slots import ResizableSlots
 from simstack.resources.wake import Wake
 
 if TYPE_CHECKING:
@@ -35,10 +37,13 @@ class Modes:
         self._next = r.sampler("environment.next", Uniform(0.0, 1.0))
         for name, comp in r.spec.components.items():  # pools and semaphores whose size the modes set
             size = comp.settings.get("size")
-            if isinstance(size, ModeSizes):
-                slots = getattr(r.runtimes[name], "slots", r.runtimes[name])  # a pool's, or the semaphore
-                self.listeners.append(lambda slots=slots, size=size: slots.resize(size.by_mode[self.mode]))
+            if isinstance(size, ModeSizes):  # a pool's slots, or the semaphore itself
+                self.listeners.append(partial(self._resize, getattr(r.runtimes[name], "slots", r.runtimes[name]),
+                                              size))
         self._arm()
+
+    def _resize(self, slots: ResizableSlots, size: ModeSizes) -> None:
+        slots.resize(size.by_mode[self.mode])
 
     def _arm(self) -> None:
         Wake(self.env, self._stay(None) * self.spec.stay[self.mode], self._switch)  # type: ignore[arg-type]

@@ -46,6 +46,8 @@ def test_a_modulated_mm1_against_the_stationary_mean_of_its_joint_chain(environm
     share = build_spec(modulated_station(environment), None).environment.stationary()
     mean_rate = float(share @ np.array(rates))
     assert abs(exact - mean_rate / (1 - mean_rate)) > 0.3  # not the M/M/1 at the mean rate
+    blend = sum(p * (r / (1 - r) if r < 1 else np.inf) for p, r in zip(share, rates, strict=True))
+    assert abs(exact - blend) > 0.3  # nor each mode's own answer weighted by its share of time
 
 
 def test_the_modes_share_of_time_is_the_chains_stationary_law() -> None:

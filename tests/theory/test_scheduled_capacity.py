@@ -89,3 +89,10 @@ def test_the_reference_with_one_server_is_the_mm1_transient_solution() -> None:
 
     for t in (1.0, 5.0, 12.0):
         assert mt_mmc_scheduled_mean(RATE, [[0, 1]], 1.0, t) == pytest.approx(mt_mm1_mean(RATE, 1.0, t), abs=1e-9)
+
+
+def test_the_lqn_export_refuses_a_scheduled_size_naming_it() -> None:
+    from simstack.load.lqn.from_simstack import from_simstack
+
+    with pytest.raises(ModelError, match=r"components\.pool\.size: .*no LQN counterpart"):
+        from_simstack(build_spec(pool_model({"steps": SIZES}, {"type": "open", "rate": 0.5}), None))
