@@ -75,7 +75,8 @@ class SemaphoreKind(Kind):
         s = spec.settings
         first = s["size"].sizes[0] if isinstance(s["size"], SizeSchedule) else s["size"]
         if s["initial"] is not None and s["initial"] > first:
-            raise ModelError(f"initial ({s['initial']}) must be at most size ({first} at time 0)",
+            at_start = " at time 0" if isinstance(s["size"], SizeSchedule) else ""
+            raise ModelError(f"initial ({s['initial']}) must be at most size ({first}{at_start})",
                              path=f"components.{spec.name}.initial")
 
     @classmethod
