@@ -26,7 +26,7 @@ from simstack.errors import ConfigError
 from simstack.io.progress import bar
 from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
-from simstack.lang.spec import ModelSpec, OpenWorkload
+from simstack.lang.spec import ModelSpec, schedule_of
 from simstack.load.graph import validated_graph
 from simstack.load.limits import check_run
 from simstack.load.loader import load_model
@@ -395,7 +395,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
-    varying = [wl.name for wl in spec.workloads.values() if isinstance(wl, OpenWorkload) and wl.schedule is not None]
+    varying = [wl.name for wl in spec.workloads.values() if schedule_of(wl) is not None]
     if warmup == "mser5" and varying:
         raise ConfigError(f"sim.warmup 'mser5' looks for the end of a start-up transient in a stationary run, but "
                           f"workload {varying[0]!r} follows a rate schedule, so there is no steady state to find: "

@@ -393,7 +393,7 @@ def test_a_document_nested_too_deeply(tmp_path: Path) -> None:
 
 def test_empty_file(tmp_path: Path) -> None:
     expect(tmp_path, "", None, "a model file must be a mapping of sections (name, description, parameters, flags, "
-           "scenarios, hosts, components, requests, workloads, settings), got an empty file")
+           "scenarios, hosts, components, requests, workloads, settings, environment), got an empty file")
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -405,7 +405,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_unknown_top_level_section(tmp_path: Path) -> None:
     expect(tmp_path, model(("host", {"db": {"cores": 1}})), "host",
            "unknown section 'host' (did you mean 'hosts'?); expected: name, description, parameters, flags, "
-           "scenarios, hosts, components, requests, workloads, settings")
+           "scenarios, hosts, components, requests, workloads, settings, environment")
 
 
 def test_unknown_key_in_a_component(tmp_path: Path) -> None:

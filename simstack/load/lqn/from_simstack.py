@@ -24,6 +24,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.terminal import printable
 from simstack.lang.samplers import Const, Exp
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Acquire,
     ClosedWorkload,
@@ -84,6 +85,9 @@ class _Exporter:
 
     def model(self) -> LqnModel:
         for name, comp in self.spec.components.items():
+            if isinstance(comp.settings.get("size"), SizeSchedule):
+                raise self.fail(f"components.{name}.size", "an LQN task has one multiplicity: a size that follows a "
+                                "schedule has no LQN counterpart")
             if comp.kind == "threads":
                 bounded = comp.settings.get("when_full") == "drop" and \
                     not math.isinf(comp.settings.get("queue_capacity", math.inf))
