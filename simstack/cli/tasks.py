@@ -94,6 +94,9 @@ def check(cfg: DictConfig) -> int:
     model, models_dir = study_model(cfg)
     names = [model] if chosen else models_with_checks(models_dir)
     side_by_side = jobs(cfg) or 1
+    for name in names:  # limits a model raises, told before its runs as at every other task
+        for line in load_model(model_dir_of(name, models_dir) / "model.yaml").warnings:
+            print(f"warning: {name}: {line}" if len(names) > 1 else f"warning: {line}", file=sys.stderr)
     if len(names) > 1:
         print(f"checking {len(names)} models: {', '.join(names)}"
               + (f" ({side_by_side} side by side)" if side_by_side > 1 else ""), flush=True)
