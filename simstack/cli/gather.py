@@ -29,7 +29,7 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, claim_sweep_dir, writable_run_dir
+from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, check_ray_addresses, claim_sweep_dir, writable_run_dir
 from simstack.errors import SimstackError
 from simstack.io.outputs import FileGroup, csv_text
 from simstack.io.terminal import printable
@@ -327,6 +327,7 @@ class GatherSweep(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
+            check_ray_addresses(config)  # before the claim: a refused sweep leaves its folder free
             claim_sweep_dir(Path(str(config.hydra.sweep.dir)))
         except SimstackError as exc:
             _refuse(exc)
