@@ -29,7 +29,14 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, check_ray_addresses, claim_sweep_dir, writable_run_dir
+from simstack.cli.sweep import (
+    MISSING_ERROR,
+    STATUS_FILE,
+    check_ray_addresses,
+    claim_sweep_dir,
+    record_sweep,
+    writable_run_dir,
+)
 from simstack.errors import SimstackError
 from simstack.io.outputs import FileGroup, csv_text
 from simstack.io.terminal import printable
@@ -333,6 +340,10 @@ class GatherSweep(Callback):
             _refuse(exc)
         except Exception as exc:
             _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
+        try:
+            record_sweep(Path(str(config.hydra.sweep.dir)), config)
+        except OSError as exc:
+            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's multirun.yaml")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:

@@ -116,6 +116,19 @@ def claim_sweep_dir(sweep_dir: Path) -> None:
         out.write(json.dumps({"pid": os.getpid(), "started": time.time()}))
 
 
+def record_sweep(sweep_dir: Path, config: DictConfig) -> None:
+    """The sweep's ``multirun.yaml`` written whole before Hydra's sweeper writes the same
+    text over it (``OmegaConf.save``, not caught: a full disk there was Hydra's traceback).
+    On a full disk (or any folder that takes no file) the claim is let go and the error
+    raised, so the caller says it in one line and a later sweep may have the folder."""
+    path = sweep_dir / "multirun.yaml"
+    try:
+        write_text_atomic(path, OmegaConf.to_yaml(config))
+    except OSError as exc:
+        (sweep_dir / CLAIM_FILE).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
 def check_ray_addresses(config: DictConfig) -> None:
     """A Ray sweep's head looked at before the sweep's folder is claimed (``hydra/launcher=ray``
     with ``hydra.launcher.ray.init.address``, or ``backend=ray`` with ``ray.address`` for every
