@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -344,6 +345,9 @@ class GatherSweep(Callback):
             record_sweep(Path(str(config.hydra.sweep.dir)), config)
         except OSError as exc:
             _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's multirun.yaml")
+        # From here Hydra hands on what escapes the sweep instead of printing its traceback: a
+        # full disk while it writes a job's .hydra/ is then said in one line (cli.main.main).
+        os.environ["HYDRA_FULL_ERROR"] = "1"
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:
