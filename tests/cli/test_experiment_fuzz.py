@@ -51,6 +51,7 @@ def test_a_case_runs_its_first_job_when_asked(tmp_path) -> None:
     (30, 74),  # a what-if axis value of 190 digits: ENAMETOOLONG from the what-if lookup (io.paths.is_file)
     (41, 649),  # cost.wall_s a whole number of 190 digits: an OverflowError in float()
     (41, 779),  # the same, with an axis deleted and doc: 'inf'
+    (41, 1809),  # answer.capacity.metric a mapping: a TypeError (unhashable) in answer_spec._metric
 ])
 def test_the_findings_of_the_experiment_fuzzer_are_refused_with_their_place(seed: int, index: int) -> None:
     (result,) = [r for _, r in fuzz_models.campaign(seed, [index], jobs=1, timeout=60.0, surface="experiments",
