@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import home_models_dir, inside, model_dir_of
+from simstack.io.paths import home_models_dir, inside, is_file, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.kinds.environment import modulated, pools_of, with_mode_sizes
 from simstack.lang.environment import read_environment
@@ -37,7 +37,7 @@ def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str]
     ``simstack.io.paths``."""
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
+        if not is_file(path):
             raise ModelError(f"model file {str(name_or_path)!r} not found")
         return path
     return model_dir_of(name_or_path, models_dir) / "model.yaml"
