@@ -30,7 +30,8 @@ from simstack.kinds.workloads import WorkloadType, count_field, register, start_
 from simstack.lang.samplers import Uniform
 from simstack.lang.schema import Field
 from simstack.lang.spec import TraceWorkload, Workload
-from simstack.lang.traces import Columns, bootstrap, replay, scan
+from simstack.lang.trace_columns import Columns
+from simstack.lang.traces import bootstrap, replay, scan
 from simstack.lang.units import TIME_UNITS, as_float, parse_time, positive, shown
 from simstack.resources.wake import Wake
 

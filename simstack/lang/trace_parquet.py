@@ -11,12 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from simstack.errors import ModelError
-
-if TYPE_CHECKING:
-    from simstack.lang.traces import Columns
+from simstack.lang.trace_columns import MAX_ROWS, Columns
 
 
 def _open(path: Path, shown_as: str) -> Any:
@@ -44,8 +42,6 @@ def _kept(values: tuple[list[Any], ...], i: int, columns: Columns) -> bool:
 def scan(path: Path, columns: Columns, unit: float,
          shown_as: str) -> tuple[int, float, float, tuple[tuple[float, int], ...]]:
     """(rows kept, first and last timestamp in seconds, checkpoints (timestamp, row group))."""
-    from simstack.lang.traces import MAX_ROWS  # the limits are the CSV reading's
-
     pf = _open(path, shown_as)
     names = pf.schema_arrow.names
     for name in columns.names:

@@ -30,25 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simstack.errors import ModelError
+from simstack.lang.trace_columns import MAX_ROWS, Columns
 
 CHECKPOINT = 4096  # rows between two index entries
-MAX_ROWS = 100_000_000  # arrivals in one trace file
 MAX_BYTES = 10_000_000_000
 PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?", re.ASCII)
-
-
-@dataclass(frozen=True)
-class Columns:
-    """The columns a trace workload reads: the timestamps, the per-request attributes (numbers a
-    step reads with ``attribute(name)``) and the rows it keeps (``select``: column -> value)."""
-
-    time: str
-    attributes: tuple[str, ...] = ()
-    select: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return (self.time, *self.attributes, *(c for c, _ in self.select))
 
 
 @dataclass(frozen=True)
