@@ -39,7 +39,7 @@ test: $(HOTPATH)
 	@# the whole suite on the installed build (compiled where there is a C compiler), then the
 	@# engine tests on pure Python; a compiler that failed to build the hot path fails the run
 	@$(BIN)/simstack --version
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=25
 	@if $(BIN)/simstack --version | grep -q "hot path: compiled"; then \
 		echo "engine, fingerprint and component tests again on the pure-Python hot path:"; \
 		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 $(BOTH_BUILDS); \

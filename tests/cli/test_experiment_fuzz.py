@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # each case reads an experiment and its model, and composes the config, in a child
 
-CASES = 200
+CASES = 60
 SEED = 30
 
 
