@@ -28,7 +28,8 @@ run: $(HOTPATH)
 	$(BIN)/simstack
 
 # The tests that exercise the compiled modules (the engine, its primitives and kinds, the
-# theory they are held to), run a second time on the other build.
+# theory they are held to), run a second time on the other build (the quick ones: the slow
+# statistical ones draw the same numbers, which the fingerprints hold bit for bit on both builds).
 BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables/test_record_modes.py
 
 test: $(HOTPATH)
@@ -42,7 +43,7 @@ test: $(HOTPATH)
 	$(BIN)/python -m pytest -q -n 2 --durations=25
 	@if $(BIN)/simstack --version | grep -q "hot path: compiled"; then \
 		echo "engine, fingerprint and component tests again on the pure-Python hot path:"; \
-		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 $(BOTH_BUILDS); \
+		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 -m "not slow" $(BOTH_BUILDS); \
 	elif $(BIN)/simstack --version | grep -q "mypyc failed"; then \
 		echo "a C compiler is here but mypyc failed: pip install -v --no-deps --no-build-isolation -e . shows why"; exit 1; \
 	else echo "compiled pass skipped: $$($(BIN)/simstack --version)"; fi
