@@ -17,7 +17,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -62,15 +62,24 @@ OS_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM,
              errno.ENFILE)
 
 
+def task_named(name: str) -> Callable[[DictConfig], int]:
+    """The task's function, its library imported only now: a plain run skips the studies, the
+    fits and the report (about 1 s of start-up, paid by every run and every sweep job)."""
+    if name == "run":
+        from simstack.cli.run import run
+        return run
+    from simstack.cli.tasks import TASKS
+
+    if name not in TASKS:
+        raise SimstackError(f"task={name!r} is not a task; tasks: {', '.join(TASKS)}")
+    return TASKS[name]
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 @sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
 def app(cfg: DictConfig) -> None:
     try:
-        from simstack.cli.tasks import TASKS  # the studies and the report: loaded once a task runs
-
-        task = TASKS.get(str(cfg.task))
-        if task is None:
-            raise SimstackError(f"task={cfg.task!r} is not a task; tasks: {', '.join(TASKS)}")
+        task = task_named(str(cfg.task))
         chosen = backend(cfg)
         with using(chosen):  # every Workers the task opens runs there (simstack.engine.parallel)
             try:

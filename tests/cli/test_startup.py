@@ -19,8 +19,9 @@ HEAVY = ("pandas", "scipy", "simpy", "networkx", "plotly", "simstack.engine.simu
          "simstack.report", "simstack.load.loader")
 
 
-def _loaded_after(argv: list[str]) -> tuple[list[str], str, int]:
-    """The heavy modules imported by ``simstack ARGV`` (run in a fresh interpreter), its
+def _loaded_after(argv: list[str], heavy: tuple[str, ...] = HEAVY,
+                  cwd: str | None = None) -> tuple[list[str], str, int]:
+    """The ``heavy`` modules imported by ``simstack ARGV`` (run in a fresh interpreter), its
     output and exit code."""
     code = ("import io, json, sys\n"
             f"sys.argv = ['simstack', *{argv!r}]\n"
@@ -29,9 +30,9 @@ def _loaded_after(argv: list[str]) -> tuple[list[str], str, int]:
             "from simstack.cli.main import main\n"
             "try:\n    main()\n    status = 0\n"
             "except SystemExit as exc:\n    status = exc.code or 0\n"
-            f"loaded = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
             "real.write(json.dumps([loaded, out.getvalue(), status]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd)
     assert done.stdout, done.stderr[-2000:]
     loaded, out, status = json.loads(done.stdout)
     return loaded, out, status
@@ -49,6 +50,14 @@ def test_a_verb_that_needs_no_model_loads_neither_engine_nor_studies(argv: list[
         assert out.startswith("simstack ") and "hot path:" in out and status == 0
     else:
         assert status == 2  # refused by the override check, before Hydra, the model or the task
+
+
+def test_a_plain_run_loads_neither_the_fits_nor_the_report(tmp_path) -> None:
+    """A run (and every sweep job, which is one) needs the engine and the tables, not the
+    study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up."""
+    study_only = ("scipy.stats", "scipy.optimize", "simstack.cli.tasks", "simstack.studies.fit", "simstack.report")
+    loaded, _, status = _loaded_after(["model=pipeline", "sim.horizon=10"], study_only, cwd=str(tmp_path))
+    assert status == 0 and loaded == [], loaded
 
 
 def test_the_version_names_the_build_without_loading_it() -> None:
