@@ -33,6 +33,8 @@ from simstack.resources.wake import Soon
 
 
 class Freeing(Protocol):
+    meter: Meter
+
     def free_one(self) -> None: ...
 
 
@@ -153,7 +155,9 @@ class Bounded:
                 and offered.owner is owner else None
             if plain:
                 done()
-            else:  # the time blocked is time waiting for this station
+            elif held is not None and blocked_for > 0.0:  # blocked after service: still at the station it held
+                done(timings[0], timings[1], blocked_for, held.station.meter.name)
+            else:  # waited for room holding no server: time waiting for this station
                 done(timings[0] + blocked_for, timings[1])
             if mine is not None and mine.taken:
                 mine.then = self._vacate  # blocked at the next station: still here, in its server
