@@ -19,6 +19,11 @@ next step is a full bounded station, that station *takes* the offer (``Held``) a
 until there is room; otherwise the offer is withdrawn when the hand-on returns and the server
 goes on at once. A request that reaches a full station from anywhere else (an arrival, a
 thread, a delay) has no server to hold: it waits for room all the same.
+
+What the caller is told: a request that held a server while blocked reports the time blocked
+and the held station apart (``done(wait, service, blocked, station)``), so its step records
+put that time at the station it held (``rows.BLOCKED``), where LINE counts it; one that held
+nothing reports it as waiting for this station.
 """
 
 from __future__ import annotations
