@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from simstack.engine.runners import HoldPass, HoldRunner
 from simstack.kinds.base import Ctx
 from simstack.resources.protocol import Discipline, K
-from simstack.tables.rows import step_row
+from simstack.tables.rows import BLOCKED, step_row
 
 if TYPE_CHECKING:
     from simstack.engine.replication import Replication
@@ -71,7 +71,9 @@ class RecordedHoldPass(HoldPass):
 
 
 class RecordedCallRunner:
-    """A call that records its wait and service in the step table."""
+    """A call that records its wait and service in the step table. A request that reached a
+    full bounded station blocked after service (``resources.blocking``) gets a ``BLOCKED`` row
+    at the station whose server it held, and its call's row starts when it moved in."""
 
     __slots__ = ("r", "serve", "name", "target")
 
@@ -85,8 +87,13 @@ class RecordedCallRunner:
         r = self.r
         start = r.env._now
 
-        def done(wait: float, service: float) -> None:
-            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=start,
+        def done(wait: float, service: float, blocked: float = 0.0, held: str = "") -> None:
+            begin = start
+            if blocked:  # blocked after service at ``held``, holding its server: a row of its own, there
+                begin = start + blocked
+                r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=BLOCKED, component=held, start=start,
+                                    wait=blocked, service=0.0, end=begin))
+            r.rec.step(step_row(req=ctx.req, request=ctx.req.cls, step=self.name, component=self.target, start=begin,
                                 wait=wait, service=service, end=r.env._now))
             k()
         self.serve(ctx, done)

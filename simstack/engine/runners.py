@@ -192,7 +192,7 @@ class CallRunner:
         self.serve = serve
 
     def run(self, ctx: Ctx, k: K) -> None:
-        self.serve(ctx, lambda _w, _s: k())
+        self.serve(ctx, lambda _w, _s, *_blocked: k())
 
 
 class PlainCallRunner:

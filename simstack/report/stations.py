@@ -1,7 +1,8 @@
 """The per-station, per-class table (``type: stations``): what JMT, LINE and lqsim print.
 
 For each configuration, resource and request class: throughput, utilisation, mean number
-present and mean response time per visit, each with its 95 % interval across replications,
+present and mean response time per visit (and the share blocked after service, where a
+station was), each with its 95 % interval across replications,
 the table a run writes as ``stations.csv`` (``simstack.tables.stations``), from runs with
 step records. ``resources`` keeps the named resources. A table only: the numbers are the
 point, and ``utilisation`` already draws the shares.
@@ -40,5 +41,7 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
     shown = table[["run", *(c for c in table.columns if c != "run")]]
     if not shown["note"].astype(bool).any():
         shown = shown.drop(columns="note")
+    if not (shown["blocked_%"] > 0).any():  # no station blocked after service: the column says nothing
+        shown = shown.drop(columns=[c for c in shown.columns if c.startswith("blocked_%")])
     title = fig_spec.title or "Per station and request class (95 % intervals across replications)"
     return [*(n for n in notes if n), Table(shown, title=title)]

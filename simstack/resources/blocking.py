@@ -19,6 +19,11 @@ next step is a full bounded station, that station *takes* the offer (``Held``) a
 until there is room; otherwise the offer is withdrawn when the hand-on returns and the server
 goes on at once. A request that reaches a full station from anywhere else (an arrival, a
 thread, a delay) has no server to hold: it waits for room all the same.
+
+What the caller is told: a request that held a server while blocked reports the time blocked
+and the held station apart (``done(wait, service, blocked, station)``), so its step records
+put that time at the station it held (``rows.BLOCKED``), where LINE counts it; one that held
+nothing reports it as waiting for this station.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from simstack.resources.wake import Soon
 
 
 class Freeing(Protocol):
+    meter: Meter
+
     def free_one(self) -> None: ...
 
 
@@ -153,7 +160,9 @@ class Bounded:
                 and offered.owner is owner else None
             if plain:
                 done()
-            else:  # the time blocked is time waiting for this station
+            elif held is not None and blocked_for > 0.0:  # blocked after service: still at the station it held
+                done(timings[0], timings[1], blocked_for, held.station.meter.name)
+            else:  # waited for room holding no server: time waiting for this station
                 done(timings[0] + blocked_for, timings[1])
             if mine is not None and mine.taken:
                 mine.then = self._vacate  # blocked at the next station: still here, in its server

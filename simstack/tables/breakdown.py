@@ -26,6 +26,8 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from simstack.tables.rows import BLOCKED
+
 OUTSIDE = "(outside named steps)"
 QUEUED = "(queued before the first step)"
 EXTRA = (QUEUED, OUTSIDE)
@@ -78,7 +80,8 @@ def time_breakdown(steps: pd.DataFrame, requests: pd.DataFrame, kinds: Mapping[s
         n = int(counts[request])
         row = out.setdefault((request, step, component), {
             "request": request, "step": step, "component": component, "wait": 0.0, "service": 0.0,
-            "waits_for": {QUEUED: "its turn (queued)", OUTSIDE: ""}.get(step, _waits_for(component, kinds or {})),
+            "waits_for": {QUEUED: "its turn (queued)", OUTSIDE: "", BLOCKED: "room at the next station"}.get(
+                step, _waits_for(component, kinds or {})),
             "count": n if step in EXTRA else int(ran.get((request, step, component), 0)),
             "encloses": (request, step) in enclosing, "held": np.nan,
             "offset": 0.0 if step == QUEUED else float(first.get((request, step, component), np.inf))})

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# The step of a request blocked after service: it keeps the server of the station it has just
+# left (the row's component) while the station it goes to is full (``resources.blocking``).
+BLOCKED = "(blocked after service)"
+
 
 def request_row(*, req: Any, parent: int, request: str, workload: str, item: int, warmup: bool, start: float,
                 end: float, ok: bool, reason: str) -> tuple[Any, ...]:

@@ -9,7 +9,20 @@ to the end, as ``summary.csv``'s throughput), from the step records (``RunResult
 - ``number_present``: the time-average number of the class's visits at the resource, waiting
   or served (the overlap of each visit's start..end with the window, over the window);
 - ``response_ms``: the mean time of one visit (wait plus service) of the visits that started
-  in the window.
+  in the window;
+- ``blocked_%``: the class's time blocked after service at the resource, holding one of its
+  servers while the station it goes to next is full, over the window times the capacity.
+
+Blocking after service is counted as LINE counts it (its exact CTMC, ``SolverCTMC``, and the
+``qrf.bas`` bounds, whose utilisation is the fraction of time the station *serves*): a
+request blocked at station A because B is full is still at A, in A's server. So A's number
+present and response per visit include the time blocked, A's throughput counts the request
+when it moves into B, ``utilisation_%`` is service only and ``blocked_%`` the rest of the
+server's time held (their sum is ``resources.csv``'s utilisation, which counts a held server
+busy); B counts the request from the instant it moves in. Blocking before service is time a
+request waits at its station, its service not begun: in number present and response, not in
+``utilisation_%`` (``resources.csv`` counts that server busy). The step records carry the
+blocked time as a row of its own (``rows.BLOCKED``, at the station whose server was held).
 
 Each with its 95 % Student-t interval across replications (``_low``, ``_high``). Visits still
 open at the end of a replication have no record, so the number present is short by those
@@ -31,8 +44,9 @@ import pandas as pd
 
 from simstack.tables.confidence import student_t_ci
 from simstack.tables.results import windows
+from simstack.tables.rows import BLOCKED
 
-MEASURES = ("throughput_per_s", "utilisation_%", "number_present", "response_ms")
+MEASURES = ("throughput_per_s", "utilisation_%", "number_present", "response_ms", "blocked_%")
 COLUMNS = ["resource", "kind", "request", "replications",
            *(f"{m}{s}" for m in MEASURES for s in ("", "_low", "_high")), "note"]
 NO_STEPS = "per class and per visit need step records (sim.record_steps=true, record=full)"
@@ -71,7 +85,9 @@ def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping
     cpu = station == "cpu"
     if cpu.any() and hosts:
         station[cpu] = steps.loc[cpu, "request"].astype(str).map(lambda r: f"{hosts.get(r)}.cpu")
-    visits = steps.assign(station=station)[station.isin(list(kinds))]
+    blocked = (steps["step"].astype(str) == BLOCKED).to_numpy()
+    visits = _with_blocked(steps[~blocked].assign(station=station[~blocked]), steps[blocked])
+    visits = visits[visits["station"].isin(list(kinds))]
     rows = []
     for (resource, request), one in visits.groupby(["station", "request"], sort=True, observed=True):
         capacity = capacities[str(resource)]
@@ -83,18 +99,32 @@ def station_table(steps: pd.DataFrame, resources: pd.DataFrame, windows: Mapping
             mine = by_rep.get(rep, one.iloc[:0])
             start, end = mine["start"].to_numpy(float), mine["end"].to_numpy(float)
             served_from = start + mine["wait"].to_numpy(float)
-            per_rep["throughput_per_s"].append(float(((end >= low) & (end <= high)).sum()) / span)
+            left = end + mine["blocked"].to_numpy(float)  # it leaves when it moves on, blocked or not
+            per_rep["throughput_per_s"].append(float(((left >= low) & (left <= high)).sum()) / span)
+            held = 0 < capacity < np.inf  # a per-key lock: no capacity
             busy = _overlap(served_from, end, low, high).sum()
-            per_rep["utilisation_%"].append(100.0 * busy / (span * capacity)
-                                           if 0 < capacity < np.inf else np.nan)  # a per-key lock: no capacity
-            per_rep["number_present"].append(float(_overlap(start, end, low, high).sum()) / span)
+            per_rep["utilisation_%"].append(100.0 * busy / (span * capacity) if held else np.nan)
+            stuck = _overlap(end, left, low, high).sum()
+            per_rep["blocked_%"].append(100.0 * stuck / (span * capacity) if held else np.nan)
+            per_rep["number_present"].append(float(_overlap(start, left, low, high).sum()) / span)
             started = start >= low
             if started.any():
-                per_rep["response_ms"].append(1e3 * float((end - start)[started].mean()))
+                per_rep["response_ms"].append(1e3 * float((left - start)[started].mean()))
         rows.append(_row(str(resource), kinds[str(resource)], str(request), per_rep, ""))
     seen = {row["resource"] for row in rows}
     rest = _without_steps(resources[~resources["resource"].isin(seen)], kinds, NOT_VISITED)
     return pd.concat([pd.DataFrame(rows, columns=COLUMNS), rest], ignore_index=True) if rows else rest
+
+
+def _with_blocked(visits: pd.DataFrame, blocked: pd.DataFrame) -> pd.DataFrame:
+    """``visits`` with a ``blocked`` column: the time each stayed at its station after its
+    service, blocked (a ``BLOCKED`` row begins when the visit it prolongs ends)."""
+    if blocked.empty:
+        return visits.assign(blocked=0.0)
+    key = ["rep", "id", "end"]
+    extra = blocked[["rep", "id", "start", "wait"]].rename(columns={"start": "end", "wait": "blocked"})
+    out = visits.merge(extra.groupby(key, observed=True, as_index=False)["blocked"].sum(), on=key, how="left")
+    return out.assign(blocked=out["blocked"].fillna(0.0))
 
 
 def _without_steps(resources: pd.DataFrame, kinds: Mapping[str, str], note: str = NO_STEPS) -> pd.DataFrame:

@@ -22,6 +22,8 @@ import pytest
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.solve import solve_model
+from simstack.tables.rows import BLOCKED
+from simstack.tables.stations import stations
 from simstack.testing import compare, rep_mean_latency, rep_resource, rep_throughput, run
 
 N, THINK, M1, M2 = 6, 2.0, 0.3, 0.5
@@ -52,7 +54,10 @@ def tandem_ctmc(n: int, think: float, m1: float, m2: float, k: int) -> dict[str,
     p = np.linalg.lstsq(a, rhs, rcond=None)[0]
     n1s = np.array([s[0] for s in states])
     n2s = np.array([s[1] for s in states])
-    return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s)}
+    held = np.array([s[2] for s in states])
+    return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s),
+            "U1": float(p[(n1s > 0) & (held == 0)].sum()), "B1": float(p[held == 1].sum()),
+            "U2": float(p[n2s > 0].sum())}
 
 
 def tandem_bbs_ctmc(n: int, think: float, m1: float, m2: float, k: int) -> dict[str, float]:
@@ -74,7 +79,8 @@ def tandem_bbs_ctmc(n: int, think: float, m1: float, m2: float, k: int) -> dict[
     p = np.linalg.lstsq(a, rhs, rcond=None)[0]
     n1s = np.array([s[0] for s in states])
     n2s = np.array([s[1] for s in states])
-    return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s)}
+    return {"X": float(p[n2s > 0].sum() / m2), "L1": float(p @ n1s), "L2": float(p @ n2s),
+            "U1": float(p[(n1s > 0) & (n2s < k)].sum()), "U2": float(p[n2s > 0].sum())}
 
 
 def tandem(k: int | None, blocking: str | None = None) -> dict:
@@ -104,6 +110,43 @@ def test_closed_tandem_blocking_after_service_against_ctmc(k: int) -> None:
     assert (res.resources[res.resources["resource"] == "s2"]["max_queue"] <= k - 1).all()
 
 
+def station_row(table, resource: str):
+    return table[(table["resource"] == resource) & (table["request"] == "job")].iloc[0]
+
+
+def check_rows(label: str, truths: list) -> None:
+    """Each (stations.csv row, measure, exact value) within twice its 95 % half-width, or 1 %."""
+    for row, measure, truth in truths:
+        low, high = row[f"{measure}_low"], row[f"{measure}_high"]
+        print(f"VALIDATION {label} {row['resource']} {measure}: {row[measure]:.5g} [{low:.5g}, {high:.5g}] "
+              f"vs {truth:.5g}")
+        assert abs(row[measure] - truth) <= max(high - low, 0.01 * truth, 1e-9), (row["resource"], measure, truth)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_stations_table_under_blocking_after_service_against_ctmc(k: int) -> None:
+    """stations.csv counts a request blocked after service as LINE does: still at s1, in its
+    server (s1's number present and response include it; s2 counts it from its move-in);
+    s1's utilisation is service only, ``blocked_%`` the held rest; both add up to resources.csv's."""
+    exact = tandem_ctmc(N, THINK, M1, M2, k)
+    res = run(tandem(k), seed=370 + k, replications=10, horizon=4_000, warmup=400, record_steps=True)
+    table = stations(res)
+    assert (res.steps["step"].astype(str) == BLOCKED).any()
+    s1, s2 = station_row(table, "s1"), station_row(table, "s2")
+    truths = [(s1, "throughput_per_s", exact["X"]), (s2, "throughput_per_s", exact["X"]),
+              (s1, "utilisation_%", 100 * exact["U1"]), (s1, "blocked_%", 100 * exact["B1"]),
+              (s2, "utilisation_%", 100 * exact["U2"]), (s2, "blocked_%", 0.0),
+              (s1, "number_present", exact["L1"]), (s2, "number_present", exact["L2"]),
+              (s1, "response_ms", 1e3 * exact["L1"] / exact["X"]), (s2, "response_ms", 1e3 * exact["L2"] / exact["X"])]
+    check_rows(f"BAS K={k}", truths)
+    # The blocked time is s1's (LINE: 2.21 requests at s1 for K = 1, 1.48 for K = 2; the table
+    # counted 1.77 for K = 1 before, and put s2 at 1.18 requests, above its room of 1), and the two
+    # shares add up to resources.csv's utilisation of s1, which counts the held server busy.
+    whole = 100 * rep_resource(res, "s1", "utilisation").mean()
+    assert abs(s1["utilisation_%"] + s1["blocked_%"] - whole) < 0.01 * whole
+    assert s1["blocked_%"] > 10 * (s1["blocked_%_high"] - s1["blocked_%_low"])
+
+
 @pytest.mark.parametrize("k", [1, 2])
 def test_closed_tandem_blocking_before_service_against_ctmc(k: int) -> None:
     exact, bas = tandem_bbs_ctmc(N, THINK, M1, M2, k), tandem_ctmc(N, THINK, M1, M2, k)
@@ -115,6 +158,12 @@ def test_closed_tandem_blocking_before_service_against_ctmc(k: int) -> None:
     # Before service is not after service: s2 holds 0.61 (K = 1) and 1.19 (K = 2) against 0.76 and 1.34
     # (and before service with K = 2 passes what after service does with K = 1: 1.516 a second).
     assert abs(l2.mean - bas["L2"]) > l2.tolerance and abs(x.mean - bas["X"]) > x.tolerance, (exact, bas)
+    if k == 1:  # stations.csv: a request s1 holds unserved is at s1, waiting; s1 is busy only serving
+        s1, s2 = station_row(stations(res), "s1"), station_row(stations(res), "s2")
+        check_rows("BBS K=1", [(s1, "throughput_per_s", exact["X"]), (s1, "utilisation_%", 100 * exact["U1"]),
+                               (s2, "utilisation_%", 100 * exact["U2"]), (s1, "number_present", exact["L1"]),
+                               (s2, "number_present", exact["L2"]), (s1, "blocked_%", 0.0),
+                               (s1, "response_ms", 1e3 * exact["L1"] / exact["X"])])
 
 
 def chain3_bas_ctmc(n: int, think: float, m: tuple[float, float, float], k2: int, k3: int) -> dict[str, float]:
