@@ -8,7 +8,10 @@ the CLI prints it as ``simstack: error: ...`` and exits 2, like every other user
 A ``+`` adds a key only where the keys are the user's own (``+parameters.NAME``,
 ``+flags.NAME``, ``+where.COLUMN``): ``+sim.replicatons=3`` is the same typo as
 ``sim.replicatons=3`` and is refused the same way, never run with the default.
-Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are left to Hydra.
+Hydra's own settings are checked the same way against the config Hydra would compose with
+the launcher and sweeper chosen: an unknown option of ``hydra/launcher``, an unknown key of
+``hydra.launcher`` (``n_jobs`` on the basic launcher) or a value of the wrong type is a
+``ConfigError`` too, not Hydra's message and exit 1.
 """
 
 from __future__ import annotations
@@ -55,11 +58,18 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
                               "write a number a model can use") from None
     ours = [o for o in parsed if not _is_hydra(o)]
     hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
-    base, options = _compose(config_dir, hydra_groups)
-    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
+    options = _group_options(config_dir, hydra_groups)
     for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
         if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
             _check_option(override, options[override.key_or_group])
+    chosen_groups = [o.input_line or "" for o in parsed if o.key_or_group in options
+                     and o.type == OverrideType.CHANGE and not o.is_sweep_override()]
+    full = _compose(config_dir, chosen_groups)
+    for override in parsed:
+        if override.key_or_group.startswith("hydra.") and override.type == OverrideType.CHANGE:
+            _check_hydra_key(override, full)
+    base = OmegaConf.masked_copy(full, [k for k in full.keys() if k != "hydra"])
+    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
     chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
@@ -78,15 +88,42 @@ def _is_hydra(override: Override) -> bool:
     return key == "hydra" or key.startswith(("hydra.", "hydra/")) or (override.package or "").startswith("hydra")
 
 
-def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig, dict[str, list[str]]]:
-    """The default config, and the options of each named Hydra group (``hydra/launcher``)."""
-    from hydra import compose, initialize_config_dir
+def _group_options(config_dir: Path, hydra_groups: Sequence[str]) -> dict[str, list[str]]:
+    """The options of each named Hydra group (``hydra/launcher``) that has any."""
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         options = {group: loader.get_group_options(group) for group in hydra_groups}
-        return compose(config_name="config"), {g: o for g, o in options.items() if o}
+        return {g: o for g, o in options.items() if o}
+
+
+def _compose(config_dir: Path, hydra_choices: Sequence[str]) -> DictConfig:
+    """The default config with Hydra's own (``hydra``), its groups as chosen (``hydra/launcher=ray``)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+        return compose(config_name="config", overrides=list(hydra_choices), return_hydra_config=True)
+
+
+def _check_hydra_key(override: Override, full: DictConfig) -> None:
+    """``hydra.KEY=VALUE``: the key exists under the chosen launcher and sweeper, and takes the value."""
+    key, line = override.key_or_group, override.input_line or ""
+    parent = key.rpartition(".")[0]
+    if OmegaConf.select(full, key, default=_ABSENT) is _ABSENT:
+        holder = OmegaConf.select(full, parent, default=_ABSENT)
+        known = ", ".join(str(k) for k in holder.keys()) if isinstance(holder, DictConfig) else ""
+        where = f"; {parent} has: {known}" if known else f": {parent!r} is not a group of settings"
+        raise ConfigError(f"unknown setting {key!r}{where} (the launcher is chosen with hydra/launcher=...)")
+    if override.is_sweep_override():
+        return
+    trial = OmegaConf.masked_copy(full, ["hydra"])
+    try:
+        OmegaConf.update(trial, key, override.value(), merge=True)
+    except Exception as exc:  # omegaconf's ValidationError and its kin: a value of the wrong type
+        detail = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"{key}: cannot take the value in {_cut(line)!r} ({detail})") from None
 
 
 def _check_option(override: Override, options: list[str]) -> None:

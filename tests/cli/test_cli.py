@@ -111,6 +111,13 @@ def test_an_override_that_names_nothing_is_refused() -> None:
     (["-m", "hydra/launcher=jobli"], r"^unknown hydra/launcher option 'jobli' \(did you mean 'joblib'\?\) in "
                                      r"'hydra/launcher=jobli'; hydra/launcher options: .*\bbasic\b.*\bjoblib\b"),
     (["+parameters.x=${oc.env:HOME}"], r"^parameters.x: interpolation '\$\{...\}' is not allowed"),
+    # issue 30: Hydra's own settings under the launcher chosen (Hydra printed its message and exited 1)
+    (["-m", "+parameters.x=1,2", "hydra.launcher.n_jobs=2"],
+     r"^unknown setting 'hydra.launcher.n_jobs'; hydra.launcher has: _target_ \(the launcher is chosen with "),
+    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc"],
+     r"^hydra.launcher.n_jobs: cannot take the value in 'hydra.launcher.n_jobs=abc' \(Value 'abc' of type 'str' "
+     r"could not be converted to Integer\)$"),
+    (["hydra.job.nosuch=1"], r"^unknown setting 'hydra.job.nosuch'; hydra.job has: name, "),
 ])
 def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -122,6 +129,7 @@ def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], messa
     ["hydra/launcher=joblib", "hydra.run.dir=x/${now:%H}", "sim=quick", "whatif=pipeline/settings_cache"],
     ["--help"], ["--cfg", "job", "task=check"], ["++parameters.x=1", "~scenario", "+where.cores=32"],
     ["-m", "model=pipeline", "whatif=null,pipeline/settings_cache"],
+    ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweep.dir=x", "hydra.job.chdir=false"],
 ])
 def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
     check_overrides(argv, Path(CONFIG_DIR))
