@@ -68,7 +68,7 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
     for override in parsed:
         if override.key_or_group.startswith("hydra.") and override.type == OverrideType.CHANGE:
             _check_hydra_key(override, full)
-    base = OmegaConf.masked_copy(full, [k for k in full.keys() if k != "hydra"])
+    base = OmegaConf.masked_copy(full, [str(k) for k in full.keys() if k != "hydra"])
     groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
     chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
