@@ -13,10 +13,6 @@ its own settings, where whoever runs it can see it:
   count, a ``fork`` count, ``files``, ``pieces``, a workload's ``clients``, ``copies`` and
   ``count``, ``replicas``, ``replications``, and every whole number a component's settings
   hold (pool sizes, servers, peers, pieces), seeds apart;
-- ``at_once``: requests one workload has started at one instant: a closed loop's clients
-  (every one is in flight from the start), a periodic workload's copies. Each costs about
-  3 KB and tens of microseconds before anything is served: a million clients took 2.8 GB
-  and two and a half minutes for 10 ms of simulated time;
 - ``rate``: arrivals per second of one workload (its rate, or copies per period);
 - ``arrivals``: requests one workload starts in a run: its count, or its rate over the
   model's horizon (``settings.horizon``);
@@ -85,7 +81,6 @@ MAX_BYTES = 1e15  # one petabyte: memory a file cannot raise (see the module doc
 @dataclass(frozen=True)
 class Limits:
     count: float = 1_000_000
-    at_once: float = 100_000  # requests a workload starts at one instant (clients, copies)
     rate: float = 1e8  # per second
     arrivals: float = 1e9  # per workload and run
     steps: float = 1e8  # per request
@@ -100,13 +95,10 @@ class Limits:
                              f"{{{name}: ...}}}}", path=path)
 
 
-_WHAT = {"count": "a count", "at_once": "the requests a workload starts at one instant",
-         "rate": "a workload's arrivals per second",
+_WHAT = {"count": "a count", "rate": "a workload's arrivals per second",
          "arrivals": "the requests a workload starts in a run", "steps": "the steps one request runs"}
 FIELDS = {
     "count": Field(lambda v: positive(parse_number(v), v), Limits.count, "largest count (repeat, clients...)"),
-    "at_once": Field(lambda v: positive(parse_number(v), v), Limits.at_once,
-                     "most requests a workload starts at one instant (clients, copies)"),
     "rate": Field(lambda v: positive(parse_rate(v), v), Limits.rate, "most arrivals per second of a workload"),
     "arrivals": Field(lambda v: positive(parse_number(v), v), Limits.arrivals, "most requests a workload starts"),
     "steps": Field(lambda v: positive(parse_number(v), v), Limits.steps, "most steps one request runs on average"),
@@ -177,9 +169,6 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
             if f.name in ("clients", "copies", "count", "warmup", "repeat") and isinstance(value, int | float) \
                     and math.isfinite(value):
                 limits.refuse("count", value, f.name, f"{where}.{f.name}")
-                if f.name == "clients" and isinstance(wl, ClosedWorkload) or \
-                        f.name == "copies" and isinstance(wl, PeriodicWorkload):
-                    limits.refuse("at_once", value, f.name, f"{where}.{f.name}")
         if isinstance(wl, ClosedWorkload) and horizon is not None and wl.think.mean > 0:
             cycles = min(wl.count, horizon / wl.think.mean) * wl.clients  # at most one cycle per think time
             if math.isfinite(cycles):

@@ -221,19 +221,3 @@ def test_a_component_count_is_bounded_before_the_kind_builds_anything_from_it() 
                          "depth": 2, "fanout": 3}}
     assert "components.lsa.devices: devices of 120,000,000,000 is above the limit" in refused(
         doc(components=hierarchy))
-
-
-@pytest.mark.parametrize("workload", [
-    {"type": "closed", "request": "job", "clients": 1_000_000, "think": "1s"},
-    {"type": "periodic", "request": "job", "period": "1s", "copies": 1_000_000},
-])
-def test_requests_started_at_one_instant_have_their_own_limit(workload: dict[str, Any]) -> None:
-    """Found by the experiment fuzzer: Tango with a million clients (within the count limit)
-    took 2.8 GB and two and a half minutes for 10 ms of simulated time, every client in flight
-    at once; under a 2 GB cap it died of signal 11. A file may raise the limit, visibly."""
-    key = "clients" if "clients" in workload else "copies"
-    text = refused(doc(workloads={"w": workload}))
-    assert text.startswith(f"workloads.w.{key}: {key} of 1,000,000 is above the limit of 100,000 on the requests a "
-                           "workload starts at one instant") and text.endswith(LIMIT_HINT % "at_once")
-    spec = build_spec(doc(workloads={"w": workload}, settings={"limits": {"at_once": 1e6}}), None)
-    assert any("at_once" in line for line in spec.warnings)
