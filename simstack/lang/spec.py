@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from simstack.lang.environment import Environment
 from simstack.lang.samplers import Distribution
 from simstack.lang.schedules import RateSchedule
+from simstack.lang.sizes import ModeSizes, SizeSchedule
 from simstack.lang.time_rates import RateExpression
 from simstack.lang.traces import TraceIndex
 
@@ -343,3 +344,9 @@ class ModelSpec:
         1,500-node LHCb farm the graph would double the bytes sent per replication and
         quadruple the time to send them."""
         return {k: v for k, v in self.__dict__.items() if k != "graph"}
+
+
+def size_schedules(spec: ModelSpec) -> list[SizeSchedule]:
+    """The sizes that follow a schedule of their own (pools and semaphores; not the modes')."""
+    return [size for comp in spec.components.values()
+            if isinstance(size := comp.settings.get("size"), SizeSchedule) and not isinstance(size, ModeSizes)]
