@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simstack.lang.environment import Environment
-from simstack.lang.samplers import Distribution
+from simstack.lang.samplers import Attribute, Distribution
 from simstack.lang.schedules import RateSchedule
 from simstack.lang.sizes import ModeSizes, SizeSchedule
 from simstack.lang.time_rates import RateExpression
@@ -156,6 +156,16 @@ class Switch(Choose):
     A choose of calls to request classes to everything that walks steps, plus the new name."""
 
     classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyedChoose(Choose):
+    """Take the branch whose key is the request's own value of a trace column (``by``): branch
+    i for the value ``keys[i]``, the one keyed None (``otherwise``) for any other value. A branch's
+    ``p`` (1/n) is only the load-time bound's guess at the mean number of steps."""
+
+    by: Attribute = Attribute("")
+    keys: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ STEPS: dict[str, str] = {
     "send": "hand work to a queue or start a request class, and go on at once",
     "parallel": "fan out {count: N, limit: K} items running the nested steps, join them all",
     "steps": "a nested list of steps; with name: it is a recorded stage",
-    "choose": "take one of several branches [{p, steps}], probabilities summing to 1 (an OR-fork)",
+    "choose": "take one of several branches [{p, steps}], probabilities summing to 1 (an OR-fork); or by a "
+              "request's trace value {by: attribute(col), cases: [{value, steps}], otherwise: [steps]}",
     "switch": "class switching {b: p, c: q}: the request becomes class b with probability p and goes on "
               "with b's steps, its later records under b (its own class: it stays)",
     "repeat": "run the nested steps N times (a whole number, $param, or a count such as geometric(mean))",
