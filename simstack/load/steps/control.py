@@ -20,6 +20,7 @@ from simstack.lang.distributions import parse_count_distribution, parse_distribu
 from simstack.lang.samplers import Attribute
 from simstack.lang.schema import located
 from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, KeyedChoose, Repeat, Step, Switch
+from simstack.lang.units import parse_time
 
 if TYPE_CHECKING:
     from simstack.load.steps.requests import StepReader
@@ -67,7 +68,7 @@ def _read_keyed(reader: StepReader, spec: Mapping[str, Any], guard: Guard, where
                          f"steps: [...]}}, ...], otherwise: [...]}}, got {spec!r}",
                          path=f"{where}.{unknown[0]}" if unknown else where)
     try:
-        by = parse_distribution(spec["by"], float)
+        by = parse_distribution(spec["by"], parse_time)
     except ModelError as exc:
         raise exc.at(path=f"{where}.by") from None
     if not isinstance(by, Attribute):
