@@ -35,6 +35,7 @@ class HostSpec:
     memory: float = float("inf")  # RAM in bytes (simstack.resources.memory)
     memory_record: str = "processes"  # processes | host: what the memory table records
     groups: tuple[tuple[str, float, bool], ...] = ()  # (name, share, cap) on a fair host
+    cores_schedule: SizeSchedule | None = None  # cores that follow time (``cores`` is then their largest)
 
 
 @dataclass(frozen=True)
@@ -357,6 +358,8 @@ class ModelSpec:
 
 
 def size_schedules(spec: ModelSpec) -> list[SizeSchedule]:
-    """The sizes that follow a schedule of their own (pools and semaphores; not the modes')."""
-    return [size for comp in spec.components.values()
-            if isinstance(size := comp.settings.get("size"), SizeSchedule) and not isinstance(size, ModeSizes)]
+    """The sizes that follow a schedule of their own (pools, semaphores, a host's cores; not the
+    modes')."""
+    pools = [size for comp in spec.components.values()
+             if isinstance(size := comp.settings.get("size"), SizeSchedule) and not isinstance(size, ModeSizes)]
+    return pools + [host.cores_schedule for host in spec.hosts.values() if host.cores_schedule is not None]

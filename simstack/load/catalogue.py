@@ -29,7 +29,8 @@ from simstack.load.steps.requests import ACTIONS, EXTRA_KEYS, MODIFIERS
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
-    "cores": ("required", "number of cores (whole number >= 1), or inf: every job runs at once (a delay centre)"),
+    "cores": ("required", "number of cores (whole number >= 1), or inf: every job runs at once (a delay centre); "
+                          "or a schedule {steps: [[0, 2], [8h, 8]], repeat: 24h} (discipline fifo or ps)"),
     "speed": ("1.0", "work per second of one core relative to the model's reference CPU"),
     "discipline": ("ps", "how the cores are shared between threads (see disciplines)"),
     "idle_spinner": ("-", "priority of a CPU hog spinning on every core (discipline: priority only)"),
