@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check-fast lint bench bench-native predictions wheel clean
+.PHONY: run test check-fast lint bench bench-native bench-otel predictions wheel clean
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
@@ -71,6 +71,17 @@ $(PEERS):
 # simstack against LDES and a C++ heap loop, side by side (benchmarks/README.md, Native peer).
 bench-native: $(HOTPATH) $(PEERS)
 	$(BIN)/python benchmarks/native_peer.py --facilities
+
+# The real system in the loop (benchmarks/README.md, A real system in the loop): the traced
+# service runs in an environment of its own with opentelemetry-sdk, never in simstack's.
+OTEL := .venv-otel/.installed
+$(OTEL):
+	$(PY) -m venv .venv-otel
+	.venv-otel/bin/pip install --quiet opentelemetry-sdk
+	touch $@
+
+bench-otel: $(HOTPATH) $(OTEL)
+	SIMSTACK_OTEL_PYTHON=.venv-otel/bin/python $(BIN)/python benchmarks/otel_real_system.py $(ARGS)
 
 # Every model's committed predictions.csv, rebuilt (long: see each model's README).
 predictions: $(STAMP)

@@ -1,8 +1,12 @@
 """A real system in the loop: measure a traced service, draft a model from its spans, predict
 three what-ifs, measure them, and say whether each prediction's interval holds the measurement.
 
-    pip install opentelemetry-sdk        # the dev extra
-    python benchmarks/otel_real_system.py [--rate 60] [--duration 20] [--workers 2] [--out DIR]
+    make bench-otel                      # its own venv with opentelemetry-sdk, then the run below
+    SIMSTACK_OTEL_PYTHON=.venv-otel/bin/python .venv/bin/python benchmarks/otel_real_system.py \
+        [--rate 60] [--duration 20] [--workers 2] [--out DIR]
+
+The service runs in a child process under ``SIMSTACK_OTEL_PYTHON`` (default: this interpreter),
+the only one that needs ``opentelemetry-sdk``; this driver needs simstack only.
 
 1. The service of ``benchmarks/otel_service.py`` (a pool of ``--workers`` threads, an
    exponential 8 ms of work, a 2 ms critical section under a global lock, a SQLite read) runs on
@@ -38,7 +42,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))  # the service module beside this script
 
-from otel_service import Remote, drive  # noqa: E402
+from otel_client import Remote, drive  # noqa: E402
 
 from simstack import simulate  # noqa: E402
 from simstack.load.loader import build_spec  # noqa: E402

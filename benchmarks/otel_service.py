@@ -17,14 +17,12 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -148,45 +146,6 @@ def serve(argv: list[str]) -> None:
         print(service.port, flush=True)
         sys.stdin.readline()
 
-
-class Remote:
-    """The service in a child process: ``with Remote(folder, ...) as port:``."""
-
-    def __init__(self, folder: Path, *, workers: int, work: float, critical: float, lock: bool = True) -> None:
-        self.args = [str(folder), str(workers), str(work), str(critical), "1" if lock else "0"]
-
-    def __enter__(self) -> int:
-        self.proc = subprocess.Popen([sys.executable, __file__, *self.args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        return int(self.proc.stdout.readline())
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.communicate("stop\n", timeout=60)
-
-
-def drive(port: int, rate: float, duration: float, seed: int = 1, clients: int = 64) -> list[float]:
-    """Open Poisson arrivals at ``rate`` for ``duration`` seconds, sent by a pool of ``clients``
-    threads started beforehand (a thread per request would cost the machine more than the
-    service does); each response time (s), from the arrival's due time."""
-    rng = random.Random(seed)
-
-    def one(due: float) -> float:
-        conn = HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request("GET", "/setting")
-        conn.getresponse().read()
-        conn.close()
-        return time.perf_counter() - due
-
-    with ThreadPoolExecutor(clients) as pool:
-        futures = []
-        begin = time.perf_counter()
-        due = begin
-        while due - begin < duration:
-            due += rng.expovariate(rate)
-            time.sleep(max(0.0, due - time.perf_counter()))
-            futures.append(pool.submit(one, due))
-        return [f.result() for f in futures]
 
 if __name__ == "__main__":
     serve(sys.argv[1:])

@@ -126,7 +126,7 @@ def write_run(result: RunResult, settings: Mapping[str, Any], out_dir: Path, tab
         group.add(out_dir / "stations.csv", csv_text(stations(result)))  # per resource and class
         group.add(out_dir / "deadlines.csv", csv_text(result.deadlines))
         windows = windows_of(result) if not result.requests.empty else None
-        if windows:  # a rate schedule or a replayed trace: results per cycle or window (tables.windows)
+        if windows:  # the load or a capacity follows time: results per cycle or window (tables.windows)
             group.add(out_dir / "over_time.csv", csv_text(over_time(result.requests, windows, result.replications)))
         if not result.table("memory_peaks").empty:  # the model takes memory (simstack.resources.memory)
             group.add(out_dir / "memory_peaks.csv", csv_text(result.table("memory_peaks")))
@@ -218,7 +218,7 @@ def run(cfg: DictConfig) -> int:
     write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
     print_summary(result)
     if (out_dir / "over_time.csv").is_file():
-        print("the load follows a schedule or a trace: results per cycle or window, with 95 % intervals across "
+        print("the load or a capacity follows time: results per cycle or window, with 95 % intervals across "
               f"replications, in {out_dir / 'over_time.csv'}")
     print(f"outputs written to {out_dir}")
     return 0

@@ -2,8 +2,9 @@
 different branches at once.
 
 ``choose`` is a layered-queueing OR-fork: a uniform draw from the step's own stream picks a
-branch. ``repeat`` runs its compiled body N times in a row, N drawn per request from the
-step's own count stream (fixed, or geometric for a mean number of calls); a fixed count is
+branch; a choose ``by: attribute(col)`` takes the branch of the request's own trace value.
+``repeat`` runs its compiled body N times in a row, N drawn per request from the step's own
+count stream (fixed, or geometric for a mean number of calls); a fixed count is
 unrolled when CPU steps are fused, so an unrolled and a looped repeat draw the very same
 numbers. ``all`` starts every branch at once in the same request and fan-out item and goes
 on when ``join`` of them have finished; with a quorum the others go on to the end in the
@@ -18,9 +19,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from simstack.engine.runners import Cursor
+from simstack.errors import ModelError
 from simstack.kinds.base import Ctx
 from simstack.lang.samplers import Const, Uniform
-from simstack.lang.spec import Choose, Fork, Repeat, Step, Switch
+from simstack.lang.spec import Choose, Fork, KeyedChoose, Repeat, Step, Switch
 from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from simstack.engine.runners import Scope
 
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
-_DEFAULT_NAMES = {Choose: "choose", Switch: "switch", Repeat: "repeat", Fork: "all"}
+_DEFAULT_NAMES = {Choose: "choose", KeyedChoose: "choose", Switch: "switch", Repeat: "repeat", Fork: "all"}
 
 
 def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> Any:
@@ -36,7 +38,12 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
     g = step.guard
     stream = f"{g.path}:{g.name}"
     runner: Any
-    if isinstance(step, Choose):
+    if isinstance(step, KeyedChoose):
+        bodies = [_body(r, b.body, scope, g.path) for b in step.branches]
+        cases = {key: body for key, body in zip(step.keys, bodies, strict=True) if key is not None}
+        otherwise = bodies[step.keys.index(None)] if None in step.keys else None
+        runner = KeyedRunner(r.sampler(stream + ".by", step.by), cases, otherwise, step)
+    elif isinstance(step, Choose):
         bounds, total = [], 0.0
         for branch in step.branches:
             total += branch.p
@@ -91,6 +98,28 @@ class ChooseRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         self.bodies[bisect_right(self.bounds, self.draw(ctx))].run(ctx, k)
+
+
+class KeyedRunner:
+    """A choose by the request's own value of a trace column: the branch of that value, else
+    ``otherwise``; a value with neither stops the run, naming the step."""
+
+    __slots__ = ("value", "cases", "otherwise", "step")
+
+    def __init__(self, value: Callable[[Ctx], float], cases: dict[float, Any], otherwise: Any, step: KeyedChoose):
+        self.value = value
+        self.cases = cases
+        self.otherwise = otherwise
+        self.step = step
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        value = self.value(ctx)
+        body = self.cases.get(value, self.otherwise)
+        if body is None:
+            listed = ", ".join(f"{key:g}" for key in self.cases)
+            raise ModelError(f"{self.step.by!r} is {value:g} for a request, not one of the cases ({listed}); list it "
+                             "or give otherwise:", path=f"{self.step.guard.path}.choose")
+        body.run(ctx, k)
 
 
 class Relabel:

@@ -146,7 +146,7 @@ class Replication:
         self.started = 0
         self.attributes: dict[int, dict[str, float]] = {}  # per request id in flight: its trace row's values
         self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
-                                      h.idle_spinner, h.groups)
+                                      h.idle_spinner, h.groups, h.cores_schedule)
                      for h in spec.hosts.values()}
         build = BuildContext(self.env, self.cpus, self.sampler)
         self.kinds = {c.name: lookup(c.kind) for c in spec.components.values()}

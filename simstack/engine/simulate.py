@@ -26,7 +26,7 @@ from simstack.errors import ConfigError
 from simstack.io.progress import bar
 from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
-from simstack.lang.spec import ModelSpec, schedule_of
+from simstack.lang.spec import ModelSpec, schedule_of, size_schedules
 from simstack.load.graph import validated_graph
 from simstack.load.limits import check_run
 from simstack.load.loader import load_model
@@ -395,11 +395,11 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
-    varying = [wl.name for wl in spec.workloads.values() if schedule_of(wl) is not None]
+    varying = [f"workload {wl.name!r} follows a rate schedule" for wl in spec.workloads.values()
+               if schedule_of(wl) is not None] + (["a size follows a schedule"] if size_schedules(spec) else [])
     if warmup == "mser5" and varying:
         raise ConfigError(f"sim.warmup 'mser5' looks for the end of a start-up transient in a stationary run, but "
-                          f"workload {varying[0]!r} follows a rate schedule, so there is no steady state to find: "
-                          "give sim.warmup as a time")
+                          f"{varying[0]}, so there is no steady state to find: give sim.warmup as a time")
     if isinstance(warmup, int | float) and horizon is not None and warmup >= horizon:
         raise ConfigError(f"sim.warmup ({warmup:g} s) must be shorter than sim.horizon ({horizon:g} s): "
                           "nothing would be recorded")

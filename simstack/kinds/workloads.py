@@ -152,7 +152,8 @@ class Open(WorkloadType):
     docs = {"rate": "Poisson arrivals per second (or interarrival); or a schedule of time: {steps: [[0, 2/s], "
                     "[7h, 20/s]]}, {ramp: [[0, 0], [10min, 5/s]]} (either with repeat: PERIOD), or a supercycle "
                     "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}, or an expression of time thinned "
-                    "below its peak {expression: '10/s * (1 + 0.5*sin(2*pi*t/60s))', peak: 15/s}",
+                    "below its peak {expression: '10/s * (1 + 0.5*sin(2*pi*t/60s))', peak: 15/s} ($parameters "
+                    "written in as their values)",
             "interarrival": "time between arrivals, a distribution (or rate)",
             "count": "arrivals to generate", "start": "time of the first arrival's clock start",
             "replicas": "N independent streams; stream i starts requests with item i"}

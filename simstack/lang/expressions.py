@@ -283,7 +283,8 @@ def _no_parameters(name: str) -> Any:
 
 
 def _time_only(name: str) -> Any:
-    raise ModelError(f"${name} in an expression of time: it takes numbers with units, t and pi, not parameters")
+    raise ModelError(f"${name} in an expression of time: its parameters are written in when the model is read, so "
+                     "this one was never given")
 
 
 def _tokens(text: str) -> list[tuple[str, Any, int]]:
@@ -360,6 +361,21 @@ def time_expression(text: str) -> Callable[[float], Quantity]:
 
     at(0.0)
     return at
+
+
+def inline_parameters(text: str, lookup: Lookup) -> str:
+    """An expression of time with each ``$name`` written in as its value in base units, in
+    parentheses (``$base * sin(2*pi*t/$period)`` -> ``(10.0/s) * sin(2*pi*t/(60.0s))``): the
+    text stays self-contained (a worker process parses it again from the text alone) and reads
+    back each value exactly; a parameter that is no number or quantity is refused by name."""
+    def value(match: re.Match[str]) -> str:
+        try:
+            return f"({render(evaluate(match.group(0), lookup))})"
+        except ModelError:
+            raise ModelError(f"in expression {_shown(text)}: parameter {match.group(0)} is "
+                             f"{shown(lookup(match.group(1)))}, not a number or a quantity such as 2ms") from None
+
+    return _REF.sub(value, text)
 
 
 def render(quantity: Quantity) -> Any:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from simstack.lang.environment import Environment
-from simstack.lang.samplers import Distribution
+from simstack.lang.samplers import Attribute, Distribution
 from simstack.lang.schedules import RateSchedule
+from simstack.lang.sizes import ModeSizes, SizeSchedule
 from simstack.lang.time_rates import RateExpression
 from simstack.lang.traces import TraceIndex
 
@@ -34,6 +35,7 @@ class HostSpec:
     memory: float = float("inf")  # RAM in bytes (simstack.resources.memory)
     memory_record: str = "processes"  # processes | host: what the memory table records
     groups: tuple[tuple[str, float, bool], ...] = ()  # (name, share, cap) on a fair host
+    cores_schedule: SizeSchedule | None = None  # cores that follow time (``cores`` is then their largest)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,16 @@ class Switch(Choose):
     A choose of calls to request classes to everything that walks steps, plus the new name."""
 
     classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyedChoose(Choose):
+    """Take the branch whose key is the request's own value of a trace column (``by``): branch
+    i for the value ``keys[i]``, the one keyed None (``otherwise``) for any other value. A branch's
+    ``p`` (1/n) is only the load-time bound's guess at the mean number of steps."""
+
+    by: Attribute = Attribute("")
+    keys: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -343,3 +355,11 @@ class ModelSpec:
         1,500-node LHCb farm the graph would double the bytes sent per replication and
         quadruple the time to send them."""
         return {k: v for k, v in self.__dict__.items() if k != "graph"}
+
+
+def size_schedules(spec: ModelSpec) -> list[SizeSchedule]:
+    """The sizes that follow a schedule of their own (pools, semaphores, a host's cores; not the
+    modes')."""
+    pools = [size for comp in spec.components.values()
+             if isinstance(size := comp.settings.get("size"), SizeSchedule) and not isinstance(size, ModeSizes)]
+    return pools + [host.cores_schedule for host in spec.hosts.values() if host.cores_schedule is not None]

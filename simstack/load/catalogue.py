@@ -29,7 +29,8 @@ from simstack.load.steps.requests import ACTIONS, EXTRA_KEYS, MODIFIERS
 
 # (default, one line) per host field; tests check the loader accepts exactly these.
 HOST_FIELDS: dict[str, tuple[str, str]] = {
-    "cores": ("required", "number of cores (whole number >= 1), or inf: every job runs at once (a delay centre)"),
+    "cores": ("required", "number of cores (whole number >= 1), or inf: every job runs at once (a delay centre); "
+                          "or a schedule {steps: [[0, 2], [8h, 8]], repeat: 24h} (discipline fifo or ps)"),
     "speed": ("1.0", "work per second of one core relative to the model's reference CPU"),
     "discipline": ("ps", "how the cores are shared between threads (see disciplines)"),
     "idle_spinner": ("-", "priority of a CPU hog spinning on every core (discipline: priority only)"),
@@ -55,7 +56,8 @@ STEPS: dict[str, str] = {
     "send": "hand work to a queue or start a request class, and go on at once",
     "parallel": "fan out {count: N, limit: K} items running the nested steps, join them all",
     "steps": "a nested list of steps; with name: it is a recorded stage",
-    "choose": "take one of several branches [{p, steps}], probabilities summing to 1 (an OR-fork)",
+    "choose": "take one of several branches [{p, steps}], probabilities summing to 1 (an OR-fork); or by a "
+              "request's trace value {by: attribute(col), cases: [{value, steps}], otherwise: [steps]}",
     "switch": "class switching {b: p, c: q}: the request becomes class b with probability p and goes on "
               "with b's steps, its later records under b (its own class: it stays)",
     "repeat": "run the nested steps N times (a whole number, $param, or a count such as geometric(mean))",

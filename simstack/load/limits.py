@@ -43,6 +43,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from simstack.errors import ModelError
+from simstack.lang.environment import Environment
+from simstack.lang.schedules import RateSchedule
 from simstack.lang.schema import Field, read_fields
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
@@ -160,8 +162,11 @@ def check_component(comp: ComponentSpec, limits: Limits) -> None:
 
 
 def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, Any], limits: Limits,
-                    horizon: float | None) -> None:
-    """Counts, rates and arrivals of the built-in workload types; ``horizon`` is the model's."""
+                    horizon: float | None, environment: Environment | None = None) -> None:
+    """Counts, rates and arrivals of the built-in workload types; ``horizon`` is the model's. A
+    rate that follows time counts at its peak (a schedule's, an expression's, a periodic
+    frequency's), and one the operating modes scale at its busiest mode's factor: the bound is
+    on what the run can generate, whichever mode it happens to stay in."""
     for wl in workloads.values():
         where = f"workloads.{wl.name}"
         for f in fields(wl):
@@ -176,9 +181,11 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
                               where)
         rate = _rate(wl)
         if rate is not None:
-            limits.refuse("rate", rate, "an arrival rate", where)
+            factor = _busiest(environment, wl.name) if isinstance(wl, OpenWorkload) and wl.schedule is None else 1.0
+            limits.refuse("rate", rate * factor, "an arrival rate" + (" in its busiest mode" if factor != 1 else ""),
+                          where)
             count = getattr(wl, "count", math.inf) * getattr(wl, "copies", 1)
-            expected = min(count, rate * horizon) if horizon is not None else count
+            expected = min(count, _arrivals(wl, rate * factor, horizon)) if horizon is not None else count
             if math.isfinite(expected):
                 limits.refuse("arrivals", expected, "a number of arrivals (count, or rate x settings.horizon)", where)
     if "replications" in settings:
@@ -186,13 +193,32 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
 
 
 def _rate(wl: Workload) -> float | None:
-    """Arrivals per second of an open or periodic workload (None for closed ones)."""
+    """Arrivals per second of an open or periodic workload at its peak (None for closed ones)."""
     if isinstance(wl, OpenWorkload):
+        if wl.schedule is not None:  # a schedule's gaps are unit draws, an expression's at its peak
+            return wl.schedule.peak
         mean = wl.interarrival.mean
         return 1.0 / mean if mean > 0 else None  # zero gaps: all at once, bounded by the count
     if isinstance(wl, PeriodicWorkload):
         return wl.copies / wl.period
     return None
+
+
+def _arrivals(wl: Workload, rate: float, horizon: float) -> float:
+    """The arrivals a rate gives over ``horizon``: a rate or frequency schedule's integral (its
+    mean number of arrivals, or its ticks), else ``rate`` throughout (an expression's candidates
+    come at its peak whatever it does)."""
+    schedule = getattr(wl, "schedule", None)
+    if isinstance(schedule, RateSchedule):
+        return schedule.cumulative(horizon) * getattr(wl, "copies", 1)
+    return rate * horizon
+
+
+def _busiest(environment: Environment | None, workload: str) -> float:
+    """The largest factor the operating modes put on ``workload``'s rate (1 without modes)."""
+    if environment is None:
+        return 1.0
+    return max(environment.factor(mode, workload) for mode in range(len(environment.modes)))
 
 
 def check_run(spec: Any, replications: int | range, horizon: float | None) -> None:
@@ -205,7 +231,7 @@ def check_run(spec: Any, replications: int | range, horizon: float | None) -> No
     bounds.refuse("count", float(count), "replications", "sim.replications")
     if horizon is not None:
         try:
-            check_workloads(spec.workloads, {}, bounds, horizon)
+            check_workloads(spec.workloads, {}, bounds, horizon, spec.environment)
         except ModelError as exc:
             raise ModelError(f"with a horizon of {horizon:.6g} s, {exc.reason}",
                              path=f"sim.horizon ({exc.path})") from None

@@ -102,11 +102,12 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     raw_workloads, streams = replicas.split(body.get("workloads"), "workloads", bounds)
     workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
     horizon = settings.get("horizon")
-    limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon))
     environment = None
     if "environment" in body:  # operating modes: their rates, and the pools they resize
         environment = read_environment(body["environment"], modulated(workloads), pools_of(components))
         components = with_mode_sizes(components, environment)
+    limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon),
+                           environment)
     spec = ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),

@@ -234,6 +234,9 @@ def substitute(value: Any, params: Mapping[str, Parameter], path: str) -> Any:
     """Replace ``$name`` references and compute expressions (``simstack.lang.expressions``); a
     whole-string reference keeps the value's type."""
     if isinstance(value, Mapping):
+        if isinstance(value.get("expression"), str) and set(value) <= {"expression", "peak"}:  # a rate of time t
+            return {k: _time_text(v, params, f"{path}.{k}") if k == "expression"
+                    else substitute(v, params, f"{path}.{k}") for k, v in value.items()}
         return {k: substitute(v, params, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list):
         return [substitute(v, params, f"{path}[{i}]") for i, v in enumerate(value)]
@@ -243,13 +246,29 @@ def substitute(value: Any, params: Mapping[str, Parameter], path: str) -> Any:
     return _substitute_text(value, lambda ref: params[ref].value, params, path, prose)
 
 
-def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str,
-                     prose: bool = False) -> Any:
+def _time_text(text: str, params: Mapping[str, Parameter], path: str) -> str:
+    """A rate expression of time (``lang.time_rates``) with its ``$parameters`` written in as
+    values: the rest (``t``, ``sin``) is the time expression's to read, at each time."""
+    if "$" not in text:
+        return text
+    _refuse_unknown(text, params, path)
+    try:
+        return expressions.inline_parameters(text, lambda ref: params[ref].value)
+    except ModelError as exc:
+        raise exc.at(path=path) from None
+
+
+def _refuse_unknown(value: str, known: Mapping[str, Any], path: str) -> None:
     for ref in _REF.findall(value):
         if ref not in known:
             within = "" if value.strip() == f"${ref}" else f" in {value!r}"
             raise ModelError(f"unknown parameter ${ref}{within}{suggest(ref, known)}; parameters: "
                              f"{', '.join(known) or '(none)'}", path=path)
+
+
+def _substitute_text(value: str, lookup: Callable[[str], Any], known: Mapping[str, Any], path: str,
+                     prose: bool = False) -> Any:
+    _refuse_unknown(value, known, path)
     if prose:
         return _REF.sub(lambda m: str(lookup(m.group(1))), value)
     try:

@@ -19,10 +19,12 @@ from simstack.kinds import REGISTRY, lookup
 from simstack.kinds.workloads import REGISTRY as WORKLOAD_REGISTRY
 from simstack.kinds.workloads import names as workload_names
 from simstack.lang.schema import Field, integer, name_ref, one_of, read_fields, suggest, text
+from simstack.lang.sizes import SizeSchedule, read_size
 from simstack.lang.spec import ComponentSpec, HostSpec, Workload
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
 from simstack.load.limits import Limits, check_component, read_limits
 from simstack.resources.disciplines import DISCIPLINES
+from simstack.resources.scheduled_cpu import RESIZABLE
 
 # The model's natural run settings; consumers (CLI, studies) parse times themselves, so the
 # values are checked here and kept as written. null leaves a setting to the run.
@@ -56,12 +58,16 @@ def hosts(raw: object) -> dict[str, HostSpec]:
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of host names, got {raw!r}", path="hosts")
 
-    def _cores(value: object) -> float:
-        """A whole number of cores, or ``inf``: an infinite-server host (a delay centre)."""
+    def _cores(value: object) -> float | SizeSchedule:
+        """A whole number of cores, ``inf`` (an infinite-server host, a delay centre), or a
+        schedule of whole numbers (``lang.sizes``)."""
+        if isinstance(value, Mapping):
+            return read_size(value)
         return float("inf") if value == "inf" else int(parse_count(value))
 
     fields = {
-        "cores": Field(_cores, help="number of cores, or inf"),
+        "cores": Field(_cores, help="number of cores, or inf, or a schedule {steps: [[0, 2], [8h, 8]], repeat: 24h} "
+                                    "(discipline fifo or ps)"),
         "speed": Field(_speed, 1.0),
         "discipline": Field(one_of(*DISCIPLINES), "ps"),
         "idle_spinner": Field(integer, None, "priority of a CPU hog spinning on every core"),
@@ -81,8 +87,14 @@ def hosts(raw: object) -> dict[str, HostSpec]:
         if values["idle_spinner"] is not None and values["cores"] == float("inf"):
             raise ModelError("idle_spinner needs a finite number of cores, got cores: inf (a host that "
                              "runs every job at once is never idle)", path=f"hosts.{name}.idle_spinner")
-        out[name] = HostSpec(name, values["cores"], values["speed"], values["discipline"],
-                             values["idle_spinner"], values["memory"], values["memory_record"], groups)
+        schedule = values["cores"] if isinstance(values["cores"], SizeSchedule) else None
+        if schedule is not None and values["discipline"] not in RESIZABLE:
+            raise ModelError(f"cores that follow a schedule are built for discipline {' or '.join(RESIZABLE)}, got "
+                             f"discipline: {values['discipline']} (give it a fixed number of cores)",
+                             path=f"hosts.{name}.cores")
+        cores = float(schedule.peak) if schedule is not None else values["cores"]
+        out[name] = HostSpec(name, cores, values["speed"], values["discipline"], values["idle_spinner"],
+                             values["memory"], values["memory_record"], groups, schedule)
     return out
 
 

@@ -3,7 +3,8 @@
 Three panels over simulated time, one point per cycle or window (``simstack.tables.windows``):
 a request class's completions per second, its mean latency and the mean number of its
 requests present, each with its 95 % interval across replications, one line per
-configuration. A stationary model has no windows to draw and is refused by name. With
+configuration (a size schedule's pieces, or twenty equal windows under operating modes).
+A stationary model has no windows to draw and is refused by name. With
 ``series: ID`` the study's measured series of that id (an archiver export) is drawn on its
 measure's panel, window by window, with the run's 95 % prediction interval for one
 replication, and a table says which windows hold it (``simstack.studies.evaluate.series``).
@@ -40,7 +41,8 @@ def build(ctx: Context, fig_spec: FigureSpec) -> list[Part]:
         notes.append(loss_note(result, label))
         windows = windows_of(result)
         if not windows:
-            raise ModelError("the model's load follows no schedule or trace, so it has no cycles to draw over time; "
+            raise ModelError("neither the model's load nor its capacity follows time (no schedule, trace or "
+                             "operating modes), so it has no cycles to draw over time; "
                              "use metric or latency_cdf", path=f"{fig_spec.path}.runs.{label}")
         table = over_time(result.requests, windows, result.replications)
         table = table[table["request"] == o["request"]]

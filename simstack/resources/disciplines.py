@@ -35,10 +35,12 @@ from typing import Any
 
 import simpy
 
+from simstack.lang.sizes import SizeSchedule
 from simstack.resources.cpu import FifoCpu, PriorityCpu
 from simstack.resources.fairshare import FairShareCpu
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Discipline, Done, K
+from simstack.resources.scheduled_cpu import scheduled_cpu
 from simstack.resources.sharing import SharedRate
 from simstack.resources.wake import Wake
 
@@ -170,8 +172,11 @@ DISCIPLINES = ("fifo", "ps", "priority", "hol", "run_to_block", "fair")
 
 def make_cpu(env: simpy.Environment, name: str, cores: float, speed: float,
              discipline: str, idle_spinner: int | None = None,
-             groups: tuple[tuple[str, float, bool], ...] = ()) -> Discipline:
-    """The CPU of a host: ``cores: inf`` is an infinite server whatever the discipline."""
+             groups: tuple[tuple[str, float, bool], ...] = (), schedule: SizeSchedule | None = None) -> Discipline:
+    """The CPU of a host: ``cores: inf`` is an infinite server whatever the discipline; cores
+    that follow a ``schedule`` are resized at its changes (``resources.scheduled_cpu``)."""
+    if schedule is not None:
+        return scheduled_cpu(env, name, schedule, speed, discipline)
     meter = Meter(name, "cpu", cores)
     if math.isinf(cores):
         return InfiniteCpu(env, speed, meter)

@@ -1,18 +1,23 @@
 """A pool's size that follows a schedule (``lang.sizes``): one wake-up per change, each
-resizing a ``ResizableSlots`` (``resources.slots``), so a pool of fixed size pays nothing."""
+resizing a ``ResizableSlots`` (``resources.slots``) or a host's scheduled cores
+(``resources.scheduled_cpu``), so a pool or a host of fixed size pays nothing."""
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Protocol
 
 import simpy
 
 from simstack.lang.sizes import SizeSchedule
-from simstack.resources.slots import ResizableSlots
 from simstack.resources.wake import Wake
 
 
-def follow(env: simpy.Environment, slots: ResizableSlots, schedule: SizeSchedule) -> None:
+class Resizable(Protocol):
+    def resize(self, size: int) -> None: ...
+
+
+def follow(env: simpy.Environment, slots: Resizable, schedule: SizeSchedule) -> None:
     """Resize ``slots`` at each change of ``schedule``, one wake-up at a time."""
     changes = schedule.changes()
 

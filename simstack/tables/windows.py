@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from simstack.lang.schedules import RateSchedule
-from simstack.lang.spec import TraceWorkload, schedule_of
+from simstack.lang.sizes import SizeSchedule
+from simstack.lang.spec import TraceWorkload, schedule_of, size_schedules
 from simstack.tables.confidence import student_t_ci
 
 if TYPE_CHECKING:
@@ -41,10 +42,10 @@ def fixed_windows(width: float, horizon: float) -> list[tuple[str, float, float]
     return [(f"{k * width:g}s", k * width, min((k + 1) * width, horizon)) for k in range(count)]
 
 
-def cycle_windows(schedule: RateSchedule, horizon: float) -> list[tuple[str, float, float]]:
-    """Each piece of a schedule (a supercycle's named cycles, repeated) up to the horizon."""
+def cycle_windows(schedule: RateSchedule | SizeSchedule, horizon: float) -> list[tuple[str, float, float]]:
+    """Each piece of a rate or size schedule (a supercycle's named cycles, repeated) up to the horizon."""
     period = schedule.period if schedule.period is not None else horizon
-    names = schedule.names or tuple(f"{t:g}s" for t in schedule.times)
+    names = (schedule.names if isinstance(schedule, RateSchedule) else ()) or tuple(f"{t:g}s" for t in schedule.times)
     out: list[tuple[str, float, float]] = []
     for k in range(math.ceil(horizon / period)):
         for i, (name, t) in enumerate(zip(names, schedule.times, strict=True)):
@@ -94,14 +95,22 @@ def _per_rep_mean(rep: np.ndarray, values: np.ndarray, replications: int) -> np.
 
 def windows_of(result: RunResult) -> list[tuple[str, float, float]] | None:
     """The windows a run's results over time are read in: the pieces of its first rate
-    schedule (a supercycle's named cycles, each step or ramp segment), else twenty equal
-    windows for a rate expression or a replayed trace; None for a stationary run (one number per class says it all)."""
+    schedule (a supercycle's named cycles, each step or ramp segment), else of its first pool or
+    semaphore size schedule, else twenty equal windows for anything else that follows time (a
+    rate expression, a replayed trace, operating modes); None for a stationary run (one number
+    per class says it all)."""
     end = result.horizon if result.horizon is not None else float(result.requests["end"].max())
     if not end > 0:
         return None
-    schedules = [s for s in map(schedule_of, result.model.workloads.values()) if s is not None]
+    spec = result.model
+    schedules = [s for s in map(schedule_of, spec.workloads.values()) if s is not None]
     if schedules and isinstance(schedules[0], RateSchedule):
         return cycle_windows(schedules[0], end)
-    if schedules or any(isinstance(wl, TraceWorkload) for wl in result.model.workloads.values()):
+    sizes = size_schedules(spec)
+    if sizes and not schedules:
+        return cycle_windows(sizes[0], end)
+    if schedules or sizes or spec.environment is not None \
+            or any(isinstance(wl, TraceWorkload) for wl in spec.workloads.values()):
         return fixed_windows(end / 20, end)
     return None
+

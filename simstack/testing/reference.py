@@ -174,6 +174,30 @@ def mt_mmc_scheduled_mean(rate_steps: list[list[float]], size_steps: list[list[f
     return float(sum(p[i] * n for (n, _s), i in index.items()))
 
 
+def mt_mmc_shared_mean(rate_steps: list[list[float]], size_steps: list[list[float]], mu: float, t: float,
+                       cap: int = 60) -> float:
+    """E N(t) for M(t)/M/c(t) started empty when a drop of c takes effect at once (processor
+    sharing on c(t) cores with exponential work: n present are served at min(n, c) mu, by
+    memorylessness), by uniformisation piece by piece."""
+    p = np.zeros(cap + 1)
+    p[0] = 1.0
+    cuts = sorted({a for a, _ in rate_steps} | {a for a, _ in size_steps} | {t})
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a >= t:
+            break
+        lam, c = _step_value(rate_steps, a), int(_step_value(size_steps, a))
+        q = np.zeros((cap + 1, cap + 1))
+        for n in range(cap + 1):
+            if n < cap:
+                q[n, n + 1] = lam
+            if n:
+                q[n, n - 1] = min(n, c) * mu
+            q[n, n] = -q[n].sum()
+        p = _uniformised(q, p, min(b, t) - a)
+    assert p[cap] < 1e-9, "the truncation holds probability"
+    return float(p @ np.arange(cap + 1))
+
+
 def _step_value(steps: list[list[float]], t: float) -> float:
     return [value for start, value in steps if start <= t][-1]
 

@@ -48,5 +48,5 @@ def test_over_time_draws_each_cycle_with_its_rate(tmp_path: Path) -> None:
 
 def test_a_stationary_model_has_no_cycles_to_draw(tmp_path: Path) -> None:
     flat = {**MODEL, "workloads": {"beam": {"type": "open", "request": "job", "rate": "5/s"}}}
-    with pytest.raises(ModelError, match="no schedule or trace, so it has no cycles to draw"):
+    with pytest.raises(ModelError, match="no schedule, trace or operating modes.*no cycles to draw"):
         build_report(_folder(tmp_path, flat))

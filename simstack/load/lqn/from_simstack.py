@@ -84,6 +84,10 @@ class _Exporter:
         return ModelError(message, path=where)
 
     def model(self) -> LqnModel:
+        for host in self.spec.hosts.values():
+            if host.cores_schedule is not None:
+                raise self.fail(f"hosts.{host.name}.cores", "an LQN processor has one multiplicity: cores that "
+                                "follow a schedule have no LQN counterpart")
         for name, comp in self.spec.components.items():
             if isinstance(comp.settings.get("size"), SizeSchedule):
                 raise self.fail(f"components.{name}.size", "an LQN task has one multiplicity: a size that follows a "

@@ -1,4 +1,5 @@
-"""Reading the control-flow steps: ``choose`` (one branch by probability), ``switch`` (a
+"""Reading the control-flow steps: ``choose`` (one branch by probability, or by the value of a
+request's trace attribute), ``switch`` (a
 change of class by probability), ``repeat`` (the
 same steps N times, N fixed or random), ``all`` (different branches at once, joined by all
 or by a quorum) and the ``calls:`` mean on a ``call`` step.
@@ -15,9 +16,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from simstack.errors import ModelError
-from simstack.lang.distributions import parse_count_distribution
+from simstack.lang.distributions import parse_count_distribution, parse_distribution
+from simstack.lang.samplers import Attribute
 from simstack.lang.schema import located
-from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, Repeat, Step, Switch
+from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, KeyedChoose, Repeat, Step, Switch
+from simstack.lang.units import parse_time
 
 if TYPE_CHECKING:
     from simstack.load.steps.requests import StepReader
@@ -29,6 +32,8 @@ def read_choose(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: 
     reader._allowed(raw, "choose", path, ())
     spec = raw["choose"]
     where = f"{path}.choose"
+    if isinstance(spec, Mapping):
+        return _read_keyed(reader, spec, guard, where)
     if not isinstance(spec, list) or not spec:
         raise ModelError(f"expected a list of branches such as [{{p: 0.3, steps: [...]}}, {{p: 0.7, steps: "
                          f"[...]}}], got {spec!r}", path=where)
@@ -48,6 +53,55 @@ def read_choose(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: 
         shown = " + ".join(f"{b.p:g}" for b in branches)
         raise ModelError(f"branch probabilities must sum to 1, got {shown} = {total:.12g}", path=where)
     return Choose(guard, tuple(branches))
+
+
+KEYED = ("by", "cases", "otherwise")
+
+
+def _read_keyed(reader: StepReader, spec: Mapping[str, Any], guard: Guard, where: str) -> KeyedChoose:
+    """``choose: {by: attribute(kind), cases: [{value: 1, steps: [...]}, ...], otherwise: [...]}``: the branch
+    of the request's own value of a trace column (a class code per row); without ``otherwise`` a
+    value not listed stops the run, naming the step."""
+    unknown = sorted(set(spec) - set(KEYED))
+    if unknown or "by" not in spec or "cases" not in spec:
+        raise ModelError(f"a choose by a request's attribute is {{by: attribute(COLUMN), cases: [{{value: NUMBER, "
+                         f"steps: [...]}}, ...], otherwise: [...]}}, got {spec!r}",
+                         path=f"{where}.{unknown[0]}" if unknown else where)
+    try:
+        by = parse_distribution(spec["by"], parse_time)
+    except ModelError as exc:
+        raise exc.at(path=f"{where}.by") from None
+    if not isinstance(by, Attribute):
+        raise ModelError(f"expected attribute(COLUMN), a trace column each request carries, got {spec['by']!r}",
+                         path=f"{where}.by")
+    cases = spec["cases"]
+    if not isinstance(cases, list) or not cases:
+        raise ModelError(f"expected a list of cases such as [{{value: 1, steps: [...]}}, {{value: 2, steps: "
+                         f"[...]}}], got {cases!r}", path=f"{where}.cases")
+    keys: list[float | None] = []
+    bodies = []
+    for index, case in enumerate(cases):
+        at = f"{where}.cases[{index}]"
+        if not isinstance(case, Mapping) or "value" not in case or set(case) - {"value", "steps"}:
+            raise ModelError(f"a case is a mapping {{value: NUMBER, steps: [...]}}, got {case!r}", path=at)
+        key = _key(case["value"], f"{at}.value")
+        if key in keys:
+            raise ModelError(f"the value {key:g} has a case already", path=f"{at}.value")
+        keys.append(key)
+        bodies.append(_body(reader, case.get("steps"), f"{at}.steps"))
+    if "otherwise" in spec:
+        keys.append(None)
+        bodies.append(_body(reader, spec["otherwise"], f"{where}.otherwise"))
+    return KeyedChoose(guard, tuple(Branch(1 / len(bodies), body) for body in bodies), by, tuple(keys))
+
+
+def _key(raw: object, path: str) -> float:
+    """A case's value: a number >= 0, as a trace attribute is (a class code)."""
+    value = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise ModelError(f"expected a number >= 0 (a trace attribute is a number: a class code), got {raw!r}; a "
+                         "column of names is routed with one trace workload per name (select:)", path=path)
+    return value
 
 
 def read_switch(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Switch:

@@ -109,6 +109,10 @@ class _Builder:
 
     # -- chains ---------------------------------------------------------------------------
     def workloads(self) -> None:
+        for host in self.spec.hosts.values():
+            if host.cores_schedule is not None:
+                self.refuse(f"hosts.{host.name}.cores", "cores that follow a schedule (solve its smallest or "
+                            "largest number of cores as a constant for a bound)")
         if self.spec.environment is not None:  # no one set of rates to solve for
             self.refuse("environment", "operating modes that switch the rates at random (solve each mode's rates "
                         "as a model of its own; environment.stationary() gives each mode's share of time)")

@@ -114,7 +114,7 @@ def compare_series(study: Study, spec: SeriesSpec, run: Any) -> SeriesComparison
     else:
         found = windows_of(result)
         if not found:
-            raise ModelError("the run's load follows no schedule or trace, so it has no windows of its own; "
+            raise ModelError("neither the run's load nor its capacity follows time, so it has no windows of its own; "
                              "give window: (e.g. 60s)", file=str(study.path), path=f"{spec.path}.window")
         windows = found
     table = compare(per_replication(result.requests, windows, result.replications, spec.request, spec.measure),
