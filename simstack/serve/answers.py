@@ -17,6 +17,7 @@ import pandas as pd
 
 from simstack.lang.spec import ModelSpec
 from simstack.load.precedence import calibrated_parameters, load_chosen, run_settings
+from simstack.serve.figures import comparison_figures
 from simstack.serve.workloads import is_workload_key, load_with_workloads
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.compare import compare
@@ -76,22 +77,34 @@ def simulation_settings(spec: ModelSpec, replications: int, horizon: float | Non
     return {**chosen, "record_steps": False, "progress": False, "record": "full", "jobs": jobs}
 
 
+@dataclass(frozen=True)
+class Precise:
+    """The precise answer: the paired tables, the settings they ran with, the figures drawn from
+    them (``serve.figures``) and a line per run that lost requests."""
+
+    requests: pd.DataFrame
+    resources: pd.DataFrame
+    settings: dict[str, Any]
+    figures: list[Any]
+    losses: list[str]
+
+
 PRECISION_MOST = 200  # replications of each side at most, when a precision target decides their number
 
 
 def precise(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool], replications: int,
             horizon: float | None, precision: float | None = None, scenario: str | None = None,
             report: Callable[[str], None] | None = None,
-            jobs: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+            jobs: int = 1) -> Precise:
     """The setting against the model on common random numbers (``studies.compare``): its
-    ``requests`` and ``resources`` tables and the settings they ran with. With ``precision``
+    ``requests`` and ``resources`` tables, the settings they ran with and their figures. With ``precision``
     (``sim.precision.relative``) replications are added in rounds until every request class's
     mean latency change is known within that share (at most ``PRECISION_MOST``). ``report``
     hears "k of n replications done" as each one ends. The model as it is is the baseline;
     ``scenario`` is the setting's (as a what-if's scenario is on the command line)."""
     before = load_setting(model_file, {}, {})
     after = load_setting(model_file, parameters, flags, scenario)
-    settings = simulation_settings(before, replications, horizon, jobs)
+    settings = {**simulation_settings(before, replications, horizon, jobs), "record_steps": True}  # where time goes
     target = None if precision is None else precision_from({"relative": precision,
                                                              "max_replications": PRECISION_MOST})
     done = [0]
@@ -105,7 +118,8 @@ def precise(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str,
     chosen = {**settings, "replications": comparison.replications}
     if comparison.stopped is not None:
         chosen["stopped"] = comparison.stopped.stopped  # "precision" when met, else the limit that ended it
-    return comparison.requests, comparison.resources, chosen
+    figures, losses = comparison_figures(comparison)
+    return Precise(comparison.requests, comparison.resources, chosen, figures, losses)
 
 
 def progress_line(done: int, planned: int | None) -> str:
@@ -139,5 +153,5 @@ def paired_rows(requests: pd.DataFrame, resources: pd.DataFrame) -> tuple[list[s
     return header, rows
 
 
-__all__ = ["Instant", "PRECISION_MOST", "SETTING_NAME", "beside", "figure", "instant", "load_setting", "paired_rows",
-           "precise", "progress_line", "simulation_settings"]
+__all__ = ["Instant", "PRECISION_MOST", "Precise", "SETTING_NAME", "beside", "figure", "instant", "load_setting",
+           "paired_rows", "precise", "progress_line", "simulation_settings"]

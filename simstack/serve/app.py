@@ -9,7 +9,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import Response, request
 
 from simstack.engine.parallel import Backend
@@ -243,7 +243,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications{met}, 95 % intervals",
                               id="sim-done"),
                     html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
-                              table(header, rows)], id="precise-table"), no_update)
+                              *[html.P(line, className="loss", style={"color": "#b00"}) for line in state.losses],
+                              html.Div(table(header, rows), id="precise-table"),
+                              html.Div([dcc.Graph(figure=f, className="precise-figure") for f in state.figures],
+                                       id="precise-figures")]), no_update)
         if state.status in ("failed", "cancelled"):
             return html.Span(state.message, id=f"sim-{state.status}"), no_update, no_update
         return no_update, no_update, no_update

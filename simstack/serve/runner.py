@@ -12,7 +12,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,8 @@ class State:
     result: Any = None  # a sweep's answer (``serve.sweep.Swept``)
     progress: str = ""  # the worker's last progress line: "3 of 10 replications done"
     run: int = 0  # which launch of the page this state is of (the page shows each end once)
+    figures: list[Any] = field(default_factory=list)  # the precise answer's figures (``serve.figures``)
+    losses: list[str] = field(default_factory=list)  # a line per run of it that lost requests
 
 
 def _job(kind: str) -> Callable[..., Any]:
@@ -150,8 +152,8 @@ class Runner:
     def _finish(self, outcome: str, payload: Any, elapsed: float) -> None:
         key, kind, run = self._state.key, self._state.kind, self._state.run
         if outcome == "done" and kind == "compare":
-            requests, resources, settings = payload
-            self._state = State("done", key, elapsed, requests, resources, settings, kind=kind, run=run)
+            self._state = State("done", key, elapsed, payload.requests, payload.resources, payload.settings,
+                                kind=kind, run=run, figures=payload.figures, losses=payload.losses)
         elif outcome == "done":
             self._state = State("done", key, elapsed, kind=kind, result=payload, run=run)
         else:

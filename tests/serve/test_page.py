@@ -66,6 +66,16 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.locator("#sim-done").wait_for(timeout=60000)
     shown = page.locator("#precise-table").inner_text()
     assert "mean_ms" in shown and "throughput_per_s" in shown and "utilisation_%" in shown
+    figures = page.locator("#precise-figures .js-plotly-plot")  # the figures, drawn on the page itself
+    figures.nth(4).locator(".ytitle").wait_for(timeout=10000)
+    texts = "els => els.map(e => e.textContent)"  # SVG text has no innerText
+    titles = page.locator("#precise-figures .gtitle").evaluate_all(texts)
+    axes = page.locator("#precise-figures .ytitle").evaluate_all(texts)
+    assert titles[:4] == ["latency percentiles", "throughput", "losses: failed requests",
+                          "utilisation of the busy resources"] and "Where the time of trim goes" in titles
+    assert axes[:4] == ["latency (ms), 95% CI", "throughput (1/s), 95% CI", "failed requests (%), 95% CI",
+                        "utilisation (%), 95% CI"] and "mean time per request (ms)" in axes
+    shoot(page, "pipeline_precise_figures")  # type: ignore[operator]
 
     page.fill("#whatif-name", "from_page")
     page.click("#save")
