@@ -41,11 +41,11 @@ from simstack.tables.answer_spec import METRICS
 
 
 def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
-          backend: Backend | None = None) -> tuple[Dash, Runner]:
+          backend: Backend | None = None, jobs: int = 1) -> tuple[Dash, Runner]:
     """The app of one model (or of its load error) and its simulation runner (its replications
-    on ``backend``: None, one at a time in the runner's worker; a ``RayCluster``, as Ray tasks)."""
+    on ``backend``: None, ``jobs`` at once in the runner's worker; a ``RayCluster``, as Ray tasks)."""
     app = Dash(__name__, title="simstack serve", update_title="")
-    runner = Runner(backend)
+    runner = Runner(backend, jobs)
     if token is not None:
         _require_token(app, token)
     if spec is None or spec.file is None:

@@ -54,14 +54,16 @@ def _job(kind: str) -> Callable[..., Any]:
     return precise
 
 
-def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None) -> None:
+def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None, jobs: int = 1) -> None:
     """The worker process: the job's answer, or the error's one line; progress lines before it.
-    On a ``backend`` (a running Ray cluster) the replications run as its tasks, as many at once as
-    it has CPUs; cancelling ends this driver, and Ray drops its tasks."""
+    Without a ``backend`` the replications run ``jobs`` at once in worker processes of this one
+    (``Processes``: they end with it when cancelled). On a ``backend`` (a running Ray cluster)
+    they run as its tasks, as many at once as it has CPUs; cancelling ends this driver, and Ray
+    drops its tasks."""
     try:
         report = lambda line: conn.send(("progress", line))  # noqa: E731 - sent from this process only
         if backend is None:
-            answer = _job(kind)(*args, report=report)
+            answer = _job(kind)(*args, report=report, jobs=jobs)
         else:
             with using(backend):
                 cpus = getattr(backend, "cpus", None)
@@ -78,10 +80,12 @@ def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend |
 class Runner:
     """The one background simulation of a page (module docstring)."""
 
-    def __init__(self, backend: Backend | None = None) -> None:
-        """``backend``: where the replications run (None: in the worker itself, one at a time;
-        ``RayCluster``: as Ray tasks, ``simstack serve backend=ray``)."""
+    def __init__(self, backend: Backend | None = None, jobs: int = 1) -> None:
+        """``backend``: where the replications run (None: in the worker, ``jobs`` at once, in
+        processes of its own past one, ``simstack serve jobs=N``; ``RayCluster``: as Ray tasks,
+        ``simstack serve backend=ray``)."""
         self.backend = backend
+        self.jobs = jobs
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
@@ -111,12 +115,16 @@ class Runner:
             self._stop()
             context = multiprocessing.get_context("spawn")  # the server's threads are not copied
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_work, args=(send, kind, args, self.backend), daemon=True)
+            # a daemonic process may not start processes: the worker of jobs > 1 is not one, and
+            # its pool's processes end with it (``parallel._die_with_parent``)
+            process = context.Process(target=_work, args=(send, kind, args, self.backend, self.jobs),
+                                      daemon=self.jobs == 1)
             process.start()
             send.close()
             self._process, self._conn, self._started = process, receive, time.monotonic()
             self._runs += 1
-            where = f" on {self.backend.name}" if self.backend is not None else ""
+            where = (f" on {self.backend.name}" if self.backend is not None
+                     else f", {self.jobs} at once" if self.jobs > 1 else "")
             self._state = State("running", key, detail=detail + where, kind=kind, run=self._runs)
 
     def cancel(self, unless: str | None = None) -> None:
