@@ -29,7 +29,7 @@ from simstack.serve.controls import (
     save_whatif,
     scenario_of,
     scenario_setting,
-    whatif_setting,
+    whatif_choice,
 )
 from simstack.serve.export import export_report, report_html
 from simstack.serve.layout import FLAG, PARAM, SLIDER, error_page, frame_table, layout, swept_part, table
@@ -87,10 +87,12 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                 if trigger == "whatif":
                     if not whatif:
                         return unchanged
-                    chosen = whatif_setting(controls, model_dir, whatif)
-                else:
-                    chosen = (scenario_setting(controls, model_file, scenario) if scenario
-                              else default_setting(controls))
+                    chosen, named = whatif_choice(controls, model_file, whatif, scenario)
+                    # the controls show the whole setting: the what-if's scenario is chosen with it
+                    return (address(query(controls, chosen), named), *shown(chosen),
+                            named if named != scenario else no_update)
+                chosen = (scenario_setting(controls, model_file, scenario) if scenario
+                          else default_setting(controls))
             except SimstackError:  # the what-if's message is its note (whatif_note); a scenario's, the answer's
                 return unchanged
             return (address(query(controls, chosen), scenario), *shown(chosen), no_update)
@@ -257,6 +259,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         if not whatif:
             return ""
         try:
+            whatif_choice(controls, model_file, whatif, None)  # its scenario too is the model's
             return read_what_if(model_dir, whatif).doc
         except SimstackError as exc:
             return f"cannot use this what-if: {exc}"

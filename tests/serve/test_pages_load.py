@@ -69,9 +69,18 @@ def test_a_scenario_chosen_sets_the_controls_the_address_and_the_answer(tmp_path
     shutil.copytree(MODELS / "pipeline", model)
     with (model / "model.yaml").open("a") as out:
         out.write("\nscenarios:\n  rush: {doc: the evening rush, parameters: {consoles: 20}, flags: {cache: true}}\n")
+    (model / "whatif" / "late.yaml").write_text("scenario: rush\nparameters: {workers: 16}\n")
     page, errors = watched(browser)
-    page.goto(serve(model))  # type: ignore[operator]
+    url = serve(model)  # type: ignore[operator]
+    page.goto(url)
     chains = page.locator("#instant-chains")
+    chains.wait_for(timeout=20000)
+    page.click("#whatif")  # a what-if that names a scenario: the controls show the whole setting
+    page.get_by_text("late", exact=True).click()
+    page.wait_for_function("() => location.search.includes('scenario=rush')", timeout=10000)
+    assert page.input_value("input[id*='workers']") == "16" and page.input_value("input[id*='consoles']") == "20"
+    assert page.is_checked("input[type=checkbox]") and "rush" in page.inner_text("#scenario")
+    page.goto(url)
     chains.wait_for(timeout=20000)
     before = chains.inner_text()
     page.click("#scenario")
