@@ -60,13 +60,24 @@ def instant(spec: ModelSpec) -> Instant:
 
 
 def beside(model: Instant | None, setting: Instant) -> pd.DataFrame:
-    """The setting's streams with the model's own figures beside them (``... (model)``)."""
+    """The setting's streams with the model's own figures beside them (``... (model)``, ``...
+    (setting)``: a column without its side was read as the model's)."""
     if model is None:
         return setting.chains
     keys = ["workload", "request"]
-    merged = setting.chains.merge(model.chains, on=keys, how="left", suffixes=("", " (model)"))
-    order = [c for name in ("throughput_per_s", "response_ms") for c in (f"{name} (model)", name)]
+    merged = setting.chains.merge(model.chains, on=keys, how="left", suffixes=(" (setting)", " (model)"))
+    order = [f"{name} ({side})" for name in ("throughput_per_s", "response_ms") for side in ("model", "setting")]
     return merged[[*keys, *order]]
+
+
+def horizon_refusal(spec: ModelSpec, horizon: float | None) -> str | None:
+    """Why the page's horizon (s) cannot run the model, in the page's words (the model's warm-up
+    is left out of every figure, so a horizon within it records nothing); None when it can."""
+    warmup = run_settings(spec.settings).get("warmup")
+    if horizon is None or not isinstance(warmup, float | int) or horizon > warmup:
+        return None
+    return (f"the horizon ({horizon:g} s) must be longer than the model's warm-up ({warmup:g} s), which every "
+            f"figure leaves out: enter more than {warmup:g} s")
 
 
 def simulation_settings(spec: ModelSpec, replications: int, horizon: float | None, jobs: int = 1) -> dict[str, Any]:
@@ -153,5 +164,5 @@ def paired_rows(requests: pd.DataFrame, resources: pd.DataFrame) -> tuple[list[s
     return header, rows
 
 
-__all__ = ["Instant", "PRECISION_MOST", "Precise", "SETTING_NAME", "beside", "figure", "instant", "load_setting",
-           "paired_rows", "precise", "progress_line", "simulation_settings"]
+__all__ = ["Instant", "PRECISION_MOST", "Precise", "SETTING_NAME", "beside", "figure", "horizon_refusal", "instant",
+           "load_setting", "paired_rows", "precise", "progress_line", "simulation_settings"]

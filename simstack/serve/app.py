@@ -138,7 +138,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         """The model's own approximate answer, once; None where the solver cannot answer it."""
         if "model" not in solved:
             try:
-                solved["model"] = answers.instant(spec)
+                # loaded as the setting is (over the calibrated values), so an unchanged page shows
+                # the same figures on both sides
+                solved["model"] = answers.instant(answers.load_setting(model_file, {}, {}))
             except SimstackError:
                 solved["model"] = None
         return solved["model"]
@@ -149,6 +151,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                   State("scenario", "value"), prevent_initial_call=True)
     def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
                  precision: Any, scenario: str | None) -> Any:
+        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        if refused:
+            return html.Span(refused, id="sim-refused")
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
         runner.start(address(query(controls, setting), scenario), model_file, params, flags,
@@ -197,6 +202,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
             return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
                              "set", id="sweep-refused")
+        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        if refused:
+            return html.Span(refused, id="sweep-refused")
         setting = setting_of(given, ticks)
         try:
             swept = sweep_values(chosen, float(low), float(high), int(n))
@@ -217,20 +225,39 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         return "running..."
 
     @app.callback(Output("progress", "children"), Output("precise", "children"), Output("sweep-out", "children"),
-                  Output("shown-run", "data"), Input("poll", "n_intervals"), State("shown-run", "data"))
-    def poll(_: int | None, shown_run: str | None) -> tuple[Any, ...]:
+                  Output("shown-run", "data"), Output("answered", "data"), Input("poll", "n_intervals"),
+                  State("shown-run", "data"), State("answered", "data"))
+    def poll(_: int | None, shown_run: str | None, answered: dict[str, str] | None) -> tuple[Any, ...]:
         """The running job's progress; a finished one's answer once per page (the page keeps
-        which end it showed, so an answer whose response the browser dropped comes again)."""
+        which end it showed, so an answer whose response the browser dropped comes again) and
+        the setting each shown answer is of."""
         state = runner.state()
         if state.status == "running":
             return (html.Span(f"running for {state.elapsed:.0f} s: {state.detail}"
                               + (f"; {state.progress}" if state.progress else ""), id="sim-running"),
-                    no_update, no_update, no_update)
+                    no_update, no_update, no_update, no_update)
         end = f"{state.run}:{state.status}"
         if state.status == "idle" or shown_run == end:
-            return no_update, no_update, no_update, no_update
+            return no_update, no_update, no_update, no_update, no_update
         parts = ended(state)
-        return (*parts, end)
+        of = {**(answered or {}), state.kind: state.key} if state.status == "done" else no_update
+        return (*parts, end, of)
+
+    @app.callback(Output("precise-stale", "children"), Output("sweep-stale", "children"), Input("url", "search"),
+                  Input("answered", "data"))
+    def stale(search: str | None, answered: dict[str, str] | None) -> tuple[str, str]:
+        """An answer shown of another setting than the controls' says so: never a stale figure
+        taken for the current one."""
+        now = (read_query(controls, search), scenario_of(controls, search))
+
+        def note(kind: str, button: str) -> str:
+            key = (answered or {}).get(kind)
+            if key is None or (read_query(controls, key), scenario_of(controls, key)) == now:
+                return ""
+            return (f"this answer is of the setting {key or '(the model as it is)'}; the controls have changed "
+                    f"since: press {button} for theirs")
+
+        return note("compare", "simulate"), note("sweep", "sweep")
 
     def ended(state: JobState) -> tuple[Any, Any, Any]:
         """The progress line and the answer of a job that ended."""

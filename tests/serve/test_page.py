@@ -76,6 +76,11 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     assert axes[:4] == ["latency (ms), 95% CI", "throughput (1/s), 95% CI", "failed requests (%), 95% CI",
                         "utilisation (%), 95% CI"] and "mean time per request (ms)" in axes
     shoot(page, "pipeline_precise_figures")  # type: ignore[operator]
+    assert page.inner_text("#precise-stale") == ""
+    page.fill("input[id*='consoles']", "25")  # the answer shown is now of another setting: it says so
+    page.locator("#precise-stale", has_text="the controls have changed since").wait_for(timeout=10000)
+    page.fill("input[id*='consoles']", "24")
+    page.wait_for_function("() => document.querySelector('#precise-stale').innerText === ''", timeout=10000)
 
     page.fill("#whatif-name", "from_page")
     page.click("#save")
