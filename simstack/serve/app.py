@@ -272,7 +272,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications{met}, 95 % intervals",
                               id="sim-done"),
                     html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
-                              *[html.P(line, className="loss", style={"color": "#b00"}) for line in state.losses],
+                              *([html.P(line, className="loss", style={"color": "#b00"}) for line in state.losses]
+                                or [html.P("losses: none (no request failed and no arrival was dropped, in either "
+                                           "run)", className="loss")]),
                               html.Div(table(header, rows), id="precise-table"),
                               html.Div([dcc.Graph(figure=f, className="precise-figure") for f in state.figures],
                                        id="precise-figures")]), no_update)

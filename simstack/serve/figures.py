@@ -1,10 +1,11 @@
 """The precise answer's figures on the page: the paired comparison drawn as the reports draw it.
 
-Latency percentiles, throughput, failed requests (losses) per request class and utilisation
-per busy resource are the comparison's before/after values with their 95 % intervals
+Latency percentiles, throughput, failed requests (losses, where any failed) per request
+class and utilisation per busy resource are the comparison's before/after values with their 95 % intervals
 (``serve.export.before_after_figure``, the reports' error bars), each axis in the statistic's
 words and unit. Where the time goes is the reports' own stages figure
-(``report.stages.build``), fed the two runs of the comparison instead of a study's runs. The
+(``report.stages.build``), fed the two runs of the comparison instead of a study's runs, for
+the first request classes that take time. The
 figures are made in the simulation's worker (the runs stay there) and reach the page whole.
 """
 
@@ -54,13 +55,17 @@ def comparison_figures(comparison: Comparison) -> tuple[list[go.Figure], list[st
     reports' loss note, as text)."""
     requests, resources = comparison.requests, comparison.resources
     figures = [before_after_figure(requests, ["mean_ms", "p95_ms", "p99_ms"], "latency percentiles"),
-               before_after_figure(requests, ["throughput_per_s"], "throughput"),
-               before_after_figure(requests, ["failed_%"], "losses: failed requests")]
+               before_after_figure(requests, ["throughput_per_s"], "throughput")]
+    failed = requests[requests["statistic"] == "failed_%"]
+    if (failed[["before", "after"]].fillna(0) != 0).any(axis=None):  # all zero: the page says none in words
+        figures.append(before_after_figure(requests, ["failed_%"], "losses: failed requests"))
     busy = resources[(resources["before"] != 0) | (resources["after"] != 0)]
     if not busy.empty:
         figures.append(before_after_figure(busy, ["utilisation_%"], "utilisation of the busy resources",
                                            what="resource"))
-    for request in pd.unique(requests["request"])[:MOST_STAGES]:
+    means = requests[requests["statistic"] == "mean_ms"]
+    timed = means[(means[["before", "after"]].fillna(0) != 0).any(axis=1)]["request"]  # not a mere marker
+    for request in pd.unique(timed)[:MOST_STAGES]:
         try:
             figures.append(where_time_goes(comparison, str(request)))
         except (SimstackError, KeyError, ValueError):  # no recorded step of this class: its bars say enough

@@ -52,9 +52,10 @@ def test_the_precise_answer_has_the_reports_figures_with_units(compared: tuple) 
     axes = {name: f.layout.yaxis.title.text for name, f in titles.items()}
     assert axes["latency percentiles"] == "latency (ms), 95% CI"
     assert axes["throughput"] == "throughput (1/s), 95% CI"
-    assert axes["losses: failed requests"] == "failed requests (%), 95% CI"
+    assert "losses: failed requests" not in axes and answer.losses == []  # none failed: said in words on the page
     assert axes["utilisation of the busy resources"] == "utilisation (%), 95% CI"
     assert axes["Where the time of trim goes"] == "mean time per request (ms)"  # the reports' stages figure
+    assert "Where the time of write_audit goes" in axes
     bars = titles["latency percentiles"].data
     assert [b.name for b in bars] == ["before", "after"] and "trim: p95" in bars[0].x
     trim = requests[(requests["request"] == "trim") & (requests["statistic"] == "p95_ms")].iloc[0]
@@ -62,3 +63,15 @@ def test_the_precise_answer_has_the_reports_figures_with_units(compared: tuple) 
     assert bars[1].y[at] == trim["after"] and bars[1].error_y.array[at] == trim["after_high"] - trim["after"]
     used = resources[(resources["statistic"] == "utilisation_%") & (resources["after"] > 0)]
     assert set(used["resource"]) <= set(titles["utilisation of the busy resources"].data[0].x)
+
+
+def test_losses_are_a_figure_and_a_line_when_requests_fail() -> None:
+    answer = precise(MODELS / "pipeline" / "model.yaml", {"consoles": 48}, {}, 2, 6.0)  # the audit queue overflows
+    lost = next(f for f in answer.figures if f.layout.title.text == "losses: failed requests")
+    assert lost.layout.yaxis.title.text == "failed requests (%), 95% CI"
+    requests = answer.requests
+    failed = requests[(requests["request"] == "write_audit") & (requests["statistic"] == "failed_%")]
+    at = list(lost.data[1].x).index("write_audit")
+    assert lost.data[1].y[at] == failed["after"].iloc[0] > 0
+    assert answer.losses == [line for line in answer.losses if line.startswith("Losses in 'the setting': ")] != []
+    assert "queue full: audit" in answer.losses[0] and "<" not in answer.losses[0]  # the reports' note, as text
