@@ -179,15 +179,16 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         runner.cancel()
         return "cancelled"
 
-    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-unit", "children"),
-                  Input("sweep-control", "value"), Input("sweep-metric", "value"), prevent_initial_call=True)
-    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, str]:
-        """A chosen control's suggested range; the condition's unit (ms, %, /s)."""
+    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-range-unit", "children"),
+                  Output("sweep-unit", "children"), Input("sweep-control", "value"), Input("sweep-metric", "value"),
+                  prevent_initial_call=True)
+    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, Any, str]:
+        """A chosen control's suggested range in its unit; the condition's unit (ms, %, /s)."""
         unit = f" {METRICS[metric][3]}" if metric in METRICS else ""
         chosen = next((c for c in controls.numbers if c.name == name), None)
         if ctx.triggered_id != "sweep-control" or chosen is None:
-            return no_update, no_update, unit
-        return chosen.low, chosen.high, unit
+            return no_update, no_update, no_update, unit
+        return chosen.low, chosen.high, f" {chosen.unit}" if chosen.unit else "", unit
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("sweep", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),

@@ -127,6 +127,7 @@ def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
                                                   style={"width": "6em"}),
                   html.Label(" to "), dcc.Input(id="sweep-to", type="number", value=first.high if first else None,
                                                 style={"width": "6em"}),
+                  html.Span(f" {first.unit}" if first and first.unit else "", id="sweep-range-unit"),
                   html.Label(" points "), dcc.Input(id="sweep-points", type="number", value=5, min=2,
                                                     max=MOST_POINTS, step=1, style={"width": "4em"})]),
         html.Div([html.Label("capacity: the largest value with "),
@@ -135,7 +136,7 @@ def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
                   dcc.Dropdown(id="sweep-metric", options=list(METRICS), value="p95", clearable=False,
                                style={**inline, "width": "8em"}),
                   html.Label(" at most "), dcc.Input(id="sweep-at-most", type="number", placeholder="no condition",
-                                                     style={"width": "8em"}),
+                                                     style={"width": "10em"}),
                   html.Span(" ms", id="sweep-unit"),
                   html.Button("sweep", id="sweep", style={"marginLeft": "1em"})], style={"marginTop": "4px"}),
         html.P(id="sweep-stale", className="stale", style=_STALE), html.Div(id="sweep-out")]
