@@ -128,6 +128,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
                              html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
+        except Exception as exc:  # noqa: BLE001 - a fault of the solver is a line, never a stale answer left shown
+            return html.Div([html.P(f"the solver failed on this setting ({type(exc).__name__}: {exc}): a fault of "
+                                    "simstack, please report it", id="instant-error", className="refused"),
+                             html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
                          html.Div(frame_table(answers.beside(model_answer(), answer)), id="instant-chains"),
                          html.P("busiest stations (approximate)"), frame_table(answer.stations.head(8))])
@@ -141,7 +145,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                 # loaded as the setting is (over the calibrated values), so an unchanged page shows
                 # the same figures on both sides
                 solved["model"] = answers.instant(answers.load_setting(model_file, {}, {}))
-            except SimstackError:
+            except Exception:  # noqa: BLE001 - the setting's own answer says why; the model's column is left out
                 solved["model"] = None
         return solved["model"]
 

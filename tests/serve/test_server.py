@@ -128,3 +128,27 @@ def test_jobs_is_at_most_the_machines_cores() -> None:
             parse(["model=pipeline", f"jobs={bad}"])
     with pytest.raises(ConfigError, match="jobs= goes with backend=processes"):
         parse(["model=pipeline", "jobs=1", "backend=ray", "ray_address=h:1"])
+
+
+def test_a_fault_of_the_solver_is_a_line_on_the_page_not_a_stale_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simstack.serve import answers
+    from simstack.serve.controls import derive
+
+    spec = load_model("pipeline")
+    controls = derive(spec)
+    app, _ = build(spec)
+
+    def fault(_: object) -> None:
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(answers, "instant", fault)
+    body = {"output": "instant.children", "outputs": {"id": "instant", "property": "children"},
+            "inputs": [[{"id": {"type": "param", "name": c.name}, "property": "value", "value": c.value}
+                        for c in controls.numbers],
+                       [{"id": {"type": "flag", "name": f}, "property": "value", "value": []} for f in controls.flags],
+                       {"id": "scenario", "property": "value", "value": None}],
+            "changedPropIds": ["scenario.value"], "state": []}
+    answer = app.server.test_client().post("/_dash-update-component", json=body)
+    assert answer.status_code == 200  # not a 500 that leaves the last answer on the page
+    text = answer.get_data(as_text=True)
+    assert "the solver failed on this setting (RuntimeError: solver exploded)" in text and "Traceback" not in text
