@@ -1,11 +1,13 @@
-"""``simstack serve model=NAME [host=127.0.0.1] [port=0] [backend=ray [ray_address=HOST:PORT]]``:
+"""``simstack serve model=NAME [host=127.0.0.1] [port=0] [jobs=N | backend=ray ray_address=HOST:PORT]``:
 the what-if page of a model.
 
 Binds 127.0.0.1 unless told otherwise; bound to another interface, the printed address holds
 a random token that every request must carry. A model that does not load is served as a page
 with its one-line error (and the line is printed), so the person at the browser sees why.
-``backend=ray ray_address=HOST:PORT`` runs the page's simulations' replications as tasks of
-that running Ray cluster, as ``backend=ray`` does for a study.
+``jobs=N`` runs a simulation's replications N at once in worker processes (at most the
+machine's cores: anyone at the page may start a run, so it asks no more of the machine than a
+file may); ``backend=ray ray_address=HOST:PORT`` runs them as tasks of that running Ray
+cluster, as ``backend=ray`` does for a study.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import secrets
 import sys
 from typing import Any
 
+from simstack.engine.parallel import machine_cores
 from simstack.errors import ConfigError, SimstackError
 
-KEYS = ("model", "host", "port", "models_dir", "backend", "ray_address")
+KEYS = ("model", "host", "port", "models_dir", "backend", "ray_address", "jobs")
 LOOPBACK = ("localhost",)
 
 
@@ -40,6 +43,13 @@ def parse(args: list[str]) -> dict[str, str]:
         raise ConfigError(f"simstack serve: backend= expects processes or ray, got {out['backend']!r}")
     if "ray_address" in out and out.get("backend") != "ray":
         raise ConfigError("simstack serve: ray_address= goes with backend=ray")
+    if "jobs" in out:
+        cores = machine_cores()
+        if not out["jobs"].isdigit() or not 1 <= int(out["jobs"]) <= cores:
+            raise ConfigError(f"simstack serve: jobs= expects a whole number from 1 to {cores} (the cores this "
+                              f"machine gives simstack), got {out['jobs']!r}")
+        if out.get("backend") == "ray":
+            raise ConfigError("simstack serve: jobs= goes with backend=processes (on ray the cluster's CPUs decide)")
     if out.get("backend") == "ray" and not out.get("ray_address"):
         # A Ray started for each run (the page's runs are stopped at any click) would leave its
         # agents behind when stopped: the page uses a cluster that outlives its runs.
@@ -97,7 +107,7 @@ def main(args: list[str]) -> int:
     except SimstackError as exc:
         spec, error = None, str(exc)
         print(f"simstack: error: {exc} (the page shows it)", file=sys.stderr)
-    app, runner = build(spec, error, token, backend)
+    app, runner = build(spec, error, token, backend, int(chosen.get("jobs", "1")))
     try:
         server = make_server(host, int(chosen.get("port", "0")), app.server, threaded=True)
     except OSError as exc:

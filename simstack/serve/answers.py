@@ -17,6 +17,7 @@ import pandas as pd
 
 from simstack.lang.spec import ModelSpec
 from simstack.load.precedence import calibrated_parameters, load_chosen, run_settings
+from simstack.serve.figures import comparison_figures
 from simstack.serve.workloads import is_workload_key, load_with_workloads
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.compare import compare
@@ -59,13 +60,24 @@ def instant(spec: ModelSpec) -> Instant:
 
 
 def beside(model: Instant | None, setting: Instant) -> pd.DataFrame:
-    """The setting's streams with the model's own figures beside them (``... (model)``)."""
+    """The setting's streams with the model's own figures beside them (``... (model)``, ``...
+    (setting)``: a column without its side was read as the model's)."""
     if model is None:
         return setting.chains
     keys = ["workload", "request"]
-    merged = setting.chains.merge(model.chains, on=keys, how="left", suffixes=("", " (model)"))
-    order = [c for name in ("throughput_per_s", "response_ms") for c in (f"{name} (model)", name)]
+    merged = setting.chains.merge(model.chains, on=keys, how="left", suffixes=(" (setting)", " (model)"))
+    order = [f"{name} ({side})" for name in ("throughput_per_s", "response_ms") for side in ("model", "setting")]
     return merged[[*keys, *order]]
+
+
+def horizon_refusal(spec: ModelSpec, horizon: float | None) -> str | None:
+    """Why the page's horizon (s) cannot run the model, in the page's words (the model's warm-up
+    is left out of every figure, so a horizon within it records nothing); None when it can."""
+    warmup = run_settings(spec.settings).get("warmup")
+    if horizon is None or not isinstance(warmup, float | int) or horizon > warmup:
+        return None
+    return (f"the horizon ({horizon:g} s) must be longer than the model's warm-up ({warmup:g} s), which every "
+            f"figure leaves out: enter more than {warmup:g} s")
 
 
 def simulation_settings(spec: ModelSpec, replications: int, horizon: float | None, jobs: int = 1) -> dict[str, Any]:
@@ -76,22 +88,34 @@ def simulation_settings(spec: ModelSpec, replications: int, horizon: float | Non
     return {**chosen, "record_steps": False, "progress": False, "record": "full", "jobs": jobs}
 
 
+@dataclass(frozen=True)
+class Precise:
+    """The precise answer: the paired tables, the settings they ran with, the figures drawn from
+    them (``serve.figures``) and a line per run that lost requests."""
+
+    requests: pd.DataFrame
+    resources: pd.DataFrame
+    settings: dict[str, Any]
+    figures: list[Any]
+    losses: list[str]
+
+
 PRECISION_MOST = 200  # replications of each side at most, when a precision target decides their number
 
 
 def precise(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str, bool], replications: int,
             horizon: float | None, precision: float | None = None, scenario: str | None = None,
             report: Callable[[str], None] | None = None,
-            jobs: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+            jobs: int = 1) -> Precise:
     """The setting against the model on common random numbers (``studies.compare``): its
-    ``requests`` and ``resources`` tables and the settings they ran with. With ``precision``
+    ``requests`` and ``resources`` tables, the settings they ran with and their figures. With ``precision``
     (``sim.precision.relative``) replications are added in rounds until every request class's
     mean latency change is known within that share (at most ``PRECISION_MOST``). ``report``
     hears "k of n replications done" as each one ends. The model as it is is the baseline;
     ``scenario`` is the setting's (as a what-if's scenario is on the command line)."""
     before = load_setting(model_file, {}, {})
     after = load_setting(model_file, parameters, flags, scenario)
-    settings = simulation_settings(before, replications, horizon, jobs)
+    settings = {**simulation_settings(before, replications, horizon, jobs), "record_steps": True}  # where time goes
     target = None if precision is None else precision_from({"relative": precision,
                                                              "max_replications": PRECISION_MOST})
     done = [0]
@@ -105,7 +129,8 @@ def precise(model_file: Path, parameters: Mapping[str, Any], flags: Mapping[str,
     chosen = {**settings, "replications": comparison.replications}
     if comparison.stopped is not None:
         chosen["stopped"] = comparison.stopped.stopped  # "precision" when met, else the limit that ended it
-    return comparison.requests, comparison.resources, chosen
+    figures, losses = comparison_figures(comparison)
+    return Precise(comparison.requests, comparison.resources, chosen, figures, losses)
 
 
 def progress_line(done: int, planned: int | None) -> str:
@@ -139,5 +164,5 @@ def paired_rows(requests: pd.DataFrame, resources: pd.DataFrame) -> tuple[list[s
     return header, rows
 
 
-__all__ = ["Instant", "PRECISION_MOST", "SETTING_NAME", "beside", "figure", "instant", "load_setting", "paired_rows",
-           "precise", "progress_line", "simulation_settings"]
+__all__ = ["Instant", "PRECISION_MOST", "Precise", "SETTING_NAME", "beside", "figure", "horizon_refusal", "instant",
+           "load_setting", "paired_rows", "precise", "progress_line", "simulation_settings"]

@@ -9,7 +9,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import Response, request
 
 from simstack.engine.parallel import Backend
@@ -29,7 +29,7 @@ from simstack.serve.controls import (
     save_whatif,
     scenario_of,
     scenario_setting,
-    whatif_setting,
+    whatif_choice,
 )
 from simstack.serve.export import export_report, report_html
 from simstack.serve.layout import FLAG, PARAM, SLIDER, error_page, frame_table, layout, swept_part, table
@@ -41,11 +41,11 @@ from simstack.tables.answer_spec import METRICS
 
 
 def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
-          backend: Backend | None = None) -> tuple[Dash, Runner]:
+          backend: Backend | None = None, jobs: int = 1) -> tuple[Dash, Runner]:
     """The app of one model (or of its load error) and its simulation runner (its replications
-    on ``backend``: None, one at a time in the runner's worker; a ``RayCluster``, as Ray tasks)."""
+    on ``backend``: None, ``jobs`` at once in the runner's worker; a ``RayCluster``, as Ray tasks)."""
     app = Dash(__name__, title="simstack serve", update_title="")
-    runner = Runner(backend)
+    runner = Runner(backend, jobs)
     if token is not None:
         _require_token(app, token)
     if spec is None or spec.file is None:
@@ -87,10 +87,12 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                 if trigger == "whatif":
                     if not whatif:
                         return unchanged
-                    chosen = whatif_setting(controls, model_dir, whatif)
-                else:
-                    chosen = (scenario_setting(controls, model_file, scenario) if scenario
-                              else default_setting(controls))
+                    chosen, named = whatif_choice(controls, model_file, whatif, scenario)
+                    # the controls show the whole setting: the what-if's scenario is chosen with it
+                    return (address(query(controls, chosen), named), *shown(chosen),
+                            named if named != scenario else no_update)
+                chosen = (scenario_setting(controls, model_file, scenario) if scenario
+                          else default_setting(controls))
             except SimstackError:  # the what-if's message is its note (whatif_note); a scenario's, the answer's
                 return unchanged
             return (address(query(controls, chosen), scenario), *shown(chosen), no_update)
@@ -126,6 +128,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
                              html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
+        except Exception as exc:  # noqa: BLE001 - a fault of the solver is a line, never a stale answer left shown
+            return html.Div([html.P(f"the solver failed on this setting ({type(exc).__name__}: {exc}): a fault of "
+                                    "simstack, please report it", id="instant-error", className="refused"),
+                             html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
                          html.Div(frame_table(answers.beside(model_answer(), answer)), id="instant-chains"),
                          html.P("busiest stations (approximate)"), frame_table(answer.stations.head(8))])
@@ -136,8 +142,10 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         """The model's own approximate answer, once; None where the solver cannot answer it."""
         if "model" not in solved:
             try:
-                solved["model"] = answers.instant(spec)
-            except SimstackError:
+                # loaded as the setting is (over the calibrated values), so an unchanged page shows
+                # the same figures on both sides
+                solved["model"] = answers.instant(answers.load_setting(model_file, {}, {}))
+            except Exception:  # noqa: BLE001 - the setting's own answer says why; the model's column is left out
                 solved["model"] = None
         return solved["model"]
 
@@ -147,6 +155,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                   State("scenario", "value"), prevent_initial_call=True)
     def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
                  precision: Any, scenario: str | None) -> Any:
+        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        if refused:
+            return html.Span(refused, id="sim-refused")
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
         runner.start(address(query(controls, setting), scenario), model_file, params, flags,
@@ -172,15 +183,16 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         runner.cancel()
         return "cancelled"
 
-    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-unit", "children"),
-                  Input("sweep-control", "value"), Input("sweep-metric", "value"), prevent_initial_call=True)
-    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, str]:
-        """A chosen control's suggested range; the condition's unit (ms, %, /s)."""
+    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-range-unit", "children"),
+                  Output("sweep-unit", "children"), Input("sweep-control", "value"), Input("sweep-metric", "value"),
+                  prevent_initial_call=True)
+    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, Any, str]:
+        """A chosen control's suggested range in its unit; the condition's unit (ms, %, /s)."""
         unit = f" {METRICS[metric][3]}" if metric in METRICS else ""
         chosen = next((c for c in controls.numbers if c.name == name), None)
         if ctx.triggered_id != "sweep-control" or chosen is None:
-            return no_update, no_update, unit
-        return chosen.low, chosen.high, unit
+            return no_update, no_update, no_update, unit
+        return chosen.low, chosen.high, f" {chosen.unit}" if chosen.unit else "", unit
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("sweep", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
@@ -195,6 +207,9 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
             return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
                              "set", id="sweep-refused")
+        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        if refused:
+            return html.Span(refused, id="sweep-refused")
         setting = setting_of(given, ticks)
         try:
             swept = sweep_values(chosen, float(low), float(high), int(n))
@@ -215,20 +230,39 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         return "running..."
 
     @app.callback(Output("progress", "children"), Output("precise", "children"), Output("sweep-out", "children"),
-                  Output("shown-run", "data"), Input("poll", "n_intervals"), State("shown-run", "data"))
-    def poll(_: int | None, shown_run: str | None) -> tuple[Any, ...]:
+                  Output("shown-run", "data"), Output("answered", "data"), Input("poll", "n_intervals"),
+                  State("shown-run", "data"), State("answered", "data"))
+    def poll(_: int | None, shown_run: str | None, answered: dict[str, str] | None) -> tuple[Any, ...]:
         """The running job's progress; a finished one's answer once per page (the page keeps
-        which end it showed, so an answer whose response the browser dropped comes again)."""
+        which end it showed, so an answer whose response the browser dropped comes again) and
+        the setting each shown answer is of."""
         state = runner.state()
         if state.status == "running":
             return (html.Span(f"running for {state.elapsed:.0f} s: {state.detail}"
                               + (f"; {state.progress}" if state.progress else ""), id="sim-running"),
-                    no_update, no_update, no_update)
+                    no_update, no_update, no_update, no_update)
         end = f"{state.run}:{state.status}"
         if state.status == "idle" or shown_run == end:
-            return no_update, no_update, no_update, no_update
+            return no_update, no_update, no_update, no_update, no_update
         parts = ended(state)
-        return (*parts, end)
+        of = {**(answered or {}), state.kind: state.key} if state.status == "done" else no_update
+        return (*parts, end, of)
+
+    @app.callback(Output("precise-stale", "children"), Output("sweep-stale", "children"), Input("url", "search"),
+                  Input("answered", "data"))
+    def stale(search: str | None, answered: dict[str, str] | None) -> tuple[str, str]:
+        """An answer shown of another setting than the controls' says so: never a stale figure
+        taken for the current one."""
+        now = (read_query(controls, search), scenario_of(controls, search))
+
+        def note(kind: str, button: str) -> str:
+            key = (answered or {}).get(kind)
+            if key is None or (read_query(controls, key), scenario_of(controls, key)) == now:
+                return ""
+            return (f"this answer is of the setting {key or '(the model as it is)'}; the controls have changed "
+                    f"since: press {button} for theirs")
+
+        return note("compare", "simulate"), note("sweep", "sweep")
 
     def ended(state: JobState) -> tuple[Any, Any, Any]:
         """The progress line and the answer of a job that ended."""
@@ -243,7 +277,12 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications{met}, 95 % intervals",
                               id="sim-done"),
                     html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
-                              table(header, rows)], id="precise-table"), no_update)
+                              *([html.P(line, className="loss", style={"color": "#b00"}) for line in state.losses]
+                                or [html.P("losses: none (no request failed and no arrival was dropped, in either "
+                                           "run)", className="loss")]),
+                              html.Div(table(header, rows), id="precise-table"),
+                              html.Div([dcc.Graph(figure=f, className="precise-figure") for f in state.figures],
+                                       id="precise-figures")]), no_update)
         if state.status in ("failed", "cancelled"):
             return html.Span(state.message, id=f"sim-{state.status}"), no_update, no_update
         return no_update, no_update, no_update
@@ -254,6 +293,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         if not whatif:
             return ""
         try:
+            whatif_choice(controls, model_file, whatif, None)  # its scenario too is the model's
             return read_what_if(model_dir, whatif).doc
         except SimstackError as exc:
             return f"cannot use this what-if: {exc}"

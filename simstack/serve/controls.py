@@ -261,10 +261,11 @@ def read_what_if(model_dir: Path, name: str) -> WhatIf:
     return read_whatif(inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif"))
 
 
-def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
-    """The setting a what-if of the model's folder stands for: the model's values, then its own."""
+def whatif_setting(controls: Controls, model_dir: Path, name: str, base: Setting | None = None) -> Setting:
+    """The setting a what-if of the model's folder stands for: the model's values (or ``base``),
+    then its own."""
     whatif = read_what_if(model_dir, name)
-    params, flags = default_setting(controls)
+    params, flags = (dict(base[0]), dict(base[1])) if base is not None else default_setting(controls)
     for key, value in whatif.parameters.items():
         if key in params:
             c = next(c for c in controls.numbers if c.name == key)
@@ -273,6 +274,16 @@ def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
         if key in flags:
             flags[key] = on
     return params, flags
+
+
+def whatif_choice(controls: Controls, model_file: Path, name: str, scenario: str | None) -> tuple[Setting, str | None]:
+    """A what-if chosen on the page: the whole setting it stands for and its scenario. A what-if
+    that names a scenario is that scenario's values, then its own (as ``simstack model=M
+    whatif=W`` runs it), and the scenario becomes the page's; one that names none applies to the
+    scenario chosen now (``scenario``), whose values it starts from."""
+    chosen = read_what_if(model_file.parent, name).scenario or scenario
+    base = scenario_setting(controls, model_file, chosen) if chosen else None
+    return whatif_setting(controls, model_file.parent, name, base), chosen
 
 
 def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting, doc: str = "",
@@ -312,4 +323,4 @@ def write_new(model_dir: Path, folder: str, file_name: str, kind: str, text: str
 
 __all__ = ["Control", "Controls", "Setting", "address", "control", "default_setting", "derive", "overrides", "query",
            "read_query", "read_what_if", "save_whatif", "scenario_of", "scenario_setting", "split_value",
-           "whatif_setting", "write_new"]
+           "whatif_choice", "whatif_setting", "write_new"]

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from simstack.errors import ModelError
-from simstack.report.common import error_bars
+from simstack.report.common import colour, error_bars, value_title
 from simstack.report.page import Table, heading, page
 from simstack.serve.controls import WHATIF_NAME, write_new
 
@@ -27,15 +27,30 @@ _SHOWN = ["statistic", "before", "after", "difference", "difference_low", "diffe
           "ratio_low", "ratio_high"]
 
 
-def before_after_figure(requests: pd.DataFrame, statistic: str = "mean_ms") -> go.Figure:
-    """Per request class, the statistic before and after with each side's 95 % interval."""
-    rows = requests[requests["statistic"] == statistic]
+# A statistic of the comparison as the reports name it: the quantity, which of it, its unit.
+WORDS = {"mean_ms": ("latency", "mean", "ms"), "p95_ms": ("latency", "p95", "ms"), "p99_ms": ("latency", "p99", "ms"),
+         "throughput_per_s": ("throughput", "", "1/s"), "failed_%": ("failed requests", "", "%"),
+         "utilisation_%": ("utilisation", "", "%"), "mean_queue": ("mean queue", "", "requests")}
+
+
+def before_after_figure(table: pd.DataFrame, statistics: list[str] | None = None, title: str = "",
+                        what: str = "request") -> go.Figure:
+    """Per request class (or resource, ``what``) and statistic, the value before and after
+    with each side's 95 % interval; the value axis in the statistics' words and unit."""
+    statistics = statistics or ["mean_ms"]
+    rows = table[table["statistic"].isin(statistics)].copy()
+    rows["order"] = rows["statistic"].map(statistics.index)
+    rows = rows.sort_values([what, "order"], kind="stable")
+    which = rows["statistic"].map(lambda s: WORDS.get(s, (s, "", ""))[1])
+    x = [f"{name}: {w}" if w else name for name, w in zip(rows[what].astype(str), which, strict=True)]
+    quantity, _, unit = WORDS.get(statistics[0], (statistics[0], "", ""))
     fig = go.Figure()
-    for side in ("before", "after"):
-        fig.add_bar(x=rows["request"].astype(str).tolist(), y=rows[side].tolist(), name=side,
+    for i, side in enumerate(("before", "after")):
+        fig.add_bar(x=x, y=rows[side].tolist(), name=side, marker={"color": colour(i)},
                     error_y=error_bars(rows[side].tolist(), rows[f"{side}_low"].tolist(),
                                        rows[f"{side}_high"].tolist()))
-    fig.update_layout(barmode="group", yaxis_title=f"{statistic} (95 % interval)", xaxis_title="request class")
+    fig.update_layout(barmode="group", title=title or None, yaxis_title=f"{value_title(quantity, unit)}, 95% CI",
+                      xaxis_title="request class" if what == "request" else what)
     return fig
 
 
@@ -49,7 +64,7 @@ def report_html(model: str, key: str, requests: pd.DataFrame, resources: pd.Data
         runs += f", stopped by {settings['stopped']}"
     busy = resources[(resources["before"] != 0) | (resources["after"] != 0)]
     parts: list[Any] = [heading("the setting"), changed if len(changed) else "<p>(the model as it is)</p>",
-                        heading("mean latency before and after"), before_after_figure(requests),
+                        heading("mean latency before and after"), before_after_figure(requests, ["mean_ms"]),
                         Table(requests[["request", *_SHOWN]], "per request class"),
                         Table(busy[["resource", *_SHOWN]], "per busy resource")]
     return page(f"{model}: the page's setting against the model", parts,
@@ -64,4 +79,4 @@ def export_report(model_dir: Path, name: str, text: str) -> Path:
     return write_new(model_dir, FOLDER, f"{name}.html", "page", text, f"report {name!r}")
 
 
-__all__ = ["FOLDER", "before_after_figure", "export_report", "report_html"]
+__all__ = ["FOLDER", "WORDS", "before_after_figure", "export_report", "report_html"]

@@ -20,6 +20,7 @@ from simstack.serve.sweep import MOST_POINTS, Swept, points_table
 from simstack.tables.answer_spec import METRICS
 
 PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
+_STALE = {"color": "#b00"}
 _CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
 
 
@@ -93,13 +94,14 @@ def layout(spec: ModelSpec, controls: Controls) -> html.Div:
                                                           step=1, style={"width": "5em"}),
                   html.Label(" horizon (s) "), dcc.Input(id="horizon", type="number", min=0.1,
                                                           value=_seconds(horizon), style={"width": "6em"}),
+                  html.Small(_warmup_words(spec), id="warmup", style={"color": "#555"}),
                   html.Label(" precision target (%) "),
                   dcc.Input(id="precision", type="number", min=0.1, max=99, placeholder="none",
                             style={"width": "6em"}),
                   html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
                   html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
-        html.Div(id="progress"), html.Div(id="precise"),
-        dcc.Interval(id="poll", interval=500), dcc.Store(id="shown-run"),
+        html.Div(id="progress"), html.P(id="precise-stale", className="stale", style=_STALE), html.Div(id="precise"),
+        dcc.Interval(id="poll", interval=500), dcc.Store(id="shown-run"), dcc.Store(id="answered"),
         *sweep_controls(spec, controls),
         html.H3("export report (the last simulation's comparison, as a static HTML page)"),
         html.Div([dcc.Input(id="report-name", type="text", placeholder="name"),
@@ -125,6 +127,7 @@ def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
                                                   style={"width": "6em"}),
                   html.Label(" to "), dcc.Input(id="sweep-to", type="number", value=first.high if first else None,
                                                 style={"width": "6em"}),
+                  html.Span(f" {first.unit}" if first and first.unit else "", id="sweep-range-unit"),
                   html.Label(" points "), dcc.Input(id="sweep-points", type="number", value=5, min=2,
                                                     max=MOST_POINTS, step=1, style={"width": "4em"})]),
         html.Div([html.Label("capacity: the largest value with "),
@@ -133,10 +136,20 @@ def sweep_controls(spec: ModelSpec, controls: Controls) -> list[Any]:
                   dcc.Dropdown(id="sweep-metric", options=list(METRICS), value="p95", clearable=False,
                                style={**inline, "width": "8em"}),
                   html.Label(" at most "), dcc.Input(id="sweep-at-most", type="number", placeholder="no condition",
-                                                     style={"width": "8em"}),
+                                                     style={"width": "10em"}),
                   html.Span(" ms", id="sweep-unit"),
                   html.Button("sweep", id="sweep", style={"marginLeft": "1em"})], style={"marginTop": "4px"}),
-        html.Div(id="sweep-out")]
+        html.P(id="sweep-stale", className="stale", style=_STALE), html.Div(id="sweep-out")]
+
+
+def _warmup_words(spec: ModelSpec) -> str:
+    """What the horizon holds: the model's warm-up, left out of every figure."""
+    warmup = spec.settings.get("warmup")
+    if warmup is None:
+        return " (no warm-up)"
+    seconds = _seconds(warmup)
+    return f" (the first {seconds:g} s are the model's warm-up, left out)" if seconds is not None else \
+        f" (warm-up: {warmup})"
 
 
 def _seconds(horizon: object) -> float | None:

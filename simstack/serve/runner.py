@@ -12,7 +12,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,8 @@ class State:
     result: Any = None  # a sweep's answer (``serve.sweep.Swept``)
     progress: str = ""  # the worker's last progress line: "3 of 10 replications done"
     run: int = 0  # which launch of the page this state is of (the page shows each end once)
+    figures: list[Any] = field(default_factory=list)  # the precise answer's figures (``serve.figures``)
+    losses: list[str] = field(default_factory=list)  # a line per run of it that lost requests
 
 
 def _job(kind: str) -> Callable[..., Any]:
@@ -52,14 +54,16 @@ def _job(kind: str) -> Callable[..., Any]:
     return precise
 
 
-def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None) -> None:
+def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None, jobs: int = 1) -> None:
     """The worker process: the job's answer, or the error's one line; progress lines before it.
-    On a ``backend`` (a running Ray cluster) the replications run as its tasks, as many at once as
-    it has CPUs; cancelling ends this driver, and Ray drops its tasks."""
+    Without a ``backend`` the replications run ``jobs`` at once in worker processes of this one
+    (``Processes``: they end with it when cancelled). On a ``backend`` (a running Ray cluster)
+    they run as its tasks, as many at once as it has CPUs; cancelling ends this driver, and Ray
+    drops its tasks."""
     try:
         report = lambda line: conn.send(("progress", line))  # noqa: E731 - sent from this process only
         if backend is None:
-            answer = _job(kind)(*args, report=report)
+            answer = _job(kind)(*args, report=report, jobs=jobs)
         else:
             with using(backend):
                 cpus = getattr(backend, "cpus", None)
@@ -76,10 +80,12 @@ def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend |
 class Runner:
     """The one background simulation of a page (module docstring)."""
 
-    def __init__(self, backend: Backend | None = None) -> None:
-        """``backend``: where the replications run (None: in the worker itself, one at a time;
-        ``RayCluster``: as Ray tasks, ``simstack serve backend=ray``)."""
+    def __init__(self, backend: Backend | None = None, jobs: int = 1) -> None:
+        """``backend``: where the replications run (None: in the worker, ``jobs`` at once, in
+        processes of its own past one, ``simstack serve jobs=N``; ``RayCluster``: as Ray tasks,
+        ``simstack serve backend=ray``)."""
         self.backend = backend
+        self.jobs = jobs
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
@@ -109,12 +115,16 @@ class Runner:
             self._stop()
             context = multiprocessing.get_context("spawn")  # the server's threads are not copied
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_work, args=(send, kind, args, self.backend), daemon=True)
+            # a daemonic process may not start processes: the worker of jobs > 1 is not one, and
+            # its pool's processes end with it (``parallel._die_with_parent``)
+            process = context.Process(target=_work, args=(send, kind, args, self.backend, self.jobs),
+                                      daemon=self.jobs == 1)
             process.start()
             send.close()
             self._process, self._conn, self._started = process, receive, time.monotonic()
             self._runs += 1
-            where = f" on {self.backend.name}" if self.backend is not None else ""
+            where = (f" on {self.backend.name}" if self.backend is not None
+                     else f", {self.jobs} at once" if self.jobs > 1 else "")
             self._state = State("running", key, detail=detail + where, kind=kind, run=self._runs)
 
     def cancel(self, unless: str | None = None) -> None:
@@ -150,8 +160,8 @@ class Runner:
     def _finish(self, outcome: str, payload: Any, elapsed: float) -> None:
         key, kind, run = self._state.key, self._state.kind, self._state.run
         if outcome == "done" and kind == "compare":
-            requests, resources, settings = payload
-            self._state = State("done", key, elapsed, requests, resources, settings, kind=kind, run=run)
+            self._state = State("done", key, elapsed, payload.requests, payload.resources, payload.settings,
+                                kind=kind, run=run, figures=payload.figures, losses=payload.losses)
         elif outcome == "done":
             self._state = State("done", key, elapsed, kind=kind, result=payload, run=run)
         else:

@@ -66,6 +66,21 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.locator("#sim-done").wait_for(timeout=60000)
     shown = page.locator("#precise-table").inner_text()
     assert "mean_ms" in shown and "throughput_per_s" in shown and "utilisation_%" in shown
+    figures = page.locator("#precise-figures .js-plotly-plot")  # the figures, drawn on the page itself
+    figures.nth(3).locator(".ytitle").wait_for(timeout=10000)
+    texts = "els => els.map(e => e.textContent)"  # SVG text has no innerText
+    titles = page.locator("#precise-figures .gtitle").evaluate_all(texts)
+    axes = page.locator("#precise-figures .ytitle").evaluate_all(texts)
+    assert titles[:3] == ["latency percentiles", "throughput", "utilisation of the busy resources"]
+    assert "Where the time of trim goes" in titles
+    assert axes[:3] == ["latency (ms), 95% CI", "throughput (1/s), 95% CI", "utilisation (%), 95% CI"]
+    assert "mean time per request (ms)" in axes and "losses: none" in page.inner_text("#precise")
+    shoot(page, "pipeline_precise_figures")  # type: ignore[operator]
+    assert page.inner_text("#precise-stale") == ""
+    page.fill("input[id*='consoles']", "25")  # the answer shown is now of another setting: it says so
+    page.locator("#precise-stale", has_text="the controls have changed since").wait_for(timeout=10000)
+    page.fill("input[id*='consoles']", "24")
+    page.wait_for_function("() => document.querySelector('#precise-stale').innerText === ''", timeout=10000)
 
     page.fill("#whatif-name", "from_page")
     page.click("#save")

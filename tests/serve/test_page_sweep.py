@@ -24,6 +24,13 @@ def test_a_sweep_draws_the_curve_and_finds_the_capacity(tmp_path: Path, serve: o
     page, errors = watched(browser)
     page.goto(serve(model))  # type: ignore[operator]
     page.locator("#instant-chains").wait_for(timeout=20000)
+    page.click("#sweep-control")  # a control with a unit: its range in that unit, said beside it
+    page.get_by_role("option", name="app_cpu", exact=True).click()
+    page.locator("#sweep-range-unit", has_text="ms").wait_for(timeout=10000)
+    assert (page.input_value("#sweep-from"), page.input_value("#sweep-to")) == ("1", "20")
+    page.click("#sweep-control")
+    page.get_by_role("option", name="consoles", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#sweep-range-unit').innerText === ''", timeout=10000)
     page.fill("#replications", "2")
     page.fill("#horizon", "10")
     page.fill("#sweep-from", "4")  # consoles, the first control

@@ -41,6 +41,10 @@ def test_an_imported_lqn_models_page_answers_a_moved_workload(tmp_path: Path, se
     page.wait_for_function("() => { const c = document.querySelector('#instant-chains'); return c && c.innerText"
                            ".split('\\n').some(r => r.startsWith('serve\\t') && r.split('\\t')[3] === '0.48'); }",
                            timeout=10000)
+    page.fill("#horizon", "60")  # within the model's warm-up: refused in the page's words, not sim.* keys
+    page.click("#simulate")
+    page.locator("#sim-refused", has_text="longer than the model's warm-up (3300 s)").wait_for(timeout=10000)
+    assert "warm-up" in page.inner_text("#warmup")
     shoot(page, "lqn_pair")  # type: ignore[operator]
     assert not errors, errors
 
@@ -57,6 +61,10 @@ def test_bundled_model_pages_load_with_their_controls(name: str, serve: object, 
     page.locator("#instant-chains, #instant-error").first.wait_for(timeout=30000)
     assert page.locator("input[type=number][id*='param']").count() == len(controls.numbers) > 0
     assert page.locator("input[type=checkbox]").count() == len(controls.flags)
+    rows = [r.split("\t") for r in page.locator("#instant-chains").all_inner_texts()[0].splitlines()[1:]] \
+        if page.locator("#instant-chains").count() else []
+    for row in rows:  # nothing moved yet: the setting's figures are the model's (both over its calibrated values)
+        assert row[2] == row[3] and row[4] == row[5], row
     shoot(page, name)  # type: ignore[operator]
     assert not errors, errors
 
@@ -69,9 +77,18 @@ def test_a_scenario_chosen_sets_the_controls_the_address_and_the_answer(tmp_path
     shutil.copytree(MODELS / "pipeline", model)
     with (model / "model.yaml").open("a") as out:
         out.write("\nscenarios:\n  rush: {doc: the evening rush, parameters: {consoles: 20}, flags: {cache: true}}\n")
+    (model / "whatif" / "late.yaml").write_text("scenario: rush\nparameters: {workers: 16}\n")
     page, errors = watched(browser)
-    page.goto(serve(model))  # type: ignore[operator]
+    url = serve(model)  # type: ignore[operator]
+    page.goto(url)
     chains = page.locator("#instant-chains")
+    chains.wait_for(timeout=20000)
+    page.click("#whatif")  # a what-if that names a scenario: the controls show the whole setting
+    page.get_by_text("late", exact=True).click()
+    page.wait_for_function("() => location.search.includes('scenario=rush')", timeout=10000)
+    assert page.input_value("input[id*='workers']") == "16" and page.input_value("input[id*='consoles']") == "20"
+    assert page.is_checked("input[type=checkbox]") and "rush" in page.inner_text("#scenario")
+    page.goto(url)
     chains.wait_for(timeout=20000)
     before = chains.inner_text()
     page.click("#scenario")

@@ -21,6 +21,7 @@ from simstack.serve.controls import (
     save_whatif,
     scenario_of,
     scenario_setting,
+    whatif_choice,
 )
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -64,3 +65,22 @@ def test_the_scenario_reaches_the_loaded_setting_and_a_saved_whatif(tmp_path: Pa
                        scenario="prototype_32core")
     whatif = read_whatif(path)
     assert whatif.scenario == "prototype_32core" and whatif.parameters["cores"] == 32
+
+
+def test_a_whatif_chosen_brings_its_scenario_and_its_values(tmp_path: Path) -> None:
+    model = tmp_path / "slac_bsa"
+    shutil.copytree(MODELS / "slac_bsa", model)
+    (model / "whatif").mkdir(exist_ok=True)
+    (model / "whatif" / "wide.yaml").write_text("scenario: prototype_32core\nparameters: {worker_threads: 8}\n")
+    (model / "whatif" / "plain.yaml").write_text("parameters: {worker_threads: 8}\n")
+    (model / "whatif" / "elsewhere.yaml").write_text("scenario: nowhere\nparameters: {worker_threads: 8}\n")
+    controls = derive(load_model(model))
+    (params, flags), scenario = whatif_choice(controls, model / "model.yaml", "wide", None)
+    assert scenario == "prototype_32core"  # the page's scenario follows the what-if's
+    assert (params["cores"], params["worker_threads"]) == (32, 8) and flags["prototype"]  # its values, then its own
+    (params, flags), scenario = whatif_choice(controls, model / "model.yaml", "plain", "prototype_32core")
+    assert scenario == "prototype_32core" and (params["cores"], params["worker_threads"]) == (32, 8)
+    (params, _), scenario = whatif_choice(controls, model / "model.yaml", "plain", None)
+    assert scenario is None and params["cores"] == default_setting(controls)[0]["cores"]
+    with pytest.raises(ModelError, match="unknown scenario 'nowhere'"):
+        whatif_choice(controls, model / "model.yaml", "elsewhere", None)

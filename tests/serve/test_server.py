@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("dash")
 
 from simstack.cli.serve import is_loopback, main, parse  # noqa: E402
+from simstack.engine.parallel import machine_cores  # noqa: E402
 from simstack.errors import ConfigError  # noqa: E402
 from simstack.load.loader import load_model  # noqa: E402
 from simstack.serve.app import build  # noqa: E402
@@ -80,3 +81,74 @@ def test_a_failed_run_is_a_line_not_the_servers_end() -> None:
         time.sleep(0.2)
     state = runner.state()
     assert state.status == "failed" and "got 'many'" in state.message
+
+
+def _children(pid: int) -> set[int]:
+    """The processes ``pid`` started (Linux /proc)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found |= {int(c) for c in task.read_text().split()}
+    return found
+
+
+def _running(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" not in status.read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_jobs_runs_the_replications_in_that_many_processes_ended_with_the_run() -> None:
+    runner = Runner(jobs=2)
+    try:
+        runner.start("?consoles=30", MODELS / "pipeline" / "model.yaml", {"consoles": 30}, {}, 50, 3600.0)
+        assert runner.state().detail.endswith(", 2 at once")
+        worker, pool, deadline = runner.process, set(), time.monotonic() + 60
+        assert worker is not None and worker.pid is not None
+        while len(pool) < 2 and time.monotonic() < deadline:
+            pool = _children(worker.pid)
+            time.sleep(0.1)
+        assert len(pool) == 2  # the two worker processes of jobs=2, replications running side by side
+        runner.cancel()
+        deadline = time.monotonic() + 10
+        while any(_running(p) for p in pool) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_running(p) for p in pool)  # ended with the run
+    finally:
+        runner.close()
+
+
+def test_jobs_is_at_most_the_machines_cores() -> None:
+    cores = machine_cores()
+    assert parse(["model=pipeline", f"jobs={cores}"])["jobs"] == str(cores)
+    for bad in ("0", "two", str(cores + 1), "-1"):
+        with pytest.raises(ConfigError, match=f"jobs= expects a whole number from 1 to {cores}"):
+            parse(["model=pipeline", f"jobs={bad}"])
+    with pytest.raises(ConfigError, match="jobs= goes with backend=processes"):
+        parse(["model=pipeline", "jobs=1", "backend=ray", "ray_address=h:1"])
+
+
+def test_a_fault_of_the_solver_is_a_line_on_the_page_not_a_stale_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simstack.serve import answers
+    from simstack.serve.controls import derive
+
+    spec = load_model("pipeline")
+    controls = derive(spec)
+    app, _ = build(spec)
+
+    def fault(_: object) -> None:
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(answers, "instant", fault)
+    body = {"output": "instant.children", "outputs": {"id": "instant", "property": "children"},
+            "inputs": [[{"id": {"type": "param", "name": c.name}, "property": "value", "value": c.value}
+                        for c in controls.numbers],
+                       [{"id": {"type": "flag", "name": f}, "property": "value", "value": []} for f in controls.flags],
+                       {"id": "scenario", "property": "value", "value": None}],
+            "changedPropIds": ["scenario.value"], "state": []}
+    answer = app.server.test_client().post("/_dash-update-component", json=body)
+    assert answer.status_code == 200  # not a 500 that leaves the last answer on the page
+    text = answer.get_data(as_text=True)
+    assert "the solver failed on this setting (RuntimeError: solver exploded)" in text and "Traceback" not in text

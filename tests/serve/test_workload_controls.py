@@ -53,7 +53,7 @@ def test_a_moved_workload_field_reaches_the_instant_answer(imported: Path) -> No
 
 
 def test_a_moved_workload_field_reaches_the_simulation(imported: Path) -> None:
-    requests, _, _ = precise(imported / "model.yaml", {"serve.rate": "0.1/s"}, {}, 2, 6000.0)
+    requests = precise(imported / "model.yaml", {"serve.rate": "0.1/s"}, {}, 2, 6000.0).requests
     served = requests[(requests["request"] == "serve") & requests["statistic"].str.startswith("throughput")]
     row = served.iloc[0]
     assert row["before"] == pytest.approx(0.5, rel=0.2) and row["after"] == pytest.approx(0.1, rel=0.3)
