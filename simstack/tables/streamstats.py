@@ -179,6 +179,22 @@ class SummaryRecorder:
         if len(staged.rows) >= CHUNK:
             staged.flush()
 
+    def extend_ok(self, key: tuple[str, str], latencies: list[float]) -> None:
+        """``request`` for many finished, recorded, ok requests of one (class, workload), in
+        order: the same values folded in the same chunks (the native kernel's bulk hand-over;
+        the caller counts them in ``finished``)."""
+        staged = self.requests.get(key)
+        if staged is None:
+            staged = self.requests[key] = _Staged(1)
+            self.failed[key] = 0
+        i = 0
+        while i < len(latencies):
+            room = CHUNK - len(staged.rows)
+            staged.rows.extend((v,) for v in latencies[i:i + room])
+            i += room
+            if len(staged.rows) >= CHUNK:
+                staged.flush()
+
     def step(self, row: tuple) -> None:
         """As ``Recorder.step``: a ``rows.step_row``, kept until its request ends."""
         req = row[0]
