@@ -55,9 +55,13 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
                 or math.isfinite(s["capacity"]):
             return f"component {c.name!r} is not a plain FIFO server station"
     for wl in spec.workloads.values():
-        if type(wl) not in (OpenWorkload, ClosedWorkload) or getattr(wl, "schedule", None) is not None:
+        if type(wl) is OpenWorkload and wl.schedule is None:
+            dist = wl.interarrival
+        elif type(wl) is ClosedWorkload:
+            dist = wl.think
+        else:
             return f"workload {wl.name!r} is not a stationary open or closed one"
-        if not _plain(wl.interarrival if isinstance(wl, OpenWorkload) else wl.think):
+        if not _plain(dist):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
         why = _steps_why(spec, req.body)

@@ -3,6 +3,10 @@ computes for the station networks it covers; a model outside them runs on SimPy,
 
 from __future__ import annotations
 
+import shutil
+import sysconfig
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -10,7 +14,7 @@ import simstack
 from simstack.engine import kernel, native
 from simstack.load.loader import build_spec
 
-needs_native = pytest.mark.skipif(bool(native.MISSING), reason="native kernel not built here")
+needs_native = pytest.mark.skipif(bool(native.MISSING or kernel.unusable()), reason="native kernel not built here")
 
 EXP = "exp({})"
 MODELS = {
@@ -90,5 +94,25 @@ def test_version_names_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(kernel.ENV, "simpy")
     assert kernel.describe() == "kernel: SimPy (SIMSTACK_KERNEL=simpy)"
     monkeypatch.setenv(kernel.ENV, "")
-    assert kernel.describe() == ("kernel: native for station networks, SimPy otherwise" if kernel.built()
-                                 else "kernel: SimPy (native kernel not built)")
+    why = kernel.unusable()
+    assert kernel.describe() == (f"kernel: SimPy ({why})" if why else
+                                 "kernel: native for station networks, SimPy otherwise")
+
+
+def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build hook compiles ``_native.c`` beside it, or gives the one-line reason it cannot."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "hatch_build.py").is_file():
+        pytest.skip("needs the source tree")
+    monkeypatch.syspath_prepend(str(root))
+    import hatch_build
+    (tmp_path / "simstack" / "engine").mkdir(parents=True)
+    shutil.copy(kernel.SOURCE, tmp_path / hatch_build.NATIVE)
+    missing = str(tmp_path / "no-such-cc")
+    monkeypatch.setenv("CC", missing)
+    assert hatch_build.build_native(tmp_path) == f"no C compiler ({missing!r} not found) at install"
+    monkeypatch.delenv("CC")
+    if shutil.which(sysconfig.get_config_var("CC").split()[0]) is None:
+        pytest.skip("no C compiler here")
+    assert hatch_build.build_native(tmp_path) is None
+    assert list((tmp_path / "simstack" / "engine").glob("_native.*.so"))
