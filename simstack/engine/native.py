@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from typing import Any
 
 import numpy as np
@@ -223,30 +224,34 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     return now, events, bool(dry)
 
 
+def _by_first(pair: np.ndarray, m: int) -> list[int]:
+    """The distinct values of ``pair`` (each < ``m``: few) in order of first appearance."""
+    present = np.flatnonzero(np.bincount(pair, minlength=m))
+    if len(present) == 1:
+        return [int(present[0])]
+    return [int(p) for _, p in sorted((int(np.argmax(pair == p)), p) for p in present)]
+
+
 def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], workloads: list[str]) -> None:
     """The finished requests, in completion order, into the recorder (as ``Request.finish``)."""
-    ids = np.frombuffer(cols[0], dtype=np.int64)
     cls = np.frombuffer(cols[1], dtype=np.int32)
     wl = np.frombuffer(cols[2], dtype=np.int32)
-    items = np.frombuffer(cols[3], dtype=np.int64)
     start = np.frombuffer(cols[4], dtype=np.float64)
     end = np.frombuffer(cols[5], dtype=np.float64)
-    n = len(ids)
+    n = len(cls)
     if not n:
         return
-    pair = cls.astype(np.int64) * len(workloads) + wl
+    single = len(classes) == 1 and len(workloads) == 1  # the pair of every request: no need to look
+    pair = np.zeros(n, dtype=np.int64) if single else cls.astype(np.int64) * len(workloads) + wl
     if isinstance(rec, SummaryRecorder):  # keys made in order of the first recorded request
         rec.finished += n
         keep = start >= rec.warmup
-        kept = pair[keep]
-        _, first = np.unique(kept, return_index=True)
         latency = end - start
-        for p in (int(kept[i]) for i in np.sort(first)):
+        for p in _by_first(pair[keep], len(classes) * len(workloads)):
             key = (classes[p // len(workloads)], workloads[p % len(workloads)])
             rec.extend_ok(key, latency[keep & (pair == p)].tolist())
         return
-    _, first = np.unique(pair, return_index=True)
-    order = [int(pair[i]) for i in np.sort(first)]  # (class, workload) pairs by first completion
+    order = [0] if single else _by_first(pair, len(classes) * len(workloads))
     columns = rec.requests
     columns.flush()
     code = columns.names.__getitem__
@@ -254,19 +259,21 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         code(classes[p // len(workloads)])
         code(workloads[p % len(workloads)])
         code("")
-    cls_code = np.array([code(c) for c in classes], dtype=np.int32)[cls]
-    wl_code = np.array([code(w) for w in workloads], dtype=np.int32)[wl]
     b = columns.buffers  # id, parent, request, workload, item, warmup, start, end, ok, reason
-    b[0].frombytes(ids.tobytes())
-    b[1].frombytes(np.full(n, -1, dtype=np.int64).tobytes())
-    b[2].frombytes(cls_code.tobytes())
-    b[3].frombytes(wl_code.tobytes())
-    b[4].frombytes(items.tobytes())
+    b[0].frombytes(cols[0])
+    b[1].extend(array("q", [-1]) * n)
+    if single:
+        b[2].extend(array("i", [code(classes[0])]) * n)
+        b[3].extend(array("i", [code(workloads[0])]) * n)
+    else:
+        b[2].frombytes(np.array([code(c) for c in classes], dtype=np.int32)[cls].tobytes())
+        b[3].frombytes(np.array([code(w) for w in workloads], dtype=np.int32)[wl].tobytes())
+    b[4].frombytes(cols[3])
     b[5].frombytes(bytes(n))
-    b[6].frombytes(start.tobytes())
-    b[7].frombytes(end.tobytes())
+    b[6].frombytes(cols[4])
+    b[7].frombytes(cols[5])
     b[8].frombytes(b"\x01" * n)
-    b[9].frombytes(np.full(n, code(""), dtype=np.int32).tobytes())
+    b[9].extend(array("i", [code("")]) * n)
     columns.flushed += n
 
 
