@@ -21,8 +21,8 @@ on each of its kernels: the SimPy kernel (``simstack``, forced with ``SIMSTACK_K
 compiled or pure as installed, ``SIMSTACK_HOTPATH=pure`` for pure) and the native one
 (``native``, simstack.engine.native), each twice: recording a row per request (``record=full``,
 its memory per request is reported) and keeping streaming statistics only (``-summary``). The
-table gives wall and CPU seconds, completions per wall and per CPU second and each engine's CPU time over LDES's and over the C++ loop's. CPU
-time is the fair measure on a shared machine: simstack's is its process's around the run,
+table gives wall and CPU seconds, completions per wall and per CPU second and each engine's
+CPU time over LDES's and over the C++ loop's. CPU time is the fair measure on a shared machine: simstack's is its process's around the run,
 LDES's that of the native process it runs in (start-up, reading the model and writing the
 result included), the C++ loop's its own.
 
