@@ -16,15 +16,15 @@ completions (``--completions``), one replication on one core, each run a fresh p
 A completion is the end of a service at any station (a think time included). simstack and the
 C++ loop run ``completions / stations visited`` customers or cycles; LDES runs ``completions``
 of its own events (``samples``), every one of them counted as a completion, which can only
-favour LDES. Every engine's mean response is checked against the closed form. simstack runs
-on each of its kernels: the SimPy kernel (``simstack``, forced with ``SIMSTACK_KERNEL=simpy``;
+favour LDES. Every engine's mean response is checked against the closed form. simstack runs on
+each of its kernels: the SimPy kernel (``simstack``, forced with ``SIMSTACK_KERNEL=simpy``;
 compiled or pure as installed, ``SIMSTACK_HOTPATH=pure`` for pure) and the native one
 (``native``, simstack.engine.native), each twice: recording a row per request (``record=full``,
 its memory per request is reported) and keeping streaming statistics only (``-summary``). The
-table gives wall and CPU seconds, completions per wall and per CPU second and each engine's
-CPU time over LDES's and over the C++ loop's. CPU time is the fair measure on a shared machine: simstack's is its process's around the run,
-LDES's that of the native process it runs in (start-up, reading the model and writing the
-result included), the C++ loop's its own.
+table gives wall and CPU seconds, completions per wall and per CPU second and each engine's CPU
+time over LDES's and over the C++ loop's. CPU time is the fair measure on a shared machine:
+simstack's is its process's around the run, LDES's that of the native process it runs in (start-
+up, reading the model and writing the result included), the C++ loop's its own.
 
 Two facility models (``--facilities``): the wall time of their whole ``simstack check`` on one
 core (``jobs=1``), the figure a native kernel is to cut by three (no peer can run them).
