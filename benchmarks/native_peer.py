@@ -23,8 +23,8 @@ compiled or pure as installed, ``SIMSTACK_HOTPATH=pure`` for pure) and the nativ
 its memory per request is reported) and keeping streaming statistics only (``-summary``). The
 table gives wall and CPU seconds, completions per wall and per CPU second and each engine's CPU
 time over LDES's and over the C++ loop's. CPU time is the fair measure on a shared machine:
-simstack's is its process's around the run, LDES's that of the native process it runs in (start-
-up, reading the model and writing the result included), the C++ loop's its own.
+simstack's is its process's around the run, LDES's that of the native process it runs in
+(start-up, reading the model and writing the result included), the C++ loop's its own.
 
 Two facility models (``--facilities``): the wall time of their whole ``simstack check`` on one
 core (``jobs=1``), the figure a native kernel is to cut by three (no peer can run them).
