@@ -67,7 +67,7 @@ def build_native(root: Path) -> str | None:
         return f"no C compiler ({command!r} not found) at install"
     flags = [] if os.name == "nt" else ["-O2", "-ffp-contract=off"]
     with tempfile.TemporaryDirectory(prefix="simstack-native-") as temp:
-        Path(temp, "setup.py").write_text(NATIVE_SETUP.format(source=str(Path(root, NATIVE)), flags=flags),
+        Path(temp, "setup.py").write_text(NATIVE_SETUP.format(source=str(Path(root, NATIVE).resolve()), flags=flags),
                                           encoding="utf-8")
         lib = Path(temp, "lib")
         done = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", str(lib), "--build-temp",

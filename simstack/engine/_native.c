@@ -105,15 +105,31 @@ static int draw(K *k, int32_t s, double *out) {
         PyObject *r = PyObject_CallNoArgs(m->refill);
         if (!r) return -1;
         Py_buffer view;
-        if (PyObject_GetBuffer(r, &view, PyBUF_C_CONTIGUOUS) < 0) { Py_DECREF(r); return -1; }
-        Py_ssize_t n = view.len / (Py_ssize_t)sizeof(double);
-        if (n <= 0) { PyBuffer_Release(&view); Py_DECREF(r); PyErr_SetString(PyExc_ValueError, "empty refill"); return -1; }
+        if (PyObject_GetBuffer(r, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { Py_DECREF(r); return -1; }
+        /* what BlockSampler's tolist() gives, as a double: floats, or whole numbers below 2**53 */
+        char f = view.format ? view.format[view.format[0] == '<' || view.format[0] == '=' ? 1 : 0] : 'B';
+        if (f == '\0') f = 'B';
+        Py_ssize_t n = view.itemsize ? view.len / view.itemsize : 0;
+        if (n <= 0 || !strchr("dflqi?", f) || (f == 'd' && view.itemsize != 8)) {
+            PyBuffer_Release(&view); Py_DECREF(r);
+            PyErr_SetString(PyExc_ValueError, "a refill must give a non-empty array of numbers");
+            return -1;
+        }
         double *b = realloc(m->buf, (size_t)n * sizeof(double));
         if (!b) { PyBuffer_Release(&view); Py_DECREF(r); PyErr_NoMemory(); return -1; }
-        memcpy(b, view.buf, (size_t)n * sizeof(double));
-        m->buf = b; m->n = n; m->i = 0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const char *x = (const char *)view.buf + j * view.itemsize;
+            switch (f) {
+            case 'd': b[j] = *(const double *)x; break;
+            case 'f': b[j] = (double)*(const float *)x; break;
+            case 'i': b[j] = (double)*(const int32_t *)x; break;
+            case '?': b[j] = *(const unsigned char *)x ? 1.0 : 0.0; break;
+            default: b[j] = view.itemsize == 8 ? (double)*(const int64_t *)x : (double)*(const int32_t *)x;
+            }
+        }
         PyBuffer_Release(&view);
         Py_DECREF(r);
+        m->buf = b; m->n = n; m->i = 0;
     }
     *out = m->buf[m->i++];
     return 0;

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -175,10 +176,10 @@ _UNIFORM = _uniform()
 
 
 def _refill(sampler: Any) -> Any:
-    """The next block of a ``BlockSampler``'s stream, as float64 (what its ``tolist`` gives)."""
+    """The next block of a ``BlockSampler``'s stream: ``dist.sample(rng, BLOCK)`` itself (the C
+    loop reads its numbers as doubles, as ``tolist`` and Python's arithmetic would)."""
     from simstack.engine.replication import BLOCK
-    dist, rng = sampler.dist, sampler.rng
-    return lambda: np.ascontiguousarray(dist.sample(rng, BLOCK), dtype=np.float64)
+    return partial(sampler.dist.sample, sampler.rng, BLOCK)
 
 
 def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tuple[float, int, bool]:
@@ -249,7 +250,7 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         latency = end - start
         for p in _by_first(pair[keep], len(classes) * len(workloads)):
             key = (classes[p // len(workloads)], workloads[p % len(workloads)])
-            rec.extend_ok(key, latency[keep & (pair == p)].tolist())
+            rec.extend_ok(key, latency[keep & (pair == p)])
         return
     order = [0] if single else _by_first(pair, len(classes) * len(workloads))
     columns = rec.requests
