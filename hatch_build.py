@@ -19,6 +19,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -31,6 +32,14 @@ except ImportError:  # a build without isolation and without hatch-mypyc: pure P
     from hatchling.builders.hooks.plugin.interface import BuildHookInterface as Base
 
 RECORD = "simstack/_hotpath_build.json"
+# The native event kernel (simstack.engine.native): a plain C extension, built beside its source
+# by setuptools (which hatch-mypyc needs anyway), or left out with a one-line notice.
+NATIVE = "simstack/engine/_native.c"
+NATIVE_BUILT = "simstack/engine/_native.*"
+NATIVE_SETUP = """from setuptools import Extension, setup
+setup(name="simstack-native", ext_modules=[Extension("simstack.engine._native", [{source!r}],
+      extra_compile_args={flags!r})])
+"""
 
 
 def missing_compiler() -> str | None:
@@ -43,6 +52,31 @@ def missing_compiler() -> str | None:
     words = shlex.split(command)
     if not words or shutil.which(words[0]) is None:
         return f"no C compiler ({command!r} not found) at install"
+    return None
+
+
+def build_native(root: Path) -> str | None:
+    """Compile the native kernel into ``simstack/engine`` (a ``.so`` beside ``_native.c``); why
+    not, or ``None`` when built. Floating-point contraction is off so that every operation rounds
+    as Python's does (its results are compared with the SimPy kernel's bit for bit)."""
+    if os.environ.get("SIMSTACK_KERNEL", "") == "simpy":
+        return "SIMSTACK_KERNEL=simpy at install"
+    command = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    words = shlex.split(command)
+    if not words or shutil.which(words[0]) is None:
+        return f"no C compiler ({command!r} not found) at install"
+    flags = [] if os.name == "nt" else ["-O2", "-ffp-contract=off"]
+    with tempfile.TemporaryDirectory(prefix="simstack-native-") as temp:
+        Path(temp, "setup.py").write_text(NATIVE_SETUP.format(source=str(Path(root, NATIVE).resolve()), flags=flags),
+                                          encoding="utf-8")
+        lib = Path(temp, "lib")
+        done = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", str(lib), "--build-temp",
+                               str(Path(temp, "tmp"))], cwd=temp, capture_output=True, text=True)
+        built = sorted(lib.glob("simstack/engine/_native.*"))
+        if done.returncode or not built:
+            lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            return f"native kernel build failed at install: {lines[-1] if lines else done.returncode}"
+        shutil.copy2(built[0], Path(root, "simstack/engine", built[0].name))
     return None
 
 
@@ -64,6 +98,16 @@ class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
                 why = f"mypyc failed at install: {lines[-1] if lines else exc}"
         if why is not None and in_tree:
             self.clean([version])  # no old extension may outlive a pure build in place
+        for old in Path(self.root).glob(NATIVE_BUILT):
+            if old.suffix != ".c":
+                old.unlink()
+        native_why = build_native(Path(self.root))
+        if native_why is None:
+            build_data["artifacts"].append(f"/{NATIVE_BUILT}")
+            build_data["infer_tag"] = True
+            build_data["pure_python"] = False
+        else:
+            print(f"simstack: the SimPy kernel runs every model ({native_why})", file=sys.stderr)
         # The modules the hook list names, in its order: the one list of the hot path, which
         # simstack.resources.hotpath reads back from the record (built or not).
         compilable = [path[:-3].replace("/", ".") for path in self.config.get("include", [])]
@@ -74,6 +118,9 @@ class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
         else:
             print(f"simstack: installing the pure-Python hot path ({why})", file=sys.stderr)
             data = {"build": "pure", "compilable": compilable, "reason": why}
+        # the native kernel's source hash, so a stale build is passed over (simstack.engine.kernel)
+        data["native"] = hashlib.sha256(Path(self.root, NATIVE).read_bytes()).hexdigest() \
+            if native_why is None else {"reason": native_why}
         text = json.dumps(data, indent=1, sort_keys=True) + "\n"
         if in_tree:
             Path(self.root, RECORD).write_text(text, encoding="utf-8")
@@ -96,6 +143,9 @@ class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
                 built.unlink()
         for built in root.glob("*__mypyc.*.so"):
             built.unlink()
+        for built in root.glob(NATIVE_BUILT):
+            if built.suffix != ".c":
+                built.unlink()
         (root / RECORD).unlink(missing_ok=True)
 
 

@@ -16,13 +16,16 @@ completions (``--completions``), one replication on one core, each run a fresh p
 A completion is the end of a service at any station (a think time included). simstack and the
 C++ loop run ``completions / stations visited`` customers or cycles; LDES runs ``completions``
 of its own events (``samples``), every one of them counted as a completion, which can only
-favour LDES. Every engine's mean response is checked against the closed form. simstack runs
-twice: recording a row per request (``record=full``, its memory per request is reported) and
-keeping streaming statistics only (``record=summary``). The table gives wall and CPU seconds,
-completions per CPU second and each engine's CPU time over LDES's and over the C++ loop's. CPU
-time is the fair measure on a shared machine: simstack's is its process's around the run,
+favour LDES. Every engine's mean response is checked against the closed form. simstack runs on
+each of its kernels: the SimPy kernel (``simstack``, forced with ``SIMSTACK_KERNEL=simpy``;
+compiled or pure as installed, ``SIMSTACK_HOTPATH=pure`` for pure) and the native one
+(``native``, simstack.engine.native), each twice: recording a row per request (``record=full``,
+its memory per request is reported) and keeping streaming statistics only (``-summary``). The
+table gives wall and CPU seconds, completions per wall and per CPU second and each engine's CPU
+time over LDES's and over the C++ loop's. CPU time is the fair measure on a shared machine:
+simstack's is its process's around the run (its modules imported before, by a run of ten),
 LDES's that of the native process it runs in (start-up, reading the model and writing the
-result included), the C++ loop's its own.
+result included; LINE's import not), the C++ loop's its own.
 
 Two facility models (``--facilities``): the wall time of their whole ``simstack check`` on one
 core (``jobs=1``), the figure a native kernel is to cut by three (no peer can run them).
@@ -48,6 +51,9 @@ OPEN = {"mm1": (0.8, 1.0, 1), "mm4": (3.2, 1.0, 4)}
 TANDEM_LAM, TANDEM_MU = 1.0, (1.25, 1.5, 2.0, 1.5, 1.25)
 CLIENTS, THINK, CPU, DISK1, DISK2, DISK1_P = 10, 1.0, 0.1, 0.15, 0.2, 0.6
 FACILITIES = ("tango", "gsi_fair")
+# simstack's engines: the kernel each runs on (SIMSTACK_KERNEL) and its record mode
+SIMSTACK = {"simstack": ("simpy", "full"), "simstack-summary": ("simpy", "summary"),
+            "native": ("", "full"), "native-summary": ("", "summary")}
 
 
 def closed_form(model: str) -> float:
@@ -106,8 +112,10 @@ def child(engine: str, model: str, n: int, seed: int) -> dict[str, Any]:
     import simstack
     from simstack.load.loader import build_spec
 
-    record = "summary" if engine == "simstack-summary" else "full"
+    record = SIMSTACK[engine][1]
     spec = build_spec(simstack_doc(model, n), None)
+    # a run of ten first: the engine's modules are imported before the clock starts, as LINE's are
+    simstack.simulate(build_spec(simstack_doc(model, 10), None), seed=seed, record_steps=False, record=record)
     idle = peak_rss_kib()
     started, cpu = time.perf_counter(), time.process_time()
     result = simstack.simulate(spec, seed=seed, record_steps=False, record=record)
@@ -115,6 +123,8 @@ def child(engine: str, model: str, n: int, seed: int) -> dict[str, Any]:
     summary = result.summary()
     completed = int(summary["count"].sum())
     mean = float((summary["mean"] * summary["count"]).sum() / max(completed, 1))
+    if engine.startswith("native") and result.kernel != "native":
+        return {"status": "error", "reason": f"ran on {result.kernel}"}
     return {"engine": engine, "model": model, "status": "ok", "wall_s": wall, "cpu_s": cpu,
             "completed": completed,
             "mean": mean, "idle_kib": idle, "peak_kib": peak_rss_kib()}
@@ -144,10 +154,11 @@ def measure(engine: str, model: str, completions: int, seed: int, cpp: Path | No
         out = run([str(cpp), model, str(n), str(seed)])
         out["completions"] = n * VISITS[model]
         return out
-    out = run([sys.executable, str(Path(__file__).resolve()), "--child", engine, model, str(n), str(seed)])
+    env = {**os.environ, "SIMSTACK_KERNEL": SIMSTACK[engine][0]}
+    out = run([sys.executable, str(Path(__file__).resolve()), "--child", engine, model, str(n), str(seed)], env)
     if out.get("status") == "ok":
         out["completions"] = out["completed"] * VISITS.get(model, 1)
-        if engine == "simstack":
+        if SIMSTACK[engine][1] == "full":
             out["bytes_per_request"] = max(0, out["peak_kib"] - out["idle_kib"]) * 1024 / max(out["completed"], 1)
     return out
 
@@ -159,9 +170,9 @@ def median(values: list[float]) -> float:
 
 
 def table(results: dict[tuple[str, str], list[dict[str, Any]]], engines: list[str], models: list[str]) -> str:
-    lines = ["| model | engine | wall s | CPU s | completions | completions per CPU s | mean s (closed form) "
-             "| CPU x LDES | CPU x C++ | bytes/request |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | engine | wall s | CPU s | completions | completions per wall s | completions per CPU s "
+             "| mean s (closed form) | CPU x LDES | CPU x C++ | bytes/request |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for model in models:
         cpus = {e: median([r["cpu_s"] for r in results[(e, model)] if r.get("status") == "ok"] or [float("nan")])
                 for e in engines}
@@ -169,7 +180,7 @@ def table(results: dict[tuple[str, str], list[dict[str, Any]]], engines: list[st
             runs = [r for r in results[(engine, model)] if r.get("status") == "ok"]
             if not runs:
                 reason = (results[(engine, model)] or [{}])[0].get("reason", "")
-                lines.append(f"| {model} | {engine} | n/a: {reason} | | | | | | | |")
+                lines.append(f"| {model} | {engine} | n/a: {reason} | | | | | | | | |")
                 continue
             wall, cpu = median([r["wall_s"] for r in runs]), cpus[engine]
             done = median([float(r["completions"]) for r in runs])
@@ -179,7 +190,8 @@ def table(results: dict[tuple[str, str], list[dict[str, Any]]], engines: list[st
                      for p in ("ldes", "cpp")}
             per_request = median([r["bytes_per_request"] for r in runs]) if "bytes_per_request" in runs[0] else None
             memory = "" if per_request is None else f"{per_request:.0f}"
-            lines.append(f"| {model} | {engine} | {wall:.3f} | {cpu:.3f} | {done:,.0f} | {done / cpu / 1e6:.2f} M "
+            lines.append(f"| {model} | {engine} | {wall:.3f} | {cpu:.3f} | {done:,.0f} | {done / wall / 1e6:.2f} M "
+                         f"| {done / cpu / 1e6:.2f} M "
                          f"| {mean:.4g}{expected} | {ratio['ldes']} | {ratio['cpp']} | {memory} |")
     return "\n".join(lines)
 
@@ -189,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--completions", type=float, default=1e6, help="service completions per run (default 1e6)")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds, one run each (default 1)")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--engines", default="simstack,simstack-summary,ldes,cpp")
+    parser.add_argument("--engines", default="simstack,simstack-summary,native,native-summary,ldes,cpp")
     parser.add_argument("--facilities", action="store_true", help="also time two facility models under simstack")
-    parser.add_argument("--line-python", type=Path, default=LINE_PYTHON, help="a Python with line-solver installed")
+    parser.add_argument("--line-python", type=Path, default=Path(os.environ.get("LINE_PYTHON", LINE_PYTHON)),
+                        help="a Python with line-solver installed (default $LINE_PYTHON, else .venv-peers)")
     parser.add_argument("--child", nargs=4, metavar=("ENGINE", "MODEL", "N", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -218,8 +218,9 @@ def _main() -> None:
     if sys.argv[1:2] == ["--version"]:  # the version and which build of the hot path runs
         from importlib.metadata import version
 
+        from simstack.engine.kernel import describe as kernel
         from simstack.resources.hotpath import describe
-        print(f"simstack {version('simstack')} ({describe()})")
+        print(f"simstack {version('simstack')} ({describe()}) ({kernel()})")
         return None
     if sys.argv[1:2] in (["import"], ["export"]):  # LQN models in and out (their own argument syntax)
         from simstack.cli.lqn import main as lqn

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from simstack.engine import native
 from simstack.engine.loadtrace import LoadTrace, Trace, parse_trace
 from simstack.engine.parallel import Workers
 from simstack.engine.replication import Replication
@@ -87,6 +88,7 @@ class RunResult:
     # ended (its intervals, replications or final horizon, which limit); None for a fixed run.
     precision: Precision | None = None
     stopped: Stopped | None = None
+    kernel: str = "SimPy"  # the event kernel that ran it: native, or SimPy and why (engine.native)
 
     def table(self, name: str) -> pd.DataFrame:
         """One of ``tables`` by name (``result.table("memory_peaks")``)."""
@@ -227,7 +229,7 @@ def run_result(spec: ModelSpec, seed: int, outcomes: list[Outcome], *, horizon: 
                      requests, steps_frame(parts(full, "steps")), resources_table(resources),
                      deadlines_table(deadline_rows), pd.DataFrame(accounting), blocked=blocked_table(blocked_rows),
                      tables=result_tables(_gathered(o.tables for o in outcomes)),
-                     stats=stats)  # type: ignore[arg-type]
+                     stats=stats, kernel=outcomes[0].kernel if outcomes else "SimPy")  # type: ignore[arg-type]
 
 
 @dataclass
@@ -240,6 +242,7 @@ class Outcome:
     resources: list[dict[str, Any]]
     accounting: dict[str, Any]
     tables: dict[str, list[tuple]]  # rows of the tables kinds and engine features add (result_tables)
+    kernel: str = "SimPy"  # which event kernel ran it (``RunResult.kernel``)
 
 
 class LiveReplication:
@@ -284,18 +287,24 @@ class LiveReplication:
 
     def outcome(self, horizon: float | None) -> Outcome:
         """The replication's raw tables, ended at ``horizon`` (the last ``advance``)."""
-        r, rep, tracer = self.r, self.rep, self.tracer
+        r, tracer = self.r, self.tracer
         end = r.env._now if horizon is None else horizon
         if tracer is not None:
             tracer.sample(end)
-        r.rec.close()
-        sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
-        sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
-        return Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=r.env.peek() == math.inf),
-                       [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
-                       {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
-                        "end_time": end, "events": _events(r.env)},
-                       _gathered(sources))
+        return _outcome(r, end, r.env.peek() == math.inf, tracer)
+
+
+def _outcome(r: Replication, end: float, ran_dry: bool, tracer: LoadTrace | None, kernel: str = "SimPy") -> Outcome:
+    """A replication's raw tables, ended at ``end``."""
+    rep = r.rep
+    r.rec.close()
+    sources = [r.kinds[name].tables(rep, name, runtime) for name, runtime in r.runtimes.items()]
+    sources += [feature.tables() for feature in (r.memory, tracer) if feature is not None]
+    return Outcome(r.rec, r.rec.deadlines, r.blocked(end, ran_dry=ran_dry),
+                   [_summary_row(rep, meter.summary(end)) for meter in _meters(r)],
+                   {"rep": rep, "started": r.started, "finished": len(r.rec), "in_system": r.in_system,
+                    "end_time": end, "events": _events(r.env)},
+                   _gathered(sources), kernel)
 
 
 def _events(env: Any) -> int:
@@ -306,11 +315,25 @@ def _events(env: Any) -> int:
 
 def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, warmup: float | str,
                record_steps: bool, record: str, trace: Trace | None = None) -> Outcome:
-    """One replication, start to tables' raw material."""
+    """One replication, start to tables' raw material: on the native kernel when the model is
+    in its subset (``simstack.engine.native``), else on SimPy, saying why."""
+    why = native.why_not(spec, record_steps=record_steps, trace=trace)
+    if not why:
+        warm = float(warmup) if isinstance(warmup, int | float) else 0.0
+        recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
+        r = Replication(spec, seed, rep, record_steps, recorder)
+        if r.env._queue:  # a host or component that schedules events of its own: SimPy runs them
+            why = "a component schedules its own events"
+        else:
+            now, _events, dry = native.run(r, horizon, warm, _meters(r))
+            # as SimPy's heap, which keeps the marker of a horizon: only a run without one runs dry
+            return _outcome(r, now if horizon is None else horizon, dry and horizon is None, None, "native")
     live = LiveReplication(spec, seed, rep, horizon=horizon, warmup=warmup, record_steps=record_steps,
                            record=record, trace=trace)
     live.advance(horizon)
-    return live.outcome(horizon)
+    outcome = live.outcome(horizon)
+    outcome.kernel = f"SimPy ({why})"
+    return outcome
 
 
 def declared_tables() -> dict[str, tuple[str, ...]]:

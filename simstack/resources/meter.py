@@ -41,6 +41,12 @@ class Meter:
             self._queue_area += self.queue * dt
             self._t = now
 
+    def restore(self, busy: float, queue: int, max_queue: int, arrivals: int, t: float, start: float,
+                busy_area: float, queue_area: float) -> None:
+        """Take the state a meter kept elsewhere (the native kernel's copy of a station's)."""
+        self.busy, self.queue, self.max_queue, self.arrivals = busy, queue, max_queue, arrivals
+        self._t, self._start, self._busy_area, self._queue_area = t, start, busy_area, queue_area
+
     def areas(self) -> tuple[float, float, float]:
         """(start, busy area, queue area): the time accounting began (the last reset) and the
         areas under the busy and queue curves since, up to the last ``touch``."""

@@ -185,6 +185,7 @@ def run_header(result: RunResult) -> str:
         parts.append(f"times in model time units ({MODEL_TIME})")
     parts.append(f"wall {result.wall_time:.2f} s")
     parts.append(f"hot path {hotpath.label()}")
+    parts.append(f"kernel {result.kernel}")
     return ", ".join(parts)
 
 

@@ -179,6 +179,26 @@ class SummaryRecorder:
         if len(staged.rows) >= CHUNK:
             staged.flush()
 
+    def extend_ok(self, key: tuple[str, str], latencies: np.ndarray) -> None:
+        """``request`` for many finished, recorded, ok requests of one (class, workload), in
+        order: the same values folded in the same chunks (the native kernel's bulk hand-over;
+        the caller counts them in ``finished``). Whole chunks are folded straight from the
+        array: the column ``_Staged.flush`` would build of them holds the same contiguous values."""
+        staged = self.requests.get(key)
+        if staged is None:
+            staged = self.requests[key] = _Staged(1)
+            self.failed[key] = 0
+        i, n = 0, len(latencies)
+        if staged.rows:  # first fill the chunk already begun
+            i = min(n, CHUNK - len(staged.rows))
+            staged.rows.extend((v,) for v in latencies[:i].tolist())
+            if len(staged.rows) >= CHUNK:
+                staged.flush()
+        while n - i >= CHUNK:
+            staged.streams[0].add(np.ascontiguousarray(latencies[i:i + CHUNK], dtype=float))
+            i += CHUNK
+        staged.rows.extend((v,) for v in latencies[i:].tolist())
+
     def step(self, row: tuple) -> None:
         """As ``Recorder.step``: a ``rows.step_row``, kept until its request ends."""
         req = row[0]

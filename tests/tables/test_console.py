@@ -74,7 +74,7 @@ def test_printed_summary_has_units_in_headers_and_no_scientific_notation(capsys:
     print(summary_text(result))
     out = capsys.readouterr().out
     assert out.splitlines()[0] == ("model tiny: 2 replications, seed 1, horizon 5 s, warm-up 0.5 s, "
-                                   f"wall {result.wall_time:.2f} s, hot path {hotpath.label()}")
+                                   f"wall {result.wall_time:.2f} s, hot path {hotpath.label()}, kernel {result.kernel}")
     assert not SCIENTIFIC.search(out), out
     for header in ("mean_ms", "p95_ms", "ci_low_ms", "failed_%", "utilisation_%", "mean_queue"):
         assert header in out
@@ -105,7 +105,7 @@ def test_on_a_terminal_the_bar_is_cleared_and_the_header_starts_its_own_line(tmp
     before, header = out.split("model tiny: 3 replications", 1)
     last_line = before.replace("\r\n", "\n").split("\n")[-1]
     assert last_line.split("\r")[-1] == ""  # nothing left of the bar on the header's line
-    assert header.split("\n")[0].rstrip("\r").endswith(f" s, hot path {hotpath.label()}")  # all on that line
+    assert f" s, hot path {hotpath.label()}, kernel " in header.split("\n")[0]  # all on that line
 
 
 def test_the_precision_line_of_a_model_without_a_time_unit_has_no_ms() -> None:

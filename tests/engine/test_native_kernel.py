@@ -1,0 +1,118 @@
+"""The native kernel (``simstack.engine.native``) computes, to the bit, what the SimPy kernel
+computes for the station networks it covers; a model outside them runs on SimPy, saying why."""
+
+from __future__ import annotations
+
+import shutil
+import sysconfig
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import simstack
+from simstack.engine import kernel, native
+from simstack.load.loader import build_spec
+
+needs_native = pytest.mark.skipif(bool(native.MISSING or kernel.unusable()), reason="native kernel not built here")
+
+EXP = "exp({})"
+MODELS = {
+    "mm1": {"components": {"q": {"kind": "server", "servers": 1, "service": "exp(1)"}},
+            "requests": {"c": [{"call": "q"}]},
+            "workloads": {"a": {"type": "open", "request": "c", "rate": 0.8, "count": 3000}}},
+    "mm4": {"components": {"q": {"kind": "server", "servers": 4, "service": "exp(1)"}},
+            "requests": {"c": [{"call": "q"}]},
+            "workloads": {"a": {"type": "open", "request": "c", "rate": 3.2}}},
+    "tandem": {"components": {f"s{i}": {"kind": "server", "servers": 1, "service": EXP.format(m)}
+                              for i, m in enumerate((0.8, 0.6, 0.5))},
+               "requests": {"c": [{"call": "s0"}, {"delay": "uniform(0.1, 0.3)"}, {"call": "s1"},
+                                  {"call": "s2", "service": "const(0.25)"}]},
+               "workloads": {"a": {"type": "open", "request": "c", "interarrival": "uniform(0.5, 1.5)"}}},
+    "central": {"components": {"cpu": {"kind": "server", "servers": 1, "service": "exp(0.1)"},
+                               "d1": {"kind": "server", "servers": 1, "service": "exp(0.15)"},
+                               "d2": {"kind": "server", "servers": 2, "service": "const(0.2)"},
+                               "net": {"kind": "server", "servers": "inf", "service": "exp(0.05)"}},
+                "requests": {"job": [{"call": "cpu"},
+                                     {"choose": [{"p": 0.5, "steps": [{"call": "d1"}]},
+                                                 {"p": 0.3, "steps": [{"call": "d2"}, {"call": "net"}]},
+                                                 {"p": 0.2, "steps": []}]}]},
+                "workloads": {"users": {"type": "closed", "request": "job", "clients": 10, "think": "exp(1)",
+                                        "count": 300},
+                              "batch": {"type": "closed", "request": "job", "clients": 2, "think": "const(0)"},
+                              "extra": {"type": "open", "request": "job", "rate": 1.0, "start": 3.0}}},
+}
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str) -> simstack.RunResult:
+    monkeypatch.setenv(kernel.ENV, which)
+    horizon = None if model == "mm1" else 400.0
+    return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
+                             warmup=20.0, record_steps=False, record=record)
+
+
+@needs_native
+@pytest.mark.parametrize("record", ["full", "summary"])
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str, record: str) -> None:
+    reference = _run(monkeypatch, "simpy", model, record)
+    fast = _run(monkeypatch, "", model, record)
+    assert reference.kernel.startswith("SimPy") and fast.kernel == "native"
+    assert len(fast.requests) == len(reference.requests)
+    pd.testing.assert_frame_equal(fast.requests, reference.requests, check_exact=True)
+    pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
+    pd.testing.assert_frame_equal(fast.accounting, reference.accounting, check_exact=True)
+    pd.testing.assert_frame_equal(fast.summary(), reference.summary(), check_exact=True)
+
+
+def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(kernel.ENV, "")
+    doc = {**MODELS["mm1"], "components": {"q": {"kind": "server", "servers": 1, "service": "exp(1)",
+                                                 "order": "lcfs"}}}
+    result = simstack.simulate(build_spec(doc, None), seed=1, record_steps=False)
+    assert result.kernel.startswith("SimPy (")
+    assert "'q'" in result.kernel or native.MISSING in result.kernel
+    stepped = simstack.simulate(build_spec(MODELS["mm1"], None), seed=1, record_steps=True)
+    assert stepped.kernel.startswith("SimPy (")
+
+
+@needs_native
+def test_zero_time_clients_are_refused_as_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = {"components": {"q": {"kind": "server", "servers": "inf", "service": "const(0)"}},
+           "requests": {"c": [{"call": "q"}]},
+           "workloads": {"w": {"type": "closed", "request": "c", "clients": 1, "think": "const(0)"}}}
+    messages = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        with pytest.raises(simstack.ModelError) as err:
+            simstack.simulate(build_spec(doc, None), seed=1, horizon=1.0, record_steps=False)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+def test_version_names_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(kernel.ENV, "simpy")
+    assert kernel.describe() == "kernel: SimPy (SIMSTACK_KERNEL=simpy)"
+    monkeypatch.setenv(kernel.ENV, "")
+    why = kernel.unusable()
+    assert kernel.describe() == (f"kernel: SimPy ({why})" if why else
+                                 "kernel: native for station networks, SimPy otherwise")
+
+
+def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build hook compiles ``_native.c`` beside it, or gives the one-line reason it cannot."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "hatch_build.py").is_file():
+        pytest.skip("needs the source tree")
+    monkeypatch.syspath_prepend(str(root))
+    import hatch_build
+    (tmp_path / "simstack" / "engine").mkdir(parents=True)
+    shutil.copy(kernel.SOURCE, tmp_path / hatch_build.NATIVE)
+    missing = str(tmp_path / "no-such-cc")
+    monkeypatch.setenv("CC", missing)
+    assert hatch_build.build_native(tmp_path) == f"no C compiler ({missing!r} not found) at install"
+    monkeypatch.delenv("CC")
+    if shutil.which(sysconfig.get_config_var("CC").split()[0]) is None:
+        pytest.skip("no C compiler here")
+    assert hatch_build.build_native(tmp_path) is None
+    assert list((tmp_path / "simstack" / "engine").glob("_native.*.so"))
