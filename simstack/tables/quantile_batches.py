@@ -45,8 +45,8 @@ import numpy as np
 class QuantileRule:
     """How many batches, how many tail clumps each must hold, the randomness test's level."""
 
-    count: int = 20
-    clusters: int = 5
+    count: int = 10
+    clusters: int = 20
     alpha: float = 0.05
 
     def __post_init__(self) -> None:
@@ -61,22 +61,33 @@ class QuantileRule:
 QUANTILE_RULE = QuantileRule()
 
 
+def von_neumann_c(values: np.ndarray) -> float:
+    """Von Neumann's C = 1 - sum (x_{i+1} - x_i)^2 / (2 sum (x_i - mean)^2): an estimate of
+    the lag-1 correlation (large when neighbours are alike). 0.0 for a constant series
+    (nothing to correlate), NaN for fewer than three values."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 3:
+        return math.nan
+    spread = float(((x - x.mean()) ** 2).sum())
+    if spread == 0.0:
+        return 0.0
+    steps = np.diff(x)
+    return 1.0 - float(steps @ steps) / (2.0 * spread)
+
+
 def von_neumann_p(values: np.ndarray) -> float:
     """One-sided p-value of von Neumann's ratio test against positive lag-1 correlation.
 
-    C = 1 - sum (x_{i+1} - x_i)^2 / (2 sum (x_i - mean)^2) is about normal with mean 0 and
-    variance (k - 2) / (k^2 - 1) for k independent values (Young 1941); a large C says
-    neighbours are alike. 1.0 for a constant series (nothing to correlate).
+    C (``von_neumann_c``) is about normal with mean 0 and variance (k - 2) / (k^2 - 1) for k
+    independent values (Young 1941). 1.0 for a constant series (nothing to correlate).
     """
     x = np.asarray(values, dtype=float)
     k = int(x.size)
     if k < 3:
         return math.nan
-    spread = float(((x - x.mean()) ** 2).sum())
-    if spread == 0.0:
+    if float(x.max()) == float(x.min()):
         return 1.0
-    steps = np.diff(x)
-    c = 1.0 - float(steps @ steps) / (2.0 * spread)
+    c = von_neumann_c(x)
     return 0.5 * math.erfc(c / math.sqrt(2.0 * (k - 2) / (k * k - 1)))  # P(Z > c / sd)
 
 
