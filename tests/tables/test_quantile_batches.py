@@ -17,6 +17,7 @@ import pytest
 
 from simstack.tables.intervals import adjusted_sectioning, batch_quantile_interval, sectioning
 from simstack.tables.quantile_batches import (
+    QUANTILE_RULE,
     QuantileRule,
     needed_length,
     quantile_batches,
@@ -77,7 +78,7 @@ def test_a_run_extended_to_a_precision_grows_until_the_quantile_rule_accepts() -
                                    float(series.size), estimators={"p": estimator},
                                    lengths={"p": partial(needed_length, q=0.99)})
     assert stopped.met and stopped.looks > 1 and stopped.horizon > 20_000  # type: ignore[operator]
-    assert quantile_batches(series[: int(stopped.horizon)], 0.99).clusters >= 5  # type: ignore[arg-type]
+    assert quantile_batches(series[: int(stopped.horizon)], 0.99).clusters >= QUANTILE_RULE.clusters  # type: ignore[arg-type]
     independent = np.random.default_rng(6).exponential(size=200_000)
     quick = extend_until_precise(lambda h: {"p": independent[: int(h)]}, Precision(Target(relative=0.5)),
                                  40_000.0, 200_000.0, estimators={"p": estimator},
