@@ -22,7 +22,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -296,26 +296,23 @@ def markdown(header: list[str], rows: Iterable[Iterable[str]]) -> str:
 
 
 ONE_RUN = [(mm1(0.5), 20_000), (mm1(0.8), 20_000), (mm1(0.8), 160_000), (mmc(3, 0.6), 20_000), (mmc(2, 0.8), 160_000)]
-LONGEST = {"M/M/1": 2_560_000, "M/M/c": 1_280_000}  # customers at most when extended (M/M/c: a slower sampler)
+# customers at most when extended, per one-run row (M/M/c: a per-customer sampler, 100 times slower)
+LONGEST = (2_560_000, 2_560_000, 2_560_000, 640_000, 1_280_000)
 
 
-def one_run_extended(seeds: int, levels: tuple[float, ...], started: float) -> list[Row]:
-    """The p99 extended from each one-run row's length (``extended``)."""
-    rows: list[Row] = []
-    for key, (q, n) in enumerate(ONE_RUN):
-        longest = LONGEST["M/M/1" if q.name.startswith("M/M/1 ") else "M/M/c"]
-        rows += extended(q, n, seeds, levels, 600 + key, longest)
+def one_run_extended(seeds: int, levels: tuple[float, ...], started: float) -> Iterator[list[Row]]:
+    """The p99 extended from each one-run row's length (``extended``), a queue at a time."""
+    for key, ((q, n), longest) in enumerate(zip(ONE_RUN, LONGEST, strict=True)):
+        yield extended(q, n, seeds, levels, 600 + key, longest)
         print(f"  extended {q.name} from {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    return rows
 
 
-def one_run_percentiles(seeds: int, levels: tuple[float, ...], started: float) -> list[Row]:
+def one_run_percentiles(seeds: int, levels: tuple[float, ...], started: float) -> Iterator[list[Row]]:
     """``--only one-run-percentiles``: batch sectioning on the fixed runs, then extended."""
-    rows: list[Row] = []
     for key, (q, n) in enumerate(ONE_RUN):
-        rows += batched(q, n, seeds, levels, 200 + key, percentiles_only=True)
+        yield batched(q, n, seeds, levels, 200 + key, percentiles_only=True)
         print(f"  batched {q.name} x {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    return rows + one_run_extended(max(100, seeds // 4), levels, started)
+    yield from one_run_extended(max(100, seeds // 4), levels, started)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,8 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     header = ["kind", "queue", "setting", "interval", "level", "seeds", "coverage", "se", "ok", "cov if ok", "rel hw",
               "note"]
-    if args.only:
-        print(markdown(header, (r.cells() for r in one_run_percentiles(args.seeds, levels, started))))
+    if args.only:  # rows printed as each queue is done, so that a long measurement can be read part-way
+        print(markdown(header, []), flush=True)
+        for rows_done in one_run_percentiles(args.seeds, levels, started):
+            print(markdown(header, (r.cells() for r in rows_done)).split("\n", 2)[2], flush=True)
         print()
         print(f"({time.perf_counter() - started:.0f} s)")
         return 0
@@ -343,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, (q, n) in enumerate(ONE_RUN):
         rows += batched(q, n, long_seeds, levels, 200 + key)
         print(f"  batched {q.name} x {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    rows += one_run_extended(long_seeds // 4, levels, started)
+    rows += [row for rows_done in one_run_extended(long_seeds // 4, levels, started) for row in rows_done]
     rows += independent(seeds, 0.95, 300)
     rows += stopped(max(100, seeds // 4), 0.95, 400)
     print(f"  stopped done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)

@@ -12,8 +12,9 @@ Which interval is right depends on what is independent:
 - **One long run** has no independent values: successive latencies are correlated. Means
   come from batch means (``batches``); percentiles from batch quantiles by the same
   sectioning, centred on the run's own percentile (Heidelberger & Lewis 1984 batch the
-  quantile likewise); whether the batches can carry a tail percentile's coverage is the
-  quantile rule's to say (``quantile_batches``). The order-statistic interval below would be wrong here: it counts
+  quantile likewise) and bent by the batch percentiles' skew (Sequest's correction); whether
+  the batches can carry a tail percentile's coverage is the quantile rule's to say
+  (``quantile_batches``). The order-statistic interval below would be wrong here: it counts
   every observation as independent information, so on queueing waiting times it is several
   times too narrow.
 - **Independent samples** (one value per replication, say the first request's latency):
@@ -245,11 +246,12 @@ def batch_quantile_interval(series: Sequence[float] | np.ndarray, level: float =
                             rule: QuantileRule = QUANTILE_RULE) -> Interval:
     """Interval of the steady-state q-quantile from one run's observations in time order.
 
-    Sectioning over batches: centred on the run's q-quantile, spread from each batch's
-    q-quantile. ``ok`` is the quantile rule's verdict (``quantile_batches``): every batch
-    holds enough separate clumps of the tail and the batch quantiles pass a randomness
-    test; without it the interval's coverage is not assured (a p99 over 20,000 M/M/1
-    customers at rho = 0.8 stated 0.90 and covered 0.66).
+    Sectioning over the rule's batches (10): centred on the run's q-quantile, spread from
+    each batch's q-quantile, bent by their skew (``adjusted_sectioning``). ``ok`` is the
+    quantile rule's verdict (``quantile_batches``): every batch holds enough separate clumps
+    of the tail and the batch quantiles pass a randomness test; without it the interval's
+    coverage is not assured (a p99 over 20,000 M/M/1 customers at rho = 0.8 stated 0.90 and
+    covered 0.80).
     """
     _check_level(level)
     _check_q(q)
