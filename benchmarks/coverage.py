@@ -22,7 +22,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -41,6 +41,7 @@ from simstack.tables.intervals import (
     quantile_interval,
     skewness_adjusted_interval,
 )
+from simstack.tables.quantile_batches import needed_length as quantile_needed_length
 from simstack.tables.stopping import Precision, Target, extend_until_precise, run_until_precise
 from simstack.testing.reference import (
     erlang_c,
@@ -140,8 +141,10 @@ def replicated(q: Queue, reps: int, per_rep: int, seeds: int, levels: Iterable[f
     return list(rows.values())
 
 
-def batched(q: Queue, n: int, seeds: int, levels: Iterable[float], key: int) -> list[Row]:
-    """Intervals from one run of ``n`` customers: batch means, batch sectioning, CDF band."""
+def batched(q: Queue, n: int, seeds: int, levels: Iterable[float], key: int, percentiles_only: bool = False
+            ) -> list[Row]:
+    """Intervals from one run of ``n`` customers: batch means, batch sectioning, CDF band
+    (``percentiles_only``: batch sectioning alone)."""
     setting = f"1 run x {n:,}"
     rows: dict[tuple[str, float], Row] = {}
 
@@ -152,14 +155,45 @@ def batched(q: Queue, n: int, seeds: int, levels: Iterable[float], key: int) -> 
     for start in range(0, seeds, 50):
         for run in q.sample(min(50, seeds - start), n, rng):
             for level in levels:
-                _record(row("mean, batch means", level), batch_means_interval(run, level), q.mean)
                 for p in (p for p in q.percentiles if p >= 0.9):
                     _record(row(f"p{p * 100:g}, batch sectioning", level),
                             batch_quantile_interval(run, level, q=p), q.quantile(p))
+                if percentiles_only:
+                    continue
+                _record(row("mean, batch means", level), batch_means_interval(run, level), q.mean)
                 table = ecdf_table([run], level, grid=[x90])
                 cdf, low, high = _cdf_row(table.iloc[0])
                 _record(row("CDF at true p90, batches", level),
                         Interval(cdf, low, high, level, 20, "cdf", table.attrs["ok"]), 0.9)
+    return list(rows.values())
+
+
+def extended(q: Queue, n: int, seeds: int, levels: tuple[float, ...], key: int, longest: int,
+             chunk: int = 10) -> list[Row]:
+    """The p99 interval from one run started at ``n`` customers and extended
+    (``extend_until_precise``) until the quantile rule accepts it and a loose 10 % target is
+    met (stopped at the highest level; every level's interval from the final run), at most
+    ``longest`` customers: the interval a run given a precision reports."""
+    p = 0.99
+    rows = {level: Row("one run", q.name, f"1 run from {n:,}, extended", f"p{p * 100:g}, batch sectioning, "
+                       "extended until the rule accepts", level, [], [], []) for level in levels}
+    lengths = []
+    rng = _rng(key)
+    estimator = {"p": partial(batch_quantile_interval, q=p)}
+    for start in range(0, seeds, chunk):
+        for series in q.sample(min(chunk, seeds - start), longest, rng):
+            def run(h: float, s: np.ndarray = series) -> dict[str, np.ndarray]:
+                return {"p": s[: int(h)]}
+            result = extend_until_precise(run, Precision(Target(relative=0.1), confidence=max(levels)), float(n),
+                                          float(longest), estimators=estimator,
+                                          lengths={"p": partial(quantile_needed_length, q=p)})
+            final = series[: int(result.horizon or 0)]
+            lengths.append(final.size)
+            for level in levels:
+                _record(rows[level], batch_quantile_interval(final, level, q=p), q.quantile(p))
+                rows[level].ok[-1] = result.met
+    for row in rows.values():
+        row.note = f"median {int(np.median(lengths)):,} customers"
     return list(rows.values())
 
 
@@ -261,27 +295,57 @@ def markdown(header: list[str], rows: Iterable[Iterable[str]]) -> str:
     return "\n".join(lines)
 
 
+ONE_RUN = [(mm1(0.5), 20_000), (mm1(0.8), 20_000), (mm1(0.8), 160_000), (mmc(3, 0.6), 20_000), (mmc(2, 0.8), 160_000)]
+# customers at most when extended, per one-run row (M/M/c: a per-customer sampler, 100 times slower)
+LONGEST = (2_560_000, 2_560_000, 2_560_000, 640_000, 1_280_000)
+
+
+def one_run_extended(seeds: int, levels: tuple[float, ...], started: float) -> Iterator[list[Row]]:
+    """The p99 extended from each one-run row's length (``extended``), a queue at a time."""
+    for key, ((q, n), longest) in enumerate(zip(ONE_RUN, LONGEST, strict=True)):
+        yield extended(q, n, seeds, levels, 600 + key, longest)
+        print(f"  extended {q.name} from {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+
+def one_run_percentiles(seeds: int, levels: tuple[float, ...], started: float) -> Iterator[list[Row]]:
+    """``--only one-run-percentiles``: batch sectioning on the fixed runs, then extended."""
+    for key, (q, n) in enumerate(ONE_RUN):
+        yield batched(q, n, seeds, levels, 200 + key, percentiles_only=True)
+        print(f"  batched {q.name} x {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    yield from one_run_extended(max(100, seeds // 4), levels, started)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--seeds", type=int, default=4_000, help="seeds per replicated or independent row")
+    ap.add_argument("--only", choices=("one-run-percentiles",), help="only the one-run percentile rows: batch "
+                    "sectioning on the fixed runs and the p99 extended from them (--seeds: per fixed row; the "
+                    "extended rows get a quarter)")
     args = ap.parse_args(argv)
     seeds, long_seeds = args.seeds, max(100, args.seeds // 2)
     levels = (0.9, 0.95)
     started = time.perf_counter()
+    header = ["kind", "queue", "setting", "interval", "level", "seeds", "coverage", "se", "ok", "cov if ok", "rel hw",
+              "note"]
+    if args.only:  # rows printed as each queue is done, so that a long measurement can be read part-way
+        print(markdown(header, []), flush=True)
+        for rows_done in one_run_percentiles(args.seeds, levels, started):
+            print(markdown(header, (r.cells() for r in rows_done)).split("\n", 2)[2], flush=True)
+        print()
+        print(f"({time.perf_counter() - started:.0f} s)")
+        return 0
     rows: list[Row] = []
     for key, (q, reps, per_rep) in enumerate([(mm1(0.5), 10, 1_000), (mm1(0.8), 10, 1_000), (mm1(0.8), 10, 10_000),
                                               (mmc(3, 0.6), 10, 1_000), (mmc(2, 0.8), 10, 5_000)]):
         rows += replicated(q, reps, per_rep, seeds, levels, 100 + key)
         print(f"  replicated {q.name} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    for key, (q, n) in enumerate([(mm1(0.5), 20_000), (mm1(0.8), 20_000), (mm1(0.8), 160_000),
-                                  (mmc(3, 0.6), 20_000), (mmc(2, 0.8), 160_000)]):
+    for key, (q, n) in enumerate(ONE_RUN):
         rows += batched(q, n, long_seeds, levels, 200 + key)
         print(f"  batched {q.name} x {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    rows += [row for rows_done in one_run_extended(long_seeds // 4, levels, started) for row in rows_done]
     rows += independent(seeds, 0.95, 300)
     rows += stopped(max(100, seeds // 4), 0.95, 400)
     print(f"  stopped done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    header = ["kind", "queue", "setting", "interval", "level", "seeds", "coverage", "se", "ok", "cov if ok", "rel hw",
-              "note"]
     print(markdown(header, (r.cells() for r in rows)))
     print()
     print(f"Capacity decision 'mean sojourn below bound?', M/M/1 rho=0.5, replications of 200 customers, "

@@ -21,10 +21,17 @@ Two sources of runs:
 A row "fixed 20,000" shows the same interval on runs that cannot be extended: how often the
 rule accepts it (``ok``), and the coverage of all of them (not assured: the run says so).
 
+``--fixed 20000,160000`` measures the interval on runs of fixed lengths only (the lengths of
+``benchmarks/coverage.py``'s one-run rows), on exact sequences and without extending: the
+coverage of every run, the share the rule accepts and the coverage of those (each with its
+Wilson interval), for every case and level. Fast (numpy only), so thousands of seeds.
+
 Usage::
 
     python benchmarks/tail_coverage.py --source exact --seeds 1000
     python benchmarks/tail_coverage.py --source simulator --seeds 400 --jobs 2
+    python benchmarks/tail_coverage.py --fixed 20000,160000 --seeds 4000 \
+        --cases 0.5:0.95,0.5:0.99,0.8:0.95,0.8:0.99
 """
 
 from __future__ import annotations
@@ -42,12 +49,13 @@ from pathlib import Path
 import numpy as np
 
 from simstack.tables.intervals import batch_quantile_interval
-from simstack.tables.quantile_batches import needed_length
+from simstack.tables.quantile_batches import QUANTILE_RULE, needed_length
 from simstack.tables.stopping import Precision, Target, extend_until_precise
 from simstack.testing.reference import mm1_sojourn_quantile, mm1_sojourns
 
 START = 20_000  # customers of the first look (the table's one-run length)
 LONGEST = 2_560_000  # customers at most (max_horizon)
+BATCHES = QUANTILE_RULE.count
 TARGET = 0.1  # relative half-width: loose, so that the quantile rule decides the length
 MODEL = """name: mm1
 hosts: {{}}
@@ -142,6 +150,34 @@ def rows_of(rho: float, q: float, levels: tuple[float, ...], results: list[Outco
     return out
 
 
+def fixed_runs(rho: float, q: float, levels: tuple[float, ...], lengths: tuple[int, ...], seeds: range
+               ) -> list[list[str]]:
+    """Rows of the interval on fixed-length exact sequences (no extension), one per length and
+    level: coverage of all runs, share the rule accepts, coverage of those, with Wilson intervals."""
+    truth = mm1_sojourn_quantile(rho, 1.0, q)
+    rng = np.random.default_rng(np.random.SeedSequence([rho_key(rho), int(q * 1e4), seeds.start, 1]))
+    hits = np.zeros((len(lengths), len(levels), len(seeds)), dtype=bool)
+    ok = np.zeros((len(lengths), len(seeds)), dtype=bool)
+    for start in range(0, len(seeds), 20):  # 20 sequences at a time: memory stays under 100 MB
+        for j, series in enumerate(mm1_sojourns(rho, 1.0, min(20, len(seeds) - start), max(lengths), rng)):
+            for i, n in enumerate(lengths):
+                for m, level in enumerate(levels):
+                    iv = batch_quantile_interval(series[:n], level, q=q)
+                    hits[i, m, start + j] = iv.contains(truth)
+                ok[i, start + j] = iv.ok
+    rows = []
+    for i, n in enumerate(lengths):
+        for m, level in enumerate(levels):
+            all_hits, accepted = hits[i, m], ok[i]
+            low, high = wilson(int(all_hits.sum()), all_hits.size)
+            kept = all_hits[accepted]
+            klow, khigh = wilson(int(kept.sum()), kept.size)
+            rows.append([f"M/M/1 rho={rho} p{q * 100:g}", f"{n:,}", f"{level:.2f}", f"{all_hits.size:,}",
+                         f"{all_hits.mean():.3f}", f"[{low:.3f}, {high:.3f}]", f"{accepted.mean():.2f}",
+                         f"{kept.mean():.3f}" if kept.size else "", f"[{klow:.3f}, {khigh:.3f}]" if kept.size else ""])
+    return rows
+
+
 def markdown(header: list[str], rows: Iterable[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
@@ -156,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="0.8:0.99", help="rho:q,... (default: the p99 rows of docs/analysis.md "
                                                         "at rho = 0.8)")
     ap.add_argument("--levels", default="0.9,0.95", help="stated coverages, from the same runs")
+    ap.add_argument("--fixed", default="", help="lengths,... : fixed-length exact runs only (no extension)")
     args = ap.parse_args(argv)
+    if args.fixed:
+        return fixed_main(args)
     one = simulator_run if args.source == "simulator" else exact_run
     started = time.perf_counter()
     rows: list[list[str]] = []
@@ -175,6 +214,25 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(markdown(["queue, statistic", "stated", "run", "runs", "coverage", "its 95 % interval", "ok / met",
                     "customers"], rows))
+    print()
+    print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+def fixed_main(args: argparse.Namespace) -> int:
+    """The ``--fixed`` table: the interval on exact sequences of fixed lengths."""
+    started = time.perf_counter()
+    levels = tuple(float(v) for v in args.levels.split(","))
+    lengths = tuple(int(v) for v in args.fixed.split(","))
+    rows: list[list[str]] = []
+    for case in args.cases.split(","):
+        rho, q = (float(v) for v in case.split(":"))
+        rows += fixed_runs(rho, q, levels, lengths, range(args.first, args.first + args.seeds))
+        print(f"  {case} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    print(f"source: exact stationary sojourns, fixed lengths, {BATCHES} batches")
+    print()
+    print(markdown(["queue, statistic", "customers", "stated", "runs", "coverage", "its 95 % interval", "ok",
+                    "coverage if ok", "its 95 % interval"], rows))
     print()
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0

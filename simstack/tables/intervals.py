@@ -12,8 +12,9 @@ Which interval is right depends on what is independent:
 - **One long run** has no independent values: successive latencies are correlated. Means
   come from batch means (``batches``); percentiles from batch quantiles by the same
   sectioning, centred on the run's own percentile (Heidelberger & Lewis 1984 batch the
-  quantile likewise); whether the batches can carry a tail percentile's coverage is the
-  quantile rule's to say (``quantile_batches``). The order-statistic interval below would be wrong here: it counts
+  quantile likewise) and bent by the batch percentiles' skew (Sequest's correction); whether
+  the batches can carry a tail percentile's coverage is the quantile rule's to say
+  (``quantile_batches``). The order-statistic interval below would be wrong here: it counts
   every observation as independent information, so on queueing waiting times it is several
   times too narrow.
 - **Independent samples** (one value per replication, say the first request's latency):
@@ -129,15 +130,27 @@ def skewness_adjusted_interval(values: Sequence[float] | np.ndarray, level: floa
     mean, sd = float(x.mean()), float(x.std(ddof=1))
     if sd == 0.0:
         return Interval(mean, mean, mean, level, n, "skewness-adjusted")
-    m3 = n / ((n - 1) * (n - 2)) * float(((x - mean) ** 3).sum())  # unbiased third central moment
-    a = m3 / (6.0 * math.sqrt(n) * sd**3)
+    a = willink_a(x)
     t = t_quantile(n - 1, level)
-
-    def bend(r: float) -> float:
-        return r if abs(a) < 1e-12 else (float(np.cbrt(1.0 + 6.0 * a * (r - a))) - 1.0) / (2.0 * a)
-
     scale = sd / math.sqrt(n)
-    return Interval(mean, mean - bend(t) * scale, mean - bend(-t) * scale, level, n, "skewness-adjusted")
+    return Interval(mean, mean - willink_bend(a, t) * scale, mean - willink_bend(a, -t) * scale, level, n,
+                    "skewness-adjusted")
+
+
+def willink_a(x: np.ndarray) -> float:
+    """Willink's a = m3 / (6 sqrt(n) s^3) of n >= 3 values (m3 the unbiased third central
+    moment): the skew that bends a t interval; 0 for constant values."""
+    n = int(x.size)
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    if sd == 0.0:
+        return 0.0
+    m3 = n / ((n - 1) * (n - 2)) * float(((x - mean) ** 3).sum())  # unbiased third central moment
+    return m3 / (6.0 * math.sqrt(n) * sd**3)
+
+
+def willink_bend(a: float, r: float) -> float:
+    """Willink's G(r) = ((1 + 6 a (r - a))^(1/3) - 1) / (2 a): a t critical value r bent by the skew a."""
+    return r if abs(a) < 1e-12 else (float(np.cbrt(1.0 + 6.0 * a * (r - a))) - 1.0) / (2.0 * a)
 
 
 def _pairs(pairs: Sequence[tuple[float, float]] | np.ndarray) -> np.ndarray:
@@ -226,25 +239,50 @@ def quantile_interval(groups: Sequence[Sequence[float] | np.ndarray], level: flo
     return sectioning(centre, sections, level, "sectioning (replications)")
 
 
+METHOD_BATCH_QUANTILE = "sectioning (batches, skewness-adjusted)"
+
+
 def batch_quantile_interval(series: Sequence[float] | np.ndarray, level: float = 0.95, *, q: float,
                             rule: QuantileRule = QUANTILE_RULE) -> Interval:
     """Interval of the steady-state q-quantile from one run's observations in time order.
 
-    Sectioning over batches: centred on the run's q-quantile, spread from each batch's
-    q-quantile. ``ok`` is the quantile rule's verdict (``quantile_batches``): every batch
-    holds enough separate clumps of the tail and the batch quantiles pass a randomness
-    test; without it the interval's coverage is not assured (a p99 over 20,000 M/M/1
-    customers at rho = 0.8 stated 0.90 and covered 0.66).
+    Sectioning over the rule's batches (10): centred on the run's q-quantile, spread from
+    each batch's q-quantile, bent by their skew (``adjusted_sectioning``). ``ok`` is the
+    quantile rule's verdict (``quantile_batches``): every batch holds enough separate clumps
+    of the tail and the batch quantiles pass a randomness test; without it the interval's
+    coverage is not assured (a p99 over 20,000 M/M/1 customers at rho = 0.8 stated 0.90 and
+    covered 0.75).
     """
     _check_level(level)
     _check_q(q)
     x = np.asarray(series, dtype=float)
     if x.size == 0:
-        return _nan(level, 0, "sectioning (batches)")
+        return _nan(level, 0, METHOD_BATCH_QUANTILE)
     batches = quantile_batches(x, q, rule)
-    if batches.quantiles.size < 2:
-        return _nan(level, int(batches.quantiles.size), "sectioning (batches)")
-    return sectioning(batches.centre, batches.quantiles, level, "sectioning (batches)", ok=batches.ok)
+    if batches.quantiles.size < 3 or not np.isfinite(batches.centre):
+        return _nan(level, int(batches.quantiles.size), METHOD_BATCH_QUANTILE)
+    return adjusted_sectioning(batches.centre, batches.quantiles, level, batches.ok)
+
+
+def adjusted_sectioning(centre: float, sections: np.ndarray, level: float, ok: bool = True) -> Interval:
+    """Sectioning over batch quantiles with Sequest's skewness correction of the half-width
+    (Alexopoulos et al. 2019, after Skart's for batch means, Tafazzoli & Wilson 2011): a
+    batch's tail percentile is skewed (a batch that caught one more long busy period reads
+    high), so the t critical values are bent by the batch quantiles' skew (Willink's G, as
+    in ``skewness_adjusted_interval``) and the interval reaches further up than down.
+
+    Sequest's other correction, (1 + phi) / (1 - phi) on the variance for the batch
+    quantiles' lag-1 correlation phi, is left out: from 10 values phi's estimate has a
+    standard deviation of 0.28, and the correction (phi > 0 only) widened every interval:
+    a p90 over 20,000 M/M/1 customers at rho = 0.5 covered 0.971 at 0.95. The randomness
+    test of the quantile rule guards against correlated batches instead.
+    """
+    k = sections.size
+    spread = math.sqrt(float(((sections - centre) ** 2).sum()) / (k - 1))
+    scale = spread / math.sqrt(k)
+    a, t = willink_a(sections), t_quantile(k - 1, level)
+    return Interval(centre, centre - willink_bend(a, t) * scale, centre - willink_bend(a, -t) * scale, level, k,
+                    METHOD_BATCH_QUANTILE, ok=ok)
 
 
 def order_ranks(n: int, q: float, level: float) -> tuple[int, int]:

@@ -1,27 +1,29 @@
 """When one run's batches can carry a tail percentile's interval at its stated coverage.
 
 A p99 from one long run is estimated by sectioning over batches (``intervals.
-batch_quantile_interval``): centred on the run's 99th percentile, spread from the 20 batches'
+batch_quantile_interval``): centred on the run's 99th percentile, spread from the batches'
 own 99th percentiles. In a queue the slow requests come in clumps: one long busy period
 makes dozens of consecutive customers slow, then none for a long while. A batch's p99 is
-then decided by the two or three clumps it happened to catch, and a run that caught few
-gives a low estimate with a narrow spread. Measured on M/M/1 at rho = 0.8 (exact stationary
-sojourns, 600 seeds), the 90 % interval covered 0.66 over 20,000
-customers, 0.81 over 80,000, 0.88 over 160,000 and 0.90 from 320,000; the older check (the
-lag-1 correlation of fine batches of the indicator 1{x <= p99}) accepted half the
-20,000-customer runs, and those covered 0.58.
+then decided by the few clumps it happened to catch, and a run that caught few gives a low
+estimate with a narrow spread. Measured on M/M/1 at rho = 0.8 (exact stationary sojourns),
+the symmetric interval over 20 batches covered 0.62 at a stated 0.90 over 20,000 customers
+and 0.86 over 160,000 (2,000 runs each, ``benchmarks/tail_coverage.py --fixed``).
 
 So the rule (``QuantileRule``) asks for what the interval actually needs, as Skart and
 N-Skart do for batch means (batch size grown until a randomness test passes) and Sequest /
 SQSTS for quantiles (Alexopoulos et al. 2019, Lolos et al. 2022):
 
-- **enough tail clumps in every batch**: each of the ``count`` batches holds at least
-  ``clusters`` = 5 separate runs of consecutive observations beyond the run's quantile
+- **enough tail clumps in every batch**: each of the ``count`` = 10 batches holds at least
+  ``clusters`` = 20 separate runs of consecutive observations beyond the run's quantile
   (above it for q >= 0.5, below for q < 0.5). Clumps, not points: 200 slow requests from
-  two busy periods are two pieces of evidence. Runs extended until the rule held
-  (``benchmarks/tail_coverage.py``) covered 0.915 / 0.970 at stated 0.90 / 0.95 through the
-  simulator (200 runs, median 327,000 customers) and 0.882 / 0.930 on 1,000 exact sequences
-  (docs/analysis.md: at the edge of two points, not inside it);
+  two busy periods are two pieces of evidence. A batch's percentile moves with the number
+  of clumps it caught, about Poisson: with 20 its skew is about 1 / sqrt(20) = 0.22, small
+  enough for the skewness correction of the interval (``intervals.adjusted_sectioning``).
+  Ten batches, not 20, because for the same run each then holds twice the clumps (Schmeiser
+  1982: 10 to 30 batches; fewer where the batches' own asymptotics are in doubt). With 10
+  clumps a batch the rule accepted a fifth of the 160,000-customer runs at rho = 0.8, and
+  those covered at most 0.81 at 0.90 (the runs without a long busy period, whose p99 reads
+  low); with 20 it accepts none of them and they are extended;
 - **batch quantiles that look independent**: von Neumann's ratio test of the batch
   quantiles (lag-1 correlation, one-sided, level ``alpha`` = 0.05; von Neumann 1941, the
   test Skart uses). It rejects an AR(1) with phi = 0.9 batched too finely, and catches a
@@ -30,7 +32,7 @@ SQSTS for quantiles (Alexopoulos et al. 2019, Lolos et al. 2022):
 A run that fails either is given its interval with ``ok=False``: the coverage is then not
 assured, and a run extended to a precision (``stopping.extend_until_precise``) grows
 towards ``needed_length``: clumps grow in proportion to the run, a failed randomness test
-doubles it.
+doubles it. The coverage of both, fixed and extended, is in docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ import numpy as np
 class QuantileRule:
     """How many batches, how many tail clumps each must hold, the randomness test's level."""
 
-    count: int = 20
-    clusters: int = 5
+    count: int = 10
+    clusters: int = 20
     alpha: float = 0.05
 
     def __post_init__(self) -> None:
@@ -61,22 +63,33 @@ class QuantileRule:
 QUANTILE_RULE = QuantileRule()
 
 
+def von_neumann_c(values: np.ndarray) -> float:
+    """Von Neumann's C = 1 - sum (x_{i+1} - x_i)^2 / (2 sum (x_i - mean)^2): an estimate of
+    the lag-1 correlation (large when neighbours are alike). 0.0 for a constant series
+    (nothing to correlate), NaN for fewer than three values."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 3:
+        return math.nan
+    spread = float(((x - x.mean()) ** 2).sum())
+    if spread == 0.0:
+        return 0.0
+    steps = np.diff(x)
+    return 1.0 - float(steps @ steps) / (2.0 * spread)
+
+
 def von_neumann_p(values: np.ndarray) -> float:
     """One-sided p-value of von Neumann's ratio test against positive lag-1 correlation.
 
-    C = 1 - sum (x_{i+1} - x_i)^2 / (2 sum (x_i - mean)^2) is about normal with mean 0 and
-    variance (k - 2) / (k^2 - 1) for k independent values (Young 1941); a large C says
-    neighbours are alike. 1.0 for a constant series (nothing to correlate).
+    C (``von_neumann_c``) is about normal with mean 0 and variance (k - 2) / (k^2 - 1) for k
+    independent values (Young 1941). 1.0 for a constant series (nothing to correlate).
     """
     x = np.asarray(values, dtype=float)
     k = int(x.size)
     if k < 3:
         return math.nan
-    spread = float(((x - x.mean()) ** 2).sum())
-    if spread == 0.0:
+    if float(x.max()) == float(x.min()):
         return 1.0
-    steps = np.diff(x)
-    c = 1.0 - float(steps @ steps) / (2.0 * spread)
+    c = von_neumann_c(x)
     return 0.5 * math.erfc(c / math.sqrt(2.0 * (k - 2) / (k * k - 1)))  # P(Z > c / sd)
 
 

@@ -25,7 +25,7 @@ from simstack.studies.schema.metric_types import CapacityMetric, Decide
 from simstack.tables.console import precision_text
 from simstack.tables.intervals import mean_interval
 from simstack.tables.latencies import groups_by_replication
-from simstack.tables.quantile_batches import quantile_batches
+from simstack.tables.quantile_batches import QUANTILE_RULE, quantile_batches
 from simstack.tables.series import class_latencies
 from simstack.tables.stopping import DEFAULT_MAX_TIME, Precision, Target, limit_reached, precision_from, stop_record
 
@@ -116,9 +116,9 @@ def test_one_replication_is_extended_until_batch_means_meet_the_target(spec: Mod
     stopped = result.stopped
     assert stopped is not None and stopped.stopped == "precision" and result.replications == 1
     assert result.horizon == stopped.horizon and result.horizon > SETTINGS["horizon"]
-    for name in ("job.mean", "job.p90"):
+    for name, batches in (("job.mean", 20), ("job.p90", QUANTILE_RULE.count)):
         iv = stopped.intervals[name]
-        assert iv.ok and iv.units == 20 and iv.half_width <= 0.05 * iv.estimate, name
+        assert iv.ok and iv.units == batches and iv.half_width <= 0.05 * iv.estimate, name
     assert stopped.intervals["job.mean"].method == "batch means"
     # the same seed stops at the same horizon, and the run is the run to that horizon
     once = simstack.simulate(spec, replications=1, **{**SETTINGS, "horizon": result.horizon})
@@ -138,7 +138,7 @@ def test_one_run_stopped_on_a_p99_is_extended_until_its_tail_is_seen_often_enoug
     requests = result.requests
     (series,) = groups_by_replication(requests[~requests["warmup"] & requests["ok"] & (requests["request"] == "job")])
     judged = quantile_batches(series, 0.99)
-    assert judged.ok and judged.clusters >= 5 and stopped.intervals["job.p99"].ok
+    assert judged.ok and judged.clusters >= QUANTILE_RULE.clusters and stopped.intervals["job.p99"].ok
     assert stopped.intervals["job.p99"].half_width < 0.5 * stopped.intervals["job.p99"].estimate / 2  # far inside
 
 

@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from simstack.errors import ConfigError
+from simstack.tables.decisions import run_until_decided
 from simstack.tables.intervals import mean_interval, quantile_interval
 from simstack.tables.stopping import (
+    DEFAULT_MAX_TIME,
     FIRST_LOOK,
     Precision,
     Target,
@@ -91,6 +93,25 @@ def test_limits_stop_the_run_and_say_which() -> None:
     # (20, 30, 40 replications: the first look waits for FIRST_LOOK = 20)
     result = run_until_precise(serial(4), timed, clock=lambda: float(next(ticks)))
     assert (result.stopped, result.replications) == ("max_time", 40)
+
+
+def test_every_precision_stop_ends_by_the_default_max_time() -> None:
+    """No precision stop runs without end (issue 33): with limits otherwise out of reach and
+    no ``max_time`` given, replications, one extended run and a sequential decision each
+    stop on the default wall-clock limit (an hour), by a clock that advances 1,000 s a reading."""
+    def clock() -> Callable[[], float]:
+        ticks = iter(range(0, 10**9, 1000))
+        return lambda: float(next(ticks))
+    unreachable = Precision(Target(relative=1e-9), max_replications=10**9)
+    assert unreachable.max_time == DEFAULT_MAX_TIME == 3600.0
+    replicated = run_until_precise(serial(4), unreachable, clock=clock())
+    assert replicated.stopped == "max_time" and replicated.replications < 100
+    noise = np.random.default_rng(7).exponential(size=10**7)
+    extended = extend_until_precise(lambda h: {"m": noise[: int(h)]}, unreachable, 1_000.0, float(noise.size),
+                                    clock=clock())
+    assert extended.stopped == "max_time" and extended.horizon < noise.size  # type: ignore[operator]
+    decided = run_until_decided(serial(4), "mean", TRUE_MEAN, max_replications=10**9, clock=clock())
+    assert decided.stopped == "max_time" and decided.verdict == "undecided"
 
 
 def test_absolute_target_and_per_statistic_targets() -> None:
