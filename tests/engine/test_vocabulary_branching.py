@@ -243,7 +243,7 @@ def step_error(step: dict[str, Any]) -> str:
      "requests.r.steps[0].choose[0].stepz: unknown key 'stepz' for a branch; allowed: p, steps"),
     ({"choose": {"p": 1}},
      "requests.r.steps[0].choose: expected a list of branches such as [{p: 0.3, steps: [...]}, {p: 0.7, steps: "
-     "[...]}], got {'p': 1}"),
+     "[...]}] (or a choose by a request's attribute, {by: attribute(COLUMN), cases: [...]}), got {'p': 1}"),
     ({"choose": [{"steps": []}]},
      "requests.r.steps[0].choose[0]: a branch is a mapping {p: probability, steps: [...]}, got {'steps': []}"),
     ({"repeat": 3}, "requests.r.steps[0]: a repeat step needs nested 'steps' to run each time"),

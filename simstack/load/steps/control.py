@@ -32,11 +32,12 @@ def read_choose(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: 
     reader._allowed(raw, "choose", path, ())
     spec = raw["choose"]
     where = f"{path}.choose"
-    if isinstance(spec, Mapping):
+    if isinstance(spec, Mapping) and "by" in spec:
         return _read_keyed(reader, spec, guard, where)
     if not isinstance(spec, list) or not spec:
         raise ModelError(f"expected a list of branches such as [{{p: 0.3, steps: [...]}}, {{p: 0.7, steps: "
-                         f"[...]}}], got {spec!r}", path=where)
+                         f"[...]}}] (or a choose by a request's attribute, {{by: attribute(COLUMN), cases: "
+                         f"[...]}}), got {spec!r}", path=where)
     branches = []
     for index, item in enumerate(spec):
         at = f"{where}[{index}]"
