@@ -18,7 +18,11 @@ its own settings, where whoever runs it can see it:
   model's horizon (``settings.horizon``);
 - ``steps``: the steps one request runs on average, counting what it calls, sends and forks
   and multiplying the counts around each step (a repeat of 1,000 inside a fan-out of
-  1,000 is a million).
+  1,000 is a million);
+- ``clients``: the clients of all closed workloads together. Each is started when the run
+  starts and holds its request's state for the whole run (about 3 KB: 100,000 clients took
+  430 MB, 10,000 took 165 MB), so a million clients (a count within ``count``) asked for
+  3 GB before the first event and the run hung or died under a memory limit.
 
 The error names the value, where it is, the limit and the key that raises it. Raising a
 limit is allowed but never silent: ``raised`` gives one warning line per raised limit, which
@@ -86,6 +90,7 @@ class Limits:
     rate: float = 1e8  # per second
     arrivals: float = 1e9  # per workload and run
     steps: float = 1e8  # per request
+    clients: float = 100_000  # of all closed workloads together: each held in memory for the whole run
 
     def refuse(self, name: str, value: float, what: str, path: str) -> None:
         """Raise if ``value`` (a ``name`` quantity: count, rate, ...) is above its limit."""
@@ -98,12 +103,14 @@ class Limits:
 
 
 _WHAT = {"count": "a count", "rate": "a workload's arrivals per second",
-         "arrivals": "the requests a workload starts in a run", "steps": "the steps one request runs"}
+         "arrivals": "the requests a workload starts in a run", "steps": "the steps one request runs",
+         "clients": "the clients of all closed workloads together (each held in memory for the whole run)"}
 FIELDS = {
     "count": Field(lambda v: positive(parse_number(v), v), Limits.count, "largest count (repeat, clients...)"),
     "rate": Field(lambda v: positive(parse_rate(v), v), Limits.rate, "most arrivals per second of a workload"),
     "arrivals": Field(lambda v: positive(parse_number(v), v), Limits.arrivals, "most requests a workload starts"),
     "steps": Field(lambda v: positive(parse_number(v), v), Limits.steps, "most steps one request runs on average"),
+    "clients": Field(lambda v: positive(parse_number(v), v), Limits.clients, "most clients of closed workloads"),
 }
 
 
@@ -167,6 +174,7 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
     rate that follows time counts at its peak (a schedule's, an expression's, a periodic
     frequency's), and one the operating modes scale at its busiest mode's factor: the bound is
     on what the run can generate, whichever mode it happens to stay in."""
+    clients = 0.0
     for wl in workloads.values():
         where = f"workloads.{wl.name}"
         for f in fields(wl):
@@ -174,6 +182,10 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
             if f.name in ("clients", "copies", "count", "warmup", "repeat") and isinstance(value, int | float) \
                     and math.isfinite(value):
                 limits.refuse("count", value, f.name, f"{where}.{f.name}")
+        if isinstance(wl, ClosedWorkload):
+            clients += wl.clients
+            limits.refuse("clients", clients, "clients" if clients == wl.clients else
+                          "clients (with the closed workloads before it)", f"{where}.clients")
         if isinstance(wl, ClosedWorkload) and horizon is not None and wl.think.mean > 0:
             cycles = min(wl.count, horizon / wl.think.mean) * wl.clients  # at most one cycle per think time
             if math.isfinite(cycles):

@@ -35,7 +35,8 @@ SETTINGS = {
                     "time left out of the statistics, or mser5"),
     "seed": Field(lambda v: _checked(_non_negative_int, v), None, "seed of the random streams"),
     "replications": Field(lambda v: _checked(parse_count, v), None, "independent replications"),
-    "limits": Field(read_limits, None, "bounds, raised here: count 1e6, rate 1e8/s, arrivals 1e9, steps 1e8"),
+    "limits": Field(read_limits, None,
+                    "bounds, raised here: count 1e6, rate 1e8/s, arrivals 1e9, steps 1e8, clients 1e5"),
     "time_unit": Field(one_of("s", "none"), None,
                        "s, or none: times without a unit (an imported LQN model), shown as model time units"),
 }

@@ -57,3 +57,12 @@ def test_the_findings_of_the_experiment_fuzzer_are_refused_with_their_place(seed
     (result,) = [r for _, r in fuzz_models.campaign(seed, [index], jobs=1, timeout=60.0, surface="experiments",
                                                     run=False)]
     assert result == {"load": "refused"}, fuzz_models.brief(result)
+
+
+@pytest.mark.parametrize("index", [
+    1363,  # tango's clients axis at 1e6 (within the count limit): a hang, 3 GB of clients started at once
+    2255,  # the same with other mutations: signal 11 under the fuzzer's 2 GB limit
+])
+def test_a_million_closed_clients_in_an_experiment_are_refused_at_its_first_job(index: int) -> None:
+    (result,) = [r for _, r in fuzz_models.campaign(41, [index], jobs=1, timeout=60.0, surface="experiments")]
+    assert result == {"load": "ok", "run": "refused"}, fuzz_models.brief(result)

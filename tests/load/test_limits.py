@@ -221,3 +221,23 @@ def test_a_component_count_is_bounded_before_the_kind_builds_anything_from_it() 
                          "depth": 2, "fanout": 3}}
     assert "components.lsa.devices: devices of 120,000,000,000 is above the limit" in refused(
         doc(components=hierarchy))
+
+
+def test_closed_clients_together_are_bounded_when_read_naming_the_limit() -> None:
+    # a million clients is within the count limit; each is held in memory for the whole run (3 GB at
+    # once: the experiment fuzzer's tango case with clients=1000000 hung, or died of signal 11 at 2 GB)
+    text = refused(doc(workloads={"users": {"type": "closed", "request": "job", "clients": 10**6}}))
+    assert "workloads.users.clients: clients of 1,000,000 is above the limit of 100,000 on the clients of all " \
+           "closed workloads together" in text, text
+    assert LIMIT_HINT % "clients" in text
+    two = {name: {"type": "closed", "request": "job", "clients": 60_000, "think": "1s"} for name in ("a", "b")}
+    text = refused(doc(workloads=two))
+    assert "workloads.b.clients: clients (with the closed workloads before it) of 120,000" in text, text
+    spec = build_spec(doc(workloads=two, settings={"limits": {"clients": 200_000}}), None)  # read, never run here
+    assert spec.workloads["b"].clients == 60_000
+    assert any("limits.clients" in line for line in spec.warnings)
+
+
+def test_the_tango_model_with_a_million_clients_is_refused_when_loaded() -> None:
+    with pytest.raises(ModelError, match=r"workloads\.bench\.clients: clients of 1,000,000 is above the limit"):
+        simstack.load_model("tango", parameters={"clients": 10**6})

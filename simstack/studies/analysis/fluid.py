@@ -29,7 +29,8 @@ def pool_makespan(latency: Sequence[float], work: Sequence[float], threads: floa
 
     Job ``i`` gets a thread in index order, waits for a connection (FIFO), holds it for
     ``latency[i]``, then for the service of ``work[i]`` at ``min(cap, capacity / k)``;
-    the thread and the connection are released when its service ends.
+    the thread and the connection are released when its service ends. A time past the
+    float range is ``inf``, for the caller to refuse.
     """
     n = len(work)
     if len(latency) != n:
@@ -58,6 +59,8 @@ def pool_makespan(latency: Sequence[float], work: Sequence[float], threads: floa
         t_service = t + least / rate if k else math.inf
         t_latency = in_latency[0][0] if in_latency else math.inf
         t_next = min(t_service, t_latency)
+        if not math.isfinite(t_next):  # a time past the float range (a latency of 1e308 s, twice): no end
+            return math.inf  # (inf - inf served nan forever)
         served = rate * (t_next - t)
         # the jobs with the least work left end together (the least always, so time moves on)
         finished = [j for j, r in left.items() if r <= least * (1 + _EPS)] if t_service <= t_latency else []

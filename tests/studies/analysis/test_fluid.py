@@ -119,3 +119,29 @@ def test_fan_outs_that_share_their_resources_are_not_solved_exactly(tmp_path, wr
     path.write_text(yaml.safe_dump(doc))
     net = build_network(simstack.load_model(path))
     assert not any(name.startswith("fanout:") for name in net.stations)
+
+
+def _in_a_child(call, tmp_path) -> dict:
+    """``call()``'s outcome in a forked child killed after 20 s (on main these looped for ever)."""
+    import fuzz_models  # benchmarks/: its forked child with a wall-time limit
+
+    def run(_case: object, _folder: object) -> dict:
+        try:
+            return {"value": repr(call())}
+        except simstack.ModelError as exc:
+            return {"refused": str(exc)}
+    return fuzz_models.run_isolated(None, tmp_path, timeout=20.0, run=run)
+
+
+def test_times_past_the_float_range_end_at_inf_not_in_an_endless_loop(tmp_path) -> None:
+    # two rounds of 1e308 s latencies overflow the clock to inf, and inf - inf served nan for ever
+    assert _in_a_child(lambda: pool_makespan([1e308] * 4, [1.0, 2.0] * 2, 2, cap=1.0, capacity=2.0), tmp_path) \
+        == {"value": "inf"}
+
+
+def test_solve_refuses_a_database_latency_of_1e308_seconds_with_its_place(tmp_path) -> None:
+    # the model fuzzer's case (cms_conditions, query_latency: 1e308s): solve ran past the time limit
+    spec = simstack.load_model("cms_conditions", parameters={"query_latency": "1e308s"})
+    result = _in_a_child(lambda: solve_model(spec), tmp_path)
+    assert "too large for the analytic solver's arithmetic" in result.get("refused", ""), result
+    assert "cms_conditions/model.yaml" in result["refused"]
