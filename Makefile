@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
-# changes, and the native kernel (simstack/engine/_native.c) when its source does (a stale build
+# changes, and the native kernel (simstack/engine/eventloop.c) when its source does (a stale build
 # is never run anyway: simstack/resources/hotpath.py and simstack/engine/kernel.py pass it over).
 $(STAMP): pyproject.toml hatch_build.py
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml hatch_build.py
 
 HOTPATH := $(VENV)/.hotpath
 HOT := $(shell sed -n '/hooks.custom\]/,/^\]/s/^ *"\(simstack\/.*\.py\)",*$$/\1/p' pyproject.toml)
-$(HOTPATH): $(STAMP) $(HOT) simstack/engine/_native.c
+$(HOTPATH): $(STAMP) $(HOT) simstack/engine/eventloop.c
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/simstack --version
 	touch $@

@@ -34,10 +34,10 @@ except ImportError:  # a build without isolation and without hatch-mypyc: pure P
 RECORD = "simstack/_hotpath_build.json"
 # The native event kernel (simstack.engine.native): a plain C extension, built beside its source
 # by setuptools (which hatch-mypyc needs anyway), or left out with a one-line notice.
-NATIVE = "simstack/engine/_native.c"
-NATIVE_BUILT = "simstack/engine/_native.*"
+NATIVE = "simstack/engine/eventloop.c"
+NATIVE_BUILT = "simstack/engine/eventloop.*"
 NATIVE_SETUP = """from setuptools import Extension, setup
-setup(name="simstack-native", ext_modules=[Extension("simstack.engine._native", [{source!r}],
+setup(name="simstack-native", ext_modules=[Extension("simstack.engine.eventloop", [{source!r}],
       extra_compile_args={flags!r})])
 """
 
@@ -56,7 +56,7 @@ def missing_compiler() -> str | None:
 
 
 def build_native(root: Path) -> str | None:
-    """Compile the native kernel into ``simstack/engine`` (a ``.so`` beside ``_native.c``); why
+    """Compile the native kernel into ``simstack/engine`` (a ``.so`` beside ``eventloop.c``); why
     not, or ``None`` when built. Floating-point contraction is off so that every operation rounds
     as Python's does (its results are compared with the SimPy kernel's bit for bit)."""
     if os.environ.get("SIMSTACK_KERNEL", "") == "simpy":
@@ -72,7 +72,7 @@ def build_native(root: Path) -> str | None:
         lib = Path(temp, "lib")
         done = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", str(lib), "--build-temp",
                                str(Path(temp, "tmp"))], cwd=temp, capture_output=True, text=True)
-        built = sorted(lib.glob("simstack/engine/_native.*"))
+        built = sorted(lib.glob("simstack/engine/eventloop.*"))
         if done.returncode or not built:
             lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
             return f"native kernel build failed at install: {lines[-1] if lines else done.returncode}"

@@ -13,8 +13,8 @@ from pathlib import Path
 from simstack.resources.hotpath import RECORD
 
 ENV = "SIMSTACK_KERNEL"
-EXTENSION = "simstack.engine._native"
-SOURCE = Path(__file__).with_name("_native.c")
+EXTENSION = "simstack.engine.eventloop"
+SOURCE = Path(__file__).with_name("eventloop.c")
 
 
 def built() -> bool:
@@ -24,7 +24,7 @@ def built() -> bool:
 
 def unusable() -> str:
     """Why the installed native kernel cannot run ('' when it can): not built, or built from a
-    ``_native.c`` that has changed since (the install records its hash, as for the hot path)."""
+    ``eventloop.c`` that has changed since (the install records its hash, as for the hot path)."""
     try:
         record = json.loads(RECORD.read_text(encoding="utf-8")).get("native")
     except (OSError, ValueError, AttributeError):
@@ -34,7 +34,7 @@ def unusable() -> str:
     if not built():
         return "native kernel not built"
     if isinstance(record, str) and SOURCE.is_file() and hashlib.sha256(SOURCE.read_bytes()).hexdigest() != record:
-        return "native kernel stale: _native.c changed since it was built; reinstall to rebuild"
+        return "native kernel stale: eventloop.c changed since it was built; reinstall to rebuild"
     return ""
 
 

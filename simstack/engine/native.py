@@ -1,4 +1,4 @@
-"""The native kernel: one replication of a station network in C (``_native.c``), results
+"""The native kernel: one replication of a station network in C (``eventloop.c``), results
 bit-identical to the SimPy kernel's (docs/engine.md).
 
 ``why_not`` says whether a model is in the subset the C loop runs (open and closed workloads;
@@ -29,10 +29,10 @@ from simstack.tables.records import Recorder
 from simstack.tables.streamstats import SummaryRecorder
 
 try:
-    from simstack.engine import _native  # type: ignore[attr-defined]
+    from simstack.engine import eventloop as loop  # type: ignore[attr-defined]
     MISSING = ""
 except ImportError:  # no compiler at install: the SimPy kernel runs everything
-    _native = None
+    loop = None
     MISSING = "native kernel not built"
 
 CALL, DELAY, CHOOSE, JUMP, END = 1, 2, 3, 4, 5
@@ -185,7 +185,7 @@ def _refill(sampler: Any) -> Any:
 def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tuple[float, int, bool]:
     """Run replication ``r`` (built, no workload started) natively: returns (end of run,
     events scheduled, ran dry); its ``meters`` and recorder hold what the SimPy kernel's would."""
-    assert _native is not None
+    assert loop is not None
     comp = _Compiler(r)
     entries: dict[str, int] = {}
     workloads: list[tuple] = []
@@ -204,7 +204,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         else:
             s = [comp.stream(f"workloads.{wl.name}.think.{c}", wl.think) for c in range(wl.clients)]
             workloads.append((True, entries[wl.request], cls, 0, float(wl.count), wl.start, s))
-    out = _native.run(comp.code, comp.bounds, comp.station_list, comp.streams, workloads,
+    out = loop.run(comp.code, comp.bounds, comp.station_list, comp.streams, workloads,
                       None if horizon is None else float(horizon), float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]

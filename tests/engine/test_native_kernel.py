@@ -100,7 +100,7 @@ def test_version_names_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The build hook compiles ``_native.c`` beside it, or gives the one-line reason it cannot."""
+    """The build hook compiles ``eventloop.c`` beside it, or gives the one-line reason it cannot."""
     root = Path(__file__).resolve().parents[2]
     if not (root / "hatch_build.py").is_file():
         pytest.skip("needs the source tree")
@@ -115,4 +115,4 @@ def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: 
     if shutil.which(sysconfig.get_config_var("CC").split()[0]) is None:
         pytest.skip("no C compiler here")
     assert hatch_build.build_native(tmp_path) is None
-    assert list((tmp_path / "simstack" / "engine").glob("_native.*.so"))
+    assert list((tmp_path / "simstack" / "engine").glob("eventloop.*.so"))

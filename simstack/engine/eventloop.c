@@ -433,6 +433,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "simstack's native event kernel", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "eventloop", "simstack's native event kernel", -1, methods};
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_eventloop(void) { return PyModule_Create(&module); }
