@@ -8,7 +8,11 @@ the CLI prints it as ``simstack: error: ...`` and exits 2, like every other user
 A ``+`` adds a key only where the keys are the user's own (``+parameters.NAME``,
 ``+flags.NAME``, ``+where.COLUMN``): ``+sim.replicatons=3`` is the same typo as
 ``sim.replicatons=3`` and is refused the same way, never run with the default.
-Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are left to Hydra.
+Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are composed as Hydra
+will compose them, so a key the launcher does not have or a value of the wrong type is one
+line too (Hydra said it in five, exit 1), and the values Hydra's sweeper and launcher only
+refuse once the sweep's folder is claimed (``hydra.sweeper.max_batch_size=-1``, the joblib
+launcher's ``n_jobs=0``: a traceback then) are checked here.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from simstack.errors import ConfigError
 from simstack.lang.schema import suggest
@@ -60,6 +65,7 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
     for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
         if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
             _check_option(override, options[override.key_or_group])
+    _check_hydra([o for o in parsed if _is_hydra(o) and not o.is_sweep_override()], config_dir)
     chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
@@ -87,6 +93,37 @@ def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig,
         loader = GlobalHydra.instance().config_loader()
         options = {group: loader.get_group_options(group) for group in hydra_groups}
         return compose(config_name="config"), {g: o for g, o in options.items() if o}
+
+
+def _check_hydra(overrides: Sequence[Override], config_dir: Path) -> None:
+    """Hydra's own settings composed with ``overrides`` as Hydra will; a refusal in one line."""
+    if not overrides:
+        return
+    from hydra import compose, initialize_config_dir
+
+    lines = [o.input_line or "" for o in overrides]
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            hydra = compose(config_name="config", overrides=lines, return_hydra_config=True).hydra
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(f"{_one_line(exc)} (in {', '.join(map(repr, map(_cut, lines)))})") from None
+    batch = hydra.sweeper.get("max_batch_size")
+    if batch is not None and batch < 1:
+        raise ConfigError(f"hydra.sweeper.max_batch_size: must be a whole number of at least 1 (or null), got {batch}")
+    if hydra.launcher.get("n_jobs") == 0:
+        raise ConfigError("hydra.launcher.n_jobs: 0 jobs at once runs nothing; write a number of at least 1 "
+                          "(or -1 for one per CPU)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """Hydra's message and its cause's, without OmegaConf's ``full_key:``/``object_type=`` lines."""
+    seen: list[str] = []
+    for part in (exc, exc.__cause__):
+        for line in str(part or "").splitlines():
+            line = line.strip().rstrip(".")
+            if line and not line.startswith(("full_key:", "object_type=", "reference_type=")) and line not in seen:
+                seen.append(line)
+    return "; ".join(seen) or type(exc).__name__
 
 
 def _check_option(override: Override, options: list[str]) -> None:
