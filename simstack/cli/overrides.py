@@ -8,10 +8,11 @@ the CLI prints it as ``simstack: error: ...`` and exits 2, like every other user
 A ``+`` adds a key only where the keys are the user's own (``+parameters.NAME``,
 ``+flags.NAME``, ``+where.COLUMN``): ``+sim.replicatons=3`` is the same typo as
 ``sim.replicatons=3`` and is refused the same way, never run with the default.
-Hydra's own settings are checked the same way against the config Hydra would compose with
-the launcher and sweeper chosen: an unknown option of ``hydra/launcher``, an unknown key of
-``hydra.launcher`` (``n_jobs`` on the basic launcher) or a value of the wrong type is a
-``ConfigError`` too, not Hydra's message and exit 1.
+Overrides of Hydra's own settings (``hydra.*``, ``hydra/launcher=...``) are composed as Hydra
+will compose them, so a key the launcher does not have or a value of the wrong type is one
+line too (Hydra said it in five, exit 1), and the values Hydra's sweeper and launcher only
+refuse once the sweep's folder is claimed (``hydra.sweeper.max_batch_size=-1``, the joblib
+launcher's ``n_jobs=0``: a traceback then) are checked here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from simstack.errors import ConfigError
 from simstack.lang.schema import suggest
@@ -58,18 +60,12 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
                               "write a number a model can use") from None
     ours = [o for o in parsed if not _is_hydra(o)]
     hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
-    options = _group_options(config_dir, hydra_groups)
+    base, options = _compose(config_dir, hydra_groups)
+    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
     for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
         if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
             _check_option(override, options[override.key_or_group])
-    chosen_groups = [o.input_line or "" for o in parsed if o.key_or_group in options
-                     and o.type == OverrideType.CHANGE and not o.is_sweep_override()]
-    full = _compose(config_dir, chosen_groups)
-    for override in parsed:
-        if override.key_or_group.startswith("hydra.") and override.type == OverrideType.CHANGE:
-            _check_hydra_key(override, full)
-    base = OmegaConf.masked_copy(full, [str(k) for k in full.keys() if k != "hydra"])
-    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
+    _check_hydra([o for o in parsed if _is_hydra(o) and not o.is_sweep_override()], config_dir)
     chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
@@ -88,42 +84,46 @@ def _is_hydra(override: Override) -> bool:
     return key == "hydra" or key.startswith(("hydra.", "hydra/")) or (override.package or "").startswith("hydra")
 
 
-def _group_options(config_dir: Path, hydra_groups: Sequence[str]) -> dict[str, list[str]]:
-    """The options of each named Hydra group (``hydra/launcher``) that has any."""
-    from hydra import initialize_config_dir
+def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig, dict[str, list[str]]]:
+    """The default config, and the options of each named Hydra group (``hydra/launcher``)."""
+    from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         options = {group: loader.get_group_options(group) for group in hydra_groups}
-        return {g: o for g, o in options.items() if o}
+        return compose(config_name="config"), {g: o for g, o in options.items() if o}
 
 
-def _compose(config_dir: Path, hydra_choices: Sequence[str]) -> DictConfig:
-    """The default config with Hydra's own (``hydra``), its groups as chosen (``hydra/launcher=ray``)."""
+def _check_hydra(overrides: Sequence[Override], config_dir: Path) -> None:
+    """Hydra's own settings composed with ``overrides`` as Hydra will; a refusal in one line."""
+    if not overrides:
+        return
     from hydra import compose, initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        return compose(config_name="config", overrides=list(hydra_choices), return_hydra_config=True)
-
-
-def _check_hydra_key(override: Override, full: DictConfig) -> None:
-    """``hydra.KEY=VALUE``: the key exists under the chosen launcher and sweeper, and takes the value."""
-    key, line = override.key_or_group, override.input_line or ""
-    parent = key.rpartition(".")[0]
-    if OmegaConf.select(full, key, default=_ABSENT) is _ABSENT:
-        holder = OmegaConf.select(full, parent, default=_ABSENT)
-        known = ", ".join(str(k) for k in holder.keys()) if isinstance(holder, DictConfig) else ""
-        where = f"; {parent} has: {known}" if known else f": {parent!r} is not a group of settings"
-        raise ConfigError(f"unknown setting {key!r}{where} (the launcher is chosen with hydra/launcher=...)")
-    if override.is_sweep_override():
-        return
-    trial = OmegaConf.masked_copy(full, ["hydra"])
+    lines = [o.input_line or "" for o in overrides]
     try:
-        OmegaConf.update(trial, key, override.value(), merge=True)
-    except Exception as exc:  # omegaconf's ValidationError and its kin: a value of the wrong type
-        detail = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"{key}: cannot take the value in {_cut(line)!r} ({detail})") from None
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            hydra = compose(config_name="config", overrides=lines, return_hydra_config=True).hydra
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(f"{_one_line(exc)} (in {', '.join(map(repr, map(_cut, lines)))})") from None
+    batch = hydra.sweeper.get("max_batch_size")
+    if batch is not None and batch < 1:
+        raise ConfigError(f"hydra.sweeper.max_batch_size: must be a whole number of at least 1 (or null), got {batch}")
+    if hydra.launcher.get("n_jobs") == 0:
+        raise ConfigError("hydra.launcher.n_jobs: 0 jobs at once runs nothing; write a number of at least 1 "
+                          "(or -1 for one per CPU)")
+
+
+def _one_line(exc: BaseException) -> str:
+    """Hydra's message and its cause's, without OmegaConf's ``full_key:``/``object_type=`` lines."""
+    seen: list[str] = []
+    for part in (exc, exc.__cause__):
+        for line in str(part or "").splitlines():
+            line = line.strip().rstrip(".")
+            if line and not line.startswith(("full_key:", "object_type=", "reference_type=")) and line not in seen:
+                seen.append(line)
+    return "; ".join(seen) or type(exc).__name__
 
 
 def _check_option(override: Override, options: list[str]) -> None:

@@ -111,15 +111,27 @@ def test_an_override_that_names_nothing_is_refused() -> None:
     (["-m", "hydra/launcher=jobli"], r"^unknown hydra/launcher option 'jobli' \(did you mean 'joblib'\?\) in "
                                      r"'hydra/launcher=jobli'; hydra/launcher options: .*\bbasic\b.*\bjoblib\b"),
     (["+parameters.x=${oc.env:HOME}"], r"^parameters.x: interpolation '\$\{...\}' is not allowed"),
-    # issue 30: Hydra's own settings under the launcher chosen (Hydra printed its message and exited 1)
-    (["-m", "+parameters.x=1,2", "hydra.launcher.n_jobs=2"],
-     r"^unknown setting 'hydra.launcher.n_jobs'; hydra.launcher has: _target_ \(the launcher is chosen with "),
-    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc"],
-     r"^hydra.launcher.n_jobs: cannot take the value in 'hydra.launcher.n_jobs=abc' \(Value 'abc' of type 'str' "
-     r"could not be converted to Integer\)$"),
-    (["hydra.job.nosuch=1"], r"^unknown setting 'hydra.job.nosuch'; hydra.job has: name, "),
 ])
 def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        check_overrides(argv, Path(CONFIG_DIR))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # Hydra's own settings: five lines and exit 1 (a key the launcher lacks, a value of the wrong type)
+    (["-m", "sim.horizon=1,2", "hydra.launcher.foo=1"],
+     r"^Could not override 'hydra.launcher.foo'; .*Key 'foo' not in 'BasicLauncherConf' "
+     r"\(in 'hydra.launcher.foo=1'\)$"),
+    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc"],
+     r"^Error merging override hydra.launcher.n_jobs=abc; Value 'abc' of type 'str' could not be converted to Integer"),
+    (["-m", "hydra.sweeper.max_batch_size=abc"], r"override hydra.sweeper.max_batch_size=abc; Value 'abc'"),
+    # ... and values refused only after the sweep's folder is claimed: a traceback (HYDRA_FULL_ERROR=1 by then)
+    (["-m", "sim.horizon=1,2", "hydra.sweeper.max_batch_size=-1"],
+     r"^hydra.sweeper.max_batch_size: must be a whole number of at least 1 \(or null\), got -1$"),
+    (["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0"],
+     r"^hydra.launcher.n_jobs: 0 jobs at once runs nothing"),
+])
+def test_hydras_own_settings_are_refused_in_one_line_before_the_sweep(argv: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         check_overrides(argv, Path(CONFIG_DIR))
 
@@ -190,6 +202,16 @@ def test_a_hydra_override_error_speaks_simstack_and_exits_2(tmp_path: Path) -> N
     assert "+nonexistent" not in done.stderr  # a + would not make it a setting (issue 22 item 14)
     assert "Traceback" not in done.stderr and "struct" not in done.stderr
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_launcher_option_refused_after_the_claim_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """joblib refuses n_jobs=0 only when the sweep starts, after its folder is claimed and Hydra
+    hands on what escapes (HYDRA_FULL_ERROR=1): that was a ValueError traceback, exit 1."""
+    done = _simstack("-m", "model=pipeline", "+parameters.consoles=2,4", "hydra/launcher=joblib",
+                     "hydra.launcher.n_jobs=0", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "simstack: error: hydra.launcher.n_jobs: 0 jobs at once runs "
+                                                 "nothing; write a number of at least 1 (or -1 for one per CPU)\n")
+    assert not (tmp_path / "sweep").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
