@@ -1,12 +1,19 @@
-/* The native event kernel of simstack: one replication of a station network in one C loop.
+/* The native event kernel of simstack: one replication of a compiled model in one C loop.
  *
  * simstack/engine/native.py compiles the model into the arguments of run() (see its docstring)
- * and turns the result back into the recorder's columns and the stations' meters. The loop
+ * and turns the result back into the recorder's columns and the resources' meters. The loop
  * reproduces the SimPy kernel's order of events exactly: a binary heap ordered by (time,
  * insertion number), every event at SimPy's NORMAL priority, events scheduled in the order the
- * Python runners schedule them. Random draws are not made here: each stream's buffer is refilled
- * by calling its Python refill callable (the next 256 draws of the same named NumPy stream).
- * Compiled with -ffp-contract=off so each floating-point operation rounds as in Python.
+ * Python runners schedule them, and a resource handed over at one instant runs its waiter's work
+ * at once, before the releaser goes on (resources/waitline.py). Random draws are not made here:
+ * each stream's buffer is refilled by calling its Python refill callable (the next 256 draws of
+ * the same named NumPy stream). Compiled with -ffp-contract=off so each floating-point operation
+ * rounds as in Python.
+ *
+ * Resources: FIFO stations (a `server` station, a host's `fifo` cores: cpu.FifoCpu), processor
+ * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), thread pools
+ * (slots.Slots) and write locks, global or per key (kinds/locks.LockRuntime). Each keeps its
+ * accounting in a Meter here, written back into the Python Meter objects at the end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -15,23 +22,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5 };
-enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4 };
+enum {
+    OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
+    OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14
+};
+enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
+enum { CPU_FIFO = 0, CPU_PS = 1 };
 #define ZERO_TIME_CYCLES 10000
 
-typedef struct { double t; uint64_t eid; int32_t type, a, b; } Event;
-typedef struct { int32_t slot; double arrived, service; } Job;
+typedef struct { double t; uint64_t eid; int32_t type, a; int64_t b; } Event;
 
 typedef struct {
-    double cores, free_;
-    Job *q; Py_ssize_t qhead, qlen, qcap;
     double busy; int64_t queue, max_queue, arrivals, drops;
-    double t, start, busy_area, queue_area;
+    double t, start, busy_area, queue_area, held_area; int keyed;
+} Meter;
+
+typedef struct { int32_t slot; double arrived, service; } Job;
+
+typedef struct {  /* cpu.FifoCpu */
+    double free_, speed; int32_t m;
+    Job *q; Py_ssize_t qhead, qlen, qcap;
 } Station;
 
+typedef struct { double tag; int64_t seq; int32_t slot; } Tag;
+
+typedef struct {  /* sharing.SharedRate with no cap, share or on_leave */
+    double servers, rate, virt, last; int64_t token, seq; int32_t m;
+    Tag *h; Py_ssize_t hn, hcap;
+} Shared;
+
+typedef struct { int32_t slot; double since; } Waiter;
+
+typedef struct {  /* a FIFO line of waiters (a ring) */
+    Waiter *w; Py_ssize_t head, len, cap;
+} Line;
+
+typedef struct {  /* slots.Slots, unbounded line */
+    double size; int64_t busy, pending; int handing, again; int32_t m; Line line;
+} Pool;
+
+typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO order */
+    int used, fixed; int64_t key; int writer, handing, again; Line line;
+} KeyState;
+
+typedef struct {  /* kinds/locks.LockRuntime: keys in an open-addressed table */
+    int32_t m; KeyState *keys; Py_ssize_t nkeys, kcap;
+} Lock;
+
+/* constant: 0 drawn (refilled 256 at a time), 1 a constant, 2 a table indexed by the request's item */
 typedef struct { int constant; double value; PyObject *refill; double *buf; Py_ssize_t n, i; } Stream;
 
-typedef struct { int64_t id; int32_t pc, wl, cls, client; int64_t item; double start; } Req;
+typedef struct {
+    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc; int live;
+    double start, scratch, wait_since;
+} Req;
 
 typedef struct {
     int closed; int32_t entry, cls; int64_t item; double count, start; int32_t stream;
@@ -43,15 +87,20 @@ typedef struct { double n; int64_t idle; double since; int32_t wl, stream; } Cli
 typedef struct {
     Event *heap; Py_ssize_t hn, hcap; uint64_t eid;
     double now;
-    int32_t *code; double *bounds;
+    int32_t *code; Py_ssize_t ncode; double *consts; Py_ssize_t nconsts;
+    Meter *mt; Py_ssize_t nmt;
     Station *st; Py_ssize_t nst;
+    Shared *ps; Py_ssize_t nps;
+    Pool *pl; Py_ssize_t npl;
+    Lock *lk; Py_ssize_t nlk;
     Stream *sm; Py_ssize_t nsm;
     Workload *wl; Py_ssize_t nwl;
     Client *cl; Py_ssize_t ncl;
     Req *req; Py_ssize_t rcap; int32_t *freelist; Py_ssize_t nfree;
-    int64_t next_id, in_system, started;
+    int64_t next_id, in_system, started, wait_seq, item;  /* item: the running request's */
+    int32_t *done; Py_ssize_t dcap;  /* a PS departure's finished jobs */
     /* records: completion order */
-    int64_t *o_id, *o_item; int32_t *o_cls, *o_wl; double *o_start, *o_end; Py_ssize_t on, ocap;
+    int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl; double *o_start, *o_end; Py_ssize_t on, ocap;
     int error; int32_t err_wl;
 } K;
 
@@ -68,7 +117,7 @@ static inline int ev_less(const Event *x, const Event *y) {
     return x->t < y->t || (x->t == y->t && x->eid < y->eid);
 }
 
-static int push(K *k, double t, int32_t type, int32_t a, int32_t b) {
+static int push(K *k, double t, int32_t type, int32_t a, int64_t b) {
     if (k->hn == k->hcap && grow((void **)&k->heap, &k->hcap, k->hn + 1, sizeof(Event))) return -1;
     Event e = {t, k->eid++, type, a, b};
     Py_ssize_t i = k->hn++;
@@ -100,7 +149,12 @@ static Event pop(K *k) {
 
 static int draw(K *k, int32_t s, double *out) {
     Stream *m = &k->sm[s];
-    if (m->constant) { *out = m->value; return 0; }
+    if (m->constant == 1) { *out = m->value; return 0; }
+    if (m->constant == 2) {  /* samplers.Indexed.at: values[item % len], Python's modulo */
+        Py_ssize_t i = (Py_ssize_t)(k->item % m->n);
+        *out = m->buf[i < 0 ? i + m->n : i];
+        return 0;
+    }
     if (m->i == m->n) {
         PyObject *r = PyObject_CallNoArgs(m->refill);
         if (!r) return -1;
@@ -135,16 +189,44 @@ static int draw(K *k, int32_t s, double *out) {
     return 0;
 }
 
-static inline void touch(Station *s, double now) {
+/* Meter.touch (KeyedMeter.touch for a per-key lock's meter) */
+static inline void touch(Meter *s, double now) {
     double dt = now - s->t;
     if (dt != 0.0) {
         s->busy_area += s->busy * dt;
         s->queue_area += (double)s->queue * dt;
+        if (s->keyed && s->busy != 0.0) s->held_area += dt;
         s->t = now;
     }
 }
 
-static int start_request(K *k, int32_t w, int32_t client, int64_t item);
+static inline void queued(Meter *m, int64_t len) {
+    m->queue = len;
+    if (m->queue > m->max_queue) m->max_queue = m->queue;
+}
+
+static int line_put(Line *l, int32_t slot, double since) {
+    if (l->len == l->cap) {  /* grow the ring, unrolling it */
+        Py_ssize_t cap = l->cap ? l->cap * 2 : 16;
+        Waiter *w = malloc((size_t)cap * sizeof(Waiter));
+        if (!w) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < l->len; i++) w[i] = l->w[(l->head + i) % l->cap];
+        free(l->w); l->w = w; l->cap = cap; l->head = 0;
+    }
+    l->w[(l->head + l->len) % l->cap] = (Waiter){slot, since};
+    l->len++;
+    return 0;
+}
+
+static Waiter line_take(Line *l) {
+    Waiter w = l->w[l->head];
+    l->head = (l->head + 1) % l->cap;
+    l->len--;
+    return w;
+}
+
+static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent);
+static int advance(K *k, int32_t slot);
 
 /* A closed client's request ended: think, then cycle again (workloads._client.after). */
 static int client_after(K *k, int32_t c) {
@@ -159,40 +241,330 @@ static int client_after(K *k, int32_t c) {
     return push(k, k->now + pause, EV_CYCLE, c, 0);
 }
 
-/* Run request ``slot`` from its pc until it waits for an event or ends. */
+/* FifoCpu.enter: 1 when the job waits (its completion is scheduled later), 0 when it runs. */
+static int fifo_enter(K *k, int32_t si, double demand, int32_t slot) {
+    Station *s = &k->st[si];
+    Meter *m = &k->mt[s->m];
+    double now = k->now;
+    m->arrivals += 1;
+    touch(m, now);
+    double service = demand / s->speed;
+    if (s->free_ != 0.0) {
+        s->free_ -= 1;
+        m->busy += 1;
+        return push(k, now + service, EV_FINISH, si, slot);
+    }
+    if (s->qlen == s->qcap) {  /* grow the ring, unrolling it */
+        Py_ssize_t cap = s->qcap ? s->qcap * 2 : 16;
+        Job *q = malloc((size_t)cap * sizeof(Job));
+        if (!q) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < s->qlen; i++) q[i] = s->q[(s->qhead + i) % s->qcap];
+        free(s->q); s->q = q; s->qcap = cap; s->qhead = 0;
+    }
+    s->q[(s->qhead + s->qlen) % s->qcap] = (Job){slot, now, service};
+    s->qlen++;
+    queued(m, s->qlen);
+    return 0;
+}
+
+/* -- processor sharing (sharing.SharedRate) ------------------------------------------------ */
+static inline int tag_less(const Tag *x, const Tag *y) {
+    return x->tag < y->tag || (x->tag == y->tag && x->seq < y->seq);
+}
+
+static inline double ps_rate(const Shared *p, Py_ssize_t n) {  /* _per_job_rate, cap inf */
+    if (!n) return 0.0;
+    double share = p->servers / (double)n;
+    return p->rate * (share < 1.0 ? share : 1.0);
+}
+
+static inline void ps_advance(Shared *p, double now) {
+    if (p->hn) p->virt += (now - p->last) * ps_rate(p, p->hn);
+    p->last = now;
+}
+
+static void ps_account(K *k, Shared *p) {
+    Meter *m = &k->mt[p->m];
+    double n = (double)p->hn;
+    m->busy = n < p->servers ? n : p->servers;
+    if (isfinite(p->servers)) queued(m, n - p->servers > 0 ? (int64_t)(n - p->servers) : 0);
+    else m->queue = 0;
+}
+
+static int ps_schedule(K *k, int32_t pi, double now) {
+    Shared *p = &k->ps[pi];
+    p->token += 1;
+    if (!p->hn) return 0;
+    double rate = ps_rate(p, p->hn);
+    if (rate <= 0.0) return 0;
+    double delay = (p->h[0].tag - p->virt) / rate;
+    if (!(delay > 0.0)) delay = 0.0;  /* max(0.0, x) */
+    double floor_ = fabs(now) > 1.0 ? fabs(now) : 1.0;
+    floor_ *= 1e-12;
+    if (floor_ > delay) delay = floor_;
+    return push(k, now + delay, EV_PS, pi, p->token);
+}
+
+static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
+    Shared *p = &k->ps[pi];
+    Meter *m = &k->mt[p->m];
+    double now = k->now;
+    m->arrivals += 1;
+    touch(m, now);
+    ps_advance(p, now);
+    p->seq += 1;
+    if (p->hn == p->hcap && grow((void **)&p->h, &p->hcap, p->hn + 1, sizeof(Tag))) return -1;
+    Tag t = {p->virt + work, p->seq, slot};
+    Py_ssize_t i = p->hn++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) >> 1;
+        if (!tag_less(&t, &p->h[up])) break;
+        p->h[i] = p->h[up];
+        i = up;
+    }
+    p->h[i] = t;
+    ps_account(k, p);
+    return ps_schedule(k, pi, now);
+}
+
+static Tag ps_pop(Shared *p) {
+    Tag top = p->h[0];
+    Tag last = p->h[--p->hn];
+    Py_ssize_t i = 0, n = p->hn;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && tag_less(&p->h[c + 1], &p->h[c])) c++;
+        if (!tag_less(&p->h[c], &last)) break;
+        p->h[i] = p->h[c];
+        i = c;
+    }
+    if (n) p->h[i] = last;
+    return top;
+}
+
+/* SharedRate._finish: everything whose tag is reached leaves, then each goes on in that order. */
+static int ps_finish(K *k, int32_t pi, int64_t token) {
+    Shared *p = &k->ps[pi];
+    if (token != p->token) return 0;
+    double now = k->now;
+    touch(&k->mt[p->m], now);
+    ps_advance(p, now);
+    double resolution = (fabs(now) > 1.0 ? fabs(now) : 1.0) * 1e-12;
+    Py_ssize_t nd = 0;
+    while (p->hn) {
+        double rate = ps_rate(p, p->hn);
+        if (rate > 0.0 && (p->h[0].tag - p->virt) / rate > resolution) break;
+        if (nd == k->dcap && grow((void **)&k->done, &k->dcap, nd + 1, sizeof(int32_t))) return -1;
+        k->done[nd++] = ps_pop(p).slot;
+    }
+    ps_account(k, p);
+    if (ps_schedule(k, pi, now)) return -1;
+    if (nd == 1) return advance(k, k->done[0]);
+    /* the jobs go on one by one; what they do cannot reach another PS departure (those are events) */
+    int32_t *gone = malloc((size_t)(nd ? nd : 1) * sizeof(int32_t));
+    if (!gone) { PyErr_NoMemory(); return -1; }
+    memcpy(gone, k->done, (size_t)nd * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < nd; i++) if (advance(k, gone[i])) { free(gone); return -1; }
+    free(gone);
+    return 0;
+}
+
+/* -- thread pools (slots.Slots) and locks (locks.LockRuntime) ------------------------------ */
+static void waiting(K *k, int32_t slot, int32_t pc) {  /* HoldRunner.enter lists it in r.waits */
+    Req *r = &k->req[slot];
+    r->wait_seq = ++k->wait_seq; r->wait_pc = pc; r->wait_since = k->now;
+}
+
+/* Slots.acquire: 1 granted at once (the body goes on), 0 queued, -1 error */
+static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {
+    Pool *p = &k->pl[pi];
+    Meter *m = &k->mt[p->m];
+    double now = k->now;
+    m->arrivals += 1;
+    if ((double)p->busy < p->size && !p->line.len) {
+        touch(m, now);
+        p->busy += 1;
+        m->busy = (double)p->busy;
+        return 1;
+    }
+    touch(m, now);
+    if (line_put(&p->line, slot, now)) return -1;
+    queued(m, p->line.len);
+    waiting(k, slot, pc);
+    return 0;
+}
+
+static int pool_release(K *k, int32_t pi) {
+    Pool *p = &k->pl[pi];
+    Meter *m = &k->mt[p->m];
+    touch(m, k->now);
+    if (!p->line.len) {
+        p->busy -= 1;
+        m->busy = (double)p->busy;
+        return 0;
+    }
+    p->pending += 1;
+    if (p->handing) { p->again = 1; return 0; }
+    p->handing = 1;
+    p->again = 1;
+    while (p->again) {  /* WaitingLine.hand_over, one pass of Slots._serve each */
+        p->again = 0;
+        while (p->pending && p->line.len) {
+            p->pending -= 1;
+            Waiter w = line_take(&p->line);
+            touch(m, k->now);
+            m->queue = p->line.len;
+            k->req[w.slot].wait_seq = 0;
+            if (advance(k, w.slot)) return -1;
+            p = &k->pl[pi];
+        }
+        if (p->pending) {
+            touch(m, k->now);
+            p->busy -= p->pending;
+            m->busy = (double)p->busy;
+            p->pending = 0;
+        }
+    }
+    p->handing = 0;
+    return 0;
+}
+
+/* the key's state, made on first use: a request's item, or a fixed key (never equal to an item) */
+static KeyState *lock_key(Lock *l, int64_t key, int fixed) {
+    if (2 * (l->nkeys + 1) > l->kcap) {
+        Py_ssize_t cap = l->kcap ? l->kcap * 2 : 16;
+        KeyState *t = calloc((size_t)cap, sizeof(KeyState));
+        if (!t) { PyErr_NoMemory(); return NULL; }
+        for (Py_ssize_t i = 0; i < l->kcap; i++) {
+            if (!l->keys[i].used) continue;
+            Py_ssize_t j = (Py_ssize_t)(((uint64_t)l->keys[i].key * 2 + (uint64_t)l->keys[i].fixed) * 0x9E3779B97F4A7C15ULL % (uint64_t)cap);
+            while (t[j].used) j = (j + 1) % cap;
+            t[j] = l->keys[i];
+        }
+        free(l->keys); l->keys = t; l->kcap = cap;
+    }
+    Py_ssize_t j = (Py_ssize_t)(((uint64_t)key * 2 + (uint64_t)fixed) * 0x9E3779B97F4A7C15ULL % (uint64_t)l->kcap);
+    while (l->keys[j].used && (l->keys[j].key != key || l->keys[j].fixed != fixed)) j = (j + 1) % l->kcap;
+    if (!l->keys[j].used) { l->keys[j].used = 1; l->keys[j].key = key; l->keys[j].fixed = fixed; l->nkeys++; }
+    return &l->keys[j];
+}
+
+static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t slot, int32_t pc) {
+    Lock *l = &k->lk[li];
+    KeyState *s = lock_key(l, key, fixed);
+    if (!s) return -1;
+    Meter *m = &k->mt[l->m];
+    double now = k->now;
+    m->arrivals += 1;
+    touch(m, now);
+    if (!s->line.len && !s->writer) {
+        m->busy += 1;
+        s->writer = 1;
+        return 1;
+    }
+    if (line_put(&s->line, slot, now)) return -1;
+    m->queue += 1;
+    if (m->queue > m->max_queue) m->max_queue = m->queue;
+    waiting(k, slot, pc);
+    return 0;
+}
+
+static int lock_release(K *k, int32_t li, int64_t key, int fixed) {
+    Lock *l = &k->lk[li];
+    KeyState *s = lock_key(l, key, fixed);
+    if (!s) return -1;
+    Meter *m = &k->mt[l->m];
+    touch(m, k->now);
+    s->writer = 0;
+    m->busy -= 1;
+    if (!s->line.len && !s->handing) return 0;
+    if (s->handing) { s->again = 1; return 0; }
+    s->handing = 1;
+    s->again = 1;
+    while (s->again) {  /* hand_over, one pass of _KeyState._serve each */
+        s->again = 0;
+        while (s->line.len && !s->writer) {
+            Waiter w = line_take(&s->line);
+            touch(m, k->now);
+            m->queue -= 1;
+            m->busy += 1;
+            s->writer = 1;
+            k->req[w.slot].wait_seq = 0;
+            if (advance(k, w.slot)) return -1;
+            s = lock_key(&k->lk[li], key, fixed);  /* the table may have grown meanwhile */
+            if (!s) return -1;
+        }
+    }
+    s->handing = 0;
+    return 0;
+}
+
+static int record(K *k, Req *r) {
+    if (k->on == k->ocap) {
+        Py_ssize_t cap = k->ocap ? k->ocap * 2 : 4096;
+        if (!(k->o_id = realloc(k->o_id, (size_t)cap * sizeof(int64_t))) ||
+            !(k->o_item = realloc(k->o_item, (size_t)cap * sizeof(int64_t))) ||
+            !(k->o_parent = realloc(k->o_parent, (size_t)cap * sizeof(int64_t))) ||
+            !(k->o_cls = realloc(k->o_cls, (size_t)cap * sizeof(int32_t))) ||
+            !(k->o_wl = realloc(k->o_wl, (size_t)cap * sizeof(int32_t))) ||
+            !(k->o_start = realloc(k->o_start, (size_t)cap * sizeof(double))) ||
+            !(k->o_end = realloc(k->o_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
+        k->ocap = cap;
+    }
+    Py_ssize_t o = k->on++;
+    k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
+    k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now;
+    return 0;
+}
+
+/* Run request ``slot`` from its pc until it waits for an event or a resource, or ends. */
 static int advance(K *k, int32_t slot) {
     for (;;) {
         Req *r = &k->req[slot];
-        int32_t *op = &k->code[r->pc];
+        const int32_t *op = &k->code[r->pc];
+        k->item = r->item;
         switch (op[0]) {
-        case OP_CALL: {
-            Station *s = &k->st[op[1]];
+        case OP_CALL: {  /* station, stream */
             double service;
             if (draw(k, op[2], &service)) return -1;
-            r = &k->req[slot];
-            r->pc += 3;
-            double now = k->now;
-            s->arrivals += 1;
-            touch(s, now);
-            if (s->free_ != 0.0) {
-                s->free_ -= 1;
-                s->busy += 1;
-                return push(k, now + service, EV_FINISH, op[1], slot);
-            }
-            if (s->qlen == s->qcap) {  /* grow the ring, unrolling it */
-                Py_ssize_t cap = s->qcap ? s->qcap * 2 : 16;
-                Job *q = malloc((size_t)cap * sizeof(Job));
-                if (!q) { PyErr_NoMemory(); return -1; }
-                for (Py_ssize_t i = 0; i < s->qlen; i++) q[i] = s->q[(s->qhead + i) % s->qcap];
-                free(s->q); s->q = q; s->qcap = cap; s->qhead = 0;
-            }
-            Job j = {slot, now, service};
-            s->q[(s->qhead + s->qlen) % s->qcap] = j;
-            s->qlen++;
-            s->queue = s->qlen;
-            if (s->queue > s->max_queue) s->max_queue = s->queue;
-            return 0;
+            k->req[slot].pc += 3;
+            return fifo_enter(k, op[1], service, slot);
         }
+        case OP_CPU: {  /* type, host, demand stream, bytes stream or -1, per-byte const */
+            double demand, nbytes;
+            if (draw(k, op[3], &demand)) return -1;
+            if (op[4] >= 0) {
+                if (draw(k, op[4], &nbytes)) return -1;
+                demand += k->consts[op[5]] * nbytes;
+            }
+            k->req[slot].pc += 6;
+            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
+            return ps_submit(k, op[2], demand, slot);
+        }
+        case OP_FCPU: {  /* type, host, n, n streams: fused steps (runners.FusedCpuRunner) */
+            double demand = 0.0, d;
+            for (int32_t i = 0; i < op[3]; i++) {
+                if (draw(k, op[4 + i], &d)) return -1;
+                demand += d;
+            }
+            k->req[slot].pc += 4 + op[3];
+            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
+            return ps_submit(k, op[2], demand, slot);
+        }
+        case OP_LINK: {  /* shared, latency stream, bytes stream or -1: the latency, then XFER */
+            double nbytes = 0.0, latency;
+            if (op[3] >= 0 && draw(k, op[3], &nbytes)) return -1;
+            if (draw(k, op[2], &latency)) return -1;
+            r = &k->req[slot];
+            r->scratch = nbytes;
+            r->pc += 4;
+            return push(k, k->now + latency, EV_RESUME, slot, 0);
+        }
+        case OP_XFER:  /* shared: the bytes at a share of the bandwidth, if any */
+            r->pc += 2;
+            if (r->scratch != 0.0) return ps_submit(k, op[1], r->scratch, slot);
+            continue;
         case OP_DELAY: {
             double d;
             if (draw(k, op[1], &d)) return -1;
@@ -203,7 +575,7 @@ static int advance(K *k, int32_t slot) {
             double u;
             if (draw(k, op[1], &u)) return -1;
             int32_t n = op[2], i = 0;
-            const double *b = &k->bounds[op[3]];
+            const double *b = &k->consts[op[3]];
             while (i < n && b[i] <= u) i++;
             k->req[slot].pc = op[4 + i];
             continue;
@@ -211,22 +583,44 @@ static int advance(K *k, int32_t slot) {
         case OP_JUMP:
             r->pc = op[1];
             continue;
+        case OP_HOLDP: {  /* pool */
+            int32_t at = r->pc;
+            r->pc += 2;
+            int got = pool_acquire(k, op[1], slot, at);
+            if (got < 0) return -1;
+            if (!got) return 0;
+            continue;
+        }
+        case OP_RELP:
+            r->pc += 2;
+            if (pool_release(k, op[1])) return -1;
+            continue;
+        case OP_HOLDL: {  /* lock, key: -1 the request's item, else a fixed key's number >= 0 */
+            int32_t at = r->pc;
+            int64_t key = op[2] < 0 ? r->item : (int64_t)op[2];
+            r->pc += 3;
+            int got = lock_acquire(k, op[1], key, op[2] >= 0, slot, at);
+            if (got < 0) return -1;
+            if (!got) return 0;
+            continue;
+        }
+        case OP_RELL: {
+            int64_t key = op[2] < 0 ? r->item : (int64_t)op[2];
+            r->pc += 3;
+            if (lock_release(k, op[1], key, op[2] >= 0)) return -1;
+            continue;
+        }
+        case OP_SPAWN: {  /* entry, class: a request of its own, started now (runners.SpawnRunner) */
+            r->pc += 3;
+            if (start_request(k, r->wl, op[1], op[2], -1, r->item, r->id)) return -1;
+            continue;
+        }
         case OP_END: {
-            if (k->on == k->ocap) {
-                Py_ssize_t cap = k->ocap ? k->ocap * 2 : 4096;
-                if (!(k->o_id = realloc(k->o_id, (size_t)cap * sizeof(int64_t))) ||
-                    !(k->o_item = realloc(k->o_item, (size_t)cap * sizeof(int64_t))) ||
-                    !(k->o_cls = realloc(k->o_cls, (size_t)cap * sizeof(int32_t))) ||
-                    !(k->o_wl = realloc(k->o_wl, (size_t)cap * sizeof(int32_t))) ||
-                    !(k->o_start = realloc(k->o_start, (size_t)cap * sizeof(double))) ||
-                    !(k->o_end = realloc(k->o_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
-                k->ocap = cap;
-            }
-            Py_ssize_t o = k->on++;
-            k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_cls[o] = r->cls; k->o_wl[o] = r->wl;
-            k->o_start[o] = r->start; k->o_end[o] = k->now;
+            if (record(k, r)) return -1;
+            r = &k->req[slot];
             k->in_system--;
             int32_t client = r->client;
+            r->live = 0;
             k->freelist[k->nfree++] = slot;
             if (client >= 0) return client_after(k, client);
             return 0;
@@ -238,20 +632,23 @@ static int advance(K *k, int32_t slot) {
     }
 }
 
-static int start_request(K *k, int32_t w, int32_t client, int64_t item) {
+static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent) {
     if (k->nfree == 0) {
         Py_ssize_t old = k->rcap, cap = old ? old * 2 : 64;
         Req *rq = realloc(k->req, (size_t)cap * sizeof(Req));
-        int32_t *fl = rq ? realloc(k->freelist, (size_t)cap * sizeof(int32_t)) : NULL;
-        if (!rq || !fl) { if (rq) k->req = rq; PyErr_NoMemory(); return -1; }
-        k->req = rq; k->freelist = fl; k->rcap = cap;
+        if (!rq) { PyErr_NoMemory(); return -1; }
+        k->req = rq;
+        memset(rq + old, 0, (size_t)(cap - old) * sizeof(Req));  /* not live: the end's scan skips them */
+        int32_t *fl = realloc(k->freelist, (size_t)cap * sizeof(int32_t));
+        if (!fl) { PyErr_NoMemory(); return -1; }
+        k->freelist = fl; k->rcap = cap;
         for (Py_ssize_t i = cap - 1; i >= old; i--) k->freelist[k->nfree++] = (int32_t)i;
     }
     int32_t slot = k->freelist[--k->nfree];
-    Workload *wl = &k->wl[w];
     Req *r = &k->req[slot];
-    r->id = ++k->next_id; r->pc = wl->entry; r->wl = w; r->cls = wl->cls; r->client = client;
-    r->item = item; r->start = k->now;
+    memset(r, 0, sizeof *r);
+    r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client;
+    r->item = item; r->parent = parent; r->start = k->now; r->live = 1;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -262,7 +659,7 @@ static int step(K *k, Event e) {
         Workload *wl = &k->wl[e.a];
         if (wl->n >= wl->count) return 0;
         wl->n += 1;
-        if (start_request(k, e.a, -1, wl->item)) return -1;
+        if (start_request(k, e.a, wl->entry, wl->cls, -1, wl->item, -1)) return -1;
         double after;
         if (draw(k, k->wl[e.a].stream, &after)) return -1;
         if (after < INFINITY) return push(k, k->now + after, EV_ARRIVE, e.a, 0);
@@ -273,30 +670,33 @@ static int step(K *k, Event e) {
         Workload *wl = &k->wl[cl->wl];
         if (cl->n >= wl->count) return 0;
         cl->n += 1;
-        return start_request(k, cl->wl, e.a, e.a - wl->first_client);
+        return start_request(k, cl->wl, wl->entry, wl->cls, e.a, e.a - wl->first_client, -1);
     }
     case EV_FINISH: {  /* cpu.FifoCpu._finish */
         Station *s = &k->st[e.a];
-        touch(s, k->now);
+        Meter *m = &k->mt[s->m];
+        touch(m, k->now);
         if (s->qlen) {
             Job j = s->q[s->qhead];
             s->qhead = (s->qhead + 1) % s->qcap;
             s->qlen--;
-            s->queue = s->qlen;
+            m->queue = s->qlen;
             if (push(k, k->now + j.service, EV_FINISH, e.a, j.slot)) return -1;
         } else {
             s->free_ += 1;
-            s->busy -= 1;
+            m->busy -= 1;
         }
-        return advance(k, e.b);
+        return advance(k, (int32_t)e.b);
     }
+    case EV_PS:
+        return ps_finish(k, e.a, e.b);
     case EV_RESUME:
         return advance(k, e.a);
     case EV_WARM:  /* Meter.reset at the end of warm-up */
-        for (Py_ssize_t i = 0; i < k->nst; i++) {
-            Station *s = &k->st[i];
+        for (Py_ssize_t i = 0; i < k->nmt; i++) {
+            Meter *s = &k->mt[i];
             touch(s, k->now);
-            s->start = k->now; s->busy_area = 0.0; s->queue_area = 0.0;
+            s->start = k->now; s->busy_area = 0.0; s->queue_area = 0.0; s->held_area = 0.0;
             s->max_queue = s->queue; s->arrivals = 0; s->drops = 0;
         }
         return 0;
@@ -305,84 +705,239 @@ static int step(K *k, Event e) {
     return -1;
 }
 
+static void free_line(Line *l) { free(l->w); }
+
 static void release(K *k) {
-    free(k->heap); free(k->req); free(k->freelist);
-    for (Py_ssize_t i = 0; i < k->nst; i++) free(k->st[i].q);
-    for (Py_ssize_t i = 0; i < k->nsm; i++) free(k->sm[i].buf);
-    free(k->st); free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->bounds);
-    free(k->o_id); free(k->o_item); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
+    free(k->heap); free(k->req); free(k->freelist); free(k->done);
+    for (Py_ssize_t i = 0; k->st && i < k->nst; i++) free(k->st[i].q);
+    for (Py_ssize_t i = 0; k->ps && i < k->nps; i++) free(k->ps[i].h);
+    for (Py_ssize_t i = 0; k->pl && i < k->npl; i++) free_line(&k->pl[i].line);
+    for (Py_ssize_t i = 0; k->lk && i < k->nlk; i++) {
+        for (Py_ssize_t j = 0; j < k->lk[i].kcap; j++) free_line(&k->lk[i].keys[j].line);
+        free(k->lk[i].keys);
+    }
+    for (Py_ssize_t i = 0; k->sm && i < k->nsm; i++) free(k->sm[i].buf);
+    free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk);
+    free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
+    free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
 }
 
 static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
     return PyBytes_FromStringAndSize(n ? (const char *)p : "", n * (Py_ssize_t)size);
 }
 
-/* run(code, bounds, stations, streams, workloads, until, warm)
- *   code: list of int; bounds: list of float;
- *   stations: list of servers (float);
- *   streams: list of (constant: bool, value: float, refill: callable or None);
+/* Every operand of the code within the arrays it indexes (the code comes from native.py; a
+ * mistake there is an exception, not a wild read). */
+static int check_code(K *k) {
+    const int32_t *c = k->code;
+    Py_ssize_t n = k->ncode, pc = 0;
+#define RANGE(v, lo, hi) ((v) >= (lo) && (Py_ssize_t)(v) < (hi))
+#define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS && RANGE(h, 0, k->nps))
+    while (pc < n) {
+        Py_ssize_t len;
+        int ok = 1;
+        switch (c[pc]) {
+        case OP_CALL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nst) && RANGE(c[pc + 2], 0, k->nsm); break;
+        case OP_DELAY: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nsm); break;
+        case OP_CHOOSE:
+            ok = pc + 4 <= n && c[pc + 2] > 0;
+            len = ok ? 4 + c[pc + 2] : 1;
+            ok = ok && pc + len <= n && RANGE(c[pc + 1], 0, k->nsm) && c[pc + 3] >= 0
+                 && (Py_ssize_t)c[pc + 3] + c[pc + 2] <= k->nconsts;
+            for (Py_ssize_t i = 0; ok && i < c[pc + 2]; i++) ok = RANGE(c[pc + 4 + i], 0, n);
+            break;
+        case OP_JUMP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
+        case OP_END: len = 1; break;
+        case OP_CPU:
+            len = 6;
+            ok = pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && RANGE(c[pc + 3], 0, k->nsm)
+                 && (c[pc + 4] < 0 || (RANGE(c[pc + 4], 0, k->nsm) && RANGE(c[pc + 5], 0, k->nconsts)));
+            break;
+        case OP_FCPU:
+            ok = pc + 4 <= n && c[pc + 3] >= 0;
+            len = ok ? 4 + c[pc + 3] : 1;
+            ok = ok && pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]);
+            for (Py_ssize_t i = 0; ok && i < c[pc + 3]; i++) ok = RANGE(c[pc + 4 + i], 0, k->nsm);
+            break;
+        case OP_LINK:
+            len = 4;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps) && RANGE(c[pc + 2], 0, k->nsm)
+                 && (c[pc + 3] < 0 || RANGE(c[pc + 3], 0, k->nsm));
+            break;
+        case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
+        case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
+        case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk); break;
+        case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
+        default: len = 1; ok = 0;
+        }
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError, "bad native code at %zd", pc);
+            return -1;
+        }
+        pc += len;
+    }
+#undef HOST_OK
+#undef RANGE
+    return 0;
+}
+
+static double *doubles(PyObject *list, Py_ssize_t *n) {
+    *n = PyList_GET_SIZE(list);
+    double *out = malloc((size_t)(*n + 1) * sizeof(double));
+    if (!out) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < *n; i++) out[i] = PyFloat_AsDouble(PyList_GET_ITEM(list, i));
+    return out;
+}
+
+/* the item ``i`` of tuple ``t`` (of a list), as a number */
+#define ITEM(t, i) PyTuple_GET_ITEM(t, i)
+
+static int tuples(PyObject *list, Py_ssize_t width) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *t = PyList_GET_ITEM(list, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < width) {
+            PyErr_SetString(PyExc_TypeError, "native run: a resource or workload is not a tuple of its fields");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int meter_index(K *k, PyObject *o, int32_t *out) {
+    long m = PyLong_AsLong(o);
+    if (m < 0 || m >= k->nmt) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a meter out of range");
+        return -1;
+    }
+    *out = (int32_t)m;
+    return 0;
+}
+
+/* run(code, consts, meters, stations, shared, pools, locks, streams, workloads, until, warm)
+ *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
+ *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
+ *   stations: list of (servers, speed, meter); shared: list of (servers, rate, meter);
+ *   pools: list of (size, meter); locks: list of (meter,);
+ *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
+ *             refill: callable (drawn), a list of floats (indexed) or None);
  *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int);
  *     open: one stream (inter-arrival); closed: one think stream per client;
  *   until: float or None; warm: float (<= 0: none).
- * Returns (now, events, dry, next_id, started, in_system, stations' meters, columns). */
+ * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): columns are
+ * (id, class, workload, item, start, end, parent) in completion order; waits the requests still
+ * waiting for a hold, as (order, id, class, hold's pc, since). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *bounds, *stations, *streams, *workloads, *until_o;
+    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *streams, *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &bounds, &PyList_Type, &stations,
-                          &PyList_Type, &streams, &PyList_Type, &workloads, &until_o, &warm)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+                          &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
+                          &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &streams,
+                          &PyList_Type, &workloads, &until_o, &warm)) return NULL;
+    if (tuples(stations, 3) || tuples(shared, 3) || tuples(pools, 2) || tuples(locks, 1) || tuples(streams, 3)
+        || tuples(workloads, 7)) return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(code);
-    k.code = malloc((size_t)(n + 1) * sizeof(int32_t));
-    for (Py_ssize_t i = 0; i < n; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
-    n = PyList_GET_SIZE(bounds);
-    k.bounds = malloc((size_t)(n + 1) * sizeof(double));
-    for (Py_ssize_t i = 0; i < n; i++) k.bounds[i] = PyFloat_AsDouble(PyList_GET_ITEM(bounds, i));
+    k.ncode = PyList_GET_SIZE(code);
+    k.code = malloc((size_t)(k.ncode + 1) * sizeof(int32_t));
+    k.consts = doubles(consts, &k.nconsts);
+    k.nmt = PyList_GET_SIZE(meters);
+    k.mt = calloc((size_t)k.nmt + 1, sizeof(Meter));
     k.nst = PyList_GET_SIZE(stations);
     k.st = calloc((size_t)k.nst + 1, sizeof(Station));
-    for (Py_ssize_t i = 0; i < k.nst; i++) k.st[i].cores = k.st[i].free_ = PyFloat_AsDouble(PyList_GET_ITEM(stations, i));
+    k.nps = PyList_GET_SIZE(shared);
+    k.ps = calloc((size_t)k.nps + 1, sizeof(Shared));
+    k.npl = PyList_GET_SIZE(pools);
+    k.pl = calloc((size_t)k.npl + 1, sizeof(Pool));
+    k.nlk = PyList_GET_SIZE(locks);
+    k.lk = calloc((size_t)k.nlk + 1, sizeof(Lock));
     k.nsm = PyList_GET_SIZE(streams);
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
-    for (Py_ssize_t i = 0; i < k.nsm; i++) {
-        PyObject *t = PyList_GET_ITEM(streams, i);
-        k.sm[i].constant = PyObject_IsTrue(PyTuple_GET_ITEM(t, 0));
-        k.sm[i].value = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 1));
-        k.sm[i].refill = PyTuple_GET_ITEM(t, 2);  /* borrowed: the list outlives the run */
-    }
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    for (Py_ssize_t i = 0; i < k.nwl; i++) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.sm || !k.wl) {
+        release(&k); return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
+    for (Py_ssize_t i = 0; i < k.nmt; i++) k.mt[i].keyed = PyObject_IsTrue(PyList_GET_ITEM(meters, i));
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < k.nst && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(stations, i);
+        k.st[i].free_ = PyFloat_AsDouble(ITEM(t, 0));
+        k.st[i].speed = PyFloat_AsDouble(ITEM(t, 1));
+        bad = meter_index(&k, ITEM(t, 2), &k.st[i].m);
+    }
+    for (Py_ssize_t i = 0; i < k.nps && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(shared, i);
+        k.ps[i].servers = PyFloat_AsDouble(ITEM(t, 0));
+        k.ps[i].rate = PyFloat_AsDouble(ITEM(t, 1));
+        bad = meter_index(&k, ITEM(t, 2), &k.ps[i].m);
+    }
+    for (Py_ssize_t i = 0; i < k.npl && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(pools, i);
+        k.pl[i].size = PyFloat_AsDouble(ITEM(t, 0));
+        bad = meter_index(&k, ITEM(t, 1), &k.pl[i].m);
+    }
+    for (Py_ssize_t i = 0; i < k.nlk && !bad; i++) bad = meter_index(&k, ITEM(PyList_GET_ITEM(locks, i), 0), &k.lk[i].m);
+    for (Py_ssize_t i = 0; i < k.nsm && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(streams, i);
+        k.sm[i].constant = (int)PyLong_AsLong(ITEM(t, 0));
+        k.sm[i].value = PyFloat_AsDouble(ITEM(t, 1));
+        k.sm[i].refill = ITEM(t, 2);  /* borrowed: the list outlives the run */
+        if (k.sm[i].constant == 2) {  /* the table: a list of floats */
+            if (!PyList_Check(k.sm[i].refill) || !PyList_GET_SIZE(k.sm[i].refill)) {
+                PyErr_SetString(PyExc_TypeError, "native run: an indexed stream's table is not a list");
+                bad = 1;
+                break;
+            }
+            k.sm[i].buf = doubles(k.sm[i].refill, &k.sm[i].n);
+            if (!k.sm[i].buf) { bad = 1; break; }
+        } else if (k.sm[i].constant < 0 || k.sm[i].constant > 2) {
+            PyErr_SetString(PyExc_ValueError, "native run: a stream of no known sort");
+            bad = 1;
+        } else if (!k.sm[i].constant && !PyCallable_Check(k.sm[i].refill)) {
+            PyErr_SetString(PyExc_TypeError, "native run: a stream's refill is not callable");
+            bad = 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k.nwl && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(workloads, i);
         Workload *w = &k.wl[i];
-        w->closed = PyObject_IsTrue(PyTuple_GET_ITEM(t, 0));
-        w->entry = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-        w->cls = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-        w->item = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3));
-        w->count = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 4));
-        w->start = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 5));
-        PyObject *ss = PyTuple_GET_ITEM(t, 6);
+        w->closed = PyObject_IsTrue(ITEM(t, 0));
+        w->entry = (int32_t)PyLong_AsLong(ITEM(t, 1));
+        w->cls = (int32_t)PyLong_AsLong(ITEM(t, 2));
+        w->item = PyLong_AsLongLong(ITEM(t, 3));
+        w->count = PyFloat_AsDouble(ITEM(t, 4));
+        w->start = PyFloat_AsDouble(ITEM(t, 5));
+        PyObject *ss = ITEM(t, 6);
+        if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1) || w->entry < 0 || w->entry >= k.ncode) {
+            PyErr_SetString(PyExc_ValueError, "native run: a workload's streams or entry are wrong");
+            bad = 1;
+            break;
+        }
         if (w->closed) {
             w->first_client = (int32_t)k.ncl;
             w->clients = (int32_t)PyList_GET_SIZE(ss);
             k.ncl += w->clients;
         } else {
             w->stream = (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, 0));
+            if (w->stream < 0 || w->stream >= k.nsm) { PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1; }
         }
     }
-    k.cl = calloc((size_t)k.ncl + 1, sizeof(Client));
-    for (Py_ssize_t i = 0; i < k.nwl; i++) {
+    if (!bad) k.cl = calloc((size_t)k.ncl + 1, sizeof(Client));
+    if (!bad && !k.cl) { PyErr_NoMemory(); bad = 1; }
+    for (Py_ssize_t i = 0; i < k.nwl && !bad; i++) {
         Workload *w = &k.wl[i];
         if (!w->closed) continue;
-        PyObject *ss = PyTuple_GET_ITEM(PyList_GET_ITEM(workloads, i), 6);
+        PyObject *ss = ITEM(PyList_GET_ITEM(workloads, i), 6);
         for (int32_t c = 0; c < w->clients; c++) {
             Client *cl = &k.cl[w->first_client + c];
             cl->wl = (int32_t)i; cl->since = -1.0;
             cl->stream = (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, c));
+            if (cl->stream < 0 || cl->stream >= k.nsm) { PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1; break; }
         }
     }
-    if (PyErr_Occurred()) { release(&k); return NULL; }
-    int bad = 0;
+    if (bad || PyErr_Occurred() || check_code(&k)) { release(&k); return NULL; }
     /* workloads.start_workloads, in the spec's order, then the warm-up's meter reset */
     for (Py_ssize_t i = 0; i < k.nwl && !bad; i++) {
         Workload *w = &k.wl[i];
@@ -413,23 +968,36 @@ static PyObject *run(PyObject *self, PyObject *args) {
     int dry = k.hn == 0;
     /* SimPy's stop event, and its re-scheduling as the marker a later run resumes after */
     if (until < INFINITY) { k.now = until; k.eid += 2; }
-    PyObject *meters = PyList_New(k.nst);
-    for (Py_ssize_t i = 0; i < k.nst; i++) {
-        Station *s = &k.st[i];
-        PyList_SET_ITEM(meters, i, Py_BuildValue("(dLLLdddd)", s->busy, (long long)s->queue, (long long)s->max_queue,
-                                                 (long long)s->arrivals, s->t, s->start, s->busy_area, s->queue_area));
+    PyObject *mt = PyList_New(k.nmt);
+    PyObject *waits = PyList_New(0);
+    if (!mt || !waits) { Py_XDECREF(mt); Py_XDECREF(waits); release(&k); return NULL; }
+    for (Py_ssize_t i = 0; i < k.nmt; i++) {
+        Meter *s = &k.mt[i];
+        PyList_SET_ITEM(mt, i, Py_BuildValue("(dLLLddddd)", s->busy, (long long)s->queue, (long long)s->max_queue,
+                                             (long long)s->arrivals, s->t, s->start, s->busy_area, s->queue_area,
+                                             s->held_area));
     }
-    PyObject *cols = Py_BuildValue("(NNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
+    for (Py_ssize_t i = 0; i < k.rcap; i++) {
+        Req *r = &k.req[i];
+        if (!r->live || !r->wait_seq) continue;
+        PyObject *w = Py_BuildValue("(LLiid)", (long long)r->wait_seq, (long long)r->id, (int)r->cls, (int)r->wait_pc,
+                                    r->wait_since);
+        if (!w || PyList_Append(waits, w) < 0) { Py_XDECREF(w); Py_DECREF(mt); Py_DECREF(waits); release(&k); return NULL; }
+        Py_DECREF(w);
+    }
+    PyObject *cols = Py_BuildValue("(NNNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
                                    bytes_of(k.o_wl, k.on, 4), bytes_of(k.o_item, k.on, 8),
-                                   bytes_of(k.o_start, k.on, 8), bytes_of(k.o_end, k.on, 8));
-    PyObject *out = Py_BuildValue("(dKiLLLNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
-                                  (long long)k.started, (long long)k.in_system, meters, cols);
+                                   bytes_of(k.o_start, k.on, 8), bytes_of(k.o_end, k.on, 8),
+                                   bytes_of(k.o_parent, k.on, 8));
+    PyObject *out = cols ? Py_BuildValue("(dKiLLLNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
+                                         (long long)k.started, (long long)k.in_system, mt, cols, waits) : NULL;
+    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); }
     release(&k);
     return out;
 }
 
 static PyMethodDef methods[] = {
-    {"run", run, METH_VARARGS, "Run one replication of a compiled station network (simstack.engine.native)."},
+    {"run", run, METH_VARARGS, "Run one replication of a compiled model (simstack.engine.native)."},
     {NULL, NULL, 0, NULL},
 };
 

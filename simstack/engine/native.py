@@ -1,13 +1,16 @@
-"""The native kernel: one replication of a station network in C (``eventloop.c``), results
-bit-identical to the SimPy kernel's (docs/engine.md).
+"""The native kernel: one replication in C (``eventloop.c``), results bit-identical to the SimPy
+kernel's (docs/engine.md).
 
-``why_not`` says whether a model is in the subset the C loop runs (open and closed workloads;
-requests of calls to plain FIFO ``server`` stations, delays and probabilistic choices; no step
-records, no trace) and, when not, why: then the whole run stays on the SimPy kernel.
-``run`` compiles the model into flat arrays, runs the loop, and hands back the same
-``Outcome`` a SimPy replication does: the stations' meters written back into their ``Meter``
-objects, the finished requests appended to the same recorder in completion order.
-``SIMSTACK_KERNEL=simpy`` forces the reference kernel (``simstack.engine.kernel``).
+``why_not`` says whether a model is in the subset the C loop runs and, when not, why: then the
+whole run stays on the SimPy kernel. The subset: open and closed workloads; requests of calls to
+plain FIFO ``server`` stations and to links, sub-request calls and sends (spawns), delays,
+probabilistic choices, ``steps:`` blocks, ``cpu:`` steps on hosts of ``fifo`` or ``ps`` cores, and
+``hold:`` of a thread pool or of a write lock (global or per key); no step records, no trace.
+``run`` compiles the model into flat arrays, runs the loop, and hands back what a SimPy
+replication leaves: the resources' meters written back into their ``Meter`` objects, the
+finished requests appended to the same recorder in completion order, the holds still waiting
+listed in ``r.waits``. ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
+(``simstack.engine.kernel``).
 """
 
 from __future__ import annotations
@@ -21,10 +24,24 @@ from typing import Any
 import numpy as np
 
 from simstack.engine import kernel
+from simstack.engine.callsites import shared_classes, site_of
 from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Const, Indexed
-from simstack.lang.spec import Call, Choose, ClosedWorkload, Delay, ModelSpec, OpenWorkload, Step, Switch
-from simstack.resources.meter import Meter
+from simstack.lang.sizes import SizeSchedule
+from simstack.lang.spec import (
+    Call,
+    Choose,
+    ClosedWorkload,
+    Cpu,
+    Delay,
+    Hold,
+    ModelSpec,
+    OpenWorkload,
+    Send,
+    Sequence,
+    Step,
+)
+from simstack.resources.meter import KeyedMeter, Meter
 from simstack.tables.records import Recorder
 from simstack.tables.streamstats import SummaryRecorder
 
@@ -35,7 +52,9 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     loop = None
     MISSING = "native kernel not built"
 
-CALL, DELAY, CHOOSE, JUMP, END = 1, 2, 3, 4, 5
+CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN = range(1, 15)
+FIFO, PS = 0, 1
+HOSTS = {"fifo": FIFO, "ps": PS}
 
 
 def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
@@ -51,11 +70,14 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
         return "operating modes switch rates"
     if spec.replicas:
         return "replicated components"
+    for h in spec.hosts.values():
+        if h.discipline not in HOSTS or not math.isfinite(h.cores) or h.cores_schedule is not None:
+            return f"host {h.name!r} has {h.discipline} cores" + (", not a finite number" if h.discipline in HOSTS
+                                                                  else "")
     for c in spec.components.values():
-        s = c.settings
-        if c.kind != "server" or s["load_dependent"] is not None or s["order"] != "fifo" \
-                or math.isfinite(s["capacity"]):
-            return f"component {c.name!r} is not a plain FIFO server station"
+        why = _component_why(c.kind, c.settings)
+        if why:
+            return f"component {c.name!r} {why}"
     for wl in spec.workloads.values():
         if type(wl) is OpenWorkload and wl.schedule is None:
             dist = wl.interarrival
@@ -63,7 +85,7 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
             dist = wl.think
         else:
             return f"workload {wl.name!r} is not a stationary open or closed one"
-        if not _plain(dist):
+        if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
         why = _steps_why(spec, req.body)
@@ -72,80 +94,273 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
     return ""
 
 
+def _component_why(kind: str, s: Any) -> str:
+    if kind == "server":
+        if s["load_dependent"] is not None or s["order"] != "fifo" or math.isfinite(s["capacity"]):
+            return "is not a plain FIFO server station"
+    elif kind == "threads":
+        if isinstance(s["size"], SizeSchedule) or s["group"] is not None or s["when_full"] == "drop":
+            return "is a thread pool with a size schedule, a fair-share group or a bounded line"
+    elif kind == "lock":
+        if s["readers"] or s["order"] != "fifo":
+            return "is a read-write or priority lock"
+    elif kind == "link":
+        if not _plain(s["latency"]):
+            return "draws from a request's attribute"
+    else:
+        return f"is a {kind}"
+    return ""
+
+
 def _plain(dist: Any) -> bool:
-    return not isinstance(dist, Indexed | Attribute)
+    """A distribution the C loop draws: a stream, a constant, or a table row by the item."""
+    return not isinstance(dist, Attribute)
 
 
 def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
     for step in body:
-        if step.guard.deadline is not None:
-            return f"step {step.guard.name!r} has a deadline"
+        g = step.guard
+        if g.deadline is not None:
+            return f"step {g.name!r} has a deadline"
         if isinstance(step, Call):
-            if step.target not in spec.components or set(step.options) - {"service"}:
-                return f"step {step.guard.name!r} is not a plain station call"
-            if not _plain(step.options.get("service") or spec.components[step.target].settings["service"]):
-                return f"step {step.guard.name!r} draws from a request's item or attribute"
-        elif isinstance(step, Delay):
-            if not _plain(step.duration):
-                return f"step {step.guard.name!r} draws from a request's item or attribute"
-        elif isinstance(step, Choose) and not isinstance(step, Switch):
+            if step.target in spec.requests:
+                if set(step.options):
+                    return f"step {g.name!r} is a sub-request call with options"
+                continue  # its class's own steps are checked as a class
+            comp = spec.components.get(step.target)
+            allowed = {"server": {"service"}, "link": {"bytes"}}.get(comp.kind if comp else "")
+            if comp is None or allowed is None or set(step.options) - allowed:
+                return f"step {g.name!r} is not a plain station or link call"
+            dist = step.options.get("service") or comp.settings["service"] if comp.kind == "server" \
+                else step.options.get("bytes")
+            if not _plain(dist):
+                return f"step {g.name!r} draws from a request's attribute"
+        elif isinstance(step, Send):
+            if step.target not in spec.requests:
+                return f"step {g.name!r} sends to a {spec.components[step.target].kind}"
+        elif isinstance(step, Delay | Cpu):
+            dists = [step.duration] if isinstance(step, Delay) else [step.demand, step.bytes]
+            if not all(_plain(d) for d in dists if d is not None):
+                return f"step {g.name!r} draws from a request's attribute"
+        elif isinstance(step, Hold):
+            kind = spec.components[step.target].kind if step.target in spec.components else ""
+            if kind not in ("threads", "lock") or step.mode != "write":
+                return f"step {g.name!r} holds a {kind or step.target} (not a thread pool or a write lock)"
+            why = _steps_why(spec, step.body)
+            if why:
+                return why
+        elif isinstance(step, Sequence):
+            why = _steps_why(spec, step.body)
+            if why:
+                return why
+        elif type(step) is Choose:
             for branch in step.branches:
                 why = _steps_why(spec, branch.body)
                 if why:
                     return why
         else:
-            return f"step {step.guard.name!r} is a {type(step).__name__.lower()}"
+            return f"step {g.name!r} is a {type(step).__name__.lower()}"
     return ""
 
 
+def _flatten(body: tuple[Step, ...]) -> list[Step]:
+    """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in."""
+    out: list[Step] = []
+    for step in body:
+        if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
+            out += _flatten(step.body)
+        else:
+            out.append(step)
+    return out
+
+
+Scope = tuple[int, int] | None  # (FIFO or PS, the host's index) of the CPU steps, or none
+
+
 class _Compiler:
-    """The model as the C loop's arrays: code, choice bounds, stations, streams."""
+    """The model as the C loop's arrays: code, constants, resources with their meters, streams."""
 
     def __init__(self, r: Any):
         self.r = r
+        self.spec: ModelSpec = r.spec
+        self.shared = shared_classes(r.spec)
         self.code: list[int] = []
-        self.bounds: list[float] = []
-        self.stations: dict[str, int] = {}
-        self.station_list: list[float] = []
-        self.streams: list[tuple[bool, float, Any]] = []
+        self.consts: list[float] = []
+        self.streams: list[tuple[int, float, Any]] = []
         self.stream_ids: dict[int, int] = {}
+        self.meters: list[Meter] = []
+        self.meter_ids: dict[int, int] = {}
+        self.stations: list[tuple[float, float, int]] = []
+        self.rates: list[tuple[float, float, int]] = []
+        self.pools: list[tuple[float, int]] = []
+        self.locks: list[tuple[int]] = []
+        self.index: dict[tuple[str, int], int] = {}  # (what, id of its runtime): its index
+        self.fusing: dict[Scope, bool] = {None: False}  # a host's CPU fuses consecutive steps exactly
+        self.keys: dict[str, int] = {}  # a lock's fixed keys, numbered
+        self.holds: dict[int, tuple[str, str]] = {}  # a hold's pc: (step, component), for r.waits
+        self.classes: list[str] = []
+        self.entries: dict[tuple[str, str, Scope], int] = {}
+        self.pending: list[tuple[int, str, str, Scope]] = []  # spawn operands to fill: (at, class, site, scope)
+        self.site = ""
 
     def stream(self, name: str, dist: Any) -> int:
         """A stream the SimPy kernel would draw from under ``name`` (``Replication.sampler``)."""
         if isinstance(dist, Const):
-            self.streams.append((True, float(dist.value), None))
+            self.streams.append((1, float(dist.value), None))
             return len(self.streams) - 1
-        sampler = self.r.sampler(name, dist)
+        if isinstance(dist, Indexed):  # ``Indexed.at(ctx.item)``: the row of the request's item
+            self.streams.append((2, 0.0, [float(v) for v in dist.values]))
+            return len(self.streams) - 1
+        sampler = self.r.sampler(self.site + name, dist)
         known = self.stream_ids.get(id(sampler))
         if known is not None:
             return known
-        self.streams.append((False, 0.0, _refill(sampler)))
+        self.streams.append((0, 0.0, _refill(sampler)))
         self.stream_ids[id(sampler)] = len(self.streams) - 1
         return len(self.streams) - 1
 
-    def station(self, name: str) -> int:
-        if name not in self.stations:
-            self.stations[name] = len(self.station_list)
-            self.station_list.append(float(self.r.spec.components[name].settings["servers"]))
-        return self.stations[name]
+    def meter(self, meter: Meter) -> int:
+        if id(meter) not in self.meter_ids:
+            self.meter_ids[id(meter)] = len(self.meters)
+            self.meters.append(meter)
+        return self.meter_ids[id(meter)]
 
-    def body(self, steps: tuple[Step, ...]) -> None:
-        code = self.code
-        for step in steps:
-            g = step.guard
-            stream = f"{g.path}:{g.name}"
-            if isinstance(step, Call):
-                comp = self.r.spec.components[step.target]
-                dist = step.options.get("service") or comp.settings["service"]
-                station = self.station(step.target)
-                code += [CALL, station, self.stream(stream, dist)]
-            elif isinstance(step, Delay):
-                code += [DELAY, self.stream(stream, step.duration)]
+    def resource(self, what: str, runtime: Any, entry: Any) -> int:
+        """The index of ``runtime`` among the resources of its sort, added as ``entry()`` once."""
+        key = (what, id(runtime))
+        if key not in self.index:
+            table = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks}[what]
+            self.index[key] = len(table)
+            table.append(entry())
+        return self.index[key]
+
+    def fifo(self, cpu: Any) -> int:
+        return self.resource("station", cpu, lambda: (float(cpu.cores), float(cpu.speed), self.meter(cpu.meter)))
+
+    def rate(self, shared: Any) -> int:
+        return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate),
+                                                      self.meter(shared.meter)))
+
+    def host(self, name: str) -> Scope:
+        cpu = self.r.cpus[name]
+        kind = HOSTS[self.spec.hosts[name].discipline]
+        scope = kind, self.fifo(cpu) if kind == FIFO else self.rate(cpu)
+        self.fusing[scope] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
+        return scope
+
+    def entry(self, request: str, site: str, scope: Scope) -> int:
+        """Where the compiled body of ``request`` starts (``Replication.root``)."""
+        req = self.spec.requests[request]
+        if request not in self.shared:
+            site = ""
+        if req.host:
+            scope = self.host(req.host)
+        key = (request, site, scope)
+        if key not in self.entries:
+            self.entries[key] = len(self.code)
+            outer, self.site = self.site, site
+            self.body(req.body, scope)
+            self.code.append(END)
+            self.site = outer
+        return self.entries[key]
+
+    def cls(self, request: str) -> int:
+        if request not in self.classes:
+            self.classes.append(request)
+        return self.classes.index(request)
+
+    def body(self, steps: tuple[Step, ...], scope: Scope) -> None:
+        """``Replication.compile_body``: on a host whose scheduler fuses exactly (``ps``),
+        consecutive CPU steps without bytes are one demand, their draws summed in order."""
+        fusing = self.fusing[scope]
+        fused: list[int] | None = None
+        for step in (_flatten(steps) if fusing else steps):
+            if fusing and isinstance(step, Cpu) and step.bytes is None:
+                g = step.guard
+                s = self.stream(f"{g.path}:{g.name}", step.demand)
+                if fused is None:
+                    assert scope is not None
+                    fused = [FCPU, scope[0], scope[1], 0]
+                    self.code += fused
+                    at = len(self.code) - 4
+                self.code.append(s)
+                self.code[at + 3] += 1
+                continue
+            fused = None
+            self.step(step, scope)
+
+    def step(self, step: Step, scope: Scope) -> None:
+        code, g = self.code, step.guard
+        stream = f"{g.path}:{g.name}"
+        if isinstance(step, Cpu):
+            assert scope is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it
+            demand = self.stream(stream, step.demand)
+            if step.bytes is None:
+                code += [CPU, scope[0], scope[1], demand, -1, 0]
             else:
-                assert isinstance(step, Choose)
-                self.choose(step, stream)
+                nbytes = self.stream(stream + ".bytes", step.bytes)
+                self.consts.append(float(step.per_byte))
+                code += [CPU, scope[0], scope[1], demand, nbytes, len(self.consts) - 1]
+        elif isinstance(step, Delay):
+            code += [DELAY, self.stream(stream, step.duration)]
+        elif isinstance(step, Hold):
+            self.hold(step, scope)
+        elif isinstance(step, Call) and step.target in self.spec.requests:
+            self.entry_inline(step.target, site_of(self.site, g.path), scope)
+        elif isinstance(step, Call):
+            self.call(step, stream)
+        elif isinstance(step, Send):
+            code += [SPAWN, 0, self.cls(step.target)]
+            self.pending.append((len(code) - 2, step.target, site_of(self.site, g.path), scope))
+        elif isinstance(step, Sequence):
+            self.body(step.body, scope)
+        else:
+            assert isinstance(step, Choose)
+            self.choose(step, stream, scope)
 
-    def choose(self, step: Choose, stream: str) -> None:
+    def entry_inline(self, request: str, site: str, scope: Scope) -> None:
+        """``SubRequestRunner``: the called class's body, in the caller's request."""
+        req = self.spec.requests[request]
+        if request not in self.shared:
+            site = ""
+        outer, self.site = self.site, site
+        self.body(req.body, self.host(req.host) if req.host else scope)
+        self.site = outer
+
+    def call(self, step: Call, stream: str) -> None:
+        comp = self.spec.components[step.target]
+        runtime = self.r.runtimes[step.target]
+        if comp.kind == "server":  # kinds.servers: FifoCall on the station
+            dist = step.options.get("service") or comp.settings["service"]
+            station = self.resource("station", runtime, lambda: (float(comp.settings["servers"]), 1.0,
+                                                                 self.meter(runtime.meter)))  # inf: a pure delay
+            self.code += [CALL, station, self.stream(stream, dist)]
+            return
+        # kinds.network.LinkKind.bind_call: the latency, then the bytes at a share of the bandwidth
+        shared = self.rate(runtime.shared)
+        size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
+        self.code += [LINK, shared, self.stream(f"{stream}.latency", runtime.latency), size, XFER, shared]
+
+    def hold(self, step: Hold, scope: Scope) -> None:
+        comp = self.spec.components[step.target]
+        runtime = self.r.runtimes[step.target]
+        at = len(self.code)
+        self.holds[at] = (step.guard.name, step.target)
+        if comp.kind == "threads":
+            pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            self.code += [HOLDP, pool]
+            self.body(step.body, self.host(comp.host))
+            self.code += [RELP, pool]
+            return
+        lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
+        per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
+        key = -1 if per and step.key in ("item", "request") else \
+            self.keys.setdefault(repr(step.key if per else None), len(self.keys))
+        self.code += [HOLDL, lock, key]
+        self.body(step.body, scope)
+        self.code += [RELL, lock, key]
+
+    def choose(self, step: Choose, stream: str, scope: Scope) -> None:
         """``control.ChooseRunner``: branch i where bisect_right(bounds, u) = i."""
         code = self.code
         cum, total = [], 0.0
@@ -155,16 +370,22 @@ class _Compiler:
         cum[-1] = math.inf
         n = len(step.branches)
         at = len(code)
-        code += [CHOOSE, self.stream(stream + ".choice", _UNIFORM), n, len(self.bounds)] + [0] * n
-        self.bounds += cum
+        code += [CHOOSE, self.stream(stream + ".choice", _UNIFORM), n, len(self.consts)] + [0] * n
+        self.consts += cum
         jumps = []
         for i, branch in enumerate(step.branches):
             code[at + 4 + i] = len(code)
-            self.body(branch.body)
+            self.body(branch.body, scope)
             jumps.append(len(code))
             code += [JUMP, 0]
         for j in jumps:
             code[j + 1] = len(code)
+
+    def spawns(self) -> None:
+        """The classes sends start, compiled after the bodies that send them."""
+        while self.pending:
+            at, request, site, scope = self.pending.pop()
+            self.code[at] = self.entry(request, site, scope)
 
 
 def _uniform() -> Any:
@@ -184,45 +405,53 @@ def _refill(sampler: Any) -> Any:
 
 def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tuple[float, int, bool]:
     """Run replication ``r`` (built, no workload started) natively: returns (end of run,
-    events scheduled, ran dry); its ``meters`` and recorder hold what the SimPy kernel's would."""
+    events scheduled, ran dry); its ``meters``, recorder and ``waits`` hold what the SimPy kernel's would."""
     assert loop is not None
     comp = _Compiler(r)
-    entries: dict[str, int] = {}
     workloads: list[tuple] = []
-    classes: list[str] = []
     names = list(r.spec.workloads)
     for wl in r.spec.workloads.values():
-        if wl.request not in entries:
-            entries[wl.request] = len(comp.code)
-            comp.body(r.spec.requests[wl.request].body)
-            comp.code.append(END)
-            classes.append(wl.request)
-        cls = classes.index(wl.request)
+        entry = comp.entry(wl.request, "", None)  # a class with a host runs on it (Replication.root)
+        cls = comp.cls(wl.request)
         if isinstance(wl, OpenWorkload):
             s = [comp.stream(f"workloads.{wl.name}.interarrival", wl.interarrival)]
-            workloads.append((False, entries[wl.request], cls, wl.item, float(wl.count), wl.start, s))
+            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s))
         else:
             s = [comp.stream(f"workloads.{wl.name}.think.{c}", wl.think) for c in range(wl.clients)]
-            workloads.append((True, entries[wl.request], cls, 0, float(wl.count), wl.start, s))
-    out = loop.run(comp.code, comp.bounds, comp.station_list, comp.streams, workloads,
-                      None if horizon is None else float(horizon), float(warmup))
+            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s))
+    comp.spawns()
+    out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
+                   comp.rates, comp.pools, comp.locks, comp.streams, workloads,
+                   None if horizon is None else float(horizon), float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols = out
-    ran = {id(r.runtimes[name].meter): index for name, index in comp.stations.items()}
+    now, events, dry, next_id, started, in_system, kept, cols, waits = out
+    for meter, state in zip(comp.meters, kept, strict=True):
+        meter.restore(*state[:8])
+        if isinstance(meter, KeyedMeter):
+            meter.restore_held(state[8])
+    ran = set(comp.meter_ids)
     for meter in meters:
-        if id(meter) in ran:
-            meter.restore(*kept[ran[id(meter)]])
-        elif warmup > 0:  # a meter the run never touched: its reset at the warm-up commutes with it
+        if id(meter) not in ran and warmup > 0:  # a meter the run never touched: its reset commutes with it
             meter.reset(warmup)
     r.next_id, r.started, r.in_system = next_id, started, in_system
     r.env._now = now
     r.env._eid = itertools.count(events)
-    _record(r.rec, cols, classes, names)
+    _record(r.rec, cols, comp.classes, names)
+    _waits(r, waits, comp)
     return now, events, bool(dry)
+
+
+def _waits(r: Any, waits: list[tuple], comp: _Compiler) -> None:
+    """The holds still queued, as ``HoldRunner`` lists them in ``r.waits`` (in the order they queued)."""
+    from simstack.engine.replication import Request
+    for _order, rid, cls, pc, since in sorted(waits):
+        step, target = comp.holds[pc]
+        req = Request(rid, comp.classes[cls], "", -1, since, False, 0)
+        r.waits[(rid, pc)] = (req, step, target, since)
 
 
 def _by_first(pair: np.ndarray, m: int) -> list[int]:
@@ -262,7 +491,7 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         code("")
     b = columns.buffers  # id, parent, request, workload, item, warmup, start, end, ok, reason
     b[0].frombytes(cols[0])
-    b[1].extend(array("q", [-1]) * n)
+    b[1].frombytes(cols[6])
     if single:
         b[2].extend(array("i", [code(classes[0])]) * n)
         b[3].extend(array("i", [code(workloads[0])]) * n)

@@ -97,6 +97,10 @@ class KeyedMeter(Meter):
         super().reset(now)
         self._held_area = 0.0
 
+    def restore_held(self, held_area: float) -> None:
+        """With ``restore``: the time any key was held, as the native kernel kept it."""
+        self._held_area = held_area
+
     def summary(self, now: float) -> ResourceSummary:
         base = super().summary(now)
         span = now - self._start

@@ -41,12 +41,36 @@ MODELS = {
                                         "count": 300},
                               "batch": {"type": "closed", "request": "job", "clients": 2, "think": "const(0)"},
                               "extra": {"type": "open", "request": "job", "rate": 1.0, "start": 3.0}}},
+    # the facility models' constructs: host CPU (fifo, ps with fused steps, per byte), a thread
+    # pool and locks held around steps (global, per item, per fixed key), a link, a sub-request
+    # call to a class on another host, a send; constant times put many events at one instant
+    "threads": {"hosts": {"app": {"cores": 2, "discipline": "ps"}, "db": {"cores": 2, "discipline": "fifo",
+                                                                          "speed": 2}},
+                "components": {"pool": {"kind": "threads", "host": "app", "size": 3},
+                               "gil": {"kind": "lock"},
+                               "dev": {"kind": "lock", "per": "device"},
+                               "net": {"kind": "link", "latency": "const(0.01)", "bandwidth": "1MB/s"},
+                               "disk": {"kind": "server", "servers": 1, "service": "const(0.02)"}},
+                "requests": {"query": {"host": "db", "steps": [{"cpu": "const(0.04)"}, {"cpu": "exp(0.01)"}]},
+                             "audit": [{"delay": "const(0.05)"}, {"call": "disk"}],
+                             "op": [{"call": "net", "bytes": "const(2000)"},
+                                    {"hold": "pool", "steps": [
+                                        {"cpu": "const(0.01)"}, {"steps": [{"cpu": "exp(0.005)"}]},
+                                        {"cpu": {"per_byte": 1e-6, "bytes": "const(3000)"}},
+                                        {"hold": "dev", "key": "item", "steps": [{"cpu": "const(0.02)"}]},
+                                        {"hold": "gil", "steps": [{"cpu": "const(0.01)"}, {"delay": "const(0)"}]},
+                                        {"hold": "dev", "key": "console", "steps": [{"call": "query"}]},
+                                        {"send": "audit"}]},
+                                    {"call": "net"},
+                                    {"choose": [{"p": 0.5, "steps": [{"call": "disk"}]}, {"p": 0.5, "steps": []}]}]},
+                "workloads": {"users": {"type": "closed", "request": "op", "clients": 8, "think": "const(0.1)"},
+                              "bursts": {"type": "open", "request": "op", "interarrival": "const(0.25)"}}},
 }
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = None if model == "mm1" else 400.0
+    horizon = {"mm1": None, "threads": 100.0}.get(model, 400.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
                              warmup=20.0, record_steps=False, record=record)
 
@@ -63,6 +87,38 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
     pd.testing.assert_frame_equal(fast.accounting, reference.accounting, check_exact=True)
     pd.testing.assert_frame_equal(fast.summary(), reference.summary(), check_exact=True)
+
+
+@needs_native
+def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock held far longer than the run: the requests queued for it are in ``blocked`` alike."""
+    doc = {"components": {"gil": {"kind": "lock"}, "pool": {"kind": "threads", "host": "h", "size": 1}},
+           "hosts": {"h": {"cores": 1, "discipline": "ps"}},
+           "requests": {"c": [{"hold": "gil", "steps": [{"hold": "pool", "steps": [{"cpu": "exp(0.5)"}]},
+                                                        {"delay": "const(50)"}]}]},
+           "workloads": {"a": {"type": "open", "request": "c", "rate": 2.0}}}
+    results = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        results.append(simstack.simulate(build_spec(doc, None), seed=3, replications=2, horizon=20.0,
+                                         record_steps=False))
+    assert results[1].kernel == "native" and len(results[0].blocked) > 10
+    pd.testing.assert_frame_equal(results[1].blocked, results[0].blocked, check_exact=True)
+    pd.testing.assert_frame_equal(results[1].resources, results[0].resources, check_exact=True)
+
+
+@needs_native
+def test_tango_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole facility model (host CPUs, thread pool, locks, links, sub-requests, sends, indexed bytes)."""
+    spec = simstack.load_model("tango")
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=11, replications=2, horizon=0.06, warmup=0.01, record_steps=False))
+    assert runs[1].kernel == "native"
+    for table in ("requests", "resources", "accounting"):
+        pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
+    pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
 
 
 def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
