@@ -1,6 +1,7 @@
-"""Which event kernel runs a model: the native one (``simstack.engine.native``, a C loop for
-station networks) or SimPy's, the reference. Light on purpose: ``simstack --version`` reads it
-without loading the engine (the extension is looked for, not imported)."""
+"""Which event kernel runs a model: the native one (``simstack.engine.native``, a C loop for the
+models in its subset: station networks, host CPUs, pools, locks) or SimPy's, the reference.
+Light on purpose: ``simstack --version`` reads it without loading the engine (the extension is
+looked for, not imported)."""
 
 from __future__ import annotations
 
@@ -48,4 +49,4 @@ def forced(missing: str = "") -> str:
 def describe() -> str:
     """The kernel in a few words, for ``simstack --version``."""
     why = forced()
-    return f"kernel: SimPy ({why})" if why else "kernel: native for station networks, SimPy otherwise"
+    return f"kernel: SimPy ({why})" if why else "kernel: native for the models in its subset, SimPy otherwise"

@@ -152,7 +152,7 @@ def test_version_names_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(kernel.ENV, "")
     why = kernel.unusable()
     assert kernel.describe() == (f"kernel: SimPy ({why})" if why else
-                                 "kernel: native for station networks, SimPy otherwise")
+                                 "kernel: native for the models in its subset, SimPy otherwise")
 
 
 def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
