@@ -24,7 +24,8 @@
 
 enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
-    OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14
+    OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
+    OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
@@ -46,8 +47,8 @@ typedef struct {  /* cpu.FifoCpu */
 
 typedef struct { double tag; int64_t seq; int32_t slot; } Tag;
 
-typedef struct {  /* sharing.SharedRate with no cap, share or on_leave */
-    double servers, rate, virt, last; int64_t token, seq; int32_t m;
+typedef struct {  /* sharing.SharedRate with no share or on_leave */
+    double servers, rate, cap, virt, last; int64_t token, seq; int32_t m;
     Tag *h; Py_ssize_t hn, hcap;
 } Shared;
 
@@ -72,14 +73,24 @@ typedef struct {  /* kinds/locks.LockRuntime: keys in an open-addressed table */
 /* constant: 0 drawn (refilled 256 at a time), 1 a constant, 2 a table indexed by the request's item */
 typedef struct { int constant; double value; PyObject *refill; double *buf; Py_ssize_t n, i; } Stream;
 
+typedef struct {  /* kinds.database.DatabaseRuntime: a pool of connections, a shared link or none */
+    int32_t pool, link; int growth; double per, factor, stored;
+} Db;
+
+typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber of its own */
+    double count, limit, next, running, left; int launching; int32_t parent, body; int used;
+} Fan;
+
+/* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
+ * (fan: its fan-out), with the request's id, class and workload and its own item (Ctx.item). */
 typedef struct {
-    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc; int live;
+    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan; int live, warm;
     double start, scratch, wait_since;
 } Req;
 
-typedef struct {
+typedef struct {  /* open, closed, or protocol: one client whose runs are numbered, the first warm */
     int closed; int32_t entry, cls; int64_t item; double count, start; int32_t stream;
-    int32_t first_client, clients; double n;
+    int32_t first_client, clients; double n; int64_t protocol_warm;  /* < 0: not a protocol */
 } Workload;
 
 typedef struct { double n; int64_t idle; double since; int32_t wl, stream; } Client;
@@ -93,6 +104,8 @@ typedef struct {
     Shared *ps; Py_ssize_t nps;
     Pool *pl; Py_ssize_t npl;
     Lock *lk; Py_ssize_t nlk;
+    Db *db; Py_ssize_t ndb;
+    Fan *fan; Py_ssize_t nfan, fcap;
     Stream *sm; Py_ssize_t nsm;
     Workload *wl; Py_ssize_t nwl;
     Client *cl; Py_ssize_t ncl;
@@ -100,7 +113,8 @@ typedef struct {
     int64_t next_id, in_system, started, wait_seq, item;  /* item: the running request's */
     int32_t *done; Py_ssize_t dcap;  /* a PS departure's finished jobs */
     /* records: completion order */
-    int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl; double *o_start, *o_end; Py_ssize_t on, ocap;
+    int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl; double *o_start, *o_end; char *o_warm;
+    Py_ssize_t on, ocap;
     int error; int32_t err_wl;
 } K;
 
@@ -225,7 +239,8 @@ static Waiter line_take(Line *l) {
     return w;
 }
 
-static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent);
+static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent,
+                         int warm);
 static int advance(K *k, int32_t slot);
 
 /* A closed client's request ended: think, then cycle again (workloads._client.after). */
@@ -233,6 +248,7 @@ static int client_after(K *k, int32_t c) {
     Client *cl = &k->cl[c];
     double pause;
     if (draw(k, cl->stream, &pause)) return -1;
+    if (k->wl[cl->wl].protocol_warm >= 0) return push(k, k->now + pause, EV_CYCLE, c, 0);  /* Protocol.after */
     if (pause == 0.0 && k->now == cl->since) {
         if (++cl->idle > ZERO_TIME_CYCLES) { k->error = 1; k->err_wl = cl->wl; return -1; }
     } else {
@@ -272,10 +288,11 @@ static inline int tag_less(const Tag *x, const Tag *y) {
     return x->tag < y->tag || (x->tag == y->tag && x->seq < y->seq);
 }
 
-static inline double ps_rate(const Shared *p, Py_ssize_t n) {  /* _per_job_rate, cap inf */
+static inline double ps_rate(const Shared *p, Py_ssize_t n) {  /* _per_job_rate */
     if (!n) return 0.0;
     double share = p->servers / (double)n;
-    return p->rate * (share < 1.0 ? share : 1.0);
+    double v = p->rate * (share < 1.0 ? share : 1.0);
+    return p->cap < v ? p->cap : v;
 }
 
 static inline void ps_advance(Shared *p, double now) {
@@ -377,7 +394,7 @@ static void waiting(K *k, int32_t slot, int32_t pc) {  /* HoldRunner.enter lists
 }
 
 /* Slots.acquire: 1 granted at once (the body goes on), 0 queued, -1 error */
-static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {
+static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0: not a hold (no r.waits) */
     Pool *p = &k->pl[pi];
     Meter *m = &k->mt[p->m];
     double now = k->now;
@@ -391,7 +408,7 @@ static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {
     touch(m, now);
     if (line_put(&p->line, slot, now)) return -1;
     queued(m, p->line.len);
-    waiting(k, slot, pc);
+    if (pc >= 0) waiting(k, slot, pc);
     return 0;
 }
 
@@ -509,13 +526,77 @@ static int record(K *k, Req *r) {
             !(k->o_cls = realloc(k->o_cls, (size_t)cap * sizeof(int32_t))) ||
             !(k->o_wl = realloc(k->o_wl, (size_t)cap * sizeof(int32_t))) ||
             !(k->o_start = realloc(k->o_start, (size_t)cap * sizeof(double))) ||
+            !(k->o_warm = realloc(k->o_warm, (size_t)cap)) ||
             !(k->o_end = realloc(k->o_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
         k->ocap = cap;
     }
     Py_ssize_t o = k->on++;
     k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
-    k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now;
+    k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now; k->o_warm[o] = (char)r->warm;
     return 0;
+}
+
+static int new_fiber(K *k, int32_t *slot) {
+    if (k->nfree == 0) {
+        Py_ssize_t old = k->rcap, cap = old ? old * 2 : 64;
+        Req *rq = realloc(k->req, (size_t)cap * sizeof(Req));
+        if (!rq) { PyErr_NoMemory(); return -1; }
+        k->req = rq;
+        memset(rq + old, 0, (size_t)(cap - old) * sizeof(Req));  /* not live: the end's scan skips them */
+        int32_t *fl = realloc(k->freelist, (size_t)cap * sizeof(int32_t));
+        if (!fl) { PyErr_NoMemory(); return -1; }
+        k->freelist = fl; k->rcap = cap;
+        for (Py_ssize_t i = cap - 1; i >= old; i--) k->freelist[k->nfree++] = (int32_t)i;
+    }
+    *slot = k->freelist[--k->nfree];
+    memset(&k->req[*slot], 0, sizeof(Req));
+    k->req[*slot].live = 1;
+    return 0;
+}
+
+/* _FanOut.launch: start branches while the limit allows; 1 when every branch has ended (the
+ * parent goes on: the caller continues it), 0 when some still run, -1 error. */
+static int fan_launch(K *k, int32_t f) {
+    Fan *F = &k->fan[f];
+    if (F->launching) return 0;
+    F->launching = 1;
+    while (F->next < F->count && F->running < F->limit) {
+        double item = F->next;
+        F->next += 1;
+        F->running += 1;
+        int32_t b;
+        if (new_fiber(k, &b)) return -1;
+        Req *parent = &k->req[k->fan[f].parent], *r = &k->req[b];
+        r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
+        r->warm = parent->warm; r->start = parent->start;
+        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f;
+        if (advance(k, b)) return -1;
+        F = &k->fan[f];
+    }
+    F->launching = 0;
+    if (F->left == 0) {
+        F->left = -1;
+        F->used = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* _FanOut.branch_done: a branch ended; the parent goes on once all have */
+static int fan_branch_done(K *k, int32_t f) {
+    Fan *F = &k->fan[f];
+    F->running -= 1;
+    F->left -= 1;
+    if (F->launching) return 0;
+    int32_t parent = F->parent;
+    if (F->left == 0) {
+        F->left = -1;
+        F->used = 0;
+        return advance(k, parent);
+    }
+    int done = fan_launch(k, f);
+    if (done < 0) return -1;
+    return done ? advance(k, parent) : 0;
 }
 
 /* Run request ``slot`` from its pc until it waits for an event or a resource, or ends. */
@@ -612,7 +693,58 @@ static int advance(K *k, int32_t slot) {
         }
         case OP_SPAWN: {  /* entry, class: a request of its own, started now (runners.SpawnRunner) */
             r->pc += 3;
-            if (start_request(k, r->wl, op[1], op[2], -1, r->item, r->id)) return -1;
+            if (start_request(k, r->wl, op[1], op[2], -1, r->item, r->id, r->warm)) return -1;
+            continue;
+        }
+        case OP_PAR: {  /* count, limit const, body: runners.ParallelRunner */
+            r->pc += 4;
+            int32_t f = 0;  /* a free fan-out, else a new one */
+            while (f < k->nfan && k->fan[f].used) f++;
+            if (f == k->nfan) {
+                if (grow((void **)&k->fan, &k->fcap, k->nfan + 1, sizeof(Fan))) return -1;
+                k->nfan++;
+            }
+            k->fan[f] = (Fan){(double)op[1], k->consts[op[2]], 0.0, 0.0, (double)op[1], 0, slot, op[3], 1};
+            int done = fan_launch(k, f);
+            if (done < 0) return -1;
+            if (!done) return 0;
+            continue;
+        }
+        case OP_BEND: {  /* a branch's end */
+            int32_t f = r->fan;
+            r->live = 0;
+            k->freelist[k->nfree++] = slot;
+            return fan_branch_done(k, f);
+        }
+        case OP_DBGET: {  /* database: take a connection (Slots.acquire, not a hold) */
+            r->pc += 2;
+            int got = pool_acquire(k, k->db[op[1]].pool, slot, -1);
+            if (got < 0) return -1;
+            if (!got) return 0;
+            continue;
+        }
+        case OP_DBQ: {  /* database, latency stream, bytes stream or -1: granted: the latency */
+            Db *d = &k->db[op[1]];
+            double nbytes = 0.0, latency;
+            if (op[3] >= 0 && draw(k, op[3], &nbytes)) return -1;
+            if (draw(k, op[2], &latency)) return -1;
+            double slowdown = d->growth ? 1.0 + d->factor * d->stored / d->per : 1.0;
+            r = &k->req[slot];
+            r->scratch = nbytes;
+            r->pc += 4;
+            return push(k, k->now + latency * slowdown, EV_RESUME, slot, 0);
+        }
+        case OP_DBX: {  /* database: the bytes through its link, if any */
+            int32_t link = k->db[op[1]].link;
+            r->pc += 2;
+            if (r->scratch != 0.0 && link >= 0) return ps_submit(k, link, r->scratch, slot);
+            continue;
+        }
+        case OP_DBEND: {  /* database, write: the stored volume grows; the connection goes back */
+            Db *d = &k->db[op[1]];
+            if (op[2]) d->stored += r->scratch;
+            r->pc += 3;
+            if (pool_release(k, d->pool)) return -1;
             continue;
         }
         case OP_END: {
@@ -632,23 +764,13 @@ static int advance(K *k, int32_t slot) {
     }
 }
 
-static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent) {
-    if (k->nfree == 0) {
-        Py_ssize_t old = k->rcap, cap = old ? old * 2 : 64;
-        Req *rq = realloc(k->req, (size_t)cap * sizeof(Req));
-        if (!rq) { PyErr_NoMemory(); return -1; }
-        k->req = rq;
-        memset(rq + old, 0, (size_t)(cap - old) * sizeof(Req));  /* not live: the end's scan skips them */
-        int32_t *fl = realloc(k->freelist, (size_t)cap * sizeof(int32_t));
-        if (!fl) { PyErr_NoMemory(); return -1; }
-        k->freelist = fl; k->rcap = cap;
-        for (Py_ssize_t i = cap - 1; i >= old; i--) k->freelist[k->nfree++] = (int32_t)i;
-    }
-    int32_t slot = k->freelist[--k->nfree];
+static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent,
+                         int warm) {
+    int32_t slot;
+    if (new_fiber(k, &slot)) return -1;
     Req *r = &k->req[slot];
-    memset(r, 0, sizeof *r);
-    r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client;
-    r->item = item; r->parent = parent; r->start = k->now; r->live = 1;
+    r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
+    r->item = item; r->parent = parent; r->start = k->now; r->warm = warm;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -659,7 +781,7 @@ static int step(K *k, Event e) {
         Workload *wl = &k->wl[e.a];
         if (wl->n >= wl->count) return 0;
         wl->n += 1;
-        if (start_request(k, e.a, wl->entry, wl->cls, -1, wl->item, -1)) return -1;
+        if (start_request(k, e.a, wl->entry, wl->cls, -1, wl->item, -1, 0)) return -1;
         double after;
         if (draw(k, k->wl[e.a].stream, &after)) return -1;
         if (after < INFINITY) return push(k, k->now + after, EV_ARRIVE, e.a, 0);
@@ -670,7 +792,11 @@ static int step(K *k, Event e) {
         Workload *wl = &k->wl[cl->wl];
         if (cl->n >= wl->count) return 0;
         cl->n += 1;
-        return start_request(k, cl->wl, wl->entry, wl->cls, e.a, e.a - wl->first_client, -1);
+        if (wl->protocol_warm >= 0) {  /* workloads.Protocol.next_run: run n - 1, warm while n <= warmup */
+            int64_t n = (int64_t)cl->n;
+            return start_request(k, cl->wl, wl->entry, wl->cls, e.a, n - 1, -1, n - 1 < wl->protocol_warm);
+        }
+        return start_request(k, cl->wl, wl->entry, wl->cls, e.a, e.a - wl->first_client, -1, 0);
     }
     case EV_FINISH: {  /* cpu.FifoCpu._finish */
         Station *s = &k->st[e.a];
@@ -717,7 +843,7 @@ static void release(K *k) {
         free(k->lk[i].keys);
     }
     for (Py_ssize_t i = 0; k->sm && i < k->nsm; i++) free(k->sm[i].buf);
-    free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk);
+    free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk); free(k->db); free(k->fan); free(k->o_warm);
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
 }
@@ -768,6 +894,18 @@ static int check_code(K *k) {
         case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
         case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk); break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
+        case OP_PAR:
+            len = 4;
+            ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nconsts) && RANGE(c[pc + 3], 0, n);
+            break;
+        case OP_BEND: len = 1; break;
+        case OP_DBGET: case OP_DBX: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->ndb); break;
+        case OP_DBQ:
+            len = 4;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->ndb) && RANGE(c[pc + 2], 0, k->nsm)
+                 && (c[pc + 3] < 0 || RANGE(c[pc + 3], 0, k->nsm));
+            break;
+        case OP_DBEND: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->ndb); break;
         default: len = 1; ok = 0;
         }
         if (!ok) {
@@ -813,28 +951,29 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
     return 0;
 }
 
-/* run(code, consts, meters, stations, shared, pools, locks, streams, workloads, until, warm)
+/* run(code, consts, meters, stations, shared, pools, locks, dbs, streams, workloads, until, warm)
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
- *   stations: list of (servers, speed, meter); shared: list of (servers, rate, meter);
+ *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
  *   pools: list of (size, meter); locks: list of (meter,);
+ *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
  *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
  *             refill: callable (drawn), a list of floats (indexed) or None);
- *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int);
- *     open: one stream (inter-arrival); closed: one think stream per client;
+ *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int, protocol warm-up runs
+ *     or -1); open: one stream (inter-arrival); closed: one think stream per client (a protocol: one);
  *   until: float or None; warm: float (<= 0: none).
  * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): columns are
- * (id, class, workload, item, start, end, parent) in completion order; waits the requests still
+ * (id, class, workload, item, start, end, parent, warm-up run) in completion order; waits the requests still
  * waiting for a hold, as (order, id, class, hold's pc, since). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *streams, *workloads, *until_o;
+    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *streams, *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
                           &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
-                          &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &streams,
+                          &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &streams,
                           &PyList_Type, &workloads, &until_o, &warm)) return NULL;
-    if (tuples(stations, 3) || tuples(shared, 3) || tuples(pools, 2) || tuples(locks, 1) || tuples(streams, 3)
-        || tuples(workloads, 7)) return NULL;
+    if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
+        || tuples(streams, 3) || tuples(workloads, 8)) return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
     if (PyErr_Occurred()) return NULL;
@@ -851,11 +990,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.pl = calloc((size_t)k.npl + 1, sizeof(Pool));
     k.nlk = PyList_GET_SIZE(locks);
     k.lk = calloc((size_t)k.nlk + 1, sizeof(Lock));
+    k.ndb = PyList_GET_SIZE(dbs);
+    k.db = calloc((size_t)k.ndb + 1, sizeof(Db));
     k.nsm = PyList_GET_SIZE(streams);
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.sm || !k.wl) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
@@ -871,7 +1012,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         PyObject *t = PyList_GET_ITEM(shared, i);
         k.ps[i].servers = PyFloat_AsDouble(ITEM(t, 0));
         k.ps[i].rate = PyFloat_AsDouble(ITEM(t, 1));
-        bad = meter_index(&k, ITEM(t, 2), &k.ps[i].m);
+        k.ps[i].cap = PyFloat_AsDouble(ITEM(t, 2));
+        bad = meter_index(&k, ITEM(t, 3), &k.ps[i].m);
     }
     for (Py_ssize_t i = 0; i < k.npl && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(pools, i);
@@ -879,6 +1021,20 @@ static PyObject *run(PyObject *self, PyObject *args) {
         bad = meter_index(&k, ITEM(t, 1), &k.pl[i].m);
     }
     for (Py_ssize_t i = 0; i < k.nlk && !bad; i++) bad = meter_index(&k, ITEM(PyList_GET_ITEM(locks, i), 0), &k.lk[i].m);
+    for (Py_ssize_t i = 0; i < k.ndb && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(dbs, i);
+        Db *d = &k.db[i];
+        d->pool = (int32_t)PyLong_AsLong(ITEM(t, 0));
+        d->link = (int32_t)PyLong_AsLong(ITEM(t, 1));
+        d->growth = PyObject_IsTrue(ITEM(t, 2));
+        d->per = PyFloat_AsDouble(ITEM(t, 3));
+        d->factor = PyFloat_AsDouble(ITEM(t, 4));
+        d->stored = PyFloat_AsDouble(ITEM(t, 5));
+        if (d->pool < 0 || d->pool >= k.npl || d->link < -1 || d->link >= k.nps) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a database's pool or link out of range");
+            bad = 1;
+        }
+    }
     for (Py_ssize_t i = 0; i < k.nsm && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(streams, i);
         k.sm[i].constant = (int)PyLong_AsLong(ITEM(t, 0));
@@ -909,6 +1065,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         w->item = PyLong_AsLongLong(ITEM(t, 3));
         w->count = PyFloat_AsDouble(ITEM(t, 4));
         w->start = PyFloat_AsDouble(ITEM(t, 5));
+        w->protocol_warm = PyLong_AsLongLong(ITEM(t, 7));
         PyObject *ss = ITEM(t, 6);
         if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1) || w->entry < 0 || w->entry >= k.ncode) {
             PyErr_SetString(PyExc_ValueError, "native run: a workload's streams or entry are wrong");
@@ -985,10 +1142,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!w || PyList_Append(waits, w) < 0) { Py_XDECREF(w); Py_DECREF(mt); Py_DECREF(waits); release(&k); return NULL; }
         Py_DECREF(w);
     }
-    PyObject *cols = Py_BuildValue("(NNNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
+    PyObject *cols = Py_BuildValue("(NNNNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
                                    bytes_of(k.o_wl, k.on, 4), bytes_of(k.o_item, k.on, 8),
                                    bytes_of(k.o_start, k.on, 8), bytes_of(k.o_end, k.on, 8),
-                                   bytes_of(k.o_parent, k.on, 8));
+                                   bytes_of(k.o_parent, k.on, 8), bytes_of(k.o_warm, k.on, 1));
     PyObject *out = cols ? Py_BuildValue("(dKiLLLNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
                                          (long long)k.started, (long long)k.in_system, mt, cols, waits) : NULL;
     if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); }

@@ -37,6 +37,8 @@ from simstack.lang.spec import (
     Hold,
     ModelSpec,
     OpenWorkload,
+    Parallel,
+    ProtocolWorkload,
     Send,
     Sequence,
     Step,
@@ -52,7 +54,8 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     loop = None
     MISSING = "native kernel not built"
 
-CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN = range(1, 15)
+CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
+    DBEND = range(1, 21)
 FIFO, PS = 0, 1
 HOSTS = {"fifo": FIFO, "ps": PS}
 
@@ -83,8 +86,10 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
             dist = wl.interarrival
         elif type(wl) is ClosedWorkload:
             dist = wl.think
+        elif type(wl) is ProtocolWorkload:
+            dist = wl.gap
         else:
-            return f"workload {wl.name!r} is not a stationary open or closed one"
+            return f"workload {wl.name!r} is not a stationary open, closed or protocol one"
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
@@ -104,7 +109,7 @@ def _component_why(kind: str, s: Any) -> str:
     elif kind == "lock":
         if s["readers"] or s["order"] != "fifo":
             return "is a read-write or priority lock"
-    elif kind == "link":
+    elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
     else:
@@ -128,12 +133,13 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
                     return f"step {g.name!r} is a sub-request call with options"
                 continue  # its class's own steps are checked as a class
             comp = spec.components.get(step.target)
-            allowed = {"server": {"service"}, "link": {"bytes"}}.get(comp.kind if comp else "")
+            allowed = {"server": {"service"}, "link": {"bytes"}, "database": {"bytes", "write", "latency"}}.get(
+                comp.kind if comp else "")
             if comp is None or allowed is None or set(step.options) - allowed:
-                return f"step {g.name!r} is not a plain station or link call"
-            dist = step.options.get("service") or comp.settings["service"] if comp.kind == "server" \
-                else step.options.get("bytes")
-            if not _plain(dist):
+                return f"step {g.name!r} is not a plain station, link or database call"
+            dists = [step.options.get("service") or comp.settings["service"]] if comp.kind == "server" \
+                else [step.options.get("bytes"), step.options.get("latency")]
+            if not all(_plain(d) for d in dists):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Send):
             if step.target not in spec.requests:
@@ -149,7 +155,7 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
             why = _steps_why(spec, step.body)
             if why:
                 return why
-        elif isinstance(step, Sequence):
+        elif isinstance(step, Sequence | Parallel):
             why = _steps_why(spec, step.body)
             if why:
                 return why
@@ -191,7 +197,8 @@ class _Compiler:
         self.meters: list[Meter] = []
         self.meter_ids: dict[int, int] = {}
         self.stations: list[tuple[float, float, int]] = []
-        self.rates: list[tuple[float, float, int]] = []
+        self.rates: list[tuple[float, float, float, int]] = []
+        self.dbs: list[tuple[int, int, bool, float, float, float]] = []
         self.pools: list[tuple[float, int]] = []
         self.locks: list[tuple[int]] = []
         self.index: dict[tuple[str, int], int] = {}  # (what, id of its runtime): its index
@@ -229,7 +236,8 @@ class _Compiler:
         """The index of ``runtime`` among the resources of its sort, added as ``entry()`` once."""
         key = (what, id(runtime))
         if key not in self.index:
-            table = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks}[what]
+            table: list[Any] = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks,
+                                "db": self.dbs}[what]
             self.index[key] = len(table)
             table.append(entry())
         return self.index[key]
@@ -238,7 +246,7 @@ class _Compiler:
         return self.resource("station", cpu, lambda: (float(cpu.cores), float(cpu.speed), self.meter(cpu.meter)))
 
     def rate(self, shared: Any) -> int:
-        return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate),
+        return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate), float(shared.cap),
                                                       self.meter(shared.meter)))
 
     def host(self, name: str) -> Scope:
@@ -314,6 +322,13 @@ class _Compiler:
             self.pending.append((len(code) - 2, step.target, site_of(self.site, g.path), scope))
         elif isinstance(step, Sequence):
             self.body(step.body, scope)
+        elif isinstance(step, Parallel):  # runners.ParallelRunner: the branches' body out of line
+            self.consts.append(float(step.limit))
+            at = len(code)
+            code += [PAR, step.count, len(self.consts) - 1, at + 6, JUMP, 0]
+            self.body(step.body, scope)
+            code.append(BEND)
+            code[at + 5] = len(code)
         else:
             assert isinstance(step, Choose)
             self.choose(step, stream, scope)
@@ -330,6 +345,9 @@ class _Compiler:
     def call(self, step: Call, stream: str) -> None:
         comp = self.spec.components[step.target]
         runtime = self.r.runtimes[step.target]
+        if comp.kind == "database":
+            self.database(step, stream, runtime)
+            return
         if comp.kind == "server":  # kinds.servers: FifoCall on the station
             dist = step.options.get("service") or comp.settings["service"]
             station = self.resource("station", runtime, lambda: (float(comp.settings["servers"]), 1.0,
@@ -340,6 +358,19 @@ class _Compiler:
         shared = self.rate(runtime.shared)
         size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
         self.code += [LINK, shared, self.stream(f"{stream}.latency", runtime.latency), size, XFER, shared]
+
+    def database(self, step: Call, stream: str, runtime: Any) -> None:
+        """``DatabaseKind.bind_call``: a connection, the latency (times the growth's slowdown), the
+        bytes through the shared link if there is one, the stored volume grown by a write."""
+        def entry() -> tuple[int, int, bool, float, float, float]:
+            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            link = self.rate(runtime.link) if runtime.link is not None else -1
+            per, factor = runtime.growth if runtime.growth is not None else (1.0, 0.0)
+            return pool, link, runtime.growth is not None, float(per), float(factor), float(runtime.stored)
+        db = self.resource("db", runtime, entry)
+        latency = self.stream(f"{stream}.latency", step.options.get("latency") or runtime.latency)
+        size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
+        self.code += [DBGET, db, DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
 
     def hold(self, step: Hold, scope: Scope) -> None:
         comp = self.spec.components[step.target]
@@ -415,13 +446,16 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         cls = comp.cls(wl.request)
         if isinstance(wl, OpenWorkload):
             s = [comp.stream(f"workloads.{wl.name}.interarrival", wl.interarrival)]
-            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s))
+            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s, -1))
+        elif isinstance(wl, ProtocolWorkload):  # one client; its runs numbered, the first ``warmup`` warm
+            s = [comp.stream(f"workloads.{wl.name}.gap", wl.gap)]
+            workloads.append((True, entry, cls, 0, float(wl.warmup + wl.repeat), 0.0, s, wl.warmup))
         else:
             s = [comp.stream(f"workloads.{wl.name}.think.{c}", wl.think) for c in range(wl.clients)]
-            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s))
+            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
-                   comp.rates, comp.pools, comp.locks, comp.streams, workloads,
+                   comp.rates, comp.pools, comp.locks, comp.dbs, comp.streams, workloads,
                    None if horizon is None else float(horizon), float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
@@ -473,9 +507,10 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         return
     single = len(classes) == 1 and len(workloads) == 1  # the pair of every request: no need to look
     pair = np.zeros(n, dtype=np.int64) if single else cls.astype(np.int64) * len(workloads) + wl
+    warm = np.frombuffer(cols[7], dtype=np.bool_)
     if isinstance(rec, SummaryRecorder):  # keys made in order of the first recorded request
         rec.finished += n
-        keep = start >= rec.warmup
+        keep = ~warm & (start >= rec.warmup)
         latency = end - start
         for p in _by_first(pair[keep], len(classes) * len(workloads)):
             key = (classes[p // len(workloads)], workloads[p % len(workloads)])
@@ -499,7 +534,7 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         b[2].frombytes(np.array([code(c) for c in classes], dtype=np.int32)[cls].tobytes())
         b[3].frombytes(np.array([code(w) for w in workloads], dtype=np.int32)[wl].tobytes())
     b[4].frombytes(cols[3])
-    b[5].frombytes(bytes(n))
+    b[5].frombytes(cols[7])
     b[6].frombytes(cols[4])
     b[7].frombytes(cols[5])
     b[8].frombytes(b"\x01" * n)

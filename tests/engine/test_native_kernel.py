@@ -65,6 +65,23 @@ MODELS = {
                                     {"choose": [{"p": 0.5, "steps": [{"call": "disk"}]}, {"p": 0.5, "steps": []}]}]},
                 "workloads": {"users": {"type": "closed", "request": "op", "clients": 8, "think": "const(0.1)"},
                               "bursts": {"type": "open", "request": "op", "interarrival": "const(0.25)"}}},
+    # a benchmark's protocol (warm-up runs, then recorded ones) of a request that fans out under a
+    # limit, each branch with its own item, into a pool, a lock per item and a database with
+    # few connections, a growing latency and a capped shared bandwidth
+    "fanout": {"hosts": {"box": {"cores": 3, "discipline": "ps"}},
+               "components": {"pool": {"kind": "threads", "host": "box", "size": 4},
+                              "dev": {"kind": "lock", "per": "device"},
+                              "db": {"kind": "database", "connections": 2, "latency": "exp(0.01)",
+                                     "bandwidth": "10MB/s", "stream_bandwidth": "4MB/s",
+                                     "growth": {"per": "1MB", "factor": 0.5}}},
+               "requests": {"load": {"host": "box", "steps": [{"parallel": {"count": 40, "limit": 6}, "steps": [
+                   {"hold": "pool", "steps": [{"call": "db", "bytes": "const(20000)", "write": True},
+                                              {"hold": "dev", "key": "item", "steps": [{"cpu": "const(0.002)"}]},
+                                              {"call": "db", "latency": "const(0.001)"}]},
+                   {"parallel": {"count": 3, "limit": 5}, "steps": [{"cpu": "exp(0.001)"}]}]},
+                   {"cpu": "const(0.01)"}]}},
+               "workloads": {"bench": {"type": "protocol", "request": "load", "warmup": 2, "repeat": 30,
+                                       "gap": "const(0.05)"}}},
 }
 
 
@@ -119,6 +136,19 @@ def test_tango_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> Non
     for table in ("requests", "resources", "accounting"):
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
+
+
+@needs_native
+def test_cms_conditions_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A facility model of databases, thread pools, nested fan-outs and a benchmark protocol."""
+    spec = simstack.load_model("cms_conditions")
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=2, replications=2, record_steps=False))
+    assert runs[1].kernel == "native"
+    for table in ("requests", "resources", "accounting"):
+        pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
 
 
 def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
