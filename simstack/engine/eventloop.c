@@ -25,7 +25,7 @@
 enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
-    OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20
+    OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
@@ -77,6 +77,14 @@ typedef struct {  /* kinds.database.DatabaseRuntime: a pool of connections, a sh
     int32_t pool, link; int growth; double per, factor, stored;
 } Db;
 
+typedef struct { int64_t item, parent; double since; int32_t sender; } Item;
+
+typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, blocked senders for room */
+    double consumers, capacity; int drop, handing, again; int64_t busy, done; int32_t m, entry, cls, wl, reason;
+    Item *items; Py_ssize_t ihead, ilen, icap;
+    Item *blocked; Py_ssize_t bhead, blen, bcap;
+} Queue;
+
 typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber of its own */
     double count, limit, next, running, left; int launching; int32_t parent, body; int used;
 } Fan;
@@ -84,7 +92,7 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 /* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
  * (fan: its fan-out), with the request's id, class and workload and its own item (Ctx.item). */
 typedef struct {
-    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan; int live, warm;
+    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue; int live, warm;
     double start, scratch, wait_since;
 } Req;
 
@@ -105,6 +113,7 @@ typedef struct {
     Pool *pl; Py_ssize_t npl;
     Lock *lk; Py_ssize_t nlk;
     Db *db; Py_ssize_t ndb;
+    Queue *qu; Py_ssize_t nqu;
     Fan *fan; Py_ssize_t nfan, fcap;
     Stream *sm; Py_ssize_t nsm;
     Workload *wl; Py_ssize_t nwl;
@@ -113,7 +122,7 @@ typedef struct {
     int64_t next_id, in_system, started, wait_seq, item;  /* item: the running request's */
     int32_t *done; Py_ssize_t dcap;  /* a PS departure's finished jobs */
     /* records: completion order */
-    int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl; double *o_start, *o_end; char *o_warm;
+    int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl, *o_reason; double *o_start, *o_end; char *o_warm;
     Py_ssize_t on, ocap;
     int error; int32_t err_wl;
 } K;
@@ -240,7 +249,7 @@ static Waiter line_take(Line *l) {
 }
 
 static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent,
-                         int warm);
+                         int warm, double start, int32_t queue);
 static int advance(K *k, int32_t slot);
 
 /* A closed client's request ended: think, then cycle again (workloads._client.after). */
@@ -527,13 +536,35 @@ static int record(K *k, Req *r) {
             !(k->o_wl = realloc(k->o_wl, (size_t)cap * sizeof(int32_t))) ||
             !(k->o_start = realloc(k->o_start, (size_t)cap * sizeof(double))) ||
             !(k->o_warm = realloc(k->o_warm, (size_t)cap)) ||
+            !(k->o_reason = realloc(k->o_reason, (size_t)cap * sizeof(int32_t))) ||
             !(k->o_end = realloc(k->o_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
         k->ocap = cap;
     }
     Py_ssize_t o = k->on++;
     k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
     k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now; k->o_warm[o] = (char)r->warm;
+    k->o_reason[o] = 0;
     return 0;
+}
+
+static int ring_put(Item **buf, Py_ssize_t *head, Py_ssize_t *len, Py_ssize_t *cap, Item it) {
+    if (*len == *cap) {  /* grow the ring, unrolling it */
+        Py_ssize_t c = *cap ? *cap * 2 : 16;
+        Item *w = malloc((size_t)c * sizeof(Item));
+        if (!w) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < *len; i++) w[i] = (*buf)[(*head + i) % *cap];
+        free(*buf); *buf = w; *cap = c; *head = 0;
+    }
+    (*buf)[(*head + *len) % *cap] = it;
+    (*len)++;
+    return 0;
+}
+
+static Item ring_take(Item *buf, Py_ssize_t *head, Py_ssize_t *len, Py_ssize_t cap) {
+    Item it = buf[*head];
+    *head = (*head + 1) % cap;
+    (*len)--;
+    return it;
 }
 
 static int new_fiber(K *k, int32_t *slot) {
@@ -569,7 +600,7 @@ static int fan_launch(K *k, int32_t f) {
         Req *parent = &k->req[k->fan[f].parent], *r = &k->req[b];
         r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
         r->warm = parent->warm; r->start = parent->start;
-        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f;
+        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1;
         if (advance(k, b)) return -1;
         F = &k->fan[f];
     }
@@ -597,6 +628,48 @@ static int fan_branch_done(K *k, int32_t f) {
     int done = fan_launch(k, f);
     if (done < 0) return -1;
     return done ? advance(k, parent) : 0;
+}
+
+/* QueueKind.bind's dispatch: the handler's request, a child of the sender's, started at ``since`` */
+static int q_dispatch(K *k, int32_t qi, Item it) {
+    Queue *q = &k->qu[qi];
+    return start_request(k, q->wl, q->entry, q->cls, -1, it.item, it.parent, 0, it.since, qi);
+}
+
+/* QueueRuntime._finished and its hand-over: each finished consumer takes the next item */
+static int q_finished(K *k, int32_t qi) {
+    Queue *q = &k->qu[qi];
+    Meter *m = &k->mt[q->m];
+    touch(m, k->now);
+    q->done += 1;
+    if (q->handing) { q->again = 1; return 0; }
+    q->handing = 1;
+    q->again = 1;
+    while (q->again) {
+        q->again = 0;
+        while (q->done) {
+            q->done -= 1;
+            if (q->ilen) {
+                Item it = ring_take(q->items, &q->ihead, &q->ilen, q->icap);
+                if (q->blen) {  /* a blocked sender's item moves in; the sender goes on at once */
+                    Item b = ring_take(q->blocked, &q->bhead, &q->blen, q->bcap);
+                    int32_t sender = b.sender;
+                    b.sender = -1;
+                    if (ring_put(&q->items, &q->ihead, &q->ilen, &q->icap, b)) return -1;
+                    if (advance(k, sender)) return -1;
+                    q = &k->qu[qi];
+                }
+                m->queue = q->ilen;
+                if (q_dispatch(k, qi, it)) return -1;
+                q = &k->qu[qi];
+            } else {
+                q->busy -= 1;
+                m->busy = (double)q->busy;
+            }
+        }
+    }
+    q->handing = 0;
+    return 0;
 }
 
 /* Run request ``slot`` from its pc until it waits for an event or a resource, or ends. */
@@ -693,7 +766,7 @@ static int advance(K *k, int32_t slot) {
         }
         case OP_SPAWN: {  /* entry, class: a request of its own, started now (runners.SpawnRunner) */
             r->pc += 3;
-            if (start_request(k, r->wl, op[1], op[2], -1, r->item, r->id, r->warm)) return -1;
+            if (start_request(k, r->wl, op[1], op[2], -1, r->item, r->id, r->warm, k->now, -1)) return -1;
             continue;
         }
         case OP_PAR: {  /* count, limit const, body: runners.ParallelRunner */
@@ -747,14 +820,44 @@ static int advance(K *k, int32_t slot) {
             if (pool_release(k, d->pool)) return -1;
             continue;
         }
+        case OP_QPUT: {  /* queue: QueueRuntime.put */
+            Queue *q = &k->qu[op[1]];
+            Meter *m = &k->mt[q->m];
+            double now = k->now;
+            Item it = {r->item, r->id, now, -1};
+            r->pc += 2;
+            m->arrivals += 1;
+            touch(m, now);
+            if ((double)q->busy < q->consumers) {
+                q->busy += 1;
+                m->busy = (double)q->busy;
+                if (q_dispatch(k, op[1], it)) return -1;
+            } else if ((double)q->ilen < q->capacity) {
+                if (ring_put(&q->items, &q->ihead, &q->ilen, &q->icap, it)) return -1;
+                queued(m, q->ilen);
+            } else if (q->drop) {  /* Replication.refuse: a failed request of the handler class */
+                m->drops += 1;
+                Req gone = {0};
+                gone.id = ++k->next_id; gone.parent = it.parent; gone.item = it.item; gone.cls = q->cls;
+                gone.wl = q->wl; gone.start = now;
+                k->started++;
+                if (record(k, &gone)) return -1;
+                k->o_reason[k->on - 1] = q->reason;
+            } else {
+                it.sender = slot;
+                return ring_put(&q->blocked, &q->bhead, &q->blen, &q->bcap, it);
+            }
+            continue;
+        }
         case OP_END: {
             if (record(k, r)) return -1;
             r = &k->req[slot];
             k->in_system--;
-            int32_t client = r->client;
+            int32_t client = r->client, queue = r->queue;
             r->live = 0;
             k->freelist[k->nfree++] = slot;
             if (client >= 0) return client_after(k, client);
+            if (queue >= 0) return q_finished(k, queue);
             return 0;
         }
         default:
@@ -765,12 +868,12 @@ static int advance(K *k, int32_t slot) {
 }
 
 static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t client, int64_t item, int64_t parent,
-                         int warm) {
+                         int warm, double start, int32_t queue) {
     int32_t slot;
     if (new_fiber(k, &slot)) return -1;
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
-    r->item = item; r->parent = parent; r->start = k->now; r->warm = warm;
+    r->item = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -781,7 +884,7 @@ static int step(K *k, Event e) {
         Workload *wl = &k->wl[e.a];
         if (wl->n >= wl->count) return 0;
         wl->n += 1;
-        if (start_request(k, e.a, wl->entry, wl->cls, -1, wl->item, -1, 0)) return -1;
+        if (start_request(k, e.a, wl->entry, wl->cls, -1, wl->item, -1, 0, k->now, -1)) return -1;
         double after;
         if (draw(k, k->wl[e.a].stream, &after)) return -1;
         if (after < INFINITY) return push(k, k->now + after, EV_ARRIVE, e.a, 0);
@@ -794,9 +897,9 @@ static int step(K *k, Event e) {
         cl->n += 1;
         if (wl->protocol_warm >= 0) {  /* workloads.Protocol.next_run: run n - 1, warm while n <= warmup */
             int64_t n = (int64_t)cl->n;
-            return start_request(k, cl->wl, wl->entry, wl->cls, e.a, n - 1, -1, n - 1 < wl->protocol_warm);
+            return start_request(k, cl->wl, wl->entry, wl->cls, e.a, n - 1, -1, n - 1 < wl->protocol_warm, k->now, -1);
         }
-        return start_request(k, cl->wl, wl->entry, wl->cls, e.a, e.a - wl->first_client, -1, 0);
+        return start_request(k, cl->wl, wl->entry, wl->cls, e.a, e.a - wl->first_client, -1, 0, k->now, -1);
     }
     case EV_FINISH: {  /* cpu.FifoCpu._finish */
         Station *s = &k->st[e.a];
@@ -843,6 +946,8 @@ static void release(K *k) {
         free(k->lk[i].keys);
     }
     for (Py_ssize_t i = 0; k->sm && i < k->nsm; i++) free(k->sm[i].buf);
+    for (Py_ssize_t i = 0; k->qu && i < k->nqu; i++) { free(k->qu[i].items); free(k->qu[i].blocked); }
+    free(k->qu); free(k->o_reason);
     free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk); free(k->db); free(k->fan); free(k->o_warm);
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
@@ -906,6 +1011,7 @@ static int check_code(K *k) {
                  && (c[pc + 3] < 0 || RANGE(c[pc + 3], 0, k->nsm));
             break;
         case OP_DBEND: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->ndb); break;
+        case OP_QPUT: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nqu); break;
         default: len = 1; ok = 0;
         }
         if (!ok) {
@@ -951,29 +1057,32 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
     return 0;
 }
 
-/* run(code, consts, meters, stations, shared, pools, locks, dbs, streams, workloads, until, warm)
+/* run(code, consts, meters, stations, shared, pools, locks, dbs, queues, streams, workloads, until, warm)
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
  *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
  *   pools: list of (size, meter); locks: list of (meter,);
  *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
+ *   queues: list of (consumers, capacity, drop: bool, meter, handler's entry, its class, its workload, reason);
  *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
  *             refill: callable (drawn), a list of floats (indexed) or None);
  *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int, protocol warm-up runs
  *     or -1); open: one stream (inter-arrival); closed: one think stream per client (a protocol: one);
  *   until: float or None; warm: float (<= 0: none).
- * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): columns are
- * (id, class, workload, item, start, end, parent, warm-up run) in completion order; waits the requests still
+ * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): meters are
+ * (busy, queue, max queue, arrivals, t, start, busy area, queue area, held area, drops); columns are
+ * (id, class, workload, item, start, end, parent, warm-up run, reason: 0 ok, else the queue's refusal)
+ * in completion order; waits the requests still
  * waiting for a hold, as (order, id, class, hold's pc, since). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *streams, *workloads, *until_o;
+    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *streams, *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
                           &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
-                          &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &streams,
-                          &PyList_Type, &workloads, &until_o, &warm)) return NULL;
+                          &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
+                          &PyList_Type, &streams, &PyList_Type, &workloads, &until_o, &warm)) return NULL;
     if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
-        || tuples(streams, 3) || tuples(workloads, 8)) return NULL;
+        || tuples(queues, 8) || tuples(streams, 3) || tuples(workloads, 8)) return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
     if (PyErr_Occurred()) return NULL;
@@ -992,11 +1101,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.lk = calloc((size_t)k.nlk + 1, sizeof(Lock));
     k.ndb = PyList_GET_SIZE(dbs);
     k.db = calloc((size_t)k.ndb + 1, sizeof(Db));
+    k.nqu = PyList_GET_SIZE(queues);
+    k.qu = calloc((size_t)k.nqu + 1, sizeof(Queue));
     k.nsm = PyList_GET_SIZE(streams);
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.sm || !k.wl) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.qu || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
@@ -1032,6 +1143,22 @@ static PyObject *run(PyObject *self, PyObject *args) {
         d->stored = PyFloat_AsDouble(ITEM(t, 5));
         if (d->pool < 0 || d->pool >= k.npl || d->link < -1 || d->link >= k.nps) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a database's pool or link out of range");
+            bad = 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k.nqu && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(queues, i);
+        Queue *q = &k.qu[i];
+        q->consumers = PyFloat_AsDouble(ITEM(t, 0));
+        q->capacity = PyFloat_AsDouble(ITEM(t, 1));
+        q->drop = PyObject_IsTrue(ITEM(t, 2));
+        bad = meter_index(&k, ITEM(t, 3), &q->m);
+        q->entry = (int32_t)PyLong_AsLong(ITEM(t, 4));
+        q->cls = (int32_t)PyLong_AsLong(ITEM(t, 5));
+        q->wl = (int32_t)PyLong_AsLong(ITEM(t, 6));
+        q->reason = (int32_t)PyLong_AsLong(ITEM(t, 7));
+        if (!bad && (q->entry < 0 || q->entry >= k.ncode)) {
+            PyErr_SetString(PyExc_ValueError, "native run: a queue's handler out of range");
             bad = 1;
         }
     }
@@ -1130,9 +1257,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
     if (!mt || !waits) { Py_XDECREF(mt); Py_XDECREF(waits); release(&k); return NULL; }
     for (Py_ssize_t i = 0; i < k.nmt; i++) {
         Meter *s = &k.mt[i];
-        PyList_SET_ITEM(mt, i, Py_BuildValue("(dLLLddddd)", s->busy, (long long)s->queue, (long long)s->max_queue,
+        PyList_SET_ITEM(mt, i, Py_BuildValue("(dLLLdddddL)", s->busy, (long long)s->queue, (long long)s->max_queue,
                                              (long long)s->arrivals, s->t, s->start, s->busy_area, s->queue_area,
-                                             s->held_area));
+                                             s->held_area, (long long)s->drops));
     }
     for (Py_ssize_t i = 0; i < k.rcap; i++) {
         Req *r = &k.req[i];
@@ -1142,10 +1269,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!w || PyList_Append(waits, w) < 0) { Py_XDECREF(w); Py_DECREF(mt); Py_DECREF(waits); release(&k); return NULL; }
         Py_DECREF(w);
     }
-    PyObject *cols = Py_BuildValue("(NNNNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
+    PyObject *cols = Py_BuildValue("(NNNNNNNNN)", bytes_of(k.o_id, k.on, 8), bytes_of(k.o_cls, k.on, 4),
                                    bytes_of(k.o_wl, k.on, 4), bytes_of(k.o_item, k.on, 8),
                                    bytes_of(k.o_start, k.on, 8), bytes_of(k.o_end, k.on, 8),
-                                   bytes_of(k.o_parent, k.on, 8), bytes_of(k.o_warm, k.on, 1));
+                                   bytes_of(k.o_parent, k.on, 8), bytes_of(k.o_warm, k.on, 1),
+                                   bytes_of(k.o_reason, k.on, 4));
     PyObject *out = cols ? Py_BuildValue("(dKiLLLNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
                                          (long long)k.started, (long long)k.in_system, mt, cols, waits) : NULL;
     if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); }

@@ -55,7 +55,7 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     MISSING = "native kernel not built"
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND = range(1, 21)
+    DBEND, QPUT = range(1, 22)
 FIFO, PS = 0, 1
 HOSTS = {"fifo": FIFO, "ps": PS}
 
@@ -112,6 +112,8 @@ def _component_why(kind: str, s: Any) -> str:
     elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
+    elif kind == "queue":
+        pass  # its handler class is checked with the others
     else:
         return f"is a {kind}"
     return ""
@@ -142,7 +144,7 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
             if not all(_plain(d) for d in dists):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Send):
-            if step.target not in spec.requests:
+            if step.target not in spec.requests and spec.components[step.target].kind != "queue":
                 return f"step {g.name!r} sends to a {spec.components[step.target].kind}"
         elif isinstance(step, Delay | Cpu):
             dists = [step.duration] if isinstance(step, Delay) else [step.demand, step.bytes]
@@ -208,6 +210,10 @@ class _Compiler:
         self.classes: list[str] = []
         self.entries: dict[tuple[str, str, Scope], int] = {}
         self.pending: list[tuple[int, str, str, Scope]] = []  # spawn operands to fill: (at, class, site, scope)
+        self.queues: list[list[Any]] = []  # (consumers, capacity, drop, meter, entry, class, workload, reason)
+        self.workloads: list[str] = list(r.spec.workloads)  # and the queues, whose name a handler's request carries
+        self.reasons: list[str] = [""]  # a refused request's reason (0: none, the request is ok)
+        self.queue_names: list[str] = []
         self.site = ""
 
     def stream(self, name: str, dist: Any) -> int:
@@ -237,7 +243,7 @@ class _Compiler:
         key = (what, id(runtime))
         if key not in self.index:
             table: list[Any] = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks,
-                                "db": self.dbs}[what]
+                                "db": self.dbs, "queue": self.queues}[what]
             self.index[key] = len(table)
             table.append(entry())
         return self.index[key]
@@ -317,6 +323,8 @@ class _Compiler:
             self.entry_inline(step.target, site_of(self.site, g.path), scope)
         elif isinstance(step, Call):
             self.call(step, stream)
+        elif isinstance(step, Send) and step.target not in self.spec.requests:
+            code += [QPUT, self.queue(step.target)]
         elif isinstance(step, Send):
             code += [SPAWN, 0, self.cls(step.target)]
             self.pending.append((len(code) - 2, step.target, site_of(self.site, g.path), scope))
@@ -372,6 +380,20 @@ class _Compiler:
         size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
         self.code += [DBGET, db, DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
 
+    def queue(self, name: str) -> int:
+        """``QueueKind``: its handler's requests start on its consumers (the queue's host), as
+        children of the sender's, named by the queue as their workload (compiled in ``spawns``)."""
+        runtime = self.r.runtimes[name]
+
+        def entry() -> list[Any]:
+            self.queue_names.append(name)
+            self.workloads.append(name)
+            self.reasons.append(f"queue full: {name}")
+            handler = self.spec.components[name].settings["handler"]
+            return [float(runtime.consumers), float(runtime.capacity), bool(runtime.drop), self.meter(runtime.meter),
+                    0, self.cls(handler), len(self.workloads) - 1, len(self.reasons) - 1]
+        return self.resource("queue", runtime, entry)
+
     def hold(self, step: Hold, scope: Scope) -> None:
         comp = self.spec.components[step.target]
         runtime = self.r.runtimes[step.target]
@@ -413,10 +435,17 @@ class _Compiler:
             code[j + 1] = len(code)
 
     def spawns(self) -> None:
-        """The classes sends start, compiled after the bodies that send them."""
-        while self.pending:
-            at, request, site, scope = self.pending.pop()
-            self.code[at] = self.entry(request, site, scope)
+        """The classes sends and queues start, compiled after the bodies that send them."""
+        done = 0
+        while self.pending or done < len(self.queues):
+            if self.pending:
+                at, request, site, scope = self.pending.pop()
+                self.code[at] = self.entry(request, site, scope)
+                continue
+            name = self.queue_names[done]
+            comp = self.spec.components[name]
+            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>", self.host(comp.host))
+            done += 1
 
 
 def _uniform() -> Any:
@@ -455,8 +484,8 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
             workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
-                   comp.rates, comp.pools, comp.locks, comp.dbs, comp.streams, workloads,
-                   None if horizon is None else float(horizon), float(warmup))
+                   comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.streams,
+                   workloads, None if horizon is None else float(horizon), float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
@@ -465,6 +494,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     now, events, dry, next_id, started, in_system, kept, cols, waits = out
     for meter, state in zip(comp.meters, kept, strict=True):
         meter.restore(*state[:8])
+        meter.drops = state[9]
         if isinstance(meter, KeyedMeter):
             meter.restore_held(state[8])
     ran = set(comp.meter_ids)
@@ -474,7 +504,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     r.next_id, r.started, r.in_system = next_id, started, in_system
     r.env._now = now
     r.env._eid = itertools.count(events)
-    _record(r.rec, cols, comp.classes, names)
+    _record(r.rec, cols, comp.classes, comp.workloads, comp.reasons)
     _waits(r, waits, comp)
     return now, events, bool(dry)
 
@@ -496,8 +526,10 @@ def _by_first(pair: np.ndarray, m: int) -> list[int]:
     return [int(p) for _, p in sorted((int(np.argmax(pair == p)), p) for p in present)]
 
 
-def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], workloads: list[str]) -> None:
-    """The finished requests, in completion order, into the recorder (as ``Request.finish``)."""
+def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], workloads: list[str],
+            reasons: list[str]) -> None:
+    """The finished requests, in completion order, into the recorder (as ``Request.finish``, and
+    ``Replication.refuse`` for a queue's refusals: not ok, with their reason)."""
     cls = np.frombuffer(cols[1], dtype=np.int32)
     wl = np.frombuffer(cols[2], dtype=np.int32)
     start = np.frombuffer(cols[4], dtype=np.float64)
@@ -508,13 +540,16 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
     single = len(classes) == 1 and len(workloads) == 1  # the pair of every request: no need to look
     pair = np.zeros(n, dtype=np.int64) if single else cls.astype(np.int64) * len(workloads) + wl
     warm = np.frombuffer(cols[7], dtype=np.bool_)
+    reason = np.frombuffer(cols[8], dtype=np.int32)
+    ok = reason == 0
     if isinstance(rec, SummaryRecorder):  # keys made in order of the first recorded request
         rec.finished += n
         keep = ~warm & (start >= rec.warmup)
         latency = end - start
         for p in _by_first(pair[keep], len(classes) * len(workloads)):
             key = (classes[p // len(workloads)], workloads[p % len(workloads)])
-            rec.extend_ok(key, latency[keep & (pair == p)])
+            rec.extend_ok(key, latency[keep & ok & (pair == p)])
+            rec.failed[key] += int(np.count_nonzero(keep & ~ok & (pair == p)))
         return
     order = [0] if single else _by_first(pair, len(classes) * len(workloads))
     columns = rec.requests
@@ -537,8 +572,11 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
     b[5].frombytes(cols[7])
     b[6].frombytes(cols[4])
     b[7].frombytes(cols[5])
-    b[8].frombytes(b"\x01" * n)
-    b[9].extend(array("i", [code("")]) * n)
+    b[8].frombytes(ok.tobytes())
+    if ok.all():
+        b[9].extend(array("i", [code("")]) * n)
+    else:
+        b[9].frombytes(np.array([code(x) for x in reasons], dtype=np.int32)[reason].tobytes())
     columns.flushed += n
 
 

@@ -82,6 +82,18 @@ MODELS = {
                    {"cpu": "const(0.01)"}]}},
                "workloads": {"bench": {"type": "protocol", "request": "load", "warmup": 2, "repeat": 30,
                                        "gap": "const(0.05)"}}},
+    # hand-off queues: one drops what it has no room for (failed requests of its handler), one
+    # blocks its senders until an item moves in; their handlers run on the queues' hosts
+    "queues": {"hosts": {"app": {"cores": 1, "discipline": "ps"}, "bg": {"cores": 2, "discipline": "fifo"}},
+               "components": {"audit": {"kind": "queue", "host": "bg", "capacity": 2, "when_full": "drop",
+                                        "consumers": 1, "handler": "write"},
+                              "jobs": {"kind": "queue", "host": "app", "capacity": 1, "when_full": "block",
+                                       "consumers": 2, "handler": "work"}},
+               "requests": {"write": [{"cpu": "exp(0.3)"}],
+                            "work": [{"cpu": "const(0.2)"}, {"send": "audit"}],
+                            "submit": [{"send": "jobs"}, {"delay": "const(0.01)"}, {"send": "audit"}]},
+               "workloads": {"users": {"type": "closed", "request": "submit", "clients": 4, "think": "exp(0.5)"},
+                             "burst": {"type": "open", "request": "submit", "interarrival": "const(0.4)"}}},
 }
 
 
