@@ -957,11 +957,13 @@ static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
     return PyBytes_FromStringAndSize(n ? (const char *)p : "", n * (Py_ssize_t)size);
 }
 
-/* Every operand of the code within the arrays it indexes (the code comes from native.py; a
- * mistake there is an exception, not a wild read). */
-static int check_code(K *k) {
+/* Every operand of the code within the arrays it indexes, every jump, branch and entry onto the
+ * start of an instruction (the code comes from native.py; a mistake there is an exception, not a
+ * wild read). ``starts`` (ncode + 1 bytes) marks the instructions' starts. */
+static int check_code(K *k, char *starts) {
     const int32_t *c = k->code;
     Py_ssize_t n = k->ncode, pc = 0;
+    memset(starts, 0, (size_t)n + 1);
 #define RANGE(v, lo, hi) ((v) >= (lo) && (Py_ssize_t)(v) < (hi))
 #define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS && RANGE(h, 0, k->nps))
     while (pc < n) {
@@ -1018,8 +1020,26 @@ static int check_code(K *k) {
             PyErr_Format(PyExc_ValueError, "bad native code at %zd", pc);
             return -1;
         }
+        starts[pc] = 1;
         pc += len;
     }
+    for (pc = 0; pc < n; pc++) {  /* the targets: operands already known to be in range */
+        if (!starts[pc]) continue;
+        int ok = 1;
+        switch (c[pc]) {
+        case OP_JUMP: ok = starts[c[pc + 1]]; break;
+        case OP_SPAWN: ok = starts[c[pc + 1]]; break;
+        case OP_PAR: ok = starts[c[pc + 3]]; break;
+        case OP_CHOOSE: for (int32_t i = 0; ok && i < c[pc + 2]; i++) ok = starts[c[pc + 4 + i]]; break;
+        default: break;
+        }
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError, "bad native code: a target of %zd is not an instruction", pc);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k->nwl; i++) if (!starts[k->wl[i].entry]) { PyErr_SetString(PyExc_ValueError, "bad native entry"); return -1; }
+    for (Py_ssize_t i = 0; i < k->nqu; i++) if (!starts[k->qu[i].entry]) { PyErr_SetString(PyExc_ValueError, "bad native entry"); return -1; }
 #undef HOST_OK
 #undef RANGE
     return 0;
@@ -1111,6 +1131,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
+    k.code[k.ncode] = 0;  /* no opcode: a pc run off the end stops with an error */
     for (Py_ssize_t i = 0; i < k.nmt; i++) k.mt[i].keyed = PyObject_IsTrue(PyList_GET_ITEM(meters, i));
     int bad = 0;
     for (Py_ssize_t i = 0; i < k.nst && !bad; i++) {
@@ -1221,7 +1242,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
             if (cl->stream < 0 || cl->stream >= k.nsm) { PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1; break; }
         }
     }
-    if (bad || PyErr_Occurred() || check_code(&k)) { release(&k); return NULL; }
+    char *starts = bad || PyErr_Occurred() ? NULL : malloc((size_t)k.ncode + 1);
+    if (!bad && !PyErr_Occurred() && !starts) PyErr_NoMemory();
+    if (!starts || check_code(&k, starts)) { free(starts); release(&k); return NULL; }
+    free(starts);
     /* workloads.start_workloads, in the spec's order, then the warm-up's meter reset */
     for (Py_ssize_t i = 0; i < k.nwl && !bad; i++) {
         Workload *w = &k.wl[i];

@@ -163,6 +163,17 @@ def test_cms_conditions_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatc
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
 
 
+@needs_native
+@pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0]])
+def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
+    """An unknown opcode, an operand out of its array, a jump into an instruction or a body that
+    runs off the end: a ValueError (the first four before the loop starts), never a wild read."""
+    from simstack.engine import eventloop  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):
+        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [(1, 1.0, None)],
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+
+
 def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(kernel.ENV, "")
     doc = {**MODELS["mm1"], "components": {"q": {"kind": "server", "servers": 1, "service": "exp(1)",
