@@ -25,7 +25,8 @@
 enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
-    OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21
+    OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
+    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
@@ -85,6 +86,18 @@ typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, block
     Item *blocked; Py_ssize_t bhead, blen, bcap;
 } Queue;
 
+typedef struct {  /* kinds.hierarchy.HierarchyRuntime: node calculations on a pool, on a host's CPU or as time */
+    int32_t pool, cpu_type, cpu;  /* cpu_type < 0: elapsed time */
+} Hier;
+
+typedef struct {  /* hierarchy._Plan: node 0 the changed one; children of i: child[start[i] .. start[i + 1]) */
+    int32_t n, *parents, *start, *child;
+} Plan;
+
+typedef struct {  /* one call's recalculation (HierarchyRuntime.recalculate's state) */
+    int32_t parent, plan, used; int64_t left, item; int32_t *missing;
+} HCall;
+
 typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber of its own */
     double count, limit, next, running, left; int launching; int32_t parent, body; int used;
 } Fan;
@@ -92,7 +105,8 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 /* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
  * (fan: its fan-out), with the request's id, class and workload and its own item (Ctx.item). */
 typedef struct {
-    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue; int live, warm;
+    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
+    int live, warm;
     double start, scratch, wait_since;
 } Req;
 
@@ -114,6 +128,9 @@ typedef struct {
     Lock *lk; Py_ssize_t nlk;
     Db *db; Py_ssize_t ndb;
     Queue *qu; Py_ssize_t nqu;
+    Hier *hi; Py_ssize_t nhi;
+    Plan *pn; Py_ssize_t npn;
+    HCall *hc; Py_ssize_t nhc, hccap;
     Fan *fan; Py_ssize_t nfan, fcap;
     Stream *sm; Py_ssize_t nsm;
     Workload *wl; Py_ssize_t nwl;
@@ -672,6 +689,44 @@ static int q_finished(K *k, int32_t qi) {
     return 0;
 }
 
+/* A node of a recalculation: a fiber at the call site's node block (acquire, calculate, finish) */
+static int h_node(K *k, int32_t hc, int32_t node, int32_t block) {
+    int32_t slot;
+    if (new_fiber(k, &slot)) return -1;
+    Req *r = &k->req[slot];
+    HCall *H = &k->hc[hc];
+    Req *parent = &k->req[H->parent];
+    r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->fan = -1; r->queue = -1;
+    r->item = H->item; r->pc = block; r->hcall = hc; r->node = node;
+    return advance(k, slot);
+}
+
+/* HierarchyRuntime.recalculate's ``finished``: the thread goes back, the children whose parents
+ * are all done ask for threads in order, and the call returns once every node is done. */
+static int h_finished(K *k, int32_t slot, int32_t hier, int32_t block) {
+    Req *r = &k->req[slot];
+    int32_t hc = r->hcall, node = r->node;
+    r->live = 0;
+    k->freelist[k->nfree++] = slot;
+    if (pool_release(k, k->hi[hier].pool)) return -1;
+    HCall *H = &k->hc[hc];
+    H->left -= 1;
+    Plan *P = &k->pn[H->plan];
+    for (int32_t j = P->start[node]; j < P->start[node + 1]; j++) {
+        int32_t child = P->child[j];
+        if (--k->hc[hc].missing[child] == 0 && h_node(k, hc, child, block)) return -1;
+    }
+    H = &k->hc[hc];
+    if (H->left == 0) {
+        int32_t parent = H->parent;
+        free(H->missing);
+        H->missing = NULL;
+        H->used = 0;
+        return advance(k, parent);
+    }
+    return 0;
+}
+
 /* Run request ``slot`` from its pc until it waits for an event or a resource, or ends. */
 static int advance(K *k, int32_t slot) {
     for (;;) {
@@ -820,6 +875,39 @@ static int advance(K *k, int32_t slot) {
             if (pool_release(k, d->pool)) return -1;
             continue;
         }
+        case OP_HCALL: {  /* hierarchy, plan, node block: a recalculation, the caller waits for it */
+            Plan *P = &k->pn[op[2]];
+            int32_t hc = 0;
+            while (hc < k->nhc && k->hc[hc].used) hc++;
+            if (hc == k->nhc) {
+                if (grow((void **)&k->hc, &k->hccap, k->nhc + 1, sizeof(HCall))) return -1;
+                k->nhc++;
+            }
+            int32_t *missing = malloc((size_t)P->n * sizeof(int32_t));
+            if (!missing) { PyErr_NoMemory(); return -1; }
+            memcpy(missing, P->parents, (size_t)P->n * sizeof(int32_t));
+            k->hc[hc] = (HCall){slot, op[2], 1, P->n, r->item, missing};
+            r->pc += 4;
+            return h_node(k, hc, 0, op[3]);
+        }
+        case OP_HACQ: {  /* hierarchy: a thread for the node (Slots.acquire, not a hold) */
+            r->pc += 2;
+            int got = pool_acquire(k, k->hi[op[1]].pool, slot, -1);
+            if (got < 0) return -1;
+            if (!got) return 0;
+            continue;
+        }
+        case OP_HRUN: {  /* hierarchy, cost stream: the node's calculation */
+            Hier *h = &k->hi[op[1]];
+            double demand;
+            if (draw(k, op[2], &demand)) return -1;
+            k->req[slot].pc += 3;
+            if (h->cpu_type == CPU_FIFO) return fifo_enter(k, h->cpu, demand, slot);
+            if (h->cpu_type == CPU_PS) return ps_submit(k, h->cpu, demand, slot);
+            return push(k, k->now + demand, EV_RESUME, slot, 0);
+        }
+        case OP_HFIN:  /* hierarchy, the node block's start */
+            return h_finished(k, slot, op[1], op[2]);
         case OP_QPUT: {  /* queue: QueueRuntime.put */
             Queue *q = &k->qu[op[1]];
             Meter *m = &k->mt[q->m];
@@ -947,7 +1035,11 @@ static void release(K *k) {
     }
     for (Py_ssize_t i = 0; k->sm && i < k->nsm; i++) free(k->sm[i].buf);
     for (Py_ssize_t i = 0; k->qu && i < k->nqu; i++) { free(k->qu[i].items); free(k->qu[i].blocked); }
-    free(k->qu); free(k->o_reason);
+    free(k->qu); free(k->o_reason); free(k->hi);
+    for (Py_ssize_t i = 0; k->pn && i < k->npn; i++) { free(k->pn[i].parents); free(k->pn[i].start); free(k->pn[i].child); }
+    free(k->pn);
+    for (Py_ssize_t i = 0; k->hc && i < k->nhc; i++) free(k->hc[i].missing);
+    free(k->hc);
     free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk); free(k->db); free(k->fan); free(k->o_warm);
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
@@ -1014,6 +1106,13 @@ static int check_code(K *k, char *starts) {
             break;
         case OP_DBEND: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->ndb); break;
         case OP_QPUT: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nqu); break;
+        case OP_HCALL:
+            len = 4;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi) && RANGE(c[pc + 2], 0, k->npn) && RANGE(c[pc + 3], 0, n);
+            break;
+        case OP_HACQ: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi); break;
+        case OP_HRUN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi) && RANGE(c[pc + 2], 0, k->nsm); break;
+        case OP_HFIN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi) && RANGE(c[pc + 2], 0, n); break;
         default: len = 1; ok = 0;
         }
         if (!ok) {
@@ -1030,6 +1129,7 @@ static int check_code(K *k, char *starts) {
         case OP_JUMP: ok = starts[c[pc + 1]]; break;
         case OP_SPAWN: ok = starts[c[pc + 1]]; break;
         case OP_PAR: ok = starts[c[pc + 3]]; break;
+        case OP_HCALL: case OP_HFIN: ok = starts[c[pc + 3 - (c[pc] == OP_HFIN)]]; break;
         case OP_CHOOSE: for (int32_t i = 0; ok && i < c[pc + 2]; i++) ok = starts[c[pc + 4 + i]]; break;
         default: break;
         }
@@ -1051,6 +1151,30 @@ static double *doubles(PyObject *list, Py_ssize_t *n) {
     if (!out) { PyErr_NoMemory(); return NULL; }
     for (Py_ssize_t i = 0; i < *n; i++) out[i] = PyFloat_AsDouble(PyList_GET_ITEM(list, i));
     return out;
+}
+
+static int32_t *ints(PyObject *list, Py_ssize_t *n) {
+    if (!PyList_Check(list)) { PyErr_SetString(PyExc_TypeError, "native run: a plan's field is not a list"); return NULL; }
+    *n = PyList_GET_SIZE(list);
+    int32_t *out = malloc((size_t)(*n + 1) * sizeof(int32_t));
+    if (!out) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < *n; i++) out[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(list, i));
+    return out;
+}
+
+/* a hierarchy's plan: n parents' counts, n + 1 starts into the children, every child a node */
+static int read_plan(Plan *p, PyObject *t) {
+    Py_ssize_t n, ns, nc;
+    p->parents = ints(PyTuple_GET_ITEM(t, 0), &n);
+    p->start = p->parents ? ints(PyTuple_GET_ITEM(t, 1), &ns) : NULL;
+    p->child = p->start ? ints(PyTuple_GET_ITEM(t, 2), &nc) : NULL;
+    if (!p->child || PyErr_Occurred()) return -1;
+    p->n = (int32_t)n;
+    int ok = n > 0 && ns == n + 1 && p->start[0] == 0 && p->start[n] == nc;
+    for (Py_ssize_t i = 0; ok && i < n; i++) ok = p->start[i] <= p->start[i + 1] && p->parents[i] >= 0;
+    for (Py_ssize_t i = 0; ok && i < nc; i++) ok = p->child[i] > 0 && p->child[i] < n;
+    if (!ok) { PyErr_SetString(PyExc_ValueError, "native run: a hierarchy's plan is malformed"); return -1; }
+    return 0;
 }
 
 /* the item ``i`` of tuple ``t`` (of a list), as a number */
@@ -1077,13 +1201,15 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
     return 0;
 }
 
-/* run(code, consts, meters, stations, shared, pools, locks, dbs, queues, streams, workloads, until, warm)
+/* run(code, consts, meters, stations, shared, pools, locks, dbs, queues, hiers, plans, streams, workloads, until,
+ *     warm)
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
  *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
  *   pools: list of (size, meter); locks: list of (meter,);
  *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
  *   queues: list of (consumers, capacity, drop: bool, meter, handler's entry, its class, its workload, reason);
+ *   hiers: list of (pool, cpu type (-1 none), cpu); plans: list of (parents, starts, children): lists of int;
  *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
  *             refill: callable (drawn), a list of floats (indexed) or None);
  *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int, protocol warm-up runs
@@ -1095,14 +1221,17 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
  * in completion order; waits the requests still
  * waiting for a hold, as (order, id, class, hold's pc, since). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *streams, *workloads, *until_o;
+    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
+             *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
                           &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
-                          &PyList_Type, &streams, &PyList_Type, &workloads, &until_o, &warm)) return NULL;
+                          &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
+                          &PyList_Type, &workloads, &until_o, &warm)) return NULL;
     if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
-        || tuples(queues, 8) || tuples(streams, 3) || tuples(workloads, 8)) return NULL;
+        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 8))
+        return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
     if (PyErr_Occurred()) return NULL;
@@ -1123,11 +1252,15 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.db = calloc((size_t)k.ndb + 1, sizeof(Db));
     k.nqu = PyList_GET_SIZE(queues);
     k.qu = calloc((size_t)k.nqu + 1, sizeof(Queue));
+    k.nhi = PyList_GET_SIZE(hiers);
+    k.hi = calloc((size_t)k.nhi + 1, sizeof(Hier));
+    k.npn = PyList_GET_SIZE(plans);
+    k.pn = calloc((size_t)k.npn + 1, sizeof(Plan));
     k.nsm = PyList_GET_SIZE(streams);
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.qu || !k.sm || !k.wl) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
@@ -1183,6 +1316,19 @@ static PyObject *run(PyObject *self, PyObject *args) {
             bad = 1;
         }
     }
+    for (Py_ssize_t i = 0; i < k.nhi && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(hiers, i);
+        Hier *h = &k.hi[i];
+        h->pool = (int32_t)PyLong_AsLong(ITEM(t, 0));
+        h->cpu_type = (int32_t)PyLong_AsLong(ITEM(t, 1));
+        h->cpu = (int32_t)PyLong_AsLong(ITEM(t, 2));
+        if (h->pool < 0 || h->pool >= k.npl || (h->cpu_type == CPU_FIFO && (h->cpu < 0 || h->cpu >= k.nst))
+            || (h->cpu_type == CPU_PS && (h->cpu < 0 || h->cpu >= k.nps)) || h->cpu_type < -1 || h->cpu_type > CPU_PS) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a hierarchy's pool or CPU out of range");
+            bad = 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k.npn && !bad; i++) bad = read_plan(&k.pn[i], PyList_GET_ITEM(plans, i));
     for (Py_ssize_t i = 0; i < k.nsm && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(streams, i);
         k.sm[i].constant = (int)PyLong_AsLong(ITEM(t, 0));

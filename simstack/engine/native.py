@@ -26,6 +26,7 @@ import numpy as np
 from simstack.engine import kernel
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.errors import ModelError
+from simstack.kinds.hierarchy import changed_parameter
 from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
@@ -55,7 +56,7 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     MISSING = "native kernel not built"
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT = range(1, 22)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN = range(1, 26)
 FIFO, PS = 0, 1
 HOSTS = {"fifo": FIFO, "ps": PS}
 
@@ -112,8 +113,11 @@ def _component_why(kind: str, s: Any) -> str:
     elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
-    elif kind == "queue":
-        pass  # its handler class is checked with the others
+    elif kind in ("queue", "refusal"):
+        pass  # a queue's handler class is checked with the others; a call of a refusal stops the load
+    elif kind == "hierarchy":
+        if not _plain(s["node_cost"]):
+            return "draws from a request's attribute"
     else:
         return f"is a {kind}"
     return ""
@@ -135,12 +139,12 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
                     return f"step {g.name!r} is a sub-request call with options"
                 continue  # its class's own steps are checked as a class
             comp = spec.components.get(step.target)
-            allowed = {"server": {"service"}, "link": {"bytes"}, "database": {"bytes", "write", "latency"}}.get(
-                comp.kind if comp else "")
+            allowed = {"server": {"service"}, "link": {"bytes"}, "database": {"bytes", "write", "latency"},
+                       "hierarchy": {"changed", "level", "index"}}.get(comp.kind if comp else "")
             if comp is None or allowed is None or set(step.options) - allowed:
                 return f"step {g.name!r} is not a plain station, link or database call"
             dists = [step.options.get("service") or comp.settings["service"]] if comp.kind == "server" \
-                else [step.options.get("bytes"), step.options.get("latency")]
+                else [step.options.get("bytes"), step.options.get("latency")] if comp.kind != "hierarchy" else []
             if not all(_plain(d) for d in dists):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Send):
@@ -214,6 +218,8 @@ class _Compiler:
         self.workloads: list[str] = list(r.spec.workloads)  # and the queues, whose name a handler's request carries
         self.reasons: list[str] = [""]  # a refused request's reason (0: none, the request is ok)
         self.queue_names: list[str] = []
+        self.hiers: list[tuple[int, int, int]] = []
+        self.plans: list[tuple[list[int], list[int], list[int]]] = []
         self.site = ""
 
     def stream(self, name: str, dist: Any) -> int:
@@ -243,7 +249,8 @@ class _Compiler:
         key = (what, id(runtime))
         if key not in self.index:
             table: list[Any] = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks,
-                                "db": self.dbs, "queue": self.queues}[what]
+                                "db": self.dbs, "queue": self.queues, "hier": self.hiers,
+                                "plan": self.plans}[what]
             self.index[key] = len(table)
             table.append(entry())
         return self.index[key]
@@ -356,6 +363,9 @@ class _Compiler:
         if comp.kind == "database":
             self.database(step, stream, runtime)
             return
+        if comp.kind == "hierarchy":
+            self.hierarchy(step, stream, runtime)
+            return
         if comp.kind == "server":  # kinds.servers: FifoCall on the station
             dist = step.options.get("service") or comp.settings["service"]
             station = self.resource("station", runtime, lambda: (float(comp.settings["servers"]), 1.0,
@@ -379,6 +389,32 @@ class _Compiler:
         latency = self.stream(f"{stream}.latency", step.options.get("latency") or runtime.latency)
         size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
         self.code += [DBGET, db, DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
+
+    def hierarchy(self, step: Call, stream: str, runtime: Any) -> None:
+        """``HierarchyKind.bind_call``: the changed node and its descendants, each calculated on a
+        thread of the pool once its parents are done (a fiber per node, at a block of its own)."""
+        def entry() -> tuple[int, int, int]:
+            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            host = self.spec.components[runtime.meter.name].host
+            kind, cpu = self.host(host) if host else (-1, 0)
+            return pool, kind, cpu
+        hier = self.resource("hier", runtime, entry)
+        plan = runtime.plan(changed_parameter(runtime.graph, step.options, runtime.meter.name, stream))
+
+        def layout() -> tuple[list[int], list[int], list[int]]:
+            nodes = list(plan.parents)  # the changed node first (its children lists keep their order)
+            nodes.remove(plan.root)
+            nodes.insert(0, plan.root)
+            index = {node: i for i, node in enumerate(nodes)}
+            starts, children = [0], []
+            for node in nodes:
+                children += [index[c] for c in plan.children[node]]
+                starts.append(len(children))
+            return [plan.parents[node] for node in nodes], starts, children
+        which = self.resource("plan", plan, layout)
+        cost = self.stream(f"{stream}.node_cost", runtime.node_cost)
+        at = len(self.code)
+        self.code += [HCALL, hier, which, at + 6, JUMP, at + 14, HACQ, hier, HRUN, hier, cost, HFIN, hier, at + 6]
 
     def queue(self, name: str) -> int:
         """``QueueKind``: its handler's requests start on its consumers (the queue's host), as
@@ -484,8 +520,8 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
             workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
-                   comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.streams,
-                   workloads, None if horizon is None else float(horizon), float(warmup))
+                   comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.hiers,
+                   comp.plans, comp.streams, workloads, None if horizon is None else float(horizon), float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "

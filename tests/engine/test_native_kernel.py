@@ -94,12 +94,24 @@ MODELS = {
                             "submit": [{"send": "jobs"}, {"delay": "const(0.01)"}, {"send": "audit"}]},
                "workloads": {"users": {"type": "closed", "request": "submit", "clients": 4, "think": "exp(0.5)"},
                              "burst": {"type": "open", "request": "submit", "interarrival": "const(0.4)"}}},
+    # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
+    # two levels at once, on a fifo host and as elapsed time
+    "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
+                  "components": {"tree": {"kind": "hierarchy", "host": "calc", "threads": 3, "node_cost": "exp(0.01)",
+                                          "devices": 12, "depth": 3, "fanout": 3, "params_per_device": 2,
+                                          "extra_parents": 0.4, "seed": 5},
+                                 "flat": {"kind": "hierarchy", "threads": 2, "node_cost": "const(0.004)",
+                                          "devices": 4, "depth": 2, "fanout": 2, "params_per_device": 1}},
+                  "requests": {"energy": [{"call": "tree", "level": 0}, {"call": "flat", "level": 1, "index": 1}],
+                               "kick": [{"call": "tree", "level": 2, "index": 4}]},
+                  "workloads": {"ops": {"type": "closed", "request": "energy", "clients": 3, "think": "exp(0.2)"},
+                                "kicks": {"type": "open", "request": "kick", "rate": 5.0}}},
 }
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = {"mm1": None, "threads": 100.0}.get(model, 400.0)
+    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0}.get(model, 400.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
                              warmup=20.0, record_steps=False, record=record)
 
@@ -170,7 +182,17 @@ def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
     runs off the end: a ValueError (the first four before the loop starts), never a wild read."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [(1, 1.0, None)],
+        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [(1, 1.0, None)],
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+
+
+@needs_native
+@pytest.mark.parametrize("plan", [([1], [0, 1], [5]), ([0, 1], [0, 1], [1]), ([0], [0], [])])
+def test_the_loop_refuses_a_malformed_hierarchy_plan(plan: tuple) -> None:
+    """A child out of the plan, starts that do not cover the children: refused before the run."""
+    from simstack.engine import eventloop  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):
+        eventloop.run([5], [], [False], [], [], [(1.0, 0)], [], [], [], [(0, -1, 0)], [plan], [(1, 1.0, None)],
                       [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
 
 
