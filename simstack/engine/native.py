@@ -248,9 +248,10 @@ class _Compiler:
         """The index of ``runtime`` among the resources of its sort, added as ``entry()`` once."""
         key = (what, id(runtime))
         if key not in self.index:
-            table: list[Any] = {"station": self.stations, "rate": self.rates, "pool": self.pools, "lock": self.locks,
-                                "db": self.dbs, "queue": self.queues, "hier": self.hiers,
-                                "plan": self.plans}[what]
+            tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "pool": self.pools,
+                                            "lock": self.locks, "db": self.dbs, "queue": self.queues,
+                                            "hier": self.hiers, "plan": self.plans}
+            table = tables[what]
             self.index[key] = len(table)
             table.append(entry())
         return self.index[key]
@@ -262,7 +263,7 @@ class _Compiler:
         return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate), float(shared.cap),
                                                       self.meter(shared.meter)))
 
-    def host(self, name: str) -> Scope:
+    def host(self, name: str) -> tuple[int, int]:
         cpu = self.r.cpus[name]
         kind = HOSTS[self.spec.hosts[name].discipline]
         scope = kind, self.fifo(cpu) if kind == FIFO else self.rate(cpu)
@@ -438,7 +439,7 @@ class _Compiler:
         if comp.kind == "threads":
             pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
             self.code += [HOLDP, pool]
-            self.body(step.body, self.host(comp.host))
+            self.body(step.body, self.host(_host(comp)))
             self.code += [RELP, pool]
             return
         lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
@@ -480,8 +481,14 @@ class _Compiler:
                 continue
             name = self.queue_names[done]
             comp = self.spec.components[name]
-            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>", self.host(comp.host))
+            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>", self.host(_host(comp)))
             done += 1
+
+
+def _host(comp: Any) -> str:
+    """The host of a kind that needs one (a pool's, a queue's consumers'): checked at load."""
+    assert comp.host is not None, f"components.{comp.name}: no host"
+    return str(comp.host)
 
 
 def _uniform() -> Any:
