@@ -103,9 +103,10 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 } Fan;
 
 /* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
- * (fan: its fan-out), with the request's id, class and workload and its own item (Ctx.item). */
+ * (fan: its fan-out), with the request's id, class, workload and item (ritem) and its own item
+ * (Ctx.item). */
 typedef struct {
-    int64_t id, parent, item, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
+    int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
     int live, warm;
     double start, scratch, wait_since;
 } Req;
@@ -616,7 +617,7 @@ static int fan_launch(K *k, int32_t f) {
         if (new_fiber(k, &b)) return -1;
         Req *parent = &k->req[k->fan[f].parent], *r = &k->req[b];
         r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
-        r->warm = parent->warm; r->start = parent->start;
+        r->warm = parent->warm; r->start = parent->start; r->ritem = parent->ritem;
         r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1;
         if (advance(k, b)) return -1;
         F = &k->fan[f];
@@ -697,7 +698,7 @@ static int h_node(K *k, int32_t hc, int32_t node, int32_t block) {
     HCall *H = &k->hc[hc];
     Req *parent = &k->req[H->parent];
     r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->fan = -1; r->queue = -1;
-    r->item = H->item; r->pc = block; r->hcall = hc; r->node = node;
+    r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node;
     return advance(k, slot);
 }
 
@@ -804,9 +805,9 @@ static int advance(K *k, int32_t slot) {
             r->pc += 2;
             if (pool_release(k, op[1])) return -1;
             continue;
-        case OP_HOLDL: {  /* lock, key: -1 the request's item, else a fixed key's number >= 0 */
+        case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number */
             int32_t at = r->pc;
-            int64_t key = op[2] < 0 ? r->item : (int64_t)op[2];
+            int64_t key = op[2] == -1 ? r->item : op[2] == -2 ? r->ritem : (int64_t)op[2];
             r->pc += 3;
             int got = lock_acquire(k, op[1], key, op[2] >= 0, slot, at);
             if (got < 0) return -1;
@@ -814,7 +815,7 @@ static int advance(K *k, int32_t slot) {
             continue;
         }
         case OP_RELL: {
-            int64_t key = op[2] < 0 ? r->item : (int64_t)op[2];
+            int64_t key = op[2] == -1 ? r->item : op[2] == -2 ? r->ritem : (int64_t)op[2];
             r->pc += 3;
             if (lock_release(k, op[1], key, op[2] >= 0)) return -1;
             continue;
@@ -961,7 +962,7 @@ static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t cl
     if (new_fiber(k, &slot)) return -1;
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
-    r->item = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
+    r->item = r->ritem = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -1091,7 +1092,7 @@ static int check_code(K *k, char *starts) {
             break;
         case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
         case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
-        case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk); break;
+        case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
         case OP_PAR:
             len = 4;

@@ -444,8 +444,8 @@ class _Compiler:
             return
         lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
         per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
-        key = -1 if per and step.key in ("item", "request") else \
-            self.keys.setdefault(repr(step.key if per else None), len(self.keys))
+        key = -1 if per and step.key == "item" else -2 if per and step.key == "request" else \
+            self.keys.setdefault(repr(step.key if per else None), len(self.keys))  # Ctx.item, Ctx.req.item
         self.code += [HOLDL, lock, key]
         self.body(step.body, scope)
         self.code += [RELL, lock, key]

@@ -78,7 +78,8 @@ MODELS = {
                    {"hold": "pool", "steps": [{"call": "db", "bytes": "const(20000)", "write": True},
                                               {"hold": "dev", "key": "item", "steps": [{"cpu": "const(0.002)"}]},
                                               {"call": "db", "latency": "const(0.001)"}]},
-                   {"parallel": {"count": 3, "limit": 5}, "steps": [{"cpu": "exp(0.001)"}]}]},
+                   {"parallel": {"count": 3, "limit": 5}, "steps": [
+                       {"cpu": "exp(0.001)"}, {"hold": "dev", "key": "request", "steps": [{"cpu": "exp(0.001)"}]}]}]},
                    {"cpu": "const(0.01)"}]}},
                "workloads": {"bench": {"type": "protocol", "request": "load", "warmup": 2, "repeat": 30,
                                        "gap": "const(0.05)"}}},
