@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check-fast lint bench predictions wheel clean
+.PHONY: run test check-fast lint bench bench-native predictions wheel clean
 
 # The install compiles the hot path with mypyc when it can (hatch_build.py), else installs
 # pure Python; --version says which. $(HOTPATH) recompiles when a compiled module's source
@@ -28,7 +28,8 @@ run: $(HOTPATH)
 	$(BIN)/simstack
 
 # The tests that exercise the compiled modules (the engine, its primitives and kinds, the
-# theory they are held to), run a second time on the other build.
+# theory they are held to), run a second time on the other build (the quick ones: the slow
+# statistical ones draw the same numbers, which the fingerprints hold bit for bit on both builds).
 BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables/test_record_modes.py
 
 test: $(HOTPATH)
@@ -39,10 +40,10 @@ test: $(HOTPATH)
 	@# the whole suite on the installed build (compiled where there is a C compiler), then the
 	@# engine tests on pure Python; a compiler that failed to build the hot path fails the run
 	@$(BIN)/simstack --version
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=25
 	@if $(BIN)/simstack --version | grep -q "hot path: compiled"; then \
 		echo "engine, fingerprint and component tests again on the pure-Python hot path:"; \
-		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 $(BOTH_BUILDS); \
+		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 -m "not slow" $(BOTH_BUILDS); \
 	elif $(BIN)/simstack --version | grep -q "mypyc failed"; then \
 		echo "a C compiler is here but mypyc failed: pip install -v --no-deps --no-build-isolation -e . shows why"; exit 1; \
 	else echo "compiled pass skipped: $$($(BIN)/simstack --version)"; fi
@@ -59,6 +60,17 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+# The native peer (LINE's LDES) lives in its own environment, never in simstack's.
+PEERS := .venv-peers/.installed
+$(PEERS):
+	$(PY) -m venv .venv-peers
+	.venv-peers/bin/pip install --quiet line-solver==3.0.8.0
+	touch $@
+
+# simstack against LDES and a C++ heap loop, side by side (benchmarks/README.md, Native peer).
+bench-native: $(HOTPATH) $(PEERS)
+	$(BIN)/python benchmarks/native_peer.py --facilities
 
 # Every model's committed predictions.csv, rebuilt (long: see each model's README).
 predictions: $(STAMP)

@@ -1,11 +1,14 @@
-// The compiled floor of the engine benchmark (benchmarks/engine.py): the two workloads of
-// benchmarks/peers.py as a plain event loop, to say how far a Python engine is from what this
+// The compiled floor of the engine benchmarks (benchmarks/engine.py, benchmarks/native_peer.py):
+// the workloads of benchmarks/peers.py and benchmarks/native_peer.py as a plain event loop, to say how far a Python engine is from what this
 // machine does at all. Same structure as heap_mm4 / heap_tandem in benchmarks/floors.py: a
 // binary heap of (time, kind, arrival time) events, FIFO queues, one sojourn kept per customer.
 // Variates come from std::mt19937_64 seeded with SEED through std::exponential_distribution,
 // so the sample paths differ from the Python ones; only the distributions agree.
 //
-//   engine-floor mm4|tandem N SEED
+//   engine-floor mm1|mm4|tandem|central N SEED
+//
+// N counts customers (mm1, mm4, tandem) or cycles of the closed central-server network
+// (central: clients think, then use the CPU and one of two disks).
 //
 // prints one JSON line: wall and CPU time of build + run + mean, the mean sojourn, the number
 // of customers completed, the batch-means standard error of the mean (computed after the timed
@@ -26,12 +29,18 @@
 
 namespace {
 
+constexpr double kLamMm1 = 0.8;
+constexpr double kMuMm1 = 1.0;
 constexpr double kLamMm4 = 3.2;
 constexpr double kMuMm4 = 1.0;
 constexpr int kServersMm4 = 4;
 constexpr double kLamTandem = 1.0;
 constexpr double kMuTandem[] = {1.25, 1.5, 2.0, 1.5, 1.25};
 constexpr int kStations = sizeof(kMuTandem) / sizeof(kMuTandem[0]);
+// The closed central server of native_peer.py: kClients clients think for exp(kThink), use
+// the CPU (FIFO, mean kCpu), then disk 1 (probability kDisk1P, mean kDisk1) or disk 2.
+constexpr int kClients = 10;
+constexpr double kThink = 1.0, kCpu = 0.1, kDisk1 = 0.15, kDisk2 = 0.2, kDisk1P = 0.6;
 constexpr int kArrival = -1;  // a departure's kind is the index of the station it leaves
 constexpr int kBatches = 20;  // must match BATCHES in benchmarks/peers.py
 
@@ -47,8 +56,8 @@ struct Later {
 
 using Events = std::priority_queue<Event, std::vector<Event>, Later>;
 
-std::vector<double> run_mm4(long n, std::mt19937_64& rng) {
-  std::exponential_distribution<double> inter(kLamMm4), service(kMuMm4);
+std::vector<double> run_mmc(long n, std::mt19937_64& rng, double lam, double mu, int servers) {
+  std::exponential_distribution<double> inter(lam), service(mu);
   Events events;
   std::deque<double> waiting;
   std::vector<double> sojourns;
@@ -61,7 +70,7 @@ std::vector<double> run_mm4(long n, std::mt19937_64& rng) {
     events.pop();
     if (e.kind == kArrival) {
       if (--to_arrive) events.push({e.t + inter(rng), kArrival, 0.0});
-      if (busy < kServersMm4) {
+      if (busy < servers) {
         ++busy;
         events.push({e.t + service(rng), 0, e.t});
       } else {
@@ -120,6 +129,57 @@ std::vector<double> run_tandem(long n, std::mt19937_64& rng) {
   return sojourns;
 }
 
+// The closed central server: an event's kind is the station it leaves (0 think, 1 CPU, 2 and
+// 3 the disks); ``arrived`` is when the cycle's think ended. N cycles are started in all.
+std::vector<double> run_central(long n, std::mt19937_64& rng) {
+  std::exponential_distribution<double> think(1.0 / kThink);
+  std::exponential_distribution<double> service[] = {std::exponential_distribution<double>(1.0 / kThink),
+                                                     std::exponential_distribution<double>(1.0 / kCpu),
+                                                     std::exponential_distribution<double>(1.0 / kDisk1),
+                                                     std::exponential_distribution<double>(1.0 / kDisk2)};
+  std::bernoulli_distribution to_disk1(kDisk1P);
+  Events events;
+  std::deque<double> waiting[4];
+  bool busy[4] = {false, false, false, false};
+  std::vector<double> sojourns;
+  sojourns.reserve(n);
+  long to_start = n;
+  auto enter = [&](int station, double t, double arrived) {
+    if (busy[station]) {
+      waiting[station].push_back(arrived);
+    } else {
+      busy[station] = true;
+      events.push({t + service[station](rng), station, arrived});
+    }
+  };
+  for (int c = 0; c < kClients && to_start > 0; ++c, --to_start) events.push({think(rng), 0, 0.0});
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
+    const int k = e.kind;
+    if (k == 0) {  // thinking is a delay: no queue, the cycle starts now
+      enter(1, e.t, e.t);
+      continue;
+    }
+    if (k == 1) {
+      enter(to_disk1(rng) ? 2 : 3, e.t, e.arrived);
+    } else {
+      sojourns.push_back(e.t - e.arrived);
+      if (to_start > 0) {
+        --to_start;
+        events.push({e.t + think(rng), 0, 0.0});
+      }
+    }
+    if (!waiting[k].empty()) {
+      events.push({e.t + service[k](rng), k, waiting[k].front()});
+      waiting[k].pop_front();
+    } else {
+      busy[k] = false;
+    }
+  }
+  return sojourns;
+}
+
 // Standard error of the mean from kBatches equal batches of the last kBatches * (n / kBatches)
 // sojourns (the first few, the most transient, are dropped); NaN when too few.
 double batch_means_se(const std::vector<double>& x) {
@@ -169,12 +229,12 @@ void print_number(const char* key, double value) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s mm4|tandem N SEED\n", argv[0]);
+    std::fprintf(stderr, "usage: %s mm1|mm4|tandem|central N SEED\n", argv[0]);
     return 2;
   }
   const std::string workload = argv[1];
-  if (workload != "mm4" && workload != "tandem") {
-    std::fprintf(stderr, "unknown workload '%s'; choose mm4 or tandem\n", argv[1]);
+  if (workload != "mm1" && workload != "mm4" && workload != "tandem" && workload != "central") {
+    std::fprintf(stderr, "unknown workload '%s'; choose mm1, mm4, tandem or central\n", argv[1]);
     return 2;
   }
   const long n = std::atol(argv[2]);
@@ -188,7 +248,10 @@ int main(int argc, char** argv) {
   const std::clock_t c0 = std::clock();
   const auto t0 = std::chrono::steady_clock::now();
   std::mt19937_64 rng(seed);
-  const std::vector<double> sojourns = workload == "mm4" ? run_mm4(n, rng) : run_tandem(n, rng);
+  const std::vector<double> sojourns = workload == "mm1"   ? run_mmc(n, rng, kLamMm1, kMuMm1, 1)
+                                       : workload == "mm4" ? run_mmc(n, rng, kLamMm4, kMuMm4, kServersMm4)
+                                       : workload == "tandem" ? run_tandem(n, rng)
+                                                              : run_central(n, rng);
   double sum = 0.0;
   for (double s : sojourns) sum += s;
   const double mean = sum / sojourns.size();

@@ -19,12 +19,18 @@ A study case (``--surface studies``) mutates a shipped model's ``checks.yaml`` t
 and reads it (``load_study``: its metrics, checks, calibration, prediction grid and jobs,
 against the model beside it); it must be read or refused with a located error.
 
+An experiment case (``--surface experiments``) mutates a shipped experiment file
+(``experiments/*.yaml``) the same ways, reads and expands it as ``simstack -m
++experiment=FILE`` does and checks the sweep's command line, then runs its first job briefly
+(``--no-run``: reading and expansion only); ``fuzz_experiments.py`` holds its stages.
+
 Every case runs in a forked child with an address-space limit and a wall-time limit; the
 parent only counts. Cases are numbered and deterministic (``--seed``), so a finding is
 replayed with ``--case N --show``.
 
     python benchmarks/fuzz_models.py --cases 5000 --jobs 2        # the documented long run
     python benchmarks/fuzz_models.py --surface studies --cases 10000 --jobs 2
+    python benchmarks/fuzz_models.py --surface experiments --cases 10000 --jobs 1
     python benchmarks/fuzz_models.py --case 1234 --show           # one case: its text and outcome
 
 ``tests/load/test_fuzz.py`` runs a few hundred cases of the same generator in the test suite.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -84,10 +91,10 @@ class Case:
     mutations: tuple[str, ...]
     text: str
     horizon: float
-    surface: str = "models"  # or "studies": text is then the model's checks.yaml
+    surface: str = "models"  # or "studies": text is then the model's checks.yaml; "experiments": an experiment file
 
 
-SURFACES = ("models", "studies")
+SURFACES = ("models", "studies", "experiments")
 
 
 # -- the generator ---------------------------------------------------------------------------
@@ -272,6 +279,10 @@ def run_case(case: Case, folder: Path) -> dict[str, Any]:
     """Load, run briefly and solve one case in this process; each stage's outcome."""
     if case.surface == "studies":
         return run_study_case(case, folder)
+    if case.surface == "experiments":  # case.model names the experiment; a horizon of 0: no run
+        from fuzz_experiments import run_experiment_case
+
+        return run_experiment_case(case.model, case.text, case.horizon, folder, outcome)
     from simstack.engine.simulate import simulate
     from simstack.load.loader import load_model
     from simstack.studies.analysis.solve import solve_model
@@ -405,20 +416,36 @@ class Slots:
 
 
 def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIMEOUT,
-             memory: int = MEMORY, on_result: Any = None, surface: str = "models") -> list[tuple[Case, dict[str, Any]]]:
-    """Run the cases of ``surface`` (models or studies), ``jobs`` at a time; (case, result) in index order."""
+             memory: int = MEMORY, on_result: Any = None, surface: str = "models",
+             run: bool = True) -> list[tuple[Case, dict[str, Any]]]:
+    """Run the cases of ``surface`` (models, studies or experiments), ``jobs`` at a time; (case,
+    result) in index order. ``run=False``: an experiment case is read and expanded, not run."""
     import simstack.engine.simulate  # noqa: F401 - imported once here, not once per forked case
     import simstack.load.loader  # noqa: F401
     import simstack.studies.analysis.solve  # noqa: F401
     import simstack.studies.schema.study  # noqa: F401
 
-    docs = shipped() if surface == "models" else shipped_studies()
+    if surface == "experiments":
+        import hydra.core.override_parser.overrides_parser  # noqa: F401
+        from fuzz_experiments import shipped_experiments
+
+        import simstack.cli.experiments  # noqa: F401
+        import simstack.cli.overrides  # noqa: F401
+        import simstack.load.precedence  # noqa: F401
+
+        docs = shipped_experiments()
+    else:
+        docs = shipped() if surface == "models" else shipped_studies()
+
+    def make(index: int) -> Case:
+        case = make_case(seed, index, docs, surface)
+        return case if run or surface != "experiments" else dataclasses.replace(case, horizon=0.0)
     slots = Slots(jobs)
     results: dict[int, tuple[Case, dict[str, Any]]] = {}
     try:
         if jobs == 1:
             for index in indices:
-                case = make_case(seed, index, docs, surface)
+                case = make(index)
                 results[index] = (case, run_isolated(case, slots.folder(0, case.model), timeout, memory))
                 if on_result:
                     on_result(*results[index])
@@ -428,7 +455,7 @@ def campaign(seed: int, indices: list[int], jobs: int = 1, timeout: float = TIME
             def one(index: int) -> tuple[Case, dict[str, Any]]:
                 slot = slots.free.pop()
                 try:
-                    case = make_case(seed, index, docs, surface)
+                    case = make(index)
                     return case, run_isolated(case, slots.folder(slot, case.model), timeout, memory)
                 finally:
                     slots.free.append(slot)
@@ -452,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--surface", choices=SURFACES, default="models", help="what a case mutates (default models)")
     parser.add_argument("--jobs", type=int, default=1, help="cases at once (each in its own child)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds of wall time per case")
+    parser.add_argument("--no-run", action="store_true", help="experiments: read and expand each case, no run")
     parser.add_argument("--show", action="store_true", help="print each case's mutations and model text")
     parser.add_argument("--out", type=Path, help="write every finding (JSON lines) to this file")
     args = parser.parse_args(argv)
@@ -476,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         if done % 250 == 0:
             print(f"{done} cases, {time.perf_counter() - started:.0f} s: {dict(counts)}", file=sys.stderr, flush=True)
 
-    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report, surface=args.surface)
+    campaign(args.seed, indices, args.jobs, args.timeout, on_result=report, surface=args.surface, run=not args.no_run)
     wall = time.perf_counter() - started
     print(f"{sum(counts.values())} {args.surface} cases (seed {args.seed}) in {wall:.0f} s: {counts['loaded']} loaded, "
           f"{counts['refused']} refused with a located error, {counts['FAIL']} findings")

@@ -212,8 +212,10 @@ def _cost(raw: Mapping[str, Any]) -> Cost:
 
 
 def _seconds(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ModelError(f"expected the wall time in seconds, a number > 0, got {value!r}")
+    """A wall time: a finite number > 0 (a whole number of 190 digits overflowed ``float``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e15:
+        shown = f"a number of {len(str(value))} characters" if len(str(value)) > 40 else repr(value)
+        raise ModelError(f"expected the wall time in seconds, a number > 0 and below 1e15, got {shown}")
     return float(value)
 
 

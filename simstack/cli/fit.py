@@ -90,6 +90,7 @@ def fit_main(argv: list[str]) -> int:
           f"cv {samples.std() / samples.mean():.3g}; laws ranked by AIC (lower is better):")
     print(format_table(ranking))
     print(f"\npaste into the model: {fits[0].text(unit, scale)}")
+    out.parent.mkdir(parents=True, exist_ok=True)  # out=scratch/page.html into a new folder, as the report does
     write_text_atomic(out, fit_page(f"{opts['column']} ({path.name})", samples, fits, ranking, unit, scale))
     print(f"QQ and CDF plots: {out}")
     return 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,14 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from simstack.cli.sweep import MISSING_ERROR, STATUS_FILE, claim_sweep_dir, writable_run_dir
+from simstack.cli.sweep import (
+    MISSING_ERROR,
+    STATUS_FILE,
+    check_ray_addresses,
+    claim_sweep_dir,
+    record_sweep,
+    writable_run_dir,
+)
 from simstack.errors import SimstackError
 from simstack.io.outputs import FileGroup, csv_text
 from simstack.io.terminal import printable
@@ -327,11 +335,19 @@ class GatherSweep(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
+            check_ray_addresses(config)  # before the claim: a refused sweep leaves its folder free
             claim_sweep_dir(Path(str(config.hydra.sweep.dir)))
         except SimstackError as exc:
             _refuse(exc)
         except Exception as exc:
             _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
+        try:
+            record_sweep(Path(str(config.hydra.sweep.dir)), config)
+        except OSError as exc:
+            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's multirun.yaml")
+        # From here Hydra hands on what escapes the sweep instead of printing its traceback: a
+        # full disk while it writes a job's .hydra/ is then said in one line (cli.main.main).
+        os.environ["HYDRA_FULL_ERROR"] = "1"
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         try:

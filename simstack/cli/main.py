@@ -190,6 +190,12 @@ def main() -> None:
     except BrokenPipeError:  # written past ``Printable`` (a library's own stream)
         quiet_stdout()
         sys.exit(141)
+    except OSError as exc:  # a full disk while Hydra writes a sweep's job folder (cli.gather.GatherSweep)
+        if exc.errno not in OS_ERRORS:
+            raise
+        print(f"simstack: error: {printable(str(exc.strerror or exc))}"
+              + (f": {printable(str(exc.filename))}" if exc.filename else ""), file=sys.stderr)
+        sys.exit(2)
     if out.pipe_closed:
         sys.exit(141)  # 128 + SIGPIPE, as a program killed by the closed pipe would
 

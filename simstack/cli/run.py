@@ -255,13 +255,7 @@ def run_comparison(cfg: DictConfig, model_file: Path, whatifs: list[WhatIf]) -> 
     after = {w.name: load_chosen(model_file, fitted, w, scenario=scenario, **overrides) for w in whatifs}
     for w in whatifs:
         print(f"what-if {w.name} ({w.file})")
-    kwargs = run_settings(cfg, before.settings)
-    for w in whatifs:
-        own = run_settings(cfg, after[w.name].settings)
-        if own != kwargs:
-            changed = ", ".join(f"{k} {kwargs[k]} -> {own[k]}" for k in kwargs if own[k] != kwargs[k])
-            raise ConfigError(f"what-if {w.name} ({w.file}) changes the run itself ({changed}); a comparison runs "
-                              "the baseline and the what-if alike: set it on the command line (sim.horizon=...)")
+    kwargs = alike_settings(cfg, before, after, whatifs)
     precision, asked = precision_setting(cfg)
     tables = switch(cfg.output.get("tables"), "output.tables", True)
     comparison = compare(before, after, kwargs, precision)
@@ -274,6 +268,29 @@ def run_comparison(cfg: DictConfig, model_file: Path, whatifs: list[WhatIf]) -> 
     print(comparison_text(comparison, run_header(comparison.before)))
     print(f"outputs written to {out_dir}")
     return 0
+
+
+def alike_settings(cfg: DictConfig, before: ModelSpec, after: Mapping[str, ModelSpec],
+                   whatifs: list[WhatIf]) -> dict[str, Any]:
+    """The run settings the baseline and every what-if share. A what-if that sets the run itself
+    (an 8-hour horizon for its open arrivals) sets it for the baseline too, and says so; what-ifs
+    that set it differently cannot be compared alike and are refused."""
+    base = run_settings(cfg, before.settings)
+    owns = {w.name: run_settings(cfg, after[w.name].settings) for w in whatifs}
+    changing = [w for w in whatifs if owns[w.name] != base]
+    if not changing:
+        return base
+    first = owns[changing[0].name]
+    for w in whatifs:
+        if owns[w.name] != first:
+            changed = ", ".join(f"{k} {first[k]} -> {owns[w.name][k]}" for k in first if owns[w.name][k] != first[k])
+            raise ConfigError(f"what-if {w.name} ({w.file}) runs differently from what-if {changing[0].name} "
+                              f"({changed}); a comparison runs every configuration alike: set it on the command "
+                              "line (sim.horizon=...)")
+    changed = ", ".join(f"{k} {base[k]} -> {first[k]}" for k in base if first[k] != base[k])
+    print(f"what-if {changing[0].name} sets the run itself ({changed}): the baseline runs with it too, alike "
+          "(the command line's sim.* settings override both)")
+    return first
 
 
 def write_comparison(cfg: DictConfig, model_file: Path, scenario: str | None, whatifs: list[WhatIf],

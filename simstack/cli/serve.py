@@ -1,8 +1,11 @@
-"""``simstack serve model=NAME [host=127.0.0.1] [port=0]``: the what-if page of a model.
+"""``simstack serve model=NAME [host=127.0.0.1] [port=0] [backend=ray [ray_address=HOST:PORT]]``:
+the what-if page of a model.
 
 Binds 127.0.0.1 unless told otherwise; bound to another interface, the printed address holds
 a random token that every request must carry. A model that does not load is served as a page
 with its one-line error (and the line is printed), so the person at the browser sees why.
+``backend=ray ray_address=HOST:PORT`` runs the page's simulations' replications as tasks of
+that running Ray cluster, as ``backend=ray`` does for a study.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import importlib.util
 import ipaddress
 import secrets
 import sys
+from typing import Any
 
 from simstack.errors import ConfigError, SimstackError
 
-KEYS = ("model", "host", "port", "models_dir")
+KEYS = ("model", "host", "port", "models_dir", "backend", "ray_address")
 LOOPBACK = ("localhost",)
 
 
@@ -32,7 +36,26 @@ def parse(args: list[str]) -> dict[str, str]:
     port = out.get("port", "0")
     if not port.isdigit() or int(port) > 65535:
         raise ConfigError(f"simstack serve: port= expects a number 0-65535 (0: any free port), got {port!r}")
+    if out.get("backend", "processes") not in ("processes", "ray"):
+        raise ConfigError(f"simstack serve: backend= expects processes or ray, got {out['backend']!r}")
+    if "ray_address" in out and out.get("backend") != "ray":
+        raise ConfigError("simstack serve: ray_address= goes with backend=ray")
+    if out.get("backend") == "ray" and not out.get("ray_address"):
+        # A Ray started for each run (the page's runs are stopped at any click) would leave its
+        # agents behind when stopped: the page uses a cluster that outlives its runs.
+        raise ConfigError("simstack serve: backend=ray needs ray_address=HOST:PORT of a running Ray cluster "
+                          "(ray start --head); the page does not start a Ray of its own")
     return out
+
+
+def backend_of(chosen: dict[str, str]) -> Any:
+    """The runner's backend: None (the runner's own worker) or a ``RayCluster`` (its address
+    checked now, so a wrong one is one line before the server starts)."""
+    if chosen.get("backend") != "ray":
+        return None
+    from simstack.engine.raypool import RayCluster
+
+    return RayCluster(address=chosen["ray_address"])
 
 
 def is_loopback(host: str) -> bool:
@@ -48,6 +71,7 @@ def main(args: list[str]) -> int:
     """Serve until interrupted; exit 2 on a bad argument."""
     try:
         chosen = parse(args)
+        backend = backend_of(chosen)
     except SimstackError as exc:
         print(f"simstack: error: {exc}", file=sys.stderr)
         return 2
@@ -73,7 +97,7 @@ def main(args: list[str]) -> int:
     except SimstackError as exc:
         spec, error = None, str(exc)
         print(f"simstack: error: {exc} (the page shows it)", file=sys.stderr)
-    app, runner = build(spec, error, token)
+    app, runner = build(spec, error, token, backend)
     try:
         server = make_server(host, int(chosen.get("port", "0")), app.server, threaded=True)
     except OSError as exc:

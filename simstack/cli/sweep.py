@@ -26,7 +26,7 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from simstack.errors import ConfigError, SimstackError
 from simstack.io.atomic import write_text_atomic
@@ -114,6 +114,35 @@ def claim_sweep_dir(sweep_dir: Path) -> None:
         raise ConfigError(taken.format(f"claimed by another sweep: {CLAIM_FILE}")) from None
     with os.fdopen(fd, "w") as out:
         out.write(json.dumps({"pid": os.getpid(), "started": time.time()}))
+
+
+def record_sweep(sweep_dir: Path, config: DictConfig) -> None:
+    """The sweep's ``multirun.yaml`` written whole before Hydra's sweeper writes the same
+    text over it (``OmegaConf.save``, not caught: a full disk there was Hydra's traceback).
+    On a full disk (or any folder that takes no file) the claim is let go and the error
+    raised, so the caller says it in one line and a later sweep may have the folder."""
+    path = sweep_dir / "multirun.yaml"
+    try:
+        write_text_atomic(path, OmegaConf.to_yaml(config))
+    except OSError as exc:
+        (sweep_dir / CLAIM_FILE).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def check_ray_addresses(config: DictConfig) -> None:
+    """A Ray sweep's head looked at before the sweep's folder is claimed (``hydra/launcher=ray``
+    with ``hydra.launcher.ray.init.address``, or ``backend=ray`` with ``ray.address`` for every
+    job): refused there, it left the folder claimed, and the next sweep into it was refused
+    too; ``backend=ray`` refused every job one by one after the claim."""
+    from simstack.engine.raypool import check_address  # only when a Ray address is given
+
+    launcher = OmegaConf.select(config, "hydra.launcher")
+    address = OmegaConf.select(config, "hydra.launcher.ray.init.address", default=None)
+    if address is not None and str(OmegaConf.select(launcher, "_target_", default="")).endswith(".RayLauncher"):
+        check_address(str(address), "hydra.launcher.ray.init.address")
+    address = OmegaConf.select(config, "ray.address", default=None)
+    if config.get("backend") == "ray" and isinstance(address, str) and address.strip():
+        check_address(address)
 
 
 def writable_run_dir(run_dir: Path) -> None:

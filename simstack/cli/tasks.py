@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from hydra.core.hydra_config import HydraConfig
@@ -33,6 +34,7 @@ from simstack.studies.evaluate.rowcompare import RowErrors
 from simstack.studies.fit.acceptance import describe
 from simstack.studies.fit.calibrate import calibrate_into, check_free_under, chosen_alternatives, parameter_units
 from simstack.studies.fit.holdout import error_table, leave_out
+from simstack.studies.fit.verdict import poor_fit
 from simstack.studies.intervals import Method, method
 from simstack.studies.predict import Predictions, interval_plan, predict_selection, write_predictions
 from simstack.studies.provenance import stale_calibration
@@ -94,6 +96,9 @@ def check(cfg: DictConfig) -> int:
     model, models_dir = study_model(cfg)
     names = [model] if chosen else models_with_checks(models_dir)
     side_by_side = jobs(cfg) or 1
+    for name in names:  # limits a model raises, told before its runs as at every other task
+        for line in load_model(model_dir_of(name, models_dir) / "model.yaml").warnings:
+            print(f"warning: {name}: {line}" if len(names) > 1 else f"warning: {line}", file=sys.stderr)
     if len(names) > 1:
         print(f"checking {len(names)} models: {', '.join(names)}"
               + (f" ({side_by_side} side by side)" if side_by_side > 1 else ""), flush=True)
@@ -212,14 +217,29 @@ def _calibrate_into(study: Study, shown: bool, alternative: Alternative | None, 
     else:
         print("  no range computed (calibration.uncertainty: none); uncertainty: profile gives each parameter's "
               "range within the targets' tolerances")
+    pinned, off = result.get("at_bounds") or [], {r["check"]: r for r in result.get("outside_tolerance") or []}
     for name, value in result["parameters"].items():
         span, unit = spread.get(name), units.get(name, "")
         print(f"  {name} = {with_unit(value, unit)}"
-              + (f" [{with_unit(span['low'], unit)}, {with_unit(span['high'], unit)}]" if span else ""))
+              + (f" [{with_unit(span['low'], unit)}, {with_unit(span['high'], unit)}]" if span else "")
+              + ("  AT AN END OF ITS RANGE (free: in model.yaml)" if name in pinned else ""))
     for row in result["residuals"]:
         err = row["rel_error"]
-        print(f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
-              f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
+        print((f"  {row['check']}: predicted {number(row['predicted'])}, measured {number(row['measured'])}, "
+               f"error {err:+.1%}" if math.isfinite(err) else f"  {row['check']}: {row}")
+              + (f"  OUTSIDE ITS TOLERANCE of {off[row['check']]['tolerance']:.0%}" if row["check"] in off else ""))
+    if poor_fit(result):
+        print(f"warning: {fit_verdict(study.model + under, result)}", file=sys.stderr)
+
+
+def fit_verdict(label: str, result: Mapping[str, Any]) -> str:
+    """One line on why a fit is not to be read as a result (``simstack.studies.fit.verdict``)."""
+    why = [f"{name} ended at an end of its range (the best value may lie outside it: widen its free: "
+           "[low, high] in model.yaml)" for name in result.get("at_bounds") or []]
+    why += [f"{r['check']} is off by {r['rel_error']:+.1%} (tolerance {r['tolerance']:.0%})"
+            if math.isfinite(r["rel_error"]) else f"{r['check']} has no finite error"
+            for r in result.get("outside_tolerance") or []]
+    return f"the fit of {label} is POOR, not a result to use: " + "; ".join(why)
 
 
 SCALES = {"s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")),
@@ -348,7 +368,7 @@ def solve(cfg: DictConfig) -> int:
     refuse_unused(cfg, "solve", "it solves the model analytically and simulates nothing")
     spec = chosen_spec(cfg)[0]
     solution = solve_model(spec)
-    print(f"model {spec.name}: approximate MVA ({solution.iterations} iterations), nothing simulated")
+    print(f"model {spec.name}: {solution.method} ({solution.iterations} iterations), nothing simulated")
     for note in solution.approximations:  # priority levels, second phases in holds: how close
         print(f"  approximate: {note}")
     print(format_table(chain_table(solution)))

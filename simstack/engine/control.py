@@ -8,6 +8,7 @@ unrolled when CPU steps are fused, so an unrolled and a looped repeat draw the v
 numbers. ``all`` starts every branch at once in the same request and fan-out item and goes
 on when ``join`` of them have finished; with a quorum the others go on to the end in the
 background (as in a layered-queueing quorum join), holding whatever they hold themselves.
+``switch`` is a ``choose`` whose branch first gives the request its new class (``Relabel``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from simstack.engine.runners import Cursor
 from simstack.kinds.base import Ctx
 from simstack.lang.samplers import Const, Uniform
-from simstack.lang.spec import Choose, Fork, Repeat, Step
+from simstack.lang.spec import Choose, Fork, Repeat, Step, Switch
 from simstack.resources.protocol import K
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from simstack.engine.runners import Scope
 
 UNROLL_STEPS = 4096  # a fixed repeat is unrolled for CPU fusion up to this many steps
-_DEFAULT_NAMES = {Choose: "choose", Repeat: "repeat", Fork: "all"}
+_DEFAULT_NAMES = {Choose: "choose", Switch: "switch", Repeat: "repeat", Fork: "all"}
 
 
 def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> Any:
@@ -41,8 +42,10 @@ def compile_flow(r: Replication, step: Choose | Repeat | Fork, scope: Scope) -> 
             total += branch.p
             bounds.append(total)
         bounds[-1] = float("inf")  # a draw just below 1 never falls past the last branch
-        runner = ChooseRunner(r.sampler(stream + ".choice", Uniform(0.0, 1.0)), bounds,
-                              [_body(r, b.body, scope, g.path) for b in step.branches])
+        bodies = [_body(r, b.body, scope, g.path) for b in step.branches]
+        if isinstance(step, Switch):
+            bodies = [Relabel(cls, body) for cls, body in zip(step.classes, bodies, strict=True)]
+        runner = ChooseRunner(r.sampler(stream + ".choice", Uniform(0.0, 1.0)), bounds, bodies)
     elif isinstance(step, Repeat):
         runner = RepeatRunner(r.sampler(stream + ".count", step.count), _body(r, step.body, scope, g.path))
     else:
@@ -88,6 +91,21 @@ class ChooseRunner:
 
     def run(self, ctx: Ctx, k: K) -> None:
         self.bodies[bisect_right(self.bounds, self.draw(ctx))].run(ctx, k)
+
+
+class Relabel:
+    """Class switching: the request takes class ``cls`` (its later records carry it), then
+    goes on with ``body`` (the new class's steps)."""
+
+    __slots__ = ("cls", "body")
+
+    def __init__(self, cls: str, body: Any):
+        self.cls = cls
+        self.body = body
+
+    def run(self, ctx: Ctx, k: K) -> None:
+        ctx.req.cls = self.cls
+        self.body.run(ctx, k)
 
 
 class RepeatRunner:

@@ -13,8 +13,10 @@ be. The statistics are named ``REQUEST.STAT``: ``trim.mean``, ``trim.p99``: ``me
   replications run and where the run stops depend on the seed only, never on ``jobs``.
 - **One replication**: one long steady-state run, continued to longer horizons until the
   batch-means intervals of its latencies meet the targets and the batch rule accepts them
-  (``tables.stopping.extend_until_precise``; percentiles by batch sectioning). Continuing is
-  exact: the result is that of one run to the final horizon (``LiveReplication``).
+  (``tables.stopping.extend_until_precise``; percentiles by batch sectioning, the run grown
+  until every batch holds enough separate clumps of the tail and the batch percentiles pass
+  a randomness test: ``tables.quantile_batches``). Continuing is exact: the result is that of
+  one run to the final horizon (``LiveReplication``).
 
 The result is an ordinary ``RunResult`` of every replication run, carrying how it stopped
 (``stopped``: precision, max_replications, max_horizon or max_time) and the intervals it
@@ -49,6 +51,7 @@ from simstack.io.progress import bar
 from simstack.lang.spec import ModelSpec
 from simstack.load.limits import check_run
 from simstack.tables.intervals import batch_quantile_interval, quantile_interval
+from simstack.tables.quantile_batches import needed_length as quantile_needed_length
 from simstack.tables.series import class_latencies
 from simstack.tables.stopping import Estimator, Precision, extend_until_precise, run_until_precise
 from simstack.tables.streamstats import SummaryRecorder, merge_all
@@ -194,7 +197,9 @@ def _extended(spec: ModelSpec, seed: int, precision: Precision, chosen: list[Sta
         return {s.name: latencies.get(s.request, np.empty(0)) for s in chosen}
 
     stopped = extend_until_precise(run, precision, horizon, most,
-                                   estimators=_estimators(chosen, batch_quantile_interval))
+                                   estimators=_estimators(chosen, batch_quantile_interval),
+                                   lengths={s.name: partial(quantile_needed_length, q=s.q)
+                                            for s in chosen if s.q is not None})
     result = run_result(spec, seed, [live.outcome(stopped.horizon)], started=started,
                         **{**settings, "horizon": stopped.horizon})
     return _stopped(result, replace(precision, max_horizon=most), stopped)

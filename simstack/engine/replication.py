@@ -40,7 +40,7 @@ from simstack.engine.runners import (
 from simstack.engine.sync import PhasedRunner, compile_sync, has_reply
 from simstack.kinds import lookup
 from simstack.kinds.base import BindContext, BuildContext, Ctx
-from simstack.lang.samplers import Const, Distribution, Indexed
+from simstack.lang.samplers import Attribute, Const, Distribution, Indexed
 from simstack.lang.spec import (
     Acquire,
     Call,
@@ -144,6 +144,7 @@ class Replication:
         self.next_id = 0
         self.in_system = 0
         self.started = 0
+        self.attributes: dict[int, dict[str, float]] = {}  # per request id in flight: its trace row's values
         self.cpus = {h.name: make_cpu(self.env, f"{h.name}.cpu", h.cores, h.speed, h.discipline,
                                       h.idle_spinner, h.groups)
                      for h in spec.hosts.values()}
@@ -186,6 +187,9 @@ class Replication:
             return lambda _ctx: value
         if isinstance(dist, Indexed):
             return lambda ctx: dist.at(ctx.item)
+        if isinstance(dist, Attribute):  # the request's trace row (kinds.trace), checked at load
+            table, column = self.attributes, dist.name
+            return lambda ctx: table[ctx.req.id][column]
         name = self._site + stream
         known = self._samplers.get((name, dist))
         if known is not None:  # a step compiled twice (an unrolled repeat) draws on from one stream

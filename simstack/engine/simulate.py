@@ -26,7 +26,7 @@ from simstack.errors import ConfigError
 from simstack.io.progress import bar
 from simstack.kinds import REGISTRY
 from simstack.kinds.workloads import is_finite, start_workloads
-from simstack.lang.spec import ModelSpec, OpenWorkload
+from simstack.lang.spec import ModelSpec, schedule_of
 from simstack.load.graph import validated_graph
 from simstack.load.limits import check_run
 from simstack.load.loader import load_model
@@ -140,7 +140,8 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
              progress: bool = False, parameters: Mapping[str, Any] | None = None,
              flags: Mapping[str, bool] | Iterable[str] | None = None,
              scenario: str | None = None, record: str = "full", jobs: int = 1,
-             trace: Mapping[str, Any] | Trace | None = None) -> RunResult:
+             trace: Mapping[str, Any] | Trace | None = None,
+             on_replication: Callable[[int], None] | None = None) -> RunResult:
     """Run ``replications`` independent replications of a model and return tidy tables.
 
     ``replications`` is a count, or a range of replication indices (``range(20, 30)``: the
@@ -156,6 +157,7 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
     in one process. ``trace`` (``{resources: [...], every: TIME}``) records those resources'
     load over time in the ``load_trace`` table (``simstack.engine.loadtrace``). Kinds and
     engine features add their own tables (``RunResult.tables``: memory, store load, ...).
+    ``on_replication(rep)`` is called in this process as each replication ends (a page's progress).
     """
     spec = checked_spec(model, seed=seed, replications=replications, horizon=horizon, warmup=warmup,
                         parameters=parameters, flags=flags, scenario=scenario, record=record, jobs=jobs)
@@ -165,7 +167,12 @@ def simulate(model: ModelSpec | str | Path, *, seed: int = 1, replications: int 
                              record=record, trace=trace)
     with bar(desc=f"simulating {spec.name}", shown=progress, unit="replication", total=len(reps)) as shown, \
             Workers(min(jobs, len(reps))) as workers:
-        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=lambda _rep, _outcome: shown.update(1)))
+        def done(index: int, _outcome: Outcome) -> None:
+            shown.update(1)
+            if on_replication is not None:
+                on_replication(reps[index])
+
+        outcomes = list(workers.map(run, [(rep,) for rep in reps], on_done=done))
     return run_result(spec, seed, outcomes, horizon=horizon, warmup=warmup, record=record,
                       record_steps=record_steps, started=started)
 
@@ -388,7 +395,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
                           "without count): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
-    varying = [wl.name for wl in spec.workloads.values() if isinstance(wl, OpenWorkload) and wl.schedule is not None]
+    varying = [wl.name for wl in spec.workloads.values() if schedule_of(wl) is not None]
     if warmup == "mser5" and varying:
         raise ConfigError(f"sim.warmup 'mser5' looks for the end of a start-up transient in a stationary run, but "
                           f"workload {varying[0]!r} follows a rate schedule, so there is no steady state to find: "

@@ -10,6 +10,7 @@ bundled models. The first folder holding ``<name>/model.yaml`` wins.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -95,6 +96,28 @@ def known_models(models_dir: str | Iterable[str] | None = None) -> list[str]:
     return sorted({p.parent.name for folder in search_path(models_dir) for p in folder.glob("*/model.yaml")})
 
 
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, a name longer than the file system holds (a 300-character model or
+    what-if name: ENAMETOOLONG, an OSError traceback) read as no such file, so the caller's
+    "not found" names it."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """``path.is_dir()``, a name too long read as no such folder (``is_file``)."""
+    try:
+        return path.is_dir()
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        return False
+
+
 def written_as_path(text: str) -> bool:
     """Whether a model is named by its folder (``./mymodel``, ``mymodel/``, ``.``, ``~/m``,
     ``a/b``) rather than by a name looked up along the search path."""
@@ -105,10 +128,10 @@ def find_model_dir(name: str, models_dir: str | Iterable[str] | None = None) -> 
     """The folder of the model called ``name``: the first ``<folder>/<name>/model.yaml``."""
     if name and not written_as_path(name):
         for folder in search_path(models_dir):
-            if (folder / name / "model.yaml").is_file():
+            if is_file(folder / name / "model.yaml"):
                 return folder / name
     looked = ", ".join(str(f) for f in search_path(models_dir) if f.is_dir())
-    local = bool(name) and not written_as_path(name) and (Path(name) / "model.yaml").is_file()
+    local = bool(name) and not written_as_path(name) and is_file(Path(name) / "model.yaml")
     here = f"; the folder {name} here holds one: write model=./{name}" if local else ""
     raise ModelError(f"unknown model {name!r}; known models: {', '.join(known_models(models_dir)) or '(none)'} "
                      f"(looked in {looked or 'no existing folder'}; add folders with models_dir= or "
@@ -123,14 +146,14 @@ def model_dir_of(model: str | Path, models_dir: str | Iterable[str] | None = Non
     path = Path(text).expanduser()
     if path.suffix in (".yaml", ".yml"):
         return path.parent
-    if written_as_path(text) or (isinstance(model, Path) and (path / "model.yaml").is_file()):
-        if (path / "model.yaml").is_file():
+    if written_as_path(text) or (isinstance(model, Path) and is_file(path / "model.yaml")):
+        if is_file(path / "model.yaml"):
             return path.resolve() if path.name in ("", "..") else path  # ".": the folder's own name
-        if path.is_dir():
+        if is_dir(path):
             raise ModelError(f"the folder {text!r} holds no model.yaml (looked for {path / 'model.yaml'})")
         raise ModelError(f"model folder {text!r} not found")
     return find_model_dir(text, models_dir)
 
 
-__all__ = ["config_dir", "home_models_dir", "search_path", "known_models", "find_model_dir", "model_dir_of",
-           "written_as_path", "ENV_VAR"]
+__all__ = ["config_dir", "is_dir", "is_file", "home_models_dir", "search_path", "known_models", "find_model_dir",
+           "model_dir_of", "written_as_path", "ENV_VAR"]

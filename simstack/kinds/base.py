@@ -16,7 +16,7 @@ registered kinds, never Python.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import simpy
@@ -25,6 +25,7 @@ from simstack.errors import ModelError
 from simstack.lang.samplers import Distribution
 from simstack.lang.schema import Field
 from simstack.lang.spec import ComponentSpec
+from simstack.resources.blocking import Handoff
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Discipline, Done, K
 
@@ -57,6 +58,8 @@ class BuildContext:
     env: simpy.Environment
     cpus: Mapping[str, Discipline]
     sampler: SamplerFactory
+    # the replication's one meeting point of stations that block their senders (``resources.blocking``)
+    handoff: Handoff = field(default_factory=Handoff)
 
 
 StartRequest = Callable[..., None]  # Replication.start(cls, workload, item, scope, on_end, parent=, since=, site=)

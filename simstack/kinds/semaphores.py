@@ -22,10 +22,11 @@ import simpy
 from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.lang.schema import Field, integer
+from simstack.lang.sizes import SizeSchedule, read_size
 from simstack.lang.spec import ComponentSpec
-from simstack.lang.units import parse_count
 from simstack.resources.meter import Meter
-from simstack.resources.slots import Slots
+from simstack.resources.resizable import follow
+from simstack.resources.slots import ResizableSlots, Slots
 
 
 class Semaphore(Slots):
@@ -44,6 +45,12 @@ class Semaphore(Slots):
         return self.busy - self._pending <= 0
 
 
+class ResizableSemaphore(Semaphore, ResizableSlots):
+    """A semaphore whose size follows a schedule; units held when it drops go when given back."""
+
+    __slots__ = ()
+
+
 def _initial(value: object) -> int:
     count = integer(value)
     if count < 0:
@@ -58,22 +65,32 @@ class SemaphoreKind(Kind):
     roles = frozenset({"hold", "acquire"})
     fields = {
         "kind": Field(str),
-        "size": Field(lambda v: int(parse_count(v)), help="number of units"),
+        "size": Field(read_size, help="number of units; or a schedule {steps: [[0, 4], [8h, 2]], repeat: 24h} "
+                                      "(units held when it drops go when given back)"),
         "initial": Field(_initial, None, "units free at the start (default: size)"),
     }
 
     @classmethod
     def validate(cls, spec: ComponentSpec) -> None:
         s = spec.settings
-        if s["initial"] is not None and s["initial"] > s["size"]:
-            raise ModelError(f"initial ({s['initial']}) must be at most size ({s['size']})",
+        first = s["size"].sizes[0] if isinstance(s["size"], SizeSchedule) else s["size"]
+        if s["initial"] is not None and s["initial"] > first:
+            at_start = " at time 0" if isinstance(s["size"], SizeSchedule) else ""
+            raise ModelError(f"initial ({s['initial']}) must be at most size ({first}{at_start})",
                              path=f"components.{spec.name}.initial")
 
     @classmethod
     def build(cls, spec: ComponentSpec, ctx: BuildContext) -> Semaphore:
         s = spec.settings
-        initial = s["size"] if s["initial"] is None else s["initial"]
-        return Semaphore(ctx.env, s["size"], initial, Meter(spec.name, cls.kind, s["size"]))
+        size = s["size"]
+        if isinstance(size, SizeSchedule):  # utilisation is over the schedule's largest size
+            first = size.sizes[0]
+            semaphore = ResizableSemaphore(ctx.env, first, first if s["initial"] is None else s["initial"],
+                                           Meter(spec.name, cls.kind, size.peak))
+            follow(ctx.env, semaphore, size)
+            return semaphore
+        initial = size if s["initial"] is None else s["initial"]
+        return Semaphore(ctx.env, size, initial, Meter(spec.name, cls.kind, size))
 
     @classmethod
     def bind_hold(cls, runtime: Semaphore, key: str | None, mode: str, priority: int = 0

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from simstack.errors import ModelError
 from simstack.kinds.base import BuildContext, Ctx, Granted, Kind, register
 from simstack.lang.schema import Field, integer, name_ref, one_of
+from simstack.lang.sizes import SizeSchedule, read_size
 from simstack.lang.spec import ComponentSpec
-from simstack.lang.units import parse_count
 from simstack.resources.fairshare import FairShareCpu
 from simstack.resources.meter import Meter
 from simstack.resources.protocol import Discipline
-from simstack.resources.slots import Slots
+from simstack.resources.resizable import follow
+from simstack.resources.slots import ResizableSlots, Slots
 
 
 def _capacity(value: object) -> float:
@@ -53,7 +54,9 @@ class ThreadsKind(Kind):
     fields = {
         "kind": Field(str),
         "host": Field(str, help="host whose cores run the threads' CPU steps"),
-        "size": Field(lambda v: parse_count(v, allow_inf=True), help="number of threads"),
+        "size": Field(lambda v: read_size(v, allow_inf=True),
+                      help="number of threads; or a schedule {steps: [[0, 4], [8h, 16]], repeat: 24h} (held "
+                           "threads finish their work when it drops)"),
         "priority": Field(integer, 0, "thread priority (higher is more urgent on a priority host)"),
         "queue_capacity": Field(_capacity, math.inf, "length of the line of waiting work"),
         "when_full": Field(one_of("block", "drop"), "block", "when the line is full: wait or fail the request"),
@@ -72,9 +75,13 @@ class ThreadsKind(Kind):
             if group not in cpu.groups or not group:
                 raise ModelError(f"host {spec.host!r} has no group {group!r}; groups: "
                                  f"{', '.join(g for g in cpu.groups if g)}", path=f"components.{spec.name}.group")
-        meter = Meter(spec.name, cls.kind, s["size"])
         capacity = s["queue_capacity"] if s["when_full"] == "drop" else math.inf
-        return ThreadPool(Slots(ctx.env, s["size"], meter, capacity), s["when_full"] == "drop")
+        size = s["size"]
+        if isinstance(size, SizeSchedule):  # utilisation is over the schedule's largest size
+            slots = ResizableSlots(ctx.env, size.sizes[0], Meter(spec.name, cls.kind, size.peak), capacity)
+            follow(ctx.env, slots, size)
+            return ThreadPool(slots, s["when_full"] == "drop")
+        return ThreadPool(Slots(ctx.env, size, Meter(spec.name, cls.kind, size), capacity), s["when_full"] == "drop")
 
     @classmethod
     def bind_hold(cls, runtime: ThreadPool, key: str | None, mode: str, priority: int = 0

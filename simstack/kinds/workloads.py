@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from simstack.errors import ModelError
+from simstack.kinds.environment import Modes, modulated, start_modulated
+from simstack.kinds.thinned import start_thinned
 from simstack.lang.distributions import parse_distribution
 from simstack.lang.samplers import Exp
 from simstack.lang.schedules import RateSchedule, read_schedule
 from simstack.lang.schema import Field, integer
 from simstack.lang.spec import ClosedWorkload, ModelSpec, OpenWorkload, PeriodicWorkload, ProtocolWorkload, Workload
+from simstack.lang.time_rates import RateExpression
 from simstack.lang.units import non_negative, parse_count, parse_rate, parse_time, positive
 from simstack.resources.wake import Wake
 
@@ -95,10 +98,16 @@ def type_of(wl: Workload) -> type[WorkloadType]:
 
 
 def start_workloads(r: Replication) -> None:
+    environment = r.spec.environment
+    modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
+    switched = modulated(r.spec.workloads) if modes is not None else set()
     for wl in r.spec.workloads.values():
         req = r.spec.requests[wl.request]
         scope: Scope = (r.cpus[req.host], req.priority) if req.host else (None, req.priority)
-        type_of(wl).start(r, wl, scope)
+        if modes is not None and wl.name in switched:
+            start_modulated(r, wl, scope, modes)  # type: ignore[arg-type]
+        else:
+            type_of(wl).start(r, wl, scope)
 
 
 def is_finite(spec: ModelSpec) -> bool:
@@ -142,7 +151,8 @@ class Open(WorkloadType):
     spec = OpenWorkload
     docs = {"rate": "Poisson arrivals per second (or interarrival); or a schedule of time: {steps: [[0, 2/s], "
                     "[7h, 20/s]]}, {ramp: [[0, 0], [10min, 5/s]]} (either with repeat: PERIOD), or a supercycle "
-                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}",
+                    "{cycles: [{name: injection, duration: 0.6s, rate: 50/s}, ...]}, or an expression of time thinned "
+                    "below its peak {expression: '10/s * (1 + 0.5*sin(2*pi*t/60s))', peak: 15/s}",
             "interarrival": "time between arrivals, a distribution (or rate)",
             "count": "arrivals to generate", "start": "time of the first arrival's clock start",
             "replicas": "N independent streams; stream i starts requests with item i"}
@@ -158,6 +168,9 @@ class Open(WorkloadType):
         if values["interarrival"] is not None and not values["interarrival"].mean > 0:
             raise ModelError(f"interarrival times must have a mean > 0 (arrivals would pile up at one instant), "
                              f"got {raw['interarrival']!r}", path=f"{where}.interarrival")
+        if isinstance(values["rate"], RateExpression):  # thinned from a Poisson process at its peak
+            return OpenWorkload(name, values["request"], Exp(1.0 / values["rate"].peak), values["count"],
+                                values["start"], schedule=values["rate"])
         if isinstance(values["rate"], RateSchedule):  # a non-homogeneous Poisson process
             return OpenWorkload(name, values["request"], Exp(1.0), values["count"], values["start"],
                                 schedule=values["rate"])
@@ -166,19 +179,30 @@ class Open(WorkloadType):
 
     @classmethod
     def start(cls, r: Replication, wl: OpenWorkload, scope: Scope) -> None:
+        if isinstance(wl.schedule, RateExpression):
+            start_thinned(r, wl, scope)
+            return
         draw = r.sampler(f"workloads.{wl.name}.interarrival", wl.interarrival)
         gap = (lambda _now: draw(None)) if wl.schedule is None else _scheduled_gap(wl.schedule, draw)  # type: ignore
         start_arrivals(r, wl.name, wl.request, wl.item, wl.count, wl.start, scope, gap)
 
     @classmethod
     def finite(cls, wl: OpenWorkload) -> bool:
-        """A count, or a schedule whose rate ends at zero for good, stops the arrivals."""
-        ends = wl.schedule is not None and wl.schedule.period is None and wl.schedule.rates[-1] == 0
-        return math.isfinite(wl.count) or ends
+        """A count, or a schedule whose rate ends at zero for good, stops the arrivals (a rate
+        expression's candidates go on for ever, so it always needs a horizon)."""
+        if isinstance(wl.schedule, RateExpression):
+            return False
+        return math.isfinite(wl.count) or _ends(wl.schedule)
 
 
-def _rate_or_schedule(value: object) -> float | RateSchedule:
-    """An open workload's ``rate:``: arrivals per second, or a schedule of time (a mapping)."""
+def _ends(schedule: RateSchedule | None) -> bool:
+    """Whether a schedule's rate ends at zero for good (no repeat), so its stream stops."""
+    return schedule is not None and schedule.period is None and schedule.rates[-1] == 0
+
+
+def _rate_or_schedule(value: object) -> float | RateSchedule | RateExpression:
+    """An open workload's ``rate:`` or a periodic one's ``frequency:``: per second, or a schedule
+    of time (a mapping)."""
     if isinstance(value, Mapping):
         return read_schedule(value)
     return positive(parse_rate(value), value)
@@ -269,21 +293,31 @@ def _client(r: Replication, wl: ClosedWorkload, scope: Scope, client: int) -> No
 class Periodic(WorkloadType):
     name = "periodic"
     spec = PeriodicWorkload
-    docs = {"frequency": "ticks per second (or period)", "period": "time between ticks",
+    docs = {"frequency": "ticks per second (or period); or a schedule of time as an open workload's rate "
+                         "({steps: [[0, 120Hz], [10min, 1Hz]]}, ramp, cycles): tick n where the integrated "
+                         "frequency has grown by n since phase",
+            "period": "time between ticks",
             "phase": "time of the first tick", "jitter": "delay of each copy after its tick",
             "copies": "requests per tick; copy i is item i", "count": "ticks"}
 
     @classmethod
     def fields(cls, base_dir: Path | None) -> dict[str, Field]:
         times = _times(base_dir)
-        return {"frequency": Field(lambda x: positive(parse_rate(x), x), None),
+        return {"frequency": Field(_rate_or_schedule, None),
                 "period": Field(lambda x: positive(parse_time(x), x), None), "phase": Field(start_time, 0.0),
                 "jitter": Field(times, times(0)), "copies": Field(_whole, 1), "count": count_field()}
 
     @classmethod
     def read(cls, name: str, values: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> Workload:
         _one_of(values, "frequency", "period", "a periodic workload", where)
-        period = values["period"] or 1.0 / values["frequency"]
+        frequency = values["frequency"]
+        if isinstance(frequency, RateExpression):
+            raise ModelError("a periodic frequency follows steps, ramp or cycles; an expression of time is for an "
+                             "open workload's rate", path=f"{where}.frequency")
+        if isinstance(frequency, RateSchedule):  # ticks where the integrated frequency crosses integers
+            return PeriodicWorkload(name, values["request"], 1.0 / frequency.peak, values["phase"], values["jitter"],
+                                    values["copies"], values["count"], schedule=frequency)
+        period = values["period"] or 1.0 / frequency
         return PeriodicWorkload(name, values["request"], period, values["phase"], values["jitter"],
                                 values["copies"], values["count"])
 
@@ -294,22 +328,37 @@ class Periodic(WorkloadType):
         # Tick n is at phase + n * period in exact rational arithmetic, so a 360 Hz and a 120 Hz
         # source coincide to the last bit every third fiducial, as the real timing system does.
         period = Fraction(wl.period).limit_denominator(10**9)
+        tick_time = _tick_times(wl.schedule, wl.phase) if wl.schedule is not None else None
         body = r.root(wl.request, scope)
 
         def tick(_e: object = None) -> None:
             if state["n"] >= wl.count:
                 return
             state["n"] += 1
-            next_tick = wl.phase + float(state["n"] * period)
+            next_tick = wl.phase + float(state["n"] * period) if tick_time is None else tick_time(state["n"])
             for copy in range(wl.copies):
                 delay = jitter(None)  # type: ignore[arg-type]
                 if delay:
                     Wake(r.env, delay, partial(_start_copy, r, wl, copy, scope, body))
                 else:
                     r.start(wl.request, wl.name, copy, scope, None, body=body)
-            Wake(r.env, next_tick - r.env._now, tick)
+            if next_tick < math.inf:  # a scheduled frequency that stays at zero ticks no more
+                Wake(r.env, next_tick - r.env._now, tick)
 
         Wake(r.env, wl.phase, tick)
+
+    @classmethod
+    def finite(cls, wl: PeriodicWorkload) -> bool:
+        """A count, or a frequency schedule that ends at zero for good, stops the ticks."""
+        return math.isfinite(wl.count) or _ends(wl.schedule)
+
+
+def _tick_times(schedule: RateSchedule, phase: float) -> Callable[[int], float]:
+    """Tick n's time: where Λ, the frequency's integral, has grown by exactly n since ``phase``
+    (the first tick), inverted in closed form (``RateSchedule.time_of``), so no tick drifts by
+    an accumulated rounding and a switch from 120 Hz to 1 Hz lands where the integral says."""
+    base = schedule.cumulative(phase)
+    return lambda n: max(schedule.time_of(base + n), phase)
 
 
 def _start_copy(r: Replication, wl: PeriodicWorkload, copy: int, scope: Scope, body: Any, _event: object) -> None:

@@ -4,7 +4,8 @@ A model writes ``exp(2ms)``, ``lognormal(5ms, 0.5)`` (mean and coefficient of va
 the way engineers quote measured latencies), ``gamma(mean=1s, cv=2)``, ``hyperexp(1s, 3)``
 (cv >= 1), ``pareto(1s, 2)`` (heavy-tailed), ``uniform(1us, 9us)``,
 ``normal(10ms, 1ms)`` (truncated at zero), ``empirical(file.csv, column)`` (resampled) or
-``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*); a bare value is constant.
+``indexed(file.csv, column)`` (item *i* of a fan-out gets row *i*) or ``attribute(column)`` (the
+request's own value from its trace row); a bare value is constant.
 A number of repetitions is a whole number, a mean, or ``geometric(mean)``. The value
 objects they become, which sample and know their mean and variance, live in
 ``simstack.lang.samplers``.
@@ -23,6 +24,7 @@ from pathlib import Path
 from simstack.errors import ModelError
 from simstack.io.paths import inside
 from simstack.lang.samplers import (
+    Attribute,
     Const,
     Distribution,
     Empirical,
@@ -54,6 +56,7 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "normal": ("mean", "sd"),
     "empirical": ("file", "column"),
     "indexed": ("file", "column"),
+    "attribute": ("column",),
 }
 KNOWN = ", ".join(_SIGNATURES)
 
@@ -90,14 +93,16 @@ def parse_distribution(raw: object, parse_value: ValueParser, base_dir: Path | N
         if not isinstance(name, str) or name not in _SIGNATURES:
             raise ModelError(f"unknown distribution {shown(name)} in {shown(raw)}; known: {KNOWN}")
         args = {str(k): v for k, v in raw.items() if k != "dist"}
-        return _finite_moments(_build(name, args, parse_value, base, raw), raw)
+        built = _build(name, args, parse_value, base, raw)
+        return built if isinstance(built, Attribute) else _finite_moments(built, raw)
     if isinstance(raw, str):
         match = _CALL.match(raw)
         if match:
             name, body = match.group(1), match.group(2)
             if name not in _SIGNATURES:
                 raise ModelError(f"unknown distribution {shown(name)} in {shown(raw)}; known: {KNOWN}")
-            return _finite_moments(_build(name, _arguments(name, body, raw), parse_value, base, raw), raw)
+            built = _build(name, _arguments(name, body, raw), parse_value, base, raw)
+            return built if isinstance(built, Attribute) else _finite_moments(built, raw)
         if "(" in raw or ")" in raw:
             raise ModelError(f"malformed distribution {shown(raw)}: write name(arguments) such as exp(2ms) or "
                              f"lognormal(5ms, 0.5); known: {KNOWN}")
@@ -152,6 +157,11 @@ def _build(name: str, args: dict[str, object], parse_value: ValueParser, base_di
     missing = [a for a in expected if a not in args or args[a] in ("", None)]
     if missing:
         raise ModelError(f"{name} needs {' and '.join(missing)}: write {_signature(name)}, got {shown(raw)}")
+    if name == "attribute":  # checked against the trace workloads that start the request (load.attributes)
+        column = str(args["column"]).strip()
+        if not column or len(column) > 200:
+            raise ModelError(f"attribute needs the name of a trace column, got {shown(raw)}")
+        return Attribute(column)
     if name in ("empirical", "indexed"):
         file, column = str(args["file"]), str(args["column"])
         values = _read_column(file, column, parse_value, base_dir)

@@ -50,6 +50,7 @@ _REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.S)
 _KEYWORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)(.*)$", re.S)
 FUNCTIONS = ("min", "max")
+TIME_FUNCTIONS = ("sin", "cos", "abs")  # only in an expression of time (``time_expression``)
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,12 @@ Lookup = Callable[[str], Any]
 class _Parser:
     """Recursive descent over the token list; every error says where in the text."""
 
-    def __init__(self, text: str, lookup: Lookup):
+    def __init__(self, text: str, lookup: Lookup, names: dict[str, Quantity] | None = None,
+                 tokens: list[tuple[str, Any, int]] | None = None):
         self.text = text
         self.lookup = lookup
-        self.tokens = _tokens(text)
+        self.names = names or {}  # bare names of an expression of time (t, pi)
+        self.tokens = tokens if tokens is not None else _tokens(text)
         self.i = 0
         self.depth = 0
 
@@ -155,6 +158,9 @@ class _Parser:
                 inner = self.sum()
             self.take(")")
             return inner
+        if kind == "name" and value in self.names and self.tokens[self.i + 1][0] != "(":
+            self.i += 1
+            return self.names[value]
         if kind == "name":
             return self.call(value, at)
         if kind == "end":
@@ -163,10 +169,12 @@ class _Parser:
                         f"parentheses), found {shown(value)}")
 
     def call(self, name: str, at: int) -> Quantity:
-        if name not in FUNCTIONS:
+        known = FUNCTIONS + TIME_FUNCTIONS if self.names else FUNCTIONS
+        if name not in known:
             unit = " (a unit goes right after a number: 1s, 2ms)" if name in _UNITS else ""
+            extra = f", and the names {', '.join(self.names)}" if self.names else ""
             raise self.fail(f"unknown name {name!r}{unit}; parameters are written $name and the only "
-                            f"functions are {', '.join(FUNCTIONS)}", at)
+                            f"functions are {', '.join(known)}{extra}", at)
         self.i += 1
         self.take("(")
         args = []
@@ -176,12 +184,24 @@ class _Parser:
                 self.take(",")
                 args.append(self.sum())
         self.take(")")
+        if name in TIME_FUNCTIONS:
+            return self.unary_function(name, args, at)
         for arg in args[1:]:
             if arg.dim != args[0].dim:
                 raise self.fail(f"{name} of a {args[0].kind} and a {arg.kind}: its arguments must be of one "
                                 "kind", at)
         pick = min if name == "min" else max
         return pick(args, key=lambda q: q.value)
+
+    def unary_function(self, name: str, args: list[Quantity], at: int) -> Quantity:
+        if len(args) != 1:
+            raise self.fail(f"{name} takes one argument, got {len(args)}", at)
+        if name == "abs":
+            return Quantity(abs(args[0].value), args[0].dim)
+        if args[0].dim != (0, 0):
+            raise self.fail(f"{name} takes a plain number (an angle in radians, such as 2*pi*t/60s), got a "
+                            f"{args[0].kind}", at)
+        return Quantity(math.sin(args[0].value) if name == "sin" else math.cos(args[0].value))
 
     def parameter(self, ref: str, at: int) -> Quantity:
         name = ref[1:]
@@ -262,6 +282,10 @@ def _no_parameters(name: str) -> Any:
     raise ModelError(f"${name} inside a parameter's quantity")
 
 
+def _time_only(name: str) -> Any:
+    raise ModelError(f"${name} in an expression of time: it takes numbers with units, t and pi, not parameters")
+
+
 def _tokens(text: str) -> list[tuple[str, Any, int]]:
     """(kind, value, column) triples, ending with ("end", None, len)."""
     out: list[tuple[str, Any, int]] = []
@@ -321,6 +345,21 @@ def evaluate(text: str, lookup: Lookup) -> Quantity:
     if not text.strip():
         raise ModelError("an empty expression; write a value such as 1 / $rate after '='")
     return _Parser(text, lookup).parse()
+
+
+def time_expression(text: str) -> Callable[[float], Quantity]:
+    """An expression of simulated time ``t`` (and ``pi``, ``sin``, ``cos``, ``abs``), such as
+    ``10/s * (1 + 0.5*sin(2*pi*t/60s))``: tokenised once, its names and units checked at t = 0,
+    then worked out at any t by the same whitelisted parser (no eval)."""
+    if len(text) > MAX_LENGTH:
+        raise ModelError(f"an expression is at most {MAX_LENGTH} characters, got {len(text)}")
+    tokens = _tokens(text)
+
+    def at(t: float) -> Quantity:
+        return _Parser(text, _time_only, {"t": Quantity(t, (1, 0)), "pi": Quantity(math.pi)}, tokens).parse()
+
+    at(0.0)
+    return at
 
 
 def render(quantity: Quantity) -> Any:

@@ -273,6 +273,29 @@ class Indexed(_Column):
         return f"indexed({self.file}, {self.column})"
 
 
+@dataclass(frozen=True)
+class Attribute:
+    """The request's own value of a column of its trace row (``attribute(payload_bytes)``): a
+    payload size, a measured service time. Known only when the request runs (the engine reads
+    it from the request), so it has no mean or variance here (nan)."""
+
+    name: str
+
+    @property
+    def mean(self) -> float:
+        return math.nan
+
+    @property
+    def variance(self) -> float:
+        return math.nan
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        raise TypeError(f"attribute({self.name}) is the request's own value, not drawn")
+
+    def __repr__(self) -> str:
+        return f"attribute({self.name})"
+
+
 # -- counts: how many times a step runs -----------------------------------------------
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from simstack.errors import ModelError
+from simstack.lang.time_rates import RateExpression, read_rate_expression
 from simstack.lang.units import non_negative, parse_rate, parse_time, shown
 
 FORMS = ("steps", "ramp", "cycles")
@@ -67,7 +68,12 @@ class RateSchedule:
     def next_arrival(self, t: float, unit: float) -> float:
         """The s > t with Λ(s) - Λ(t) = ``unit`` (a unit-rate exponential gap); ``inf`` when
         the rate stays zero from t on, so no arrival ever comes."""
-        target = self.cumulative(t) + unit
+        s = self.time_of(self.cumulative(t) + unit)
+        return s if s > t else math.nextafter(t, math.inf)
+
+    def time_of(self, target: float) -> float:
+        """The first s with Λ(s) = ``target`` (``inf`` if Λ never reaches it): the time of the
+        target-th tick of a periodic source whose frequency is λ."""
         if self.period is not None:
             per_cycle = self._within(self.period)
             if per_cycle <= 0:
@@ -76,10 +82,8 @@ class RateSchedule:
             rest = target - cycles * per_cycle
             if rest <= 0 and cycles > 0:  # exactly at a cycle boundary's worth
                 cycles, rest = cycles - 1, per_cycle
-            s = cycles * self.period + self._inverse(rest)
-        else:
-            s = self._inverse(target)
-        return s if s > t else math.nextafter(t, math.inf)
+            return cycles * self.period + self._inverse(rest)
+        return self._inverse(target)
 
     # -- one pass of the pattern -------------------------------------------------------
     def _in_cycle(self, t: float) -> float:
@@ -146,16 +150,20 @@ class RateSchedule:
         return min(start + x, end)
 
 
-def read_schedule(raw: object) -> RateSchedule:
-    """A ``rate:`` written as a schedule (a mapping with one of ``steps``, ``ramp``, ``cycles``);
-    errors are located by key paths relative to the schedule (``steps[2]``)."""
+def read_schedule(raw: object) -> RateSchedule | RateExpression:
+    """A ``rate:`` written as a schedule (a mapping with one of ``steps``, ``ramp``, ``cycles``)
+    or as an expression of time (``expression`` and ``peak``, ``lang.time_rates``); errors are
+    located by key paths relative to the schedule (``steps[2]``)."""
     if not isinstance(raw, Mapping):
-        raise ModelError(f"expected a rate or a schedule ({', '.join(FORMS)}), got {shown(raw)}", path=None)
+        raise ModelError(f"expected a rate or a schedule ({', '.join(FORMS)}, expression), got {shown(raw)}",
+                         path=None)
+    if "expression" in raw:
+        return read_rate_expression(raw)
     forms = [f for f in FORMS if f in raw]
     unknown = sorted(set(raw) - {*FORMS, "repeat"})
     if unknown:
-        raise ModelError(f"unknown key {unknown[0]!r} in a rate schedule; keys: {', '.join(FORMS)}, repeat",
-                         path=unknown[0])
+        raise ModelError(f"unknown key {unknown[0]!r} in a rate schedule; keys: {', '.join(FORMS)}, repeat "
+                         "(or expression and peak)", path=unknown[0])
     if len(forms) != 1:
         raise ModelError(f"a rate schedule needs exactly one of {', '.join(FORMS)} (got "
                          f"{', '.join(forms) or 'none'})", path=None)

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simstack.lang.environment import Environment
 from simstack.lang.samplers import Distribution
 from simstack.lang.schedules import RateSchedule
+from simstack.lang.time_rates import RateExpression
 from simstack.lang.traces import TraceIndex
 
 if TYPE_CHECKING:
@@ -147,6 +149,15 @@ class Choose:
 
 
 @dataclass(frozen=True)
+class Switch(Choose):
+    """Class switching: the request becomes ``classes[i]`` with branch i's probability and goes
+    on with that class's steps (each branch calls it); its later records carry the new class.
+    A choose of calls to request classes to everything that walks steps, plus the new name."""
+
+    classes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Repeat:
     """Run the steps ``count`` times one after another (a count distribution: Const or Geometric)."""
 
@@ -250,7 +261,8 @@ class OpenWorkload(Workload):
     count: float  # arrivals to generate (inf: until the horizon)
     start: float = 0.0
     item: int = 0  # the item its requests carry (stream i of a replicated workload: i)
-    schedule: RateSchedule | None = None  # a rate that follows time (then interarrival is unused)
+    # a rate that follows time: by inversion (interarrival unused), or thinned (interarrival at its peak)
+    schedule: RateSchedule | RateExpression | None = None
 
 
 @dataclass(frozen=True)
@@ -273,11 +285,18 @@ class ClosedWorkload(Workload):
 
 @dataclass(frozen=True)
 class PeriodicWorkload(Workload):
-    period: float
+    period: float  # with a schedule: the period at its peak frequency (the limits' and solver's rate)
     phase: float
     jitter: Distribution
     copies: int
     count: float
+    schedule: RateSchedule | None = None  # a frequency that follows time (a linac going from 120 Hz to 1 Hz)
+
+
+def schedule_of(wl: Workload) -> RateSchedule | RateExpression | None:
+    """The schedule an open workload's rate or a periodic one's frequency follows, if any."""
+    schedule = getattr(wl, "schedule", None)
+    return schedule if isinstance(schedule, RateSchedule | RateExpression) else None
 
 
 @dataclass(frozen=True)
@@ -314,6 +333,7 @@ class ModelSpec:
     settings: Mapping[str, Any] = field(default_factory=dict, hash=False)
     replicas: Mapping[str, int] = field(default_factory=dict, hash=False)  # replicated components: name -> N
     warnings: tuple[str, ...] = ()  # lines every run of the model prints (limits it raises: load.limits.raised)
+    environment: Environment | None = field(default=None, hash=False)  # operating modes switching the rates
     # The validated graph, kept once built (``graph.validated_graph``); not an init field, so
     # a spec derived with ``dataclasses.replace`` starts without one and is checked afresh.
     graph: nx.DiGraph | None = field(default=None, init=False, compare=False, hash=False, repr=False)

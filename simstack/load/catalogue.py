@@ -56,6 +56,8 @@ STEPS: dict[str, str] = {
     "parallel": "fan out {count: N, limit: K} items running the nested steps, join them all",
     "steps": "a nested list of steps; with name: it is a recorded stage",
     "choose": "take one of several branches [{p, steps}], probabilities summing to 1 (an OR-fork)",
+    "switch": "class switching {b: p, c: q}: the request becomes class b with probability p and goes on "
+              "with b's steps, its later records under b (its own class: it stays)",
     "repeat": "run the nested steps N times (a whole number, $param, or a count such as geometric(mean))",
     "all": "run different branches [[steps], [steps]] at once; join: k goes on after k of them",
     "alloc": "take memory: a size (private), or {bytes, shared: NAME (host-wide, read-only), host}",

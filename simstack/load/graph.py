@@ -17,6 +17,7 @@ import networkx as nx
 from simstack.errors import ModelError
 from simstack.kinds import lookup
 from simstack.kinds.threads import thread_scope
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import Call, Choose, Cpu, Fork, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
 from simstack.load import replicas
 from simstack.load.steps import lifegraph
@@ -240,6 +241,8 @@ def _hold_capacity(kind: str, settings: Mapping[str, Any]) -> float | None:
     if kind == "threads":
         drops = settings.get("when_full") == "drop" and settings.get("queue_capacity") == 0
         size = settings.get("size", math.inf)
+        if isinstance(size, SizeSchedule):  # certain only if even its largest size cannot serve it
+            size = size.peak
         return None if drops or not math.isfinite(size) else size
     if kind == "lock":
         return 1

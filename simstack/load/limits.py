@@ -44,6 +44,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.lang.schema import Field, read_fields
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Alloc,
     Call,
@@ -152,6 +153,8 @@ def check_hosts(hosts: Mapping[str, HostSpec], limits: Limits) -> None:
 def check_component(comp: ComponentSpec, limits: Limits) -> None:
     """Every whole number a component's settings hold (a pool's size, a hierarchy's devices)."""
     for key, value in comp.settings.items():
+        if isinstance(value, SizeSchedule):  # a size that follows time: its largest
+            limits.refuse("count", value.peak, f"{key}", f"components.{comp.name}.{key}")
         if isinstance(value, int) and not isinstance(value, bool) and key not in NOT_COUNTS:
             limits.refuse("count", value, f"{key}", f"components.{comp.name}.{key}")
 

@@ -13,19 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import home_models_dir, inside, model_dir_of
+from simstack.io.paths import home_models_dir, inside, is_file, model_dir_of
 from simstack.io.safeyaml import read_yaml
+from simstack.kinds.environment import modulated, pools_of, with_mode_sizes
+from simstack.lang.environment import read_environment
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
 from simstack.lang.spec import ModelSpec
 from simstack.lang.units import parse_time
-from simstack.load import limits, liveness, replicas
+from simstack.load import attributes, limits, liveness, replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
 from simstack.load.parameters import or_empty, resolve_values, substitute
 from simstack.load.steps.requests import StepReader
 
 SECTIONS = ("name", "description", "parameters", "flags", "scenarios", "hosts", "components",
-            "requests", "workloads", "settings")
+            "requests", "workloads", "settings", "environment")
 MODELS_DIR = home_models_dir()  # the models shipped with simstack; others are found by simstack.io.paths
 
 
@@ -35,7 +37,7 @@ def resolve_model_path(name_or_path: str | Path, models_dir: str | Iterable[str]
     ``simstack.io.paths``."""
     path = Path(name_or_path).expanduser()
     if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
+        if not is_file(path):
             raise ModelError(f"model file {str(name_or_path)!r} not found")
         return path
     return model_dir_of(name_or_path, models_dir) / "model.yaml"
@@ -101,12 +103,18 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     workloads = replicas.streams(section.workloads(raw_workloads, set(requests), base_dir), streams)
     horizon = settings.get("horizon")
     limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon))
+    environment = None
+    if "environment" in body:  # operating modes: their rates, and the pools they resize
+        environment = read_environment(body["environment"], modulated(workloads), pools_of(components))
+        components = with_mode_sizes(components, environment)
     spec = ModelSpec(
         name=name or (path.parent.name if path else "model"), description=description, file=path,
         parameters=params, flags=frozenset(f for f, on in flag_values.items() if on),
         declared_flags=chosen.declared, hosts=hosts, components=components, requests=requests,
-        workloads=workloads, settings=settings, replicas=counts, warnings=limits.raised(settings))
+        workloads=workloads, settings=settings, replicas=counts, warnings=limits.raised(settings),
+        environment=environment)
     liveness.check(spec)  # zero-time cycles and lock-order deadlocks, where certain
+    attributes.check(spec)  # every attribute(name) a step reads has a value in each request reaching it
     return spec
 
 

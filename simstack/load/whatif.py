@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simstack.errors import ModelError
-from simstack.io.paths import inside, model_dir_of
+from simstack.io.paths import inside, is_file, model_dir_of
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, mapping, name_ref, read_fields, suggest, text
 
@@ -50,7 +50,7 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
     if named_only and (not NAMED.fullmatch(ref) or ref.endswith((".yaml", ".yml"))):
         raise ModelError(f"expected a what-if name or <model>/<name> (letters, digits, '_', '-', '.'), got {ref!r}")
     if ref.endswith((".yaml", ".yml")):
-        if not Path(ref).is_file():
+        if not is_file(Path(ref)):
             raise ModelError(f"what-if file {ref!r} not found")
         return Path(ref)
     written, _, name = ref.rpartition("/")
@@ -59,7 +59,7 @@ def find_whatif(ref: str, model: str | Path | None = None, models_dir: str | Ite
         raise ModelError(f"what-if {ref!r} names no model; write whatif=<model>/{ref}")
     model_dir = model_dir_of(owner, models_dir)
     path = model_dir / FOLDER / f"{name}.yaml"
-    if name and "\\" not in name and name not in (".", "..") and path.is_file():
+    if name and "\\" not in name and name not in (".", "..") and is_file(path):
         return inside(model_dir, f"{FOLDER}/{name}.yaml", "whatif")  # not through a link out of the folder
     known = available(model_dir)
     label = model_dir.name

@@ -81,3 +81,31 @@ class Slots(WaitingLine):
             self.busy -= self._pending
             meter.busy = self.busy
             self._pending = 0
+
+
+class ResizableSlots(Slots):
+    """Slots whose number changes while time runs (a pool that grows for the shift). A subclass,
+    so a pool of fixed size runs the plain ``Slots``. When the size drops, held slots are kept
+    until given back (Ciw's server schedules with preemption off); a slot given back while more
+    are held than the size goes away instead of to a waiter."""
+
+    __slots__ = ()
+
+    def resize(self, size: float) -> None:
+        """From now on ``size`` slots; more hand their new slots to the longest waiters at once."""
+        self.size = size
+        free = min(int(size - self.busy), len(self._waiting)) if size > self.busy else 0
+        if free > 0:
+            self.meter.touch(self.env._now)
+            self.busy += free  # taken now, passed on by the hand-over as given back slots are
+            self.meter.busy = self.busy
+            self._pending += free
+            self.hand_over()
+
+    def release(self) -> None:
+        if self.busy - self._pending > self.size:  # the size dropped while it was held: the slot goes
+            self.meter.touch(self.env._now)
+            self.busy -= 1
+            self.meter.busy = self.busy
+            return
+        super().release()

@@ -1,7 +1,6 @@
-"""The what-if page: a Dash app for one model (``docs/serve.md`` says why Dash).
-
-Every text from the model reaches the page as a Dash component's child, which the browser
-receives as text, never as markup; nothing here renders HTML from a string.
+"""The what-if page: a Dash app for one model (``docs/serve.md`` says why Dash): its callbacks
+from the controls to the answers, the background runs, the files it keeps. The page's parts
+are ``serve.layout``; every text from the model reaches the browser as text, never as markup.
 """
 
 from __future__ import annotations
@@ -10,108 +9,43 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from flask import Response, request
 
+from simstack.engine.parallel import Backend
 from simstack.errors import SimstackError
 from simstack.lang.spec import ModelSpec
 from simstack.load.whatif import available
 from simstack.serve import answers
 from simstack.serve.controls import (
-    Control,
-    Controls,
     Setting,
+    address,
+    default_setting,
     derive,
     overrides,
     query,
     read_query,
     read_what_if,
     save_whatif,
+    scenario_of,
+    scenario_setting,
     whatif_setting,
 )
+from simstack.serve.export import export_report, report_html
+from simstack.serve.layout import FLAG, PARAM, SLIDER, error_page, frame_table, layout, swept_part, table
 from simstack.serve.runner import Runner
-
-PARAM, FLAG, SLIDER = "param", "flag", "slider"  # a parameter has a number field and a slider
-_CELL = {"padding": "2px 10px", "textAlign": "right", "borderBottom": "1px solid #ddd"}
-
-
-def table(header: list[str], rows: list[list[str]]) -> html.Table:
-    """Plain text cells: the browser shows them as text."""
-    return html.Table([html.Thead(html.Tr([html.Th(h, style=_CELL) for h in header])),
-                       html.Tbody([html.Tr([html.Td(c, style=_CELL) for c in row]) for row in rows])],
-                      style={"borderCollapse": "collapse", "margin": "6px 0"})
+from simstack.serve.runner import State as JobState
+from simstack.serve.sweep import Condition, Point, Swept
+from simstack.serve.sweep import values as sweep_values
+from simstack.tables.answer_spec import METRICS
 
 
-def _frame(frame: Any) -> html.Table:
-    return table(list(frame.columns), [[answers.figure(v) for v in row] for row in frame.itertuples(index=False)])
-
-
-def _control(c: Control) -> html.Div:
-    span = f"{c.low:g}–{c.high:g} {c.unit}".strip()
-    hint = (span if c.declared else f"e.g. {span}") + (f"; drives {', '.join(c.drives)}" if c.drives else "")
-    low, high = c.limits
-    return html.Div([
-        html.Label(c.name, style={"display": "inline-block", "width": "11em"}),
-        dcc.Input(id={"type": PARAM, "name": c.name}, type="number", value=c.value, min=low, max=high,
-                  step=c.step, debounce=False, style={"width": "7em"}),
-        html.Span(f" {c.unit}"), html.Small(f"  ({hint}) {c.doc}", style={"color": "#555"}),
-        html.Div(dcc.Slider(id={"type": SLIDER, "name": c.name}, min=c.low, max=c.high, step=c.step, value=c.value,
-                            marks=None, tooltip={"placement": "bottom"}),
-                 style={"width": "28em", "marginLeft": "11em"})])
-
-
-def error_page(message: str) -> html.Div:
-    """A model that does not load: its one line, readable, on the page."""
-    return html.Div([html.H1("simstack: the model did not load"), html.P(message, id="load-error")],
-                    style={"fontFamily": "sans-serif", "margin": "2em"})
-
-
-def layout(spec: ModelSpec, controls: Controls) -> html.Div:
-    horizon = spec.settings.get("horizon")
-    return html.Div([
-        dcc.Location(id="url", refresh=False),
-        html.H1(spec.name, id="model-name"), html.P(spec.description, id="model-description"),
-        html.H3("parameters"), *[_control(c) for c in controls.parameters],
-        *([] if controls.parameters else [html.P("(none: the model declares no parameters)")]),
-        *([html.P(f"fixed: {', '.join(f'{k} = {v}' for k, v in controls.fixed.items())}")] if controls.fixed else []),
-        html.H3("flags"),
-        *[dcc.Checklist(id={"type": FLAG, "name": f}, options=[{"label": f" {f}", "value": "on"}],
-                        value=["on"] if on else []) for f, on in controls.flags.items()],
-        *([] if controls.flags else [html.P("(none)")]),
-        html.H3("what-ifs of the model folder"),
-        dcc.Dropdown(id="whatif", options=list(controls.whatifs), value=None, placeholder="start from a what-if",
-                     style={"width": "24em"}),
-        html.Small(id="whatif-note", style={"color": "#555"}),
-        html.H3("instant answer (approximate: mean-value analysis, no simulation)"),
-        dcc.Loading(html.Div(id="instant")),
-        html.H3("precise answer (simulation, paired with the model on common random numbers)"),
-        html.Div([html.Label("replications "), dcc.Input(id="replications", type="number", value=5, min=2, max=100,
-                                                          step=1, style={"width": "5em"}),
-                  html.Label(" horizon (s) "), dcc.Input(id="horizon", type="number", min=0.1,
-                                                          value=_seconds(horizon), style={"width": "6em"}),
-                  html.Button("simulate", id="simulate", style={"marginLeft": "1em"}),
-                  html.Button("cancel", id="cancel", style={"marginLeft": "0.5em"})]),
-        html.Div(id="progress"), html.Div(id="precise"),
-        dcc.Interval(id="poll", interval=500),
-        html.H3("save as what-if"),
-        html.Div([dcc.Input(id="whatif-name", type="text", placeholder="name"),
-                  html.Button("save", id="save", style={"marginLeft": "0.5em"}), html.Span(id="saved")]),
-    ], style={"fontFamily": "sans-serif", "margin": "1.5em"})
-
-
-def _seconds(horizon: object) -> float | None:
-    from simstack.lang.units import parse_time
-
-    try:
-        return None if horizon is None else parse_time(horizon)
-    except SimstackError:
-        return None
-
-
-def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> tuple[Dash, Runner]:
-    """The app of one model (or of its load error) and its simulation runner."""
+def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
+          backend: Backend | None = None) -> tuple[Dash, Runner]:
+    """The app of one model (or of its load error) and its simulation runner (its replications
+    on ``backend``: None, one at a time in the runner's worker; a ``RayCluster``, as Ray tasks)."""
     app = Dash(__name__, title="simstack serve", update_title="")
-    runner = Runner()
+    runner = Runner(backend)
     if token is not None:
         _require_token(app, token)
     if spec is None or spec.file is None:
@@ -122,71 +56,79 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
     app.layout = layout(spec, controls)
 
     def setting_of(values: list[Any], ticks: list[list[str]]) -> Setting:
-        given = zip(controls.parameters, values, strict=True)
+        given = zip(controls.numbers, values, strict=True)
         params = {c.name: (c.value if v is None else float(v)) for c, v in given}
         return params, {f: "on" in (t or []) for f, t in zip(controls.flags, ticks, strict=True)}
 
     def shown(setting: Setting) -> tuple[list[float], list[float], list[list[str]]]:
         """The fields', the sliders' (held in their range) and the checkboxes' values of a setting."""
-        values = [setting[0][c.name] for c in controls.parameters]
-        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.parameters, values, strict=True)],
+        values = [setting[0][c.name] for c in controls.numbers]
+        return (values, [min(max(v, c.low), c.high) for c, v in zip(controls.numbers, values, strict=True)],
                 [["on"] if setting[1][f] else [] for f in controls.flags])
 
     @app.callback(Output("url", "search"), Output({"type": PARAM, "name": ALL}, "value"),
                   Output({"type": SLIDER, "name": ALL}, "value"), Output({"type": FLAG, "name": ALL}, "value"),
-                  Input("url", "search"), Input("whatif", "value"), Input({"type": PARAM, "name": ALL}, "value"),
+                  Output("scenario", "value"),
+                  Input("url", "search"), Input("whatif", "value"), Input("scenario", "value"),
+                  Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": SLIDER, "name": ALL}, "value"), Input({"type": FLAG, "name": ALL}, "value"))
-    def sync(search: str | None, whatif: str | None, values: list[Any], slid: list[Any],
+    def sync(search: str | None, whatif: str | None, scenario: str | None, values: list[Any], slid: list[Any],
              ticks: list[list[str]]) -> tuple[Any, ...]:
-        """The address holds the setting: read on load, written on every change; a slider and
-        its number field follow each other."""
+        """The address holds the setting and the scenario: read on load, written on every
+        change; a slider and its number field follow each other; a what-if or a scenario
+        chosen sets the controls to its values."""
         trigger = ctx.triggered_id
-        n = len(controls.parameters)
-        keep = [no_update] * n
+        keep, flags_kept = [no_update] * len(controls.numbers), [no_update] * len(controls.flags)
+        unchanged = (no_update, keep, keep, flags_kept, no_update)
         if trigger is None or trigger == "url":
-            return (no_update, *shown(read_query(controls, search)))
-        if trigger == "whatif":
-            if not whatif:
-                return (no_update, keep, keep, [no_update] * len(controls.flags))
+            return (no_update, *shown(read_query(controls, search)), scenario_of(controls, search))
+        if trigger in ("whatif", "scenario"):
             try:
-                chosen = whatif_setting(controls, model_dir, whatif)
-            except SimstackError:  # its message is the what-if's note (whatif_note)
-                return (no_update, keep, keep, [no_update] * len(controls.flags))
-            return (query(controls, chosen), *shown(chosen))
+                if trigger == "whatif":
+                    if not whatif:
+                        return unchanged
+                    chosen = whatif_setting(controls, model_dir, whatif)
+                else:
+                    chosen = (scenario_setting(controls, model_file, scenario) if scenario
+                              else default_setting(controls))
+            except SimstackError:  # the what-if's message is its note (whatif_note); a scenario's, the answer's
+                return unchanged
+            return (address(query(controls, chosen), scenario), *shown(chosen), no_update)
         if isinstance(trigger, Mapping) and trigger.get("type") == SLIDER:
             values = [v if c.name != trigger["name"] else s
-                      for c, v, s in zip(controls.parameters, values, slid, strict=True)]
+                      for c, v, s in zip(controls.numbers, values, slid, strict=True)]
             if any(v is None for v in values):
-                return (no_update, values, keep, [no_update] * len(controls.flags))
-            return (query(controls, setting_of(values, ticks)), values, keep, [no_update] * len(controls.flags))
+                return (no_update, values, keep, flags_kept, no_update)
+            return (address(query(controls, setting_of(values, ticks)), scenario), values, keep, flags_kept,
+                    no_update)
         if any(v is None for v in values):
-            return (no_update, keep, keep, [no_update] * len(controls.flags))
+            return unchanged
         _, held, _ = shown(setting_of(values, ticks))
         sliders: list[Any] = keep
         if isinstance(trigger, Mapping) and trigger.get("type") == PARAM:  # only the moved one: no loop
             sliders = [s if c.name == trigger["name"] else no_update
-                       for c, s in zip(controls.parameters, held, strict=True)]
-        return (query(controls, setting_of(values, ticks)), keep, sliders, [no_update] * len(controls.flags))
+                       for c, s in zip(controls.numbers, held, strict=True)]
+        return (address(query(controls, setting_of(values, ticks)), scenario), keep, sliders, flags_kept, no_update)
 
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
-                  Input({"type": FLAG, "name": ALL}, "value"))
-    def instant(values: list[Any], ticks: list[list[str]]) -> Any:
-        unread = [c for c, v in zip(controls.parameters, values, strict=True) if v is None]
+                  Input({"type": FLAG, "name": ALL}, "value"), Input("scenario", "value"))
+    def instant(values: list[Any], ticks: list[list[str]], scenario: str | None) -> Any:
+        unread = [c for c, v in zip(controls.numbers, values, strict=True) if v is None]
         if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
             return html.P("enter a number for " + ", ".join(
                 f"{c.name}" + (f" ({c.low:g}–{c.high:g} {c.unit})".rstrip() if c.declared else "") for c in unread),
                 id="instant-error")
         setting = setting_of(values, ticks)
-        runner.cancel(unless=query(controls, setting))
+        runner.cancel(unless=address(query(controls, setting), scenario))
         try:
-            answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting)))
+            answer = answers.instant(answers.load_setting(model_file, *overrides(controls, setting), scenario))
         except SimstackError as exc:
             return html.Div([html.P("approximate: the solver cannot answer this setting", className="refused"),
                              html.Pre(str(exc), id="instant-error", style={"whiteSpace": "pre-wrap"}),
                              html.P("press simulate for the precise answer")])
         return html.Div([html.P("approximate", className="approximate", style={"fontWeight": "bold"}),
-                         html.Div(_frame(answers.beside(model_answer(), answer)), id="instant-chains"),
-                         html.P("busiest stations (approximate)"), _frame(answer.stations.head(8))])
+                         html.Div(frame_table(answers.beside(model_answer(), answer)), id="instant-chains"),
+                         html.P("busiest stations (approximate)"), frame_table(answer.stations.head(8))])
 
     solved: dict[str, answers.Instant | None] = {}
 
@@ -201,13 +143,28 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("simulate", "n_clicks"),
                   State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
-                  State("replications", "value"), State("horizon", "value"), prevent_initial_call=True)
-    def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any) -> Any:
+                  State("replications", "value"), State("horizon", "value"), State("precision", "value"),
+                  State("scenario", "value"), prevent_initial_call=True)
+    def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
+                 precision: Any, scenario: str | None) -> Any:
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
-        runner.start(query(controls, setting), model_file, params, flags, max(2, int(replications or 5)),
-                     None if horizon is None else float(horizon))
+        runner.start(address(query(controls, setting), scenario), model_file, params, flags,
+                     max(2, int(replications or 5)), None if horizon is None else float(horizon),
+                     None if precision is None else precision / 100, scenario)
         return "running..."
+
+    @app.callback(Output("exported", "children"), Input("export", "n_clicks"), State("report-name", "value"),
+                  prevent_initial_call=True)
+    def export(_: int, name: str | None) -> str:
+        state = runner.state()
+        if state.status != "done" or state.requests is None or state.resources is None:
+            return " not exported: press simulate first; the report is of the last finished simulation"
+        text = report_html(spec.name, state.key, state.requests, state.resources, state.settings or {})
+        try:
+            return f" exported {export_report(model_dir, str(name or ''), text)}"
+        except SimstackError as exc:
+            return f" not exported: {exc}"
 
     @app.callback(Output("progress", "children", allow_duplicate=True), Input("cancel", "n_clicks"),
                   prevent_initial_call=True)
@@ -215,26 +172,81 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
         runner.cancel()
         return "cancelled"
 
-    last: dict[str, Any] = {}
+    @app.callback(Output("sweep-from", "value"), Output("sweep-to", "value"), Output("sweep-unit", "children"),
+                  Input("sweep-control", "value"), Input("sweep-metric", "value"), prevent_initial_call=True)
+    def sweep_range(name: str | None, metric: str | None) -> tuple[Any, Any, str]:
+        """A chosen control's suggested range; the condition's unit (ms, %, /s)."""
+        unit = f" {METRICS[metric][3]}" if metric in METRICS else ""
+        chosen = next((c for c in controls.numbers if c.name == name), None)
+        if ctx.triggered_id != "sweep-control" or chosen is None:
+            return no_update, no_update, unit
+        return chosen.low, chosen.high, unit
 
-    @app.callback(Output("progress", "children"), Output("precise", "children"), Input("poll", "n_intervals"))
-    def poll(_: int | None) -> tuple[Any, Any]:
+    @app.callback(Output("progress", "children", allow_duplicate=True), Input("sweep", "n_clicks"),
+                  State({"type": PARAM, "name": ALL}, "value"), State({"type": FLAG, "name": ALL}, "value"),
+                  State("sweep-control", "value"), State("sweep-from", "value"), State("sweep-to", "value"),
+                  State("sweep-points", "value"), State("sweep-request", "value"), State("sweep-metric", "value"),
+                  State("sweep-at-most", "value"), State("replications", "value"), State("horizon", "value"),
+                  State("scenario", "value"), prevent_initial_call=True)
+    def sweep(_: int, given: list[Any], ticks: list[list[str]], name: str | None, low: Any, high: Any, n: Any,
+              request: str | None, metric: str | None, at_most: Any, replications: Any, horizon: Any,
+              scenario: str | None) -> Any:
+        chosen = next((c for c in controls.numbers if c.name == name), None)
+        if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
+            return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
+                             "set", id="sweep-refused")
+        setting = setting_of(given, ticks)
+        try:
+            swept = sweep_values(chosen, float(low), float(high), int(n))
+        except SimstackError as exc:
+            return html.Span(str(exc), id="sweep-refused")
+        points = []
+        for v in swept:
+            value = int(v) if chosen.integer else v
+            points.append(Point(value, *overrides(controls, ({**setting[0], chosen.name: v}, setting[1]))))
+        condition = (Condition(str(request), str(metric), float(at_most))
+                     if at_most is not None and request and metric else None)
+        reps = max(2, int(replications or 5))
+        span = "the model's horizon" if horizon is None else f"horizon {float(horizon):g} s"
+        runner.launch(address(query(controls, setting), scenario), "sweep",
+                      (model_file, chosen.name, points, reps, None if horizon is None else float(horizon), condition,
+                       scenario),
+                      f"a sweep of {chosen.name} over {len(points)} points, {reps} replications each, {span}")
+        return "running..."
+
+    @app.callback(Output("progress", "children"), Output("precise", "children"), Output("sweep-out", "children"),
+                  Output("shown-run", "data"), Input("poll", "n_intervals"), State("shown-run", "data"))
+    def poll(_: int | None, shown_run: str | None) -> tuple[Any, ...]:
+        """The running job's progress; a finished one's answer once per page (the page keeps
+        which end it showed, so an answer whose response the browser dropped comes again)."""
         state = runner.state()
         if state.status == "running":
-            return f"running for {state.elapsed:.0f} s: {state.detail}", no_update
-        if last.get("seen") == (state.status, state.key, state.elapsed):
-            return no_update, no_update
-        last["seen"] = (state.status, state.key, state.elapsed)
+            return (html.Span(f"running for {state.elapsed:.0f} s: {state.detail}"
+                              + (f"; {state.progress}" if state.progress else ""), id="sim-running"),
+                    no_update, no_update, no_update)
+        end = f"{state.run}:{state.status}"
+        if state.status == "idle" or shown_run == end:
+            return no_update, no_update, no_update, no_update
+        parts = ended(state)
+        return (*parts, end)
+
+    def ended(state: JobState) -> tuple[Any, Any, Any]:
+        """The progress line and the answer of a job that ended."""
+        if state.status == "done" and isinstance(state.result, Swept):
+            return (html.Span(f"sweep done in {state.elapsed:.1f} s", id="sim-done"), no_update,
+                    swept_part(state.result))
         if state.status == "done" and state.requests is not None and state.resources is not None:
             n = state.settings["replications"] if state.settings else "?"
+            met = {"precision": ", the precision met", None: ""}.get((state.settings or {}).get("stopped"),
+                                                                     ", the precision not met: stopped at a limit")
             header, rows = answers.paired_rows(state.requests, state.resources)
-            return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications, 95 % intervals",
+            return (html.Span(f"done in {state.elapsed:.1f} s: {n} paired replications{met}, 95 % intervals",
                               id="sim-done"),
                     html.Div([html.P(f"setting {state.key or '(the model as it is)'} against the model"),
-                              table(header, rows)], id="precise-table"))
+                              table(header, rows)], id="precise-table"), no_update)
         if state.status in ("failed", "cancelled"):
-            return html.Span(state.message, id=f"sim-{state.status}"), no_update
-        return no_update, no_update
+            return html.Span(state.message, id=f"sim-{state.status}"), no_update, no_update
+        return no_update, no_update, no_update
 
     @app.callback(Output("whatif-note", "children"), Input("whatif", "value"), prevent_initial_call=True)
     def whatif_note(whatif: str | None) -> str:
@@ -248,10 +260,11 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None) -> 
 
     @app.callback(Output("saved", "children"), Output("whatif", "options"), Input("save", "n_clicks"),
                   State("whatif-name", "value"), State({"type": PARAM, "name": ALL}, "value"),
-                  State({"type": FLAG, "name": ALL}, "value"), prevent_initial_call=True)
-    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]]) -> tuple[str, Any]:
+                  State({"type": FLAG, "name": ALL}, "value"), State("scenario", "value"), prevent_initial_call=True)
+    def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]],
+             scenario: str | None) -> tuple[str, Any]:
         try:
-            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks))
+            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks), scenario=scenario)
         except SimstackError as exc:
             return f" not saved: {exc}", no_update
         return f" saved {path}", available(model_dir)  # the new one can be chosen at once
@@ -277,5 +290,5 @@ def _require_token(app: Dash, token: str) -> None:
         return response
 
 
-__all__ = ["build", "error_page", "layout", "table"]
+__all__ = ["build"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -25,6 +25,7 @@ from simstack.io.safeyaml import read_yaml
 from simstack.lang.spec import ModelSpec, Parameter
 from simstack.lang.units import quantity
 from simstack.load.whatif import FOLDER, WhatIf, available, read_whatif
+from simstack.serve.workloads import as_parameters
 
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%]*)\s*")
 WHATIF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
@@ -44,6 +45,7 @@ class Control:
     doc: str = ""
     drives: tuple[str, ...] = ()  # workload fields written with $name ("operators.clients")
     declared: bool = False  # the range is the model's ``free: [lo, hi]``: a limit, not a suggestion
+    workload: bool = False  # a workload's rate or client count written as a number (``clients.clients``)
 
     @property
     def limits(self) -> tuple[float | None, float | None]:
@@ -61,6 +63,13 @@ class Controls:
     flags: Mapping[str, bool]  # declared flag -> on in the model as loaded
     whatifs: tuple[str, ...]
     fixed: Mapping[str, str] = field(default_factory=dict)  # parameters that are not numbers: shown, not moved
+    workloads: tuple[Control, ...] = ()  # workload rates and client counts written as numbers (serve.workloads)
+    scenarios: Mapping[str, str] = field(default_factory=dict)  # the model file's scenarios -> their doc
+
+    @property
+    def numbers(self) -> tuple[Control, ...]:
+        """Every number control, parameters first, in the page's order."""
+        return self.parameters + self.workloads
 
 
 def split_value(value: object) -> tuple[float, str] | None:
@@ -155,14 +164,52 @@ def derive(spec: ModelSpec) -> Controls:
             numbers.append(made)
     flags = {f: f in spec.flags for f in sorted(spec.declared_flags)}
     whatifs = tuple(available(spec.file.parent)) if spec.file else ()
-    return Controls(tuple(numbers), flags, whatifs, fixed)
+    literal = tuple(replace(made, workload=True) for param in as_parameters(doc)
+                    if (made := control(param)) is not None)
+    return Controls(tuple(numbers), flags, whatifs, fixed, literal, _scenarios(doc))
+
+
+def _scenarios(doc: object) -> dict[str, str]:
+    """The scenarios the model file declares, each with its ``doc``."""
+    raw = doc.get("scenarios") if isinstance(doc, Mapping) else None
+    return {str(k): str(v.get("doc") or "") if isinstance(v, Mapping) else ""
+            for k, v in (raw.items() if isinstance(raw, Mapping) else ())}
+
+
+def scenario_setting(controls: Controls, model_file: Path, name: str) -> Setting:
+    """The controls' values in a scenario of the model: the model file loaded in it (without the
+    calibrated values, as the controls' own values are), read back."""
+    from simstack.load.loader import load_model
+
+    if name not in controls.scenarios:
+        raise ModelError(f"unknown scenario {name!r}; scenarios: {', '.join(controls.scenarios) or '(none)'}")
+    spec = load_model(model_file, scenario=name)
+    params, _ = default_setting(controls)
+    for c in controls.parameters:
+        split = split_value(spec.parameters[c.name].value)
+        if split is not None:
+            params[c.name] = split[0] if split[1] == c.unit else _in_unit(spec.parameters[c.name].value, c.unit)
+    return params, {f: f in spec.flags for f in controls.flags}
+
+
+def address(search: str, scenario: str | None) -> str:
+    """The page's address: the setting's query, then the scenario (``?consoles=24&scenario=s1_2``)."""
+    if not scenario:
+        return search
+    return f"{search}{'&' if search else '?'}{urlencode([('scenario', scenario)])}"
+
+
+def scenario_of(controls: Controls, search: str | None) -> str | None:
+    """The scenario an address names, if the model has it."""
+    named = dict(parse_qsl((search or "").lstrip("?"))).get("scenario")
+    return named if named in controls.scenarios else None
 
 
 Setting = tuple[dict[str, float], dict[str, bool]]
 
 
 def default_setting(controls: Controls) -> Setting:
-    return {c.name: c.value for c in controls.parameters}, dict(controls.flags)
+    return {c.name: c.value for c in controls.numbers}, dict(controls.flags)
 
 
 def read_query(controls: Controls, search: str | None) -> Setting:
@@ -193,7 +240,7 @@ def overrides(controls: Controls, setting: Setting) -> tuple[dict[str, Any], dic
     """The parameters and flags of a setting that differ from the model, as a what-if writes them
     (``5ms``, ``24``, ``cache: true``)."""
     params: dict[str, Any] = {}
-    for c in controls.parameters:
+    for c in controls.numbers:
         number = setting[0].get(c.name, c.value)
         if number is None or number == c.value:
             continue
@@ -220,7 +267,7 @@ def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
     params, flags = default_setting(controls)
     for key, value in whatif.parameters.items():
         if key in params:
-            c = next(c for c in controls.parameters if c.name == key)
+            c = next(c for c in controls.numbers if c.name == key)
             params[key] = _in_unit(value, c.unit)
     for key, on in whatif.flags.items():
         if key in flags:
@@ -228,28 +275,41 @@ def whatif_setting(controls: Controls, model_dir: Path, name: str) -> Setting:
     return params, flags
 
 
-def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting, doc: str = "") -> Path:
-    """Write ``whatif/NAME.yaml`` in the model's folder with the setting's changes; never over
-    an existing file, never outside the folder."""
+def save_whatif(controls: Controls, model_dir: Path, name: str, setting: Setting, doc: str = "",
+                scenario: str | None = None) -> Path:
+    """Write ``whatif/NAME.yaml`` in the model's folder with the setting's changes (and its
+    scenario); never over an existing file, never outside the folder."""
     if not WHATIF_NAME.fullmatch(name):
         raise ModelError(f"a what-if name is letters, digits, '_' and '-' (at most 64), got {name!r}")
-    relative = output_name("fit")(f"{FOLDER}/{name}.yaml")  # the checks of every file a study writes
-    try:
-        (model_dir / FOLDER).mkdir(exist_ok=True)
-    except OSError as exc:
-        raise ModelError(f"cannot make the what-if folder {model_dir / FOLDER}: {exc.strerror or exc}") from None
-    path = output_path(model_dir, relative, "whatif")
+    moved = [c.name for c in controls.workloads if c.name in overrides(controls, setting)[0]]
+    if moved:
+        raise ModelError(f"a what-if holds parameters and flags, not the workload fields {', '.join(moved)} "
+                         "(written as numbers in the model): make them parameters of the model to save this setting")
     params, flags = overrides(controls, setting)
-    body = {"doc": doc, "parameters": params, "flags": flags} if doc else {"parameters": params, "flags": flags}
+    body: dict[str, Any] = {"doc": doc} if doc else {}
+    body.update({"parameters": params, "flags": flags, **({"scenario": scenario} if scenario else {})})
+    return write_new(model_dir, FOLDER, f"{name}.yaml", "fit", yaml_text(body), f"what-if {name!r}")
+
+
+def write_new(model_dir: Path, folder: str, file_name: str, kind: str, text: str, what: str) -> Path:
+    """Write ``folder/file_name`` in the model's folder through the checks of every file a study
+    writes (``io.outputs``: no hidden part, no link out, the kind's suffix); never over a file."""
+    relative = output_name(kind)(f"{folder}/{file_name}")
+    try:
+        (model_dir / folder).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot make the folder {model_dir / folder}: {exc.strerror or exc}") from None
+    path = output_path(model_dir, relative, folder)
     try:
         with path.open("x", encoding="utf-8") as out:
-            out.write(yaml_text(body))
+            out.write(text)
     except FileExistsError:
-        raise ModelError(f"what-if {name!r} exists already ({path}); choose another name") from None
+        raise ModelError(f"{what} exists already ({path}); choose another name") from None
     except OSError as exc:
         raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 
-__all__ = ["Control", "Controls", "Setting", "control", "default_setting", "derive", "overrides", "query",
-           "read_query", "read_what_if", "save_whatif", "split_value", "whatif_setting"]
+__all__ = ["Control", "Controls", "Setting", "address", "control", "default_setting", "derive", "overrides", "query",
+           "read_query", "read_what_if", "save_whatif", "scenario_of", "scenario_setting", "split_value",
+           "whatif_setting", "write_new"]

@@ -1,8 +1,9 @@
 """One simulation at a time, in a background process, cancelled when the setting changes.
 
-The page asks for a precise answer; the comparison runs in a separate process (so that it can
-be stopped at once and a worker that dies leaves the server standing) and the page polls its
-state. A new request replaces the running one: never a pile of runs.
+The page asks for a precise answer or a sweep; it runs in a separate process (so that it can
+be stopped at once and a worker that dies leaves the server standing), sends its progress
+lines as it goes, and the page polls its state. A new request replaces the running one: never
+a pile of runs.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from simstack.engine.parallel import Backend, using
 from simstack.errors import SimstackError
 
 
@@ -32,15 +35,36 @@ class State:
     settings: dict[str, Any] | None = None
     message: str = ""
     detail: str = ""  # what runs: "2 replications of the model and the setting, horizon 7 s"
+    kind: str = "compare"  # the job: "compare" (the precise answer) or "sweep"
+    result: Any = None  # a sweep's answer (``serve.sweep.Swept``)
+    progress: str = ""  # the worker's last progress line: "3 of 10 replications done"
+    run: int = 0  # which launch of the page this state is of (the page shows each end once)
 
 
-def _work(conn: Connection, model_file: str, parameters: dict[str, Any], flags: dict[str, bool],
-          replications: int, horizon: float | None) -> None:
-    """The worker process: the comparison's tables, or the error's one line."""
+def _job(kind: str) -> Callable[..., Any]:
+    """The function a job runs in the worker; each takes ``report`` (a progress line) last."""
+    if kind == "sweep":
+        from simstack.serve.sweep import run_sweep
+
+        return run_sweep
     from simstack.serve.answers import precise
 
+    return precise
+
+
+def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend | None) -> None:
+    """The worker process: the job's answer, or the error's one line; progress lines before it.
+    On a ``backend`` (a running Ray cluster) the replications run as its tasks, as many at once as
+    it has CPUs; cancelling ends this driver, and Ray drops its tasks."""
     try:
-        conn.send(("done", precise(Path(model_file), parameters, flags, replications, horizon)))
+        report = lambda line: conn.send(("progress", line))  # noqa: E731 - sent from this process only
+        if backend is None:
+            answer = _job(kind)(*args, report=report)
+        else:
+            with using(backend):
+                cpus = getattr(backend, "cpus", None)
+                answer = _job(kind)(*args, report=report, jobs=cpus() if cpus is not None else 1)
+        conn.send(("done", answer))
     except SimstackError as exc:
         conn.send(("failed", str(exc)))
     except Exception as exc:  # noqa: BLE001 - any failure of the run is a line on the page, never the server's end
@@ -52,12 +76,16 @@ def _work(conn: Connection, model_file: str, parameters: dict[str, Any], flags: 
 class Runner:
     """The one background simulation of a page (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: Backend | None = None) -> None:
+        """``backend``: where the replications run (None: in the worker itself, one at a time;
+        ``RayCluster``: as Ray tasks, ``simstack serve backend=ray``)."""
+        self.backend = backend
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._state = State("idle")
         self._started = 0.0
+        self._runs = 0
 
     @property
     def process(self) -> multiprocessing.process.BaseProcess | None:
@@ -65,27 +93,37 @@ class Runner:
         return self._process
 
     def start(self, key: str, model_file: Path, parameters: dict[str, Any], flags: dict[str, bool],
-              replications: int, horizon: float | None) -> None:
-        """Run the setting ``key``, stopping whatever runs now."""
+              replications: int, horizon: float | None, precision: float | None = None,
+              scenario: str | None = None) -> None:
+        """Compare the setting ``key`` with the model, stopping whatever runs now; with
+        ``precision`` (relative) the replications are added until it is met."""
+        span = "the model's horizon" if horizon is None else f"horizon {horizon:g} s"
+        runs = (f"{replications} replications" if precision is None else
+                f"replications until the change is known within {precision:.0%}")
+        self.launch(key, "compare", (model_file, parameters, flags, replications, horizon, precision, scenario),
+                    f"{runs} of the model and the setting on common random numbers, {span}")
+
+    def launch(self, key: str, kind: str, args: tuple[Any, ...], detail: str) -> None:
+        """Run job ``kind`` with ``args`` for the setting ``key``, stopping whatever runs now."""
         with self._lock:
             self._stop()
             context = multiprocessing.get_context("spawn")  # the server's threads are not copied
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_work, args=(send, str(model_file), parameters, flags, replications,
-                                                          horizon), daemon=True)
+            process = context.Process(target=_work, args=(send, kind, args, self.backend), daemon=True)
             process.start()
             send.close()
             self._process, self._conn, self._started = process, receive, time.monotonic()
-            span = "the model's horizon" if horizon is None else f"horizon {horizon:g} s"
-            self._state = State("running", key, detail=f"{replications} replications of the model and the setting "
-                                                       f"on common random numbers, {span}")
+            self._runs += 1
+            where = f" on {self.backend.name}" if self.backend is not None else ""
+            self._state = State("running", key, detail=detail + where, kind=kind, run=self._runs)
 
     def cancel(self, unless: str | None = None) -> None:
         """Stop the running simulation (unless it runs the setting ``unless``)."""
         with self._lock:
             if self._state.status == "running" and self._state.key != unless:
                 self._stop()
-                self._state = State("cancelled", self._state.key, message="cancelled: the setting changed")
+                self._state = State("cancelled", self._state.key, message="cancelled: the setting changed",
+                                    kind=self._state.kind, run=self._state.run)
 
     def state(self) -> State:
         """The current state, collecting a finished worker's result."""
@@ -93,25 +131,31 @@ class Runner:
             if self._state.status != "running" or self._conn is None or self._process is None:
                 return self._state
             elapsed = time.monotonic() - self._started
-            if self._conn.poll():
+            outcome, payload = "progress", None
+            while outcome == "progress" and self._conn.poll():
                 try:
                     outcome, payload = self._conn.recv()
                 except (EOFError, OSError):
                     outcome, payload = "failed", "the simulation's worker ended without an answer"
+                if outcome == "progress":
+                    self._state = replace(self._state, progress=str(payload))
+            if outcome != "progress":
                 self._finish(outcome, payload, elapsed)
             elif not self._process.is_alive():
                 self._finish("failed", f"the simulation's worker ended (exit code {self._process.exitcode})", elapsed)
             else:
-                return State("running", self._state.key, elapsed, detail=self._state.detail)
+                return replace(self._state, elapsed=elapsed)
             return self._state
 
     def _finish(self, outcome: str, payload: Any, elapsed: float) -> None:
-        key = self._state.key
-        if outcome == "done":
+        key, kind, run = self._state.key, self._state.kind, self._state.run
+        if outcome == "done" and kind == "compare":
             requests, resources, settings = payload
-            self._state = State("done", key, elapsed, requests, resources, settings)
+            self._state = State("done", key, elapsed, requests, resources, settings, kind=kind, run=run)
+        elif outcome == "done":
+            self._state = State("done", key, elapsed, kind=kind, result=payload, run=run)
         else:
-            self._state = State("failed", key, elapsed, message=str(payload))
+            self._state = State("failed", key, elapsed, message=str(payload), kind=kind, run=run)
         self._close()
 
     def _stop(self) -> None:

@@ -105,7 +105,7 @@ def _request(requests: Any) -> Any:
 
 
 def _metric(value: object) -> str:
-    if value not in METRICS:
+    if not isinstance(value, str) or value not in METRICS:  # a mapping is unhashable: a TypeError in `in`
         raise ModelError(f"expected one of {', '.join(METRICS)}, got {value!r}{suggest(value, METRICS)}")
     return str(value)
 

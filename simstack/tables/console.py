@@ -27,7 +27,7 @@ from simstack.resources import hotpath
 from simstack.tables.breakdown import time_breakdown
 from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
 from simstack.tables.results import THROUGHPUT_COLUMNS
-from simstack.tables.stopping import stop_record
+from simstack.tables.stopping import limit_reached, stop_record
 
 if TYPE_CHECKING:
     from simstack.engine.simulate import RunResult
@@ -216,8 +216,9 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
         note = f"from batches of the one run ({', '.join(methods) or 'none'})"
     doubtful = [str(r) for r, ok in zip(summary["request"], summary["ci_ok"], strict=True) if not ok]
     out.attrs["note"] = f"percentiles with the half-width (±) of their 95 % intervals, {note}" + (
-        f"; not to be trusted as stated for {', '.join(doubtful)} (a run too short for the batch rule, "
-        "or no series kept: run longer, or set sim.precision)" if doubtful else "")
+        f"; not to be trusted as stated for {', '.join(doubtful)}: coverage not assured (a run too short for the "
+        "batch rule, a percentile whose batches hold too few separate clumps of its tail, or no series kept: run "
+        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "")
     return out
 
 
@@ -236,7 +237,7 @@ def precision_text(result: RunResult) -> str:
     took = (f"{result.replications} replications" if result.stopped.horizon is None else
             f"one run of {result.stopped.horizon:.6g} {'s' if clock == 's' else MODEL_TIME} "
             f"in {_batches(record)} batches")
-    verdict = "met" if result.stopped.met else f"NOT met ({result.stopped.stopped} reached)"
+    verdict = "met" if result.stopped.met else f"NOT met ({limit_reached(result.precision, result.stopped)})"
     rows = [{"statistic": name, f"estimate_{unit}": s["estimate"] * factor, f"±_{unit}": s["half_width"] * factor,
              "±_%": s["relative_half_width"] * 100, f"allowed_{unit}": s["allowed_half_width"] * factor,
              "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]

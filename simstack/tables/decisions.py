@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from simstack.tables.intervals import Interval, skewness_adjusted_interval
-from simstack.tables.stopping import Estimator, Replicate
+from simstack.tables.stopping import DEFAULT_MAX_TIME, Estimator, Replicate
 
 Verdict = Literal["below", "above", "undecided"]
 DecisionStop = Literal["decided", "indifferent", "max_replications", "max_time"]
@@ -86,7 +86,7 @@ def verdict(interval: Interval, bound: float, indifference: float = 0.0) -> Verd
 
 
 def run_until_decided(replicate: Replicate, metric: str, bound: float, *, confidence: float = 0.95,
-                      first: int = 20, max_replications: int = 640, max_time: float | None = None,
+                      first: int = 20, max_replications: int = 640, max_time: float | None = DEFAULT_MAX_TIME,
                       indifference: float = 0.0, estimator: Estimator = skewness_adjusted_interval,
                       clock: Callable[[], float] = time.monotonic) -> Decision:
     """Add replications (``replicate(range(a, b))``, as in ``stopping.run_until_precise``)

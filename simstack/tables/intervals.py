@@ -12,7 +12,8 @@ Which interval is right depends on what is independent:
 - **One long run** has no independent values: successive latencies are correlated. Means
   come from batch means (``batches``); percentiles from batch quantiles by the same
   sectioning, centred on the run's own percentile (Heidelberger & Lewis 1984 batch the
-  quantile likewise). The order-statistic interval below would be wrong here: it counts
+  quantile likewise); whether the batches can carry a tail percentile's coverage is the
+  quantile rule's to say (``quantile_batches``). The order-statistic interval below would be wrong here: it counts
   every observation as independent information, so on queueing waiting times it is several
   times too narrow.
 - **Independent samples** (one value per replication, say the first request's latency):
@@ -40,6 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from simstack.tables.batches import RULE, BatchRule, batch_means
+from simstack.tables.quantile_batches import QUANTILE_RULE, QuantileRule, quantile_batches
 
 
 @dataclass(frozen=True)
@@ -225,25 +227,24 @@ def quantile_interval(groups: Sequence[Sequence[float] | np.ndarray], level: flo
 
 
 def batch_quantile_interval(series: Sequence[float] | np.ndarray, level: float = 0.95, *, q: float,
-                            rule: BatchRule = RULE) -> Interval:
+                            rule: QuantileRule = QUANTILE_RULE) -> Interval:
     """Interval of the steady-state q-quantile from one run's observations in time order.
 
     Sectioning over batches: centred on the run's q-quantile, spread from each batch's
-    q-quantile. The batch rule is applied to the indicator series 1{x <= centre}: by the
-    Bahadur representation a sample quantile moves with the mean of those indicators, so
-    their correlation, not that of the values, says whether the batches are long enough.
+    q-quantile. ``ok`` is the quantile rule's verdict (``quantile_batches``): every batch
+    holds enough separate clumps of the tail and the batch quantiles pass a randomness
+    test; without it the interval's coverage is not assured (a p99 over 20,000 M/M/1
+    customers at rho = 0.8 stated 0.90 and covered 0.66).
     """
     _check_level(level)
     _check_q(q)
     x = np.asarray(series, dtype=float)
     if x.size == 0:
         return _nan(level, 0, "sectioning (batches)")
-    centre = float(np.quantile(x, q))
-    batches = batch_means((x <= centre).astype(float), rule)
-    if batches.means.size < 2:
-        return _nan(level, int(batches.means.size), "sectioning (batches)")
-    sections = np.quantile(batches.sections(x), q, axis=1)
-    return sectioning(centre, sections, level, "sectioning (batches)", ok=batches.ok)
+    batches = quantile_batches(x, q, rule)
+    if batches.quantiles.size < 2:
+        return _nan(level, int(batches.quantiles.size), "sectioning (batches)")
+    return sectioning(batches.centre, batches.quantiles, level, "sectioning (batches)", ok=batches.ok)
 
 
 def order_ranks(n: int, q: float, level: float) -> tuple[int, int]:

@@ -20,8 +20,9 @@ target at two successive looks instead (a look-ahead, as in Hoad, Robinson & Dav
 also gave 94.2 % but cost 10 replications more. ``benchmarks/coverage.py`` measures it.
 
 For one long run (``extend_until_precise``) the same targets are met through batch means,
-by rerunning (or extending) the run with a longer horizon until the batch rule accepts the
-batches and the half-widths meet their targets.
+by rerunning (or extending) the run with a longer horizon until each statistic's own check
+accepts its batches (the batch rule for a mean, the quantile rule of ``quantile_batches``
+for a percentile) and the half-widths meet their targets.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ import numpy as np
 
 from simstack.errors import ConfigError, ModelError
 from simstack.lang.units import as_float, parse_time, shown
-from simstack.tables.batches import RULE, BatchRule, batch_means, needed_length
+from simstack.tables.batches import RULE, BatchRule, needed_length
 from simstack.tables.intervals import Interval, batch_means_interval, mean_interval
 
 FIRST_LOOK = 20
+DEFAULT_MAX_TIME = 3600.0  # wall-clock seconds: every precision stop and sequential decision ends by then
 StopReason = Literal["precision", "max_replications", "max_horizon", "max_time"]
 # One statistic's interval from its values (one per replication, or one run's series) at a level.
 Estimator = Callable[[Any, float], Interval]
+# One statistic's series -> the length its interval's own check would accept (None: no idea).
+Length = Callable[[np.ndarray], int | None]
 # Replications with the given indices -> their statistics, in index order.
 Replicate = Callable[[range], Sequence[Mapping[str, Any]]]
 
@@ -91,7 +95,7 @@ class Precision:
     confidence: float = 0.95
     metrics: tuple[str, ...] = ()
     max_replications: int = 1000
-    max_time: float | None = 3600.0  # DEFAULT_MAX_TIME
+    max_time: float | None = DEFAULT_MAX_TIME  # None: no wall-clock limit (a library caller's choice only)
     batch: int = 10
     max_horizon: float | None = None
 
@@ -108,7 +112,6 @@ class Precision:
             raise ValueError(f"max_horizon(={self.max_horizon}) must be > 0")
 
 
-DEFAULT_MAX_TIME = 3600.0  # wall-clock seconds
 MOST_CONFIDENCE = 0.9999  # above it an interval needs more replications than a run makes, and prints as "1"
 MOST_ABSOLUTE = 1e9  # in the statistic's unit: above it a half-width "within inf ms" says nothing
 KEYS = ("relative", "absolute", "confidence", "metrics", "max_replications", "max_time", "max_horizon", "batch")
@@ -204,8 +207,22 @@ def stop_record(precision: Precision, stopped: Stopped, targets: Mapping[str, Ta
                             "method": interval.method, "units": interval.units, "ok": interval.ok}
     return {"stopped": stopped.stopped, "replications": stopped.replications, "horizon": stopped.horizon,
             "looks": stopped.looks, "confidence": precision.confidence,
+            "limits": {"max_time": precision.max_time, "max_replications": precision.max_replications,
+                       "max_horizon": precision.max_horizon},
             "target": {"relative": precision.target.relative, "absolute": precision.target.absolute},
             "statistics": statistics}
+
+
+def limit_reached(precision: Precision, stopped: Stopped) -> str:
+    """Which limit stopped a run short of its target, with its value and the key that moves it
+    (a wall-clock stop at the default hour is otherwise indistinguishable from a slow machine)."""
+    if stopped.stopped == "max_time":
+        default = " (the default)" if precision.max_time == DEFAULT_MAX_TIME else ""
+        return (f"max_time reached: {precision.max_time:g} s of wall-clock time{default}; "
+                "set sim.precision.max_time (e.g. 2h) to run longer")
+    if stopped.stopped == "max_horizon" and precision.max_horizon is not None:
+        return f"max_horizon reached: {precision.max_horizon:g} s simulated"
+    return f"{stopped.stopped} reached"
 
 
 def _chosen(names: Sequence[str], precision: Precision) -> list[str]:
@@ -267,15 +284,18 @@ def run_until_precise(replicate: Replicate, precision: Precision, *,
 
 
 def next_horizon(horizon: float, series: Mapping[str, np.ndarray], intervals: Mapping[str, Interval],
-                 wanted: Mapping[str, Target], rule: BatchRule, growth: tuple[float, float] = (1.5, 4.0)) -> float:
-    """The horizon to try next: long enough, by the current data, for the batch rule to
-    accept every series and every half-width to meet its target (half-width falls like
+                 wanted: Mapping[str, Target], rule: BatchRule, growth: tuple[float, float] = (1.5, 4.0),
+                 lengths: Mapping[str, Length] | None = None) -> float:
+    """The horizon to try next: long enough, by the current data, for each statistic's own
+    check (``lengths``: the length its rule would accept; default the batch rule's) to
+    accept its series and every half-width to meet its target (half-width falls like
     1/sqrt(length)), with 10 % to spare, growing by at least 1.5 and at most 4 times."""
     factor = growth[0]
     for name, interval in intervals.items():
         n = max(len(series[name]), 1)
-        if not batch_means(np.asarray(series[name], dtype=float), rule).ok:
-            needed = needed_length(series[name], rule)
+        if not interval.ok:
+            length = (lengths or {}).get(name, partial(needed_length, rule=rule))
+            needed = length(np.asarray(series[name], dtype=float))
             if needed is not None:
                 factor = max(factor, needed / n)
         allowed = wanted[name].allowed(interval.estimate)
@@ -290,14 +310,17 @@ def extend_until_precise(run: Callable[[float], Mapping[str, np.ndarray]], preci
                          max_horizon: float, *, rule: BatchRule = RULE,
                          estimators: Mapping[str, Estimator] | None = None,
                          targets: Mapping[str, Target] | None = None,
+                         lengths: Mapping[str, Length] | None = None,
                          clock: Callable[[], float] = time.monotonic) -> Stopped:
-    """One long run, made longer until every chosen statistic's batch-means interval is
-    accepted by ``rule`` and meets its target, or ``max_horizon`` or ``max_time`` is hit.
+    """One long run, made longer until every chosen statistic's interval passes its own
+    check (``ok``: the batch rule for batch means, the quantile rule for a percentile) and
+    meets its target, or ``max_horizon`` or ``max_time`` is hit.
 
     ``run(h)`` returns, per statistic, the observations of a run to horizon h in time order,
     warm-up removed; the same seed must give the same prefix at any horizon (so a longer run
     extends a shorter one). Horizons follow ``next_horizon``: a function of the data only, so
-    the stopping point is reproducible.
+    the stopping point is reproducible. ``lengths`` gives, per statistic whose estimator has
+    its own check, the series length that check would accept (``next_horizon``).
     """
     if not 0 < horizon <= max_horizon:
         raise ValueError(f"need 0 < horizon(={horizon}) <= max_horizon(={max_horizon})")
@@ -319,4 +342,4 @@ def extend_until_precise(run: Callable[[float], Mapping[str, np.ndarray]], preci
         if precision.max_time is not None and clock() - started >= precision.max_time:
             return Stopped(intervals, values, 1, "max_time", looks, horizon)
         horizon = min(max_horizon, next_horizon(horizon, {n: np.asarray(series[n]) for n in names}, intervals,
-                                                wanted, rule))
+                                                wanted, rule, lengths=lengths))

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from simstack.lang.schedules import RateSchedule
-from simstack.lang.spec import OpenWorkload, TraceWorkload
+from simstack.lang.spec import TraceWorkload, schedule_of
 from simstack.tables.confidence import student_t_ci
 
 if TYPE_CHECKING:
@@ -95,14 +95,13 @@ def _per_rep_mean(rep: np.ndarray, values: np.ndarray, replications: int) -> np.
 def windows_of(result: RunResult) -> list[tuple[str, float, float]] | None:
     """The windows a run's results over time are read in: the pieces of its first rate
     schedule (a supercycle's named cycles, each step or ramp segment), else twenty equal
-    windows for a replayed trace; None for a stationary run (one number per class says it all)."""
+    windows for a rate expression or a replayed trace; None for a stationary run (one number per class says it all)."""
     end = result.horizon if result.horizon is not None else float(result.requests["end"].max())
     if not end > 0:
         return None
-    schedules = [wl.schedule for wl in result.model.workloads.values()
-                 if isinstance(wl, OpenWorkload) and wl.schedule is not None]
-    if schedules:
+    schedules = [s for s in map(schedule_of, result.model.workloads.values()) if s is not None]
+    if schedules and isinstance(schedules[0], RateSchedule):
         return cycle_windows(schedules[0], end)
-    if any(isinstance(wl, TraceWorkload) for wl in result.model.workloads.values()):
+    if schedules or any(isinstance(wl, TraceWorkload) for wl in result.model.workloads.values()):
         return fixed_windows(end / 20, end)
     return None

@@ -147,3 +147,111 @@ def mt_mm1_mean(steps: list[list[float]], mu: float, t: float, cap: int = 80) ->
         p = p @ expm(q * (min(nxt[0], t) - a))
     assert p[-1] < 1e-9, "the truncation holds probability: raise cap"
     return float(p @ np.arange(cap + 1))
+
+
+def mt_mmc_scheduled_mean(rate_steps: list[list[float]], size_steps: list[list[float]], mu: float, t: float,
+                          cap: int = 60) -> float:
+    """E N(t) for M(t)/M/c(t) started empty, servers following ``size_steps`` and the arrival rate
+    ``rate_steps`` (each value from its time to the next), by uniformisation piece by piece. When
+    c drops, servers busy beyond it finish their customer and then leave (Ciw's server schedules
+    with preemption off), so the state is (n present, s in service): s ≤ c, or s > c only while
+    there is no one to start."""
+    smax = int(max(c for _, c in size_steps))
+    states = [(n, s) for n in range(cap + 1) for s in range(min(n, smax) + 1)]
+    index = {state: i for i, state in enumerate(states)}
+    p = np.zeros(len(states))
+    p[index[(0, 0)]] = 1.0
+    cuts = sorted({a for a, _ in rate_steps} | {a for a, _ in size_steps} | {t})
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a >= t:
+            break
+        lam, c = _step_value(rate_steps, a), int(_step_value(size_steps, a))
+        start = np.zeros_like(p)  # the servers added at a start on the waiting customers at once
+        for (n, s), i in index.items():
+            start[index[(n, max(s, min(n, c)))]] += p[i]
+        p = _uniformised(_mmc_generator(states, index, lam, mu, c, cap), start, min(b, t) - a)
+    assert p[[index[st] for st in states if st[0] == cap]].sum() < 1e-9, "the truncation holds probability"
+    return float(sum(p[i] * n for (n, _s), i in index.items()))
+
+
+def _step_value(steps: list[list[float]], t: float) -> float:
+    return [value for start, value in steps if start <= t][-1]
+
+
+def _mmc_generator(states: list[tuple[int, int]], index: dict[tuple[int, int], int], lam: float, mu: float,
+                   c: int, cap: int) -> np.ndarray:
+    q = np.zeros((len(states), len(states)))
+    for (n, s), i in index.items():
+        if n < cap:
+            q[i, index[(n + 1, s + 1 if s < c else s)]] += lam
+        if s:
+            q[i, index[(n - 1, s if s <= c and n - 1 >= s else s - 1)]] += s * mu
+        q[i, i] = -q[i].sum()
+    return q
+
+
+def _uniformised(q: np.ndarray, p: np.ndarray, dt: float, tol: float = 1e-13) -> np.ndarray:
+    """p exp(Q dt) as the Poisson mixture of the uniformised chain's steps (Jensen's method)."""
+    rate = float(-q.diagonal().min()) or 1.0
+    step = np.eye(len(p)) + q / rate
+    weight, total, out, term, k = math.exp(-rate * dt), 0.0, np.zeros_like(p), p.copy(), 0
+    while total < 1 - tol:
+        out += weight * term
+        total += weight
+        k += 1
+        term = term @ step
+        weight *= rate * dt / k
+        if k > 10 * rate * dt + 200:
+            break
+    return out
+
+
+def modulated_mm1_mean(rates: list[float], generator: list[list[float]], mu: float, cap: int = 150) -> float:
+    """Stationary E N of an M/M/1 queue whose arrival rate is ``rates[m]`` while a random
+    environment is in mode m, the modes switching by the CTMC ``generator`` (rows sum to 0):
+    the joint chain on (mode, n), cut at ``cap``, solved for its stationary law."""
+    modes = len(rates)
+    size = modes * (cap + 1)
+    q = np.zeros((size, size))
+    for m in range(modes):
+        for n in range(cap + 1):
+            i = m * (cap + 1) + n
+            if n < cap:
+                q[i, i + 1] += rates[m]
+            if n > 0:
+                q[i, i - 1] += mu
+            for other in range(modes):
+                if other != m:
+                    q[i, other * (cap + 1) + n] += generator[m][other]
+            q[i, i] = -q[i].sum()
+    system = np.vstack([q.T, np.ones(size)])
+    p, *_ = np.linalg.lstsq(system, np.r_[np.zeros(size), 1.0], rcond=None)
+    tail = sum(p[m * (cap + 1) + cap] for m in range(modes))
+    assert tail < 1e-9, "the truncation holds probability: raise cap"
+    return float(sum(p[m * (cap + 1) + n] * n for m in range(modes) for n in range(cap + 1)))
+
+
+def modulated_mmc_mean(rates: list[float], sizes: list[int], generator: list[list[float]], mu: float,
+                       cap: int = 80) -> float:
+    """Stationary E N of M/M/c with the arrival rate ``rates[m]`` and ``sizes[m]`` servers in
+    mode m of a random environment switching by ``generator``; servers removed by a switch
+    finish their customer first (Ciw's preemption off), so each mode's chain is on (n, s) as in
+    ``mt_mmc_scheduled_mean``, and a switch to more servers starts waiting customers at once."""
+    smax = max(sizes)
+    states = [(n, s) for n in range(cap + 1) for s in range(min(n, smax) + 1)]
+    index = {state: i for i, state in enumerate(states)}
+    k, modes = len(states), len(rates)
+    q = np.zeros((modes * k, modes * k))
+    for m in range(modes):
+        q[m * k:(m + 1) * k, m * k:(m + 1) * k] = _mmc_generator(states, index, rates[m], mu, sizes[m], cap)
+        for other in range(modes):
+            if other != m and generator[m][other]:
+                for (n, s), i in index.items():
+                    q[m * k + i, other * k + index[(n, max(s, min(n, sizes[other])))]] += generator[m][other]
+    np.fill_diagonal(q, 0.0)
+    np.fill_diagonal(q, -q.sum(axis=1))
+    system = np.vstack([q.T, np.ones(modes * k)])
+    p, *_ = np.linalg.lstsq(system, np.r_[np.zeros(modes * k), 1.0], rcond=None)
+    assert sum(p[m * k + index[st]] for m in range(modes) for st in states if st[0] == cap) < 1e-9, \
+        "the truncation holds probability: raise cap"
+    return float(sum(p[m * k + i] * n for m in range(modes) for (n, _s), i in index.items()))

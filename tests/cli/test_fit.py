@@ -45,3 +45,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str, args: li
     done = _fit(tmp_path, "s.csv", *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_page_goes_into_a_folder_not_made_yet(tmp_path: Path) -> None:
+    """out=scratch/page.html, as docs/your-facility.md writes it: the folder is made (it was an
+    OSError traceback)."""
+    x = np.random.default_rng(6).exponential(0.002, 40)
+    (tmp_path / "s.csv").write_text("seconds\n" + "\n".join(f"{v:.6f}" for v in x) + "\n")
+    done = _fit(tmp_path, "s.csv", "column=seconds", "out=scratch/fit.html")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "scratch" / "fit.html").is_file()

@@ -86,3 +86,24 @@ def test_a_ray_sweep_with_an_unknown_host_is_one_line_and_exit_2(tmp_path: Path)
     assert lines[0].startswith("simstack: error: hydra.launcher.ray.init.address=no-such-host.invalid:6379: the host "
                                "'no-such-host.invalid' is not known")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("how", ["backend=ray ray.address=127.0.0.1:{port}",
+                                 "hydra/launcher=ray hydra.launcher.ray.init.address=127.0.0.1:{port}"])
+def test_a_ray_sweep_refused_for_its_address_leaves_its_folder_free(tmp_path: Path, how: str) -> None:
+    """Refused after the claim, the sweep left ``.simstack-sweep`` (and Hydra's multirun.yaml)
+    behind and the next sweep into the folder was refused; ``backend=ray`` failed every job
+    one by one. The address is now looked at before the folder is claimed."""
+    from simstack.cli.sweep import claim_sweep_dir
+
+    if "launcher" in how and importlib.util.find_spec("ray") is None:
+        pytest.skip("hydra/launcher=ray needs Ray installed")
+    folder = tmp_path / "sweep"
+    done = subprocess.run([SIMSTACK, "-m", "model=pipeline", "+parameters.consoles=2,4", "sim.replications=1",
+                           "sim.horizon=4", "sim.warmup=0", *how.format(port=_closed_port()).split(),
+                           f"hydra.sweep.dir={folder}"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = [ln for ln in done.stderr.splitlines() if "[HYDRA]" not in ln]
+    assert len(lines) == 1 and "no Ray head answers there (Connection refused)" in lines[0], lines
+    assert "job 0" not in done.stdout + done.stderr  # refused as a sweep, not job by job
+    claim_sweep_dir(folder)  # the next sweep may have it

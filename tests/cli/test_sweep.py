@@ -310,3 +310,60 @@ def test_gather_writes_job_text_as_data(failed_sweep, tmp_path: Path, capsys) ->
     assert row["error"].startswith("'=HYPERLINK(") and row["parameters.consoles"] == "'@SUM(A1)"
     cells = [c for c in table.to_numpy().ravel() if isinstance(c, str)]
     assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_a_full_disk_at_the_sweeps_multirun_yaml_is_one_line_and_frees_the_folder(tmp_path: Path) -> None:
+    """Hydra's sweeper writes multirun.yaml itself (a traceback, exit 1, on a full disk, the
+    folder left claimed); the sweep writes it first, whole, and says a failure in one line."""
+    from simstack.cli.sweep import claim_sweep_dir
+
+    folder = tmp_path / "sweep"
+    exe = Path(sys.executable).parent / "simstack"
+    done = subprocess.run([str(exe), "-m", "model=pipeline", "+parameters.consoles=2,4", *SHORT,
+                           f"hydra.sweep.dir={folder}"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          preexec_fn=lambda: _limit_file_size(1_000))  # the claim fits, multirun.yaml not
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"simstack: error: hydra.sweep.dir: the sweep's multirun.yaml cannot be written "
+                           f"(File too large: {folder / 'multirun.yaml'})\n")
+    assert not list(folder.iterdir())  # no claim, no half file, no job
+    claim_sweep_dir(folder)  # the next sweep may have it
+
+
+FULL_AT_JOB_1 = '''
+import errno
+import hydra.core.utils as utils
+
+_save = utils._save_config
+
+
+def _full(cfg, filename, output_dir):
+    if output_dir.parent.name == "1" and filename == "hydra.yaml":
+        raise OSError(errno.ENOSPC, "No space left on device", str(output_dir / filename))
+    _save(cfg, filename, output_dir)
+
+
+utils._save_config = _full
+'''
+
+
+def test_a_full_disk_while_hydra_writes_a_jobs_folder_is_one_line(tmp_path: Path) -> None:
+    """Hydra writes each job's .hydra/ itself, outside the job's own error handling: a full disk
+    there was Hydra's traceback and exit 1. The disk is filled at job 1's hydra.yaml (a
+    sitecustomize in the child: a file size limit cannot fail a job's file and not the larger
+    multirun.yaml before it)."""
+    import os
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(FULL_AT_JOB_1)
+    folder = tmp_path / "sweep"
+    exe = Path(sys.executable).parent / "simstack"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([str(exe), "-m", "model=pipeline", "+parameters.consoles=2,4", *SHORT,
+                           f"hydra.sweep.dir={folder}"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == f"simstack: error: No space left on device: {folder / '1' / '.hydra' / 'hydra.yaml'}", lines
+    assert "Traceback" not in done.stderr
+    assert json.loads((folder / "0" / STATUS_FILE).read_text())["status"] == "ok"  # the job before it kept

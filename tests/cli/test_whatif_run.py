@@ -96,3 +96,20 @@ def test_a_list_of_whatifs_is_read_before_the_run() -> None:
 
     chosen = check_overrides(["model=pipeline", "whatif=[settings_cache,pipeline/double_workers]"], Path(CONFIG_DIR))
     assert chosen["whatif"] == ["settings_cache", "pipeline/double_workers"]
+
+
+def test_a_whatif_that_sets_the_horizon_sets_it_for_the_baseline_too(tmp_path: Path) -> None:
+    """gsi_fair's README runs ``whatif=gsi_fair/cryring_rate`` (open arrivals for 8 h) as written:
+    the baseline runs alike with the what-if's horizon, and the output says so."""
+    done = _simstack("model=gsi_fair", "whatif=gsi_fair/cryring_rate", "sim.replications=2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("what-if cryring_rate sets the run itself (horizon None -> 28800.0): the baseline runs with it too"
+            in done.stdout)
+    assert "baseline: model gsi_fair: 2 replications, seed 1, horizon 28800 s" in done.stdout
+
+
+def test_whatifs_that_set_the_run_differently_are_refused(tmp_path: Path) -> None:
+    done = _simstack("model=gsi_fair", "whatif=[cryring_rate,bypass]", "sim.replications=2", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "runs differently from what-if cryring_rate (horizon 28800.0 -> None)" in done.stderr
+    assert "Traceback" not in done.stderr

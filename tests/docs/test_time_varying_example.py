@@ -26,3 +26,10 @@ def test_the_documented_schedule_runs_and_shapes_the_load() -> None:
     night = ((starts < 30).sum()) / 30 / 2
     shift = (((starts >= 30) & (starts < 60)).sum()) / 30 / 2
     assert 0.5 < night < 4 and 30 < shift < 50, (night, shift)
+
+
+def test_the_documented_linac_ticks_at_its_scheduled_frequency() -> None:
+    """5 Hz for 60 s, then 1 Hz for 30 s: 300 + 30 ticks in the first 90 s, exactly."""
+    result = simulate(build_spec(_example(), None), seed=1, replications=1, horizon=89.99, warmup=0)
+    starts = result.requests[result.requests["workload"] == "linac"]["start"]
+    assert ((starts < 60).sum(), (starts >= 60).sum()) == (300, 30)

@@ -21,9 +21,13 @@ from simstack.engine.precise import quantile_of, simulate_until_precise, stat_na
 from simstack.engine.simulate import LiveReplication, run_result
 from simstack.errors import ConfigError
 from simstack.lang.spec import ModelSpec
+from simstack.studies.schema.metric_types import CapacityMetric, Decide
+from simstack.tables.console import precision_text
 from simstack.tables.intervals import mean_interval
+from simstack.tables.latencies import groups_by_replication
+from simstack.tables.quantile_batches import quantile_batches
 from simstack.tables.series import class_latencies
-from simstack.tables.stopping import Precision, Target
+from simstack.tables.stopping import DEFAULT_MAX_TIME, Precision, Target, limit_reached, precision_from, stop_record
 
 MODEL = """name: mm1
 hosts: {}
@@ -120,7 +124,22 @@ def test_one_replication_is_extended_until_batch_means_meet_the_target(spec: Mod
     once = simstack.simulate(spec, replications=1, **{**SETTINGS, "horizon": result.horizon})
     pd.testing.assert_frame_equal(result.requests, once.requests)
     row = result.summary().set_index("request").loc["job"]
-    assert row["ci_method"] == "batch means" and bool(row["ci_ok"])
+    assert row["ci_method"] == "batch means"  # ci_ok also judges the p99, which this run was not extended for
+    assert (row["ci_low"], row["ci_high"]) == (stopped.intervals["job.mean"].low, stopped.intervals["job.mean"].high)
+
+
+def test_one_run_stopped_on_a_p99_is_extended_until_its_tail_is_seen_often_enough(spec: ModelSpec) -> None:
+    """A loose target on a p99 is met long before the batches hold enough separate clumps of
+    the tail for the interval's coverage (``quantile_batches``): the run goes on until they do."""
+    result = simulate_until_precise(spec, Precision(Target(relative=0.5), metrics=("job.p99",)), replications=1,
+                                    **SETTINGS)
+    stopped = result.stopped
+    assert stopped is not None and stopped.stopped == "precision" and stopped.looks > 1
+    requests = result.requests
+    (series,) = groups_by_replication(requests[~requests["warmup"] & requests["ok"] & (requests["request"] == "job")])
+    judged = quantile_batches(series, 0.99)
+    assert judged.ok and judged.clusters >= 5 and stopped.intervals["job.p99"].ok
+    assert stopped.intervals["job.p99"].half_width < 0.5 * stopped.intervals["job.p99"].estimate / 2  # far inside
 
 
 def test_a_limit_stops_the_run_and_says_which(spec: ModelSpec) -> None:
@@ -130,6 +149,32 @@ def test_a_limit_stops_the_run_and_says_which(spec: ModelSpec) -> None:
     capped = simulate_until_precise(spec, Precision(Target(relative=1e-4), max_horizon=800.0), replications=1,
                                     **SETTINGS)
     assert capped.stopped.stopped == "max_horizon" and capped.horizon == 800.0  # type: ignore[union-attr]
+
+
+def test_the_wall_clock_limit_has_a_default_and_is_printed_when_it_stops_the_run(spec: ModelSpec) -> None:
+    """An unreachable target with many replications allowed ends by ``max_time`` (an hour unless
+    said), and the printed result names the limit and the key that moves it."""
+    assert Precision(Target(relative=0.1)).max_time == 3600.0
+    assert precision_from({"relative": 1e-6, "max_replications": 10**6}).max_time == 3600.0
+    timed = simulate_until_precise(spec, Precision(Target(relative=1e-6), max_replications=10**6, max_time=1e-6),
+                                   replications=3, **SETTINGS)
+    assert timed.stopped.stopped == "max_time" and timed.replications == 20  # type: ignore[union-attr]
+    text = precision_text(timed)
+    assert "NOT met (max_time reached: 1e-06 s of wall-clock time; set sim.precision.max_time" in text
+    record = stop_record(timed.precision, timed.stopped)  # type: ignore[arg-type]
+    assert record["limits"] == {"max_time": 1e-6, "max_replications": 10**6, "max_horizon": None}
+    default = Precision(Target(relative=0.1))
+    assert "3600 s of wall-clock time (the default)" in limit_reached(default, timed.stopped)  # type: ignore[arg-type]
+
+
+def test_a_sequential_capacity_decision_ends_by_the_default_wall_clock_limit() -> None:
+    def decide(settings: dict[str, object]) -> Decide | None:
+        raw = {"type": "capacity", "conditions": {"p99": 1.0}, "parameter": "clients", "decide": settings}
+        return CapacityMetric.parse("most", raw, "metrics.most").decide  # type: ignore[attr-defined,no-any-return]
+
+    assert decide({}) == Decide(max_time=DEFAULT_MAX_TIME) and DEFAULT_MAX_TIME == 3600.0
+    assert decide({"max_time": None}) == Decide(max_time=DEFAULT_MAX_TIME)  # null is the default, not "no limit"
+    assert decide({"max_time": 60}) == Decide(max_time=60.0)
 
 
 def test_summary_records_stop_on_means_and_refuse_the_rest(spec: ModelSpec) -> None:

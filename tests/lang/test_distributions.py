@@ -31,7 +31,7 @@ from simstack.lang.samplers import (
 from simstack.lang.schema import Field, read_fields
 from simstack.lang.units import parse_size, parse_time
 
-KNOWN = "const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed"
+KNOWN = "const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed, attribute"
 
 
 def dist(raw: object, base_dir: Path | None = None) -> object:

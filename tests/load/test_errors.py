@@ -289,7 +289,7 @@ def test_unknown_size_unit_in_a_call(tmp_path: Path) -> None:
 def test_unknown_distribution_lists_the_known_ones(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "weibull(1ms, 2)")), "components.srv.service",
            "unknown distribution 'weibull' in 'weibull(1ms, 2)'; known: const, exp, lognormal, gamma, hyperexp, "
-           "pareto, uniform, normal, empirical, indexed")
+           "pareto, uniform, normal, empirical, indexed, attribute")
 
 
 def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_distribution_with_too_few_arguments(tmp_path: Path) -> None:
 def test_distribution_missing_its_closing_parenthesis(tmp_path: Path) -> None:
     expect(tmp_path, model(("components.srv.service", "exp(1ms")), "components.srv.service",
            "malformed distribution 'exp(1ms': write name(arguments) such as exp(2ms) or lognormal(5ms, 0.5); "
-           "known: const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed")
+           "known: const, exp, lognormal, gamma, hyperexp, pareto, uniform, normal, empirical, indexed, attribute")
 
 
 def test_normal_with_a_mean_below_zero(tmp_path: Path) -> None:
@@ -393,7 +393,7 @@ def test_a_document_nested_too_deeply(tmp_path: Path) -> None:
 
 def test_empty_file(tmp_path: Path) -> None:
     expect(tmp_path, "", None, "a model file must be a mapping of sections (name, description, parameters, flags, "
-           "scenarios, hosts, components, requests, workloads, settings), got an empty file")
+           "scenarios, hosts, components, requests, workloads, settings, environment), got an empty file")
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -405,7 +405,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_unknown_top_level_section(tmp_path: Path) -> None:
     expect(tmp_path, model(("host", {"db": {"cores": 1}})), "host",
            "unknown section 'host' (did you mean 'hosts'?); expected: name, description, parameters, flags, "
-           "scenarios, hosts, components, requests, workloads, settings")
+           "scenarios, hosts, components, requests, workloads, settings, environment")
 
 
 def test_unknown_key_in_a_component(tmp_path: Path) -> None:
@@ -432,14 +432,15 @@ def test_step_with_two_actions(tmp_path: Path) -> None:
 
 def test_step_with_no_action(tmp_path: Path) -> None:
     expect(tmp_path, model(steps({"name": "lonely"})), "requests.read.steps[0]",
-           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, choose, repeat, all, "
-           "acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore; found only name")
+           "a step needs one action, one of cpu, delay, hold, call, send, parallel, steps, choose, switch, repeat, "
+           "all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore; found only name")
 
 
 def test_step_written_as_text(tmp_path: Path) -> None:
     expect(tmp_path, model(steps("delay 5ms")), "requests.read.steps[0]",
-           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, choose, repeat, "
-           "all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore, got 'delay 5ms'")
+           "a step must be a mapping with one of cpu, delay, hold, call, send, parallel, steps, choose, switch, "
+           "repeat, all, acquire, release, reply, alloc, write_memory, fork, read, checkpoint, restore, "
+           "got 'delay 5ms'")
 
 
 def test_unknown_key_in_a_step(tmp_path: Path) -> None:

@@ -6,70 +6,22 @@ as text, and no console error."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-MODELS = Path(__file__).resolve().parents[2] / "models"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+from tests.serve.browser import MODELS, NEEDS_CHROMIUM, simstack, watched
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no Chromium at /usr/bin/chromium")]
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 pytest.importorskip("dash")
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 
-def simstack(*args: str, cwd: Path, **kw: object) -> subprocess.Popen[str]:
-    code = "import sys; from simstack.cli.main import main; sys.argv[0] = 'simstack'; main()"
-    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ}, **kw)  # type: ignore[call-overload]
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[object]:
-    servers: list[subprocess.Popen[str]] = []
-
-    def start(model: Path) -> str:
-        server = simstack("serve", f"model={model}", "port=0", cwd=tmp_path)
-        servers.append(server)
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert found, (line, server.stderr.read() if server.poll() is not None and server.stderr else "")
-        return found.group(0)
-
-    yield start
-    for server in servers:
-        server.terminate()
-        server.wait(10)
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-def watched(browser: object) -> tuple[object, list[str]]:
-    page = browser.new_page()  # type: ignore[attr-defined]
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return page, errors
-
-
-def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object, browser: object) -> None:
+def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object, browser: object,
+                                                   shoot: object) -> None:
     model = tmp_path / "pipeline"
     shutil.copytree(MODELS / "pipeline", model)
     url = serve(model)  # type: ignore[operator]
@@ -122,7 +74,7 @@ def test_pipeline_page_answers_simulates_and_saves(tmp_path: Path, serve: object
     page.click("#whatif")  # the saved what-if is a choice at once
     page.get_by_text("from_page", exact=True).wait_for(timeout=10000)
     page.keyboard.press("Escape")
-    page.screenshot(path=str(tmp_path / "pipeline.png"), full_page=True)
+    shoot(page, "pipeline")  # type: ignore[operator]
 
     page.reload()  # reload restores the setting from the address
     page.locator("#instant-chains").wait_for(timeout=20000)
@@ -156,20 +108,4 @@ def test_hostile_model_text_is_shown_as_text(tmp_path: Path, serve: object, brow
     assert page.inner_text("#model-name") == name
     assert page.inner_text("#model-description") == description
     assert page.evaluate("() => window.owned") is None and page.locator("#model-description img").count() == 0
-    assert not errors, errors
-
-
-@pytest.mark.parametrize("name", ["slac_bsa", "tango"])
-def test_bundled_model_pages_load_with_their_controls(name: str, tmp_path: Path, serve: object,
-                                                      browser: object) -> None:
-    from simstack.load.loader import load_model
-    from simstack.serve.controls import derive
-
-    controls = derive(load_model(name))
-    page, errors = watched(browser)
-    page.goto(serve(MODELS / name))  # type: ignore[operator]
-    page.locator("#instant-chains, #instant-error").first.wait_for(timeout=30000)
-    assert page.locator("input[type=number][id*='param']").count() == len(controls.parameters)
-    assert page.locator("input[type=checkbox]").count() == len(controls.flags)
-    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
     assert not errors, errors

@@ -242,7 +242,11 @@ def test_predict_prints_the_verdicts_and_records_them_in_the_meta(lin: Path) -> 
 
 def test_without_uncertainty_the_calibrated_file_keeps_its_keys(lin: Path) -> None:
     result = calibrate(load_study(lin), progress=False)
-    assert list(result) == ["parameters", "method", "seed", "evaluations", "residuals", "rows", "baselines", "date"]
+    assert "uncertainty" not in result  # only the range linearised from the fit, apart from it
+    assert [k for k in result if k not in ("linearised_range", "at_bounds", "outside_tolerance")] == [
+        "parameters", "method", "seed", "evaluations", "residuals", "rows", "baselines", "date"]
+    assert set(result["linearised_range"]) == set(result["parameters"])
+    assert result["at_bounds"] == [] and result["outside_tolerance"] == []
 
 
 def test_the_profile_is_the_range_where_every_target_stays_within_tolerance(lin: Path) -> None:

@@ -38,6 +38,7 @@ def test_the_mutations_reach_past_the_yaml_reader(outcomes: list) -> None:
     (31, 1167),  # a precision's relative a whole number of 170 digits: an OverflowError in stopping
     (31, 1393),  # an interval alternative's selection a string: a ValueError in parse_interval
     (31, 1700),  # an axis value's selection a string: a ValueError in parse_axis
+    (31, 6837),  # an axis named False (a YAML key): a TypeError joining the axes' names in read_row_targets
 ])
 def test_the_findings_of_the_study_fuzzer_are_refused_with_their_place(seed: int, index: int) -> None:
     (result,) = [r for _, r in fuzz_models.campaign(seed, [index], jobs=1, timeout=60.0, surface="studies")]

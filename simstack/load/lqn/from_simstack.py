@@ -9,9 +9,10 @@ groups; an open workload is the entry's open arrival rate. An entry's steps beco
 when they are the phase pattern the importer writes (CPU slices around calls, a ``reply``
 between phase 1 and 2), otherwise an activity graph (``choose`` an OR-fork and join, ``all``
 an AND-fork and (quorum) join, ``repeat: geometric(m)`` a loop). What has no LQN counterpart
-(databases, links, other locks, fan-outs, memory, a fixed repeat around more than calls) is
-refused with the request class and step it is at. Import -> export -> import gives back the
-same model (tested).
+(memory, processes, files, a fixed repeat around more than calls) is refused with the request
+class and step it is at; links, databases, queues, fan-outs and per-key locks are first
+written in these terms (``from_kinds``), plain locks as one-thread tasks (``from_locks``).
+Import -> export -> import gives back the same model (tested).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from simstack.errors import ModelError
 from simstack.io.terminal import printable
 from simstack.lang.samplers import Const, Exp
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Acquire,
     ClosedWorkload,
@@ -34,6 +36,7 @@ from simstack.lang.spec import (
     Sequence,
     Step,
 )
+from simstack.load.lqn.from_kinds import KindLifter
 from simstack.load.lqn.from_locks import LockLifter, plain
 from simstack.load.lqn.from_steps import StepsToLqn, TaskGraph, cpu_laws
 from simstack.load.lqn.lqn_model import MAX_NAME, Entry, Group, LqnModel, Processor, Task
@@ -45,9 +48,10 @@ DISCIPLINES = {"fifo": "fcfs", "ps": "ps", "priority": "pp", "hol": "hol", "run_
 def from_simstack(spec: ModelSpec) -> LqnModel:
     """The LQN model of ``spec``, or a ``ModelError`` naming what has no counterpart."""
     refuse_names(spec)
-    lifted, remarks = LockLifter(spec).lift()
+    lifted, kinds = KindLifter(spec).lift()
+    lifted, locks = LockLifter(lifted).lift()
     model = _Exporter(lifted).model()
-    return replace(model, remarks=tuple(remarks))
+    return replace(model, remarks=tuple(kinds + locks))
 
 
 def refuse_names(spec: ModelSpec) -> None:
@@ -81,9 +85,15 @@ class _Exporter:
 
     def model(self) -> LqnModel:
         for name, comp in self.spec.components.items():
+            if isinstance(comp.settings.get("size"), SizeSchedule):
+                raise self.fail(f"components.{name}.size", "an LQN task has one multiplicity: a size that follows a "
+                                "schedule has no LQN counterpart")
             if comp.kind == "threads":
+                bounded = comp.settings.get("when_full") == "drop" and \
+                    not math.isinf(comp.settings.get("queue_capacity", math.inf))
                 self.task(name, "fcfs", str(comp.host), comp.settings["size"],
-                          priority=int(comp.settings.get("priority", 0)), group=comp.settings.get("group"))
+                          priority=int(comp.settings.get("priority", 0)), group=comp.settings.get("group"),
+                          queue_length=int(comp.settings["queue_capacity"]) if bounded else 0)
             elif comp.kind == "semaphore":
                 size = comp.settings["size"]
                 initial = comp.settings.get("initial")
@@ -115,6 +125,7 @@ class _Exporter:
             graph = self.graphs.get(tname)
             tasks.append(Task(tname, t["processor"], t["scheduling"], 0, tuple(t["entries"]), t["multiplicity"],
                               priority=t["priority"], think=t["think"], initially=t["initially"], group=t["group"],
+                              queue_length=t["queue_length"],
                               activities=tuple(graph.activities) if graph else (),
                               precedences=tuple(graph.precedences) if graph else (),
                               replies=tuple(graph.replies) if graph else ()))
@@ -144,10 +155,11 @@ class _Exporter:
         return Processor(name, DISCIPLINES[host.discipline], 0, int(host.cores), speed=host.speed)
 
     def task(self, name: str, scheduling: str, processor: str, multiplicity: float, *, priority: int = 0,
-             think: float = 0.0, initially: int | None = None, group: str | None = None) -> None:
+             think: float = 0.0, initially: int | None = None, group: str | None = None,
+             queue_length: int = 0) -> None:
         self.tasks[name] = {"processor": processor, "scheduling": scheduling, "multiplicity": multiplicity,
                             "priority": priority, "think": think, "initially": initially, "group": group,
-                            "entries": []}
+                            "queue_length": queue_length, "entries": []}
 
     def workloads(self) -> dict[str, tuple[str, Any]]:
         out: dict[str, tuple[str, Any]] = {}

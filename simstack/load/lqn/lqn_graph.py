@@ -15,9 +15,10 @@ not meet their own joins (branches of one fork ending at different joins, or not
 all) is still exact there: each AND-join becomes a semaphore that starts empty; the first
 activity of the join list waits for a unit from each of the others (``acquire``), which give
 one back as they end (``release``) and end their thread; the forks become ``all`` over
-branches that each run to their end. Elsewhere such a graph, a join of activities started by
-different entries (LQN's synchronisation server) or a cycle is refused with the
-precedence's line.
+branches that each run to their end. A join of activities started by different entries (LQN's
+synchronisation server) is cut there: each entry's steps up to it (``walk``) and the steps
+after it (``after_join``), which ``lqn_sync`` puts together. Elsewhere such a graph, or a
+cycle, is refused with the precedence's line.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class GraphReader:
         self.barriers = False
         self.semaphores: dict[str, tuple[int, Precedence]] = {}  # name -> (units, the join it stands for)
         self.reachable: set[str] = set()
+        self.reply_others: dict[str, str] = {}  # after a join across entries: entry -> semaphore its reply releases
         self.replies: dict[str, set[str]] = {}
         for act, entry in task.replies:
             if act not in self.acts:
@@ -70,6 +72,35 @@ class GraphReader:
 
     def entry_steps(self, entry: str, start: str) -> Steps:
         """The steps of ``entry``, whose graph starts at activity ``start``."""
+        steps, join = self.walk(entry, start)
+        if join is not None:
+            raise located(self.source, join.line, f"task {self.task.name!r}, entry {entry!r}: the join list "
+                                                  f"{self.show(join)} waits for activities that entry {entry!r} "
+                                                  f"does not start: a join across entries (an LQN synchronisation "
+                                                  f"server) is imported only in a task of one thread")
+        while steps and steps[-1] == "reply":  # replying at the end is what ending does
+            steps.pop()
+        return steps
+
+    def after_join(self, join: Precedence, leader: str, others: dict[str, str]) -> Steps:
+        """The steps after a join across entries (a synchronisation server), run for ``leader``:
+        a reply to the leader is ``reply``, a reply to another entry ``e`` releases ``others[e]``."""
+        self.entry, self.reply_others, self.barriers = leader, others, False
+        self.reachable = set(self.acts)
+        try:
+            following = self.follow(join, frozenset(join.pre), 0)
+            steps, after = self.chain(following, frozenset(join.pre)) if isinstance(following, str) else following
+        finally:
+            self.reply_others = {}
+        if after is not None:
+            raise located(self.source, after.line, f"task {self.task.name!r}: the join list {self.show(after)} "
+                                                   f"follows the join across entries {self.show(join)}; one join "
+                                                   f"across entries a task is imported")
+        return steps
+
+    def walk(self, entry: str, start: str) -> tuple[Steps, Precedence | None]:
+        """The steps of ``entry`` from ``start`` until its thread ends (None) or reaches a join
+        of activities other entries start (that join)."""
         if start not in self.acts:
             raise located(self.source, self.task.line, f"entry {entry!r} starts at activity {start!r}, which task "
                                                        f"{self.task.name!r} does not define")
@@ -87,14 +118,7 @@ class GraphReader:
                 steps, join = self.chain(start, frozenset())
             except _Unstructured as again:
                 raise again.error from None
-        if join is not None:
-            raise located(self.source, join.line, f"task {self.task.name!r}, entry {entry!r}: the join list "
-                                                  f"{self.show(join)} waits for activities that entry {entry!r} "
-                                                  f"does not start: a join across entries (an LQN synchronisation "
-                                                  f"server), which simstack has no counterpart for")
-        while steps and steps[-1] == "reply":  # replying at the end is what ending does
-            steps.pop()
-        return steps
+        return steps, join
 
     # -- walking -------------------------------------------------------------------------
     # A sequence is walked in a loop, not by recursion, so a chain of thousands of activities
@@ -111,8 +135,10 @@ class GraphReader:
                 raise located(self.source, self.acts[name].line, f"activity {name!r} of task {self.task.name!r} "
                                                                  f"is reached again: a cycle (write loops with '*')")
             steps += self.work(self.acts[name])
-            if self.entry in self.replies.get(name, set()):  # a reply to another entry is that entry's business
+            replied = self.replies.get(name, set())
+            if self.entry in replied:  # a reply to another entry is that entry's business
                 steps.append("reply")
+            steps += [{"release": self.reply_others[e]} for e in sorted(replied & self.reply_others.keys())]
             p = self.after.get(name)
             if p is None:
                 return steps, None
@@ -194,7 +220,7 @@ class GraphReader:
             body, join = self.chain(b, seen, depth + 1)
             if join is not None:
                 raise self.unstructured(join, f"the loop branch {b!r} (line {p.line}) runs into a join")
-            if "reply" in _flat(body):
+            if "reply" in flat_steps(body):
                 raise located(self.source, p.line, f"loop branch {b!r} replies: a loop runs a random number of "
                                                    f"times, so it cannot reply (LQN forbids it too)")
             bodies.append(body)
@@ -259,7 +285,7 @@ class GraphReader:
         return f"'{sep.join(names)}'"
 
 
-def _flat(steps: Steps) -> list[Any]:
+def flat_steps(steps: Steps) -> list[Any]:
     out: list[Any] = []
     for s in steps:
         out.append(s)
@@ -268,12 +294,12 @@ def _flat(steps: Steps) -> list[Any]:
                 inner = s.get(key)
                 if key == "all" and inner:
                     for b in inner:
-                        out.extend(_flat(b))
+                        out.extend(flat_steps(b))
                 elif key == "choose" and inner:
                     for b in inner:
-                        out.extend(_flat(b["steps"]))
+                        out.extend(flat_steps(b["steps"]))
                 elif isinstance(inner, list):
-                    out.extend(_flat(inner))
+                    out.extend(flat_steps(inner))
     return out
 
 

@@ -88,6 +88,7 @@ class Entry:
     priority: int = 0
     semaphore: str | None = None  # signal | wait
     rwlock: str | None = None  # r-lock | r-unlock | w-lock | w-unlock
+    replica_of: str | None = None  # the LQN entry a written-out replica copies (lqn_replicas.flatten)
 
 
 @dataclass(frozen=True)

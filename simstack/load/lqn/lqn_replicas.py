@@ -98,6 +98,7 @@ class _Flattener:
             for r in range(1, t.replication + 1):
                 out.append(replace(
                     e, name=_rname(e.name, r, t.replication), task=_rname(t.name, r, t.replication),
+                    replica_of=e.name if t.replication > 1 else None,
                     phases=tuple(replace(p, calls=self.calls(t, r, p.calls, p.line)) for p in e.phases),
                     forwards=self.calls(t, r, e.forwards, e.line)))
         return out

@@ -59,7 +59,7 @@ def _task(t: Task, entries: dict) -> list[str]:
     mult = None if math.isinf(t.multiplicity) or t.multiplicity == 1 else _n(t.multiplicity)
     out = [f"    <task{_attrs(name=t.name, scheduling=t.scheduling, multiplicity=mult)}"
            f"{_attrs(priority=t.priority or None, think_time=_n(t.think) if t.think else None)}"
-           f"{_attrs(initially=t.initially)}>"]
+           f"{_attrs(initially=t.initially, queue_length=t.queue_length or None)}>"]
     for name in t.entries:
         e = entries[name]
         rate = _n(e.open_rate) if e.open_rate else None

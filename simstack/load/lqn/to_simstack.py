@@ -36,6 +36,7 @@ from simstack.load.lqn.lqn_graph import GraphReader
 from simstack.load.lqn.lqn_model import MAX_VALUE, Call, Entry, LqnModel, Task
 from simstack.load.lqn.lqn_replicas import flatten
 from simstack.load.lqn.lqn_steps import Work, num
+from simstack.load.lqn.lqn_sync import plan_sync
 from simstack.load.lqn.lqn_values import located
 
 PROCESSOR_DISCIPLINES = {"fcfs": "fifo", "ps": "ps", "pp": "priority", "pri": "priority", "hol": "hol", "inf": "ps",
@@ -69,7 +70,10 @@ class Imported:
 
     doc: dict[str, Any]
     mapping: tuple[tuple[str, int, str], ...]
-    entries: dict[str, str]  # LQN entry -> request class whose stage named after the entry counts it
+    # request class (whose stage of the same name counts its completions) -> the LQN entry a solver
+    # reports it as: the entry itself, or for a replica ``e_r`` the replicated entry ``e`` (a solver's
+    # result for a replicated entry is per replica)
+    entries: dict[str, str]
     notes: tuple[str, ...]  # what the file says that a simulation does not use
 
 
@@ -144,7 +148,8 @@ class _Converter:
         if not components:
             del doc["components"]
         notes = tuple(f"line {u.line}: {u.what}" for u in self.model.ignored) + tuple(self.lost)
-        return Imported(doc, tuple(self.mapping), {e: e for e in self.entries}, notes)
+        return Imported(doc, tuple(self.mapping), {e.name: e.replica_of or e.name for e in self.entries.values()},
+                        notes)
 
     def host(self, pname: str) -> dict[str, Any]:
         p = self.processors[pname]
@@ -229,9 +234,13 @@ class _Converter:
         self.work.pareto = t.scheduling == "burst"
         if graph is not None:
             self.lost += bindings(t, self.entries, self.source)
+        sync = plan_sync(t, graph, self.entries, pool, kind, self.source) if graph else None
+        if sync is not None:
+            self.mapping += sync.mapping
+            self.add(components, sync.components, t.line)
         for ename in t.entries:
             e = self.entries[ename]
-            body = self.body(t, e, graph, kind)
+            body = sync.bodies[ename] if sync and ename in sync.bodies else self.body(t, e, graph, kind)
             request: dict[str, Any] = {"host": t.processor}
             if prioritised and t.priority and kind != "pool":
                 request["priority"] = t.priority
@@ -241,11 +250,16 @@ class _Converter:
             else:
                 requests[e.name] = {**request, "steps": body}
         for sem, (units, join) in (graph.semaphores.items() if graph else ()):
-            if sem in components or sem in self.entries:
-                raise self.fail(join.line, f"the join semaphore {sem!r} has the name of another element")
-            components[sem] = {"kind": "semaphore", "size": units, "initial": 0}
+            self.add(components, {sem: {"kind": "semaphore", "size": units, "initial": 0}}, join.line)
             self.mapping.append((f"AND-join {' & '.join(join.pre)} of task {t.name} (one thread)", join.line,
                                  f"components.{sem}: semaphore, {units} unit(s), empty at the start"))
+
+    def add(self, components: dict[str, Any], semaphores: dict[str, Any], line: int) -> None:
+        """Semaphores the importer names (joins), refused where the model has that name already."""
+        for sem, spec in semaphores.items():
+            if sem in components or sem in self.entries:
+                raise self.fail(line, f"the join semaphore {sem!r} has the name of another element")
+            components[sem] = spec
 
     def reference(self, t: Task, workloads: dict[str, Any]) -> None:
         if len(t.entries) != 1:

@@ -3,12 +3,17 @@
 An *operation* is a (service, span name) pair: every ``GET /settings`` span of the ``api``
 service is one operation, as an LQN entry is. Per operation the analysis keeps
 
-- its own time in every span: the span's duration less the union of its children's
-  intervals (overlapping children count once, so time spent waiting for a parallel fan-out
-  is not counted twice), the time the service spent itself rather than waiting for a callee;
-- its children as a *sequence of groups*: children sorted by start, a child that starts
-  before the previous group has ended joins it (they ran in parallel), and the most common
-  sequence over its spans is the one the draft calls;
+- its own time in every span: the span's duration less the union of the intervals of the
+  children it waited for (overlapping children count once, so time spent waiting for a
+  parallel fan-out is not counted twice), the time the service spent itself rather than
+  waiting for a callee. A child still running when the span ends was not waited for (work
+  handed on: a message, a background job); the span's time beside it is its own, so the own
+  time splits into a *sequential* part (no child in flight: on the request's path, in
+  sequence with its calls) and a *parallel* part (beside a child it handed on);
+- the children it waited for as a *sequence of groups*: children sorted by start, a child
+  that starts before the previous group has ended joins it (they ran in parallel), and the
+  most common sequence over its spans is the one the draft calls; the children it handed on
+  (``sends``), which the draft sends;
 - whether it is an entry of its service (its caller is another service, or none): only those
   take one of the service's workers, internal spans run on the worker their caller holds;
 - per service, the most entry spans seen running at once (the pool size the draft gives it).
@@ -24,6 +29,7 @@ from simstack.load.otel.otlp import Span
 
 MAX_DEPTH = 64  # a call chain deeper than this is refused as a likely cycle of parent ids
 MAX_OPERATIONS = 500
+LATE_NS = 100_000  # a child ending up to 0.1 ms after its parent was waited for (the hosts' clocks differ)
 Op = tuple[str, str]  # (service, span name)
 
 
@@ -31,11 +37,17 @@ Op = tuple[str, str]  # (service, span name)
 class Operation:
     service: str
     name: str
-    self_times: list[float] = field(default_factory=list)  # seconds
+    self_times: list[float] = field(default_factory=list)  # seconds, sequential and parallel parts together
+    parallel_times: list[float] = field(default_factory=list)  # seconds of each own time beside a child handed on
     durations: list[float] = field(default_factory=list)  # seconds
     sequences: Counter[tuple[tuple[Op, ...], ...]] = field(default_factory=Counter)
     entry: bool = True  # never called from its own service
     roots: list[int] = field(default_factory=list)  # start times (ns) of its spans without a caller
+    sends: Counter[Op] = field(default_factory=Counter)  # children still running when a span ended, per op
+
+    def handed_on(self) -> list[Op]:
+        """The operations most of its spans hand on (start and do not wait for), for the draft."""
+        return sorted(op for op, n in self.sends.items() if 2 * n > len(self.durations))
 
 
 @dataclass(frozen=True)
@@ -47,14 +59,38 @@ class CallGraph:
     orphans: int  # spans whose parent is not in the file (counted as roots)
 
 
-def _union(intervals: list[tuple[int, int]], lo: int, hi: int) -> int:
-    total, end = 0, lo
+def _merged(intervals: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The union of ``intervals`` within [lo, hi], as disjoint intervals in order."""
+    out: list[tuple[int, int]] = []
     for start, stop in sorted(intervals):
-        start, stop = max(start, end), min(stop, hi)
-        if stop > start:
-            total += stop - start
-            end = stop
-    return total
+        start, stop = max(start, lo), min(stop, hi)
+        if stop <= start:
+            continue
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
+
+
+def _length(intervals: list[tuple[int, int]]) -> int:
+    return sum(b - a for a, b in intervals)
+
+
+def _handed_on(child: Span, span: Span) -> bool:
+    """Still running when ``span`` ended (beyond the clocks' disagreement): not waited for."""
+    return child.end_ns > span.end_ns + LATE_NS
+
+
+def own_time(span: Span, children: list[Span]) -> tuple[int, int]:
+    """(own time, its parallel part) of ``span`` in ns: its duration less the union of the
+    children it waited for (those that ended by its end; overlapping ones once), and of that
+    the time beside a child still running at its end (handed on, not waited for)."""
+    lo, hi = span.start_ns, span.end_ns
+    waited = _merged([(c.start_ns, c.end_ns) for c in children if not _handed_on(c, span)], lo, hi)
+    handed = _merged([(c.start_ns, c.end_ns) for c in children if _handed_on(c, span)], lo, hi)
+    beside = _length(_merged([(max(a, c), min(b, d)) for a, b in handed for c, d in waited], lo, hi))
+    return hi - lo - _length(waited), _length(handed) - beside
 
 
 def _groups(children: list[Span], key: dict[str, Op]) -> tuple[tuple[Op, ...], ...]:
@@ -106,10 +142,12 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
                                     f"span names must not carry ids or parameters")
                 op = ops[key[s.span_id]] = Operation(s.service, s.name)
             mine = children[s.span_id]
-            busy = _union([(c.start_ns, c.end_ns) for c in mine], s.start_ns, s.end_ns)
-            op.self_times.append((s.end_ns - s.start_ns - busy) / 1e9)
+            own, parallel = own_time(s, mine)
+            op.self_times.append(own / 1e9)
+            op.parallel_times.append(parallel / 1e9)
             op.durations.append((s.end_ns - s.start_ns) / 1e9)
-            op.sequences[_groups(mine, key)] += 1
+            op.sequences[_groups([c for c in mine if not _handed_on(c, s)], key)] += 1
+            op.sends.update({key[c.span_id] for c in mine if _handed_on(c, s)})
             caller = trace.get(s.parent)
             if caller is None:
                 op.roots.append(s.start_ns)
@@ -143,7 +181,8 @@ def _refuse_cycles(ops: dict[Op, Operation], source: str) -> None:
     """Operations calling each other in a ring (in any of their spans, not only the drafted
     sequence) cannot be a model's synchronous calls."""
     state: dict[Op, int] = {}
-    callees = {op: sorted({c for seq in info.sequences for group in seq for c in group}) for op, info in ops.items()}
+    callees = {op: sorted({c for seq in info.sequences for group in seq for c in group} | set(info.sends))
+               for op, info in ops.items()}
 
     def visit(node: Op, path: list[Op]) -> None:
         state[node] = 1

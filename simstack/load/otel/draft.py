@@ -8,7 +8,8 @@ How each piece of the traces becomes a piece of the model (docs/otel.md says why
   worker blocks on a downstream call;
 - operation -> a request class whose steps are a stage named after it: a ``delay`` of its
   fitted own time, then its most common child sequence as ``call:`` steps (a group of
-  overlapping children as ``all:``);
+  overlapping children as ``all:``), then a ``send:`` of each child most of its spans handed
+  on (still running when the span ended);
 - root spans -> a ``trace`` workload per root operation replaying their start times from
   ``arrivals_<class>.csv``;
 - the traces' median and 95th percentile per operation -> ``baselines.csv`` and
@@ -65,7 +66,8 @@ def own_time_law(op: Operation) -> tuple[str, str, int]:
         return "0s", "no own time (the children cover the whole span)", 0
     if x.size < MIN_SAMPLES:
         unit, scale = _unit(float(x.mean()))
-        return f"{x.mean() / scale:.4g}{unit}", f"const (mean of {x.size} samples, too few to fit)", int(x.size)
+        note = f"const (mean of {x.size} samples, too few to fit)" + _parallel_note(op)
+        return f"{x.mean() / scale:.4g}{unit}", note, int(x.size)
     sample = x if x.size <= MAX_FIT else np.random.default_rng(1).choice(x, MAX_FIT, replace=False)
     fits = fit_samples(sample, bootstrap=BOOTSTRAP)
     closest = min(f.ks for f in fits)
@@ -80,8 +82,16 @@ def own_time_law(op: Operation) -> tuple[str, str, int]:
     note = (f"{text}, best AIC among the laws within KS {KS_SLACK} of the closest; "
             f"first parameter in [{lo / scale:.4g}, {hi / scale:.4g}] {unit} (95 %), "
             f"KS distance {best.ks:.3f}" + (f"; {zeros} spans with no own time left out" if zeros else "")
-            + (f"; fitted to a random {MAX_FIT} of them" if x.size > MAX_FIT else ""))
+            + (f"; fitted to a random {MAX_FIT} of them" if x.size > MAX_FIT else "") + _parallel_note(op))
     return text, note, int(x.size)
+
+
+def _parallel_note(op: Operation) -> str:
+    """How much of the own time ran beside children the spans handed on (not waited for)."""
+    total, parallel = sum(op.self_times), sum(op.parallel_times)
+    if not parallel or not total:
+        return ""
+    return f"; {parallel / total:.0%} of it beside children handed on (the parallel part), the rest sequential"
 
 
 def _calls(groups: tuple[tuple[Op, ...], ...], classes: dict[Op, str]) -> list[dict[str, Any]]:
@@ -131,8 +141,9 @@ def draft(graph: CallGraph, name: str) -> Draft:
         cls = classes[op]
         law, note, n = own_time_law(info)
         laws.append((op, cls, note, n))
+        sends = [{"send": classes[c]} for c in info.handed_on()]  # started, not waited for
         stage: dict[str, Any] = {"name": cls, "steps": [{"delay": law, "name": "own time"},
-                                                        *_calls(typical(info), classes)]}
+                                                        *_calls(typical(info), classes), *sends]}
         body = [{"hold": f"{pools[op[0]]}_workers", "steps": [stage]}] if info.entry else [stage]
         doc["requests"][cls] = {"steps": body}
     first = min(t for info in graph.operations.values() for t in info.roots)

@@ -1,4 +1,5 @@
-"""Reading the control-flow steps: ``choose`` (one branch by probability), ``repeat`` (the
+"""Reading the control-flow steps: ``choose`` (one branch by probability), ``switch`` (a
+change of class by probability), ``repeat`` (the
 same steps N times, N fixed or random), ``all`` (different branches at once, joined by all
 or by a quorum) and the ``calls:`` mean on a ``call`` step.
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from simstack.errors import ModelError
 from simstack.lang.distributions import parse_count_distribution
 from simstack.lang.schema import located
-from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, Repeat, Step
+from simstack.lang.spec import Branch, Call, Choose, Fork, Guard, Repeat, Step, Switch
 
 if TYPE_CHECKING:
     from simstack.load.steps.requests import StepReader
@@ -47,6 +48,32 @@ def read_choose(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: 
         shown = " + ".join(f"{b.p:g}" for b in branches)
         raise ModelError(f"branch probabilities must sum to 1, got {shown} = {total:.12g}", path=where)
     return Choose(guard, tuple(branches))
+
+
+def read_switch(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Switch:
+    """``switch: {b: 0.3, c: 0.7}``: the request changes class (to b with probability 0.3) and
+    goes on with the new class's steps; a class naming the one being read stays as it is."""
+    reader._allowed(raw, "switch", path, ())
+    spec = raw["switch"]
+    where = f"{path}.switch"
+    if not isinstance(spec, Mapping) or not spec:
+        raise ModelError(f"expected the classes to switch to, each with its probability, such as "
+                         f"{{b: 0.3, c: 0.7}}, got {spec!r}", path=where)
+    branches, classes = [], []
+    for name, value in spec.items():
+        if not isinstance(name, str) or name not in reader.request_names:
+            known = ", ".join(sorted(reader.request_names))
+            raise ModelError(f"unknown request class {name!r} to switch to; request classes: {known}",
+                             path=f"{where}.{name}")
+        p = _probability(value, f"{where}.{name}")
+        stays = name == reader.reading
+        branches.append(Branch(p, () if stays else (Call(Guard(f"call:{name}", f"{where}.{name}"), name, {}),)))
+        classes.append(name)
+    total = math.fsum(b.p for b in branches)
+    if abs(total - 1.0) > SUM_TOLERANCE:
+        shown = " + ".join(f"{b.p:g}" for b in branches)
+        raise ModelError(f"switch probabilities must sum to 1, got {shown} = {total:.12g}", path=where)
+    return Switch(guard, tuple(branches), tuple(classes))
 
 
 def read_repeat(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> Repeat:

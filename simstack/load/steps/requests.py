@@ -32,11 +32,12 @@ from simstack.lang.spec import (
     Step,
 )
 from simstack.lang.units import non_negative, parse_count, parse_size, parse_time, positive
-from simstack.load.steps.control import read_all, read_calls, read_choose, read_repeat
+from simstack.load.steps.control import read_all, read_calls, read_choose, read_repeat, read_switch
 from simstack.load.steps.lifecycle import READERS as LIFECYCLE
+from simstack.load.steps.senders import mark_senders
 from simstack.load.steps.sync import check_replies, read_acquire, read_reply
 
-ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "repeat", "all",
+ACTIONS = ("cpu", "delay", "hold", "call", "send", "parallel", "steps", "choose", "switch", "repeat", "all",
            "acquire", "release", "reply", "alloc", "write_memory", "fork", "read", "checkpoint", "restore")
 MODIFIERS = ("name", "when", "unless", "deadline", "on_miss")
 # the keys each action takes besides itself and the modifiers (``simstack kinds`` lists them)
@@ -56,6 +57,7 @@ class StepReader:
         self.flags = flags
         self.base_dir = base_dir
         self._held: list[tuple[str, str | None, str]] = []  # (lock, key, step path) around the step being read
+        self.reading = ""  # the request class being read
 
     def request(self, name: str, raw: object) -> RequestSpec:
         path = f"requests.{name}"
@@ -72,6 +74,7 @@ class StepReader:
             raise ModelError(f"unknown host {host!r}{suggest(host, self._hosts)}; hosts: "
                              f"{', '.join(self._hosts) or '(none)'}", path=f"{path}.host")
         self._held = []
+        self.reading = name
         body = check_replies(self.steps(values["steps"], f"{path}.steps"))
         return RequestSpec(name, body, host, values["priority"])
 
@@ -83,7 +86,7 @@ class StepReader:
             step = self.step(item, f"{path}[{index}]")
             if step is not None:
                 out.append(step)
-        return tuple(out)
+        return mark_senders(tuple(out), self.components)
 
     def step(self, raw: object, path: str) -> Step | None:
         raw = {"reply": True} if raw == "reply" else raw  # the reply marker may stand alone
@@ -242,6 +245,7 @@ class StepReader:
         return read_reply(self, raw, guard, path)
 
     _choose = read_choose
+    _switch = read_switch
     _repeat = read_repeat
     _all = read_all
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from simstack.errors import ModelError
 from simstack.kinds.workloads import type_of
 from simstack.lang.samplers import Distribution, Indexed
+from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Alloc,
     Call,
@@ -97,8 +98,20 @@ class _Builder:
     def refuse(self, path: str, what: str) -> None:
         self.unsupported.append((what, path))
 
+    def fixed_size(self, comp: ComponentSpec) -> float:
+        """A pool's or semaphore's size; one that follows a schedule has no steady state (refused)."""
+        size = comp.settings["size"]
+        if isinstance(size, SizeSchedule):
+            self.refuse(f"components.{comp.name}.size", "a size that follows a schedule (solve its smallest or "
+                        "largest size as a constant for a bound)")
+            return size.peak
+        return size  # type: ignore[no-any-return]
+
     # -- chains ---------------------------------------------------------------------------
     def workloads(self) -> None:
+        if self.spec.environment is not None:  # no one set of rates to solve for
+            self.refuse("environment", "operating modes that switch the rates at random (solve each mode's rates "
+                        "as a model of its own; environment.stationary() gives each mode's share of time)")
         for wl in self.spec.workloads.values():
             item: int | str = 0
             if isinstance(wl, ClosedWorkload):
@@ -106,9 +119,10 @@ class _Builder:
                 item = CLIENT
             elif isinstance(wl, ProtocolWorkload):
                 chain = Chain(wl.name, wl.request, [], population=1, think=wl.gap.mean)
-            elif isinstance(wl, OpenWorkload) and wl.schedule is not None:  # no steady state to solve for
-                self.refuse(f"workloads.{wl.name}.rate", "a rate that follows a schedule (solve its peak rate as a "
-                            "constant rate for a bound)")
+            elif isinstance(wl, OpenWorkload | PeriodicWorkload) and wl.schedule is not None:  # no steady state
+                key = "rate" if isinstance(wl, OpenWorkload) else "frequency"
+                self.refuse(f"workloads.{wl.name}.{key}", f"a {key} that follows a schedule (solve its peak {key} "
+                            f"as a constant {key} for a bound)")
                 continue
             elif isinstance(wl, OpenWorkload):
                 chain = Chain(wl.name, wl.request, [], rate=1.0 / wl.interarrival.mean)
@@ -255,15 +269,15 @@ class _Builder:
             with self.at_priority(s["priority"]):
                 node = self.held_section(step, comp.host or host, item, chain, times, split)
             self.held.pop()
-            node.station = self.station(comp.name, "threads", s["size"], fifo=True)
+            node.station = self.station(comp.name, "threads", self.fixed_size(comp), fifo=True)
             return [node]
         if comp.kind == "semaphore":
-            if s.get("initial") is not None and s["initial"] < s["size"]:
+            if s.get("initial") is not None and not isinstance(s["size"], SizeSchedule) and s["initial"] < s["size"]:
                 self.refuse(step.guard.path, f"semaphore {comp.name!r} with initial < size (units given by "
                                              "another request: a signal, not a resource held); nearest solvable: "
                                              "initial equal to size")
             node = self.held_section(step, host, item, chain, times, split)
-            node.station = self.station(comp.name, "semaphore", s["size"], fifo=True)
+            node.station = self.station(comp.name, "semaphore", self.fixed_size(comp), fifo=True)
             return [node]
         if comp.kind != "lock":
             self.refuse(step.guard.path, f"hold of a {comp.kind!r}; nearest solvable: a hold of threads, a "
@@ -305,9 +319,20 @@ class _Builder:
             return nodes
         if comp.kind == "server":
             mean, var = _dist_moments(opts.get("service") or s["service"], item, chain.population)
+            if s.get("load_dependent") is not None:  # solved exactly where in product form (analysis.product_form)
+                self.net.stations.setdefault(comp.name, Station(comp.name, "server", 1, rates=s["load_dependent"]))
+                return [Visit(comp.name, mean, var)]
             if math.isinf(s["servers"]):
                 return [Visit(self.station(comp.name, "delay", math.inf), mean, var)]
-            return [Visit(self.station(comp.name, "server", s["servers"], fifo=True), mean, var)]
+            order = s.get("order", "fifo")
+            if order == "sjf":
+                self.refuse(path, f"server {comp.name!r} serving the shortest job first (its mean depends on the "
+                                  "whole service-time distribution); nearest solvable: order fifo")
+            if math.isfinite(s.get("capacity", math.inf)):
+                self.refuse(path, f"server {comp.name!r} with capacity (its senders block when it is full); "
+                                  "nearest solvable: capacity inf")
+            # lcfs and siro keep first come, first served's means; lcfs-pr is insensitive, as sharing is
+            return [Visit(self.station(comp.name, "server", s["servers"], fifo=order != "lcfs-pr"), mean, var)]
         if comp.kind == "database":
             if s.get("growth") is not None:
                 self.refuse(path, f"database {comp.name!r} with growth (its latency drifts over the run); "
@@ -336,7 +361,8 @@ class _Builder:
             if body[0].target not in self.spec.components:  # name[item]: one replica per item
                 return None
             comp = self.spec.components[body[0].target]
-            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop":
+            if comp.kind != "threads" or comp.name in self.held or comp.settings.get("when_full") == "drop" \
+                    or isinstance(comp.settings["size"], SizeSchedule):
                 return None
             threads, body, host = min(threads, comp.settings["size"]), body[0].body, comp.host or host
         if len(body) != 1 or body[0].guard.deadline is not None:

@@ -24,6 +24,7 @@ class Station:
     group: str | None = None  # the CPU of a priority host this station is one priority level of
     priority: int = 0  # that level (higher is more urgent)
     preemptive: bool = True  # priority: a more urgent arrival takes the core; hol: it waits its turn
+    rates: tuple[float, ...] | None = None  # load-dependent: total rate with 1, 2, ... present (last held)
 
 
 @dataclass

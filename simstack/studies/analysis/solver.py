@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simstack.errors import SimstackError
-from simstack.studies.analysis import priority
+from simstack.studies.analysis import priority, product_form
 from simstack.studies.analysis.nodes import Chain, Network, Station
 from simstack.studies.analysis.plan import Plan
 from simstack.studies.analysis.sweep import State, Sweep, holds, reach_of, waitless
@@ -64,6 +64,7 @@ class Solution:
     stations: dict[str, Station]
     iterations: int
     approximations: list[str] = field(default_factory=list)  # beyond plain MVA: what and how close
+    method: str = "approximate MVA"  # how it was solved, for the reader
 
 
 def _refresh_loads(net: Network, s: State) -> None:
@@ -204,7 +205,11 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
     ``each_population(n, x)`` receives every chain's throughput (capped as the result is) at
     each population of the recursion on the way, so one solve answers a whole curve;
     ``before_population(n)`` may update the network's visit moments in place before step n
-    (per-client data averaged over the n clients present)."""
+    (per-client data averaged over the n clients present).
+    A network with a load-dependent station is solved exactly where it is in product form
+    (``product_form``), and refused elsewhere."""
+    if any(st.rates is not None for st in net.stations.values()):
+        return _load_dependent(net, each_population, before_population)
     s = State(net)
     closed = [c for c in net.chains.values() if c.closed and (c.population or 0) > 0]
     populations = [s.pop[c.name] for c in closed]
@@ -247,6 +252,28 @@ def solve(net: Network, tol: float = 1e-9, max_iter: int = 20_000, damping: floa
     for group, names in s.groups.items():  # a priority host's CPU: its levels together
         util[group] = sum(util[k] for k in names)
     return Solution(results, util, dict(net.stations), iterations, _approximations(net))
+
+
+def _load_dependent(net: Network, each_population: Callable[[int, dict[str, float]], None] | None,
+                    before_population: Callable[[int], None] | None) -> Solution:
+    """The exact solution of a network with a load-dependent station, or why there is none."""
+    found = product_form.refusals(net)
+    if found:
+        ld = ", ".join(repr(k) for k, st in net.stations.items() if st.rates is not None)
+        raise SimstackError(f"load-dependent station {ld}: the analytic solver solves it exactly where the network "
+                            "is in product form (one closed workload, or open workloads only, visiting delays, "
+                            "processor-sharing hosts, servers, links, and first-come-first-served stations with "
+                            "exponential service); this model also has:\n  " + "\n  ".join(found))
+    closed = [c for c in net.chains.values() if c.closed]
+    exact = (product_form.solve_closed(net, closed[0], each_population, before_population) if closed
+             else product_form.solve_open(net))
+    results = {}
+    for chain in net.chains.values():
+        x, resid = exact.throughput[chain.name], exact.residence[chain.name]
+        results[chain.name] = ChainResult(chain.name, chain.request, "closed" if chain.closed else "open",
+                                          chain.population, x, sum(resid.values()), dict(resid))
+    return Solution(results, exact.utilisation, dict(net.stations), exact.steps,
+                    method="exact load-dependent MVA (the network is in product form)")
 
 
 def _approximations(net: Network) -> list[str]:

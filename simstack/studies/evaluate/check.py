@@ -41,6 +41,7 @@ from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.ordering import paired_order
 from simstack.studies.evaluate.rowcompare import RowErrors, row_errors
+from simstack.studies.evaluate.series import compare_series
 from simstack.studies.schema.metric_words import metric_unit
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.settings import apply_settings
@@ -85,6 +86,8 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
                          "rel_error": math.nan, "tolerance": math.nan,
                          "passed": bool(predicted < bound) and (order.significant or not check.significant),
                          "bound": f"< {check.less_than} = {number(bound)}", "paired_test": order.text() + needed})
+    for spec in study.series:  # measured time series against the run's windows
+        rows.append(compare_series(study, spec, ev.run).row(study.model))
     return pd.DataFrame(rows)
 
 

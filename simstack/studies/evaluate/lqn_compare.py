@@ -77,14 +77,12 @@ def entry_throughputs(imported: Imported, **run: Any) -> dict[str, Result]:
 
 def compare(imported: Imported, lqsim: LqnResults, simulated: dict[str, Result], *,
             rel: float = 0.03) -> list[Compared]:
-    """One comparison per entry that both sides report (replicas of a flattened entry
-    ``e_1 .. e_R`` are each compared with lqsim's ``e``, which is per replica)."""
+    """One comparison per entry that both sides report: each request class with the LQN entry
+    the importer wrote it for (each replica ``e_1 .. e_R`` of a replicated entry with lqsim's
+    ``e``, which is per replica), never by guessing from the name."""
     rows = []
     for entry, sim in simulated.items():
-        ref = lqsim.entry_throughput.get(entry)
-        if ref is None:
-            base, _, suffix = entry.rpartition("_")
-            ref = lqsim.entry_throughput.get(base) if suffix.isdigit() else None
+        ref = lqsim.entry_throughput.get(imported.entries.get(entry, entry))
         if ref is None:
             continue
         rows.append(Compared(entry, ref, sim, ref.half_width + sim.half_width + rel * ref.value))

@@ -41,6 +41,7 @@ from simstack.studies.fit.candidate import Fit, TargetErrors
 from simstack.studies.fit.confirm import confirmation, residuals
 from simstack.studies.fit.surrogate import calibrate_with_surrogate
 from simstack.studies.fit.uncertainty import budget, linearised, read_repeats, secant, uncertainty
+from simstack.studies.fit.verdict import ends_reached, judged
 from simstack.studies.schema.calibration import SurrogateCalibration
 from simstack.studies.schema.prediction_grid import Alternative
 from simstack.studies.schema.study import Study
@@ -77,7 +78,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     if alternative is not None:
         check_free_under(study, alternative, cal.parameters)
     if isinstance(cal, SurrogateCalibration):  # fitted through the analytic solver to CSV rows
-        return calibrate_with_surrogate(study, cal, progress, alternative, jobs)
+        fitted_rows = calibrate_with_surrogate(study, cal, progress, alternative, jobs)
+        return judged(fitted_rows, fitted_rows["at_bounds"], study.checks)
     spec = load_model(study.folder / "model.yaml")
     bounds = {}
     for name in cal.parameters:
@@ -158,7 +160,7 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         result["uncertainty_simulations"] = len(seen) - evaluations
         if cal.uncertainty == "bootstrap":
             result["repeats"] = repeats_file
-    return result
+    return judged(result, ends_reached(cal.parameters, x), targets)
 
 
 _WRITTEN = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*([A-Za-zµ]*)\s*(?:/\s*([A-Za-zµ]*)\s*)?$")

@@ -32,7 +32,7 @@ from simstack.studies.schema.selection import (
     merge,
     selection_within,
 )
-from simstack.tables.stopping import Precision, precision_from
+from simstack.tables.stopping import DEFAULT_MAX_TIME, Precision, precision_from
 
 RUN_TYPES = ("latency", "throughput", "count", "failure_rate", "utilisation", "deadline_misses", "backlog",
              "memory_peak", "end_time")
@@ -300,7 +300,7 @@ class Decide:
     first: int = 20
     max_replications: int = 640
     indifference: float = 0.0
-    max_time: float | None = None
+    max_time: float = DEFAULT_MAX_TIME  # wall-clock seconds: a probe ends undecided by then, never runs on
 
 
 def _decide(value: object) -> Decide:
@@ -324,7 +324,7 @@ def _decide(value: object) -> Decide:
 
     values = read_fields(value, {"confidence": Field(level, 0.95), "first": Field(at_least(2), 20),
                                  "max_replications": Field(at_least(2), 640), "indifference": Field(share, 0.0),
-                                 "max_time": Field(seconds, None)}, "")
+                                 "max_time": Field(seconds, DEFAULT_MAX_TIME)}, "")
     if values["max_replications"] < values["first"]:
         raise ModelError(f"max_replications (={values['max_replications']}) must be >= first (={values['first']})")
     return Decide(**values)

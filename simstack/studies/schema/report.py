@@ -153,8 +153,9 @@ FIGURES: dict[str, dict[str, Field]] = {
                     "stacked": Field(boolean, False)},
     # per resource and request class: throughput, utilisation, number present, response per visit
     "stations": {"runs": Field(selections, MODEL), "resources": Field(names, None)},
-    # a run whose load follows a schedule or a trace: per cycle, throughput, latency, requests present
-    "over_time": {"request": Field(name_ref), "runs": Field(selections, MODEL)},
+    # a run whose load follows a schedule or a trace: per cycle, throughput, latency, requests present;
+    # series: a measured time series of the study's series: section drawn over them
+    "over_time": {"request": Field(name_ref), "runs": Field(selections, MODEL), "series": Field(name_ref, None)},
     # the model's graph
     "topology": {"run": Field(parse_selection, None)},
     # a metric across what-ifs, bars with CIs

@@ -73,7 +73,7 @@ def read_row_targets(raw: object, metrics: Mapping[str, Any], axes: Mapping[str,
     unknown = [c for c in values["match"] if c not in axes]
     if unknown:
         raise ModelError(f"match column {unknown[0]!r} is not an axis of predictions; axes: "
-                         f"{', '.join(axes) or '(no predictions section)'}", path=f"{where}.match")
+                         f"{', '.join(map(str, axes)) or '(no predictions section)'}", path=f"{where}.match")
     return RowTargets(**values)
 
 

@@ -28,6 +28,7 @@ from simstack.studies.schema.outputs import check_outputs
 from simstack.studies.schema.prediction_grid import PredictionSpec, parse_predictions
 from simstack.studies.schema.report import ReportSpec, parse_report
 from simstack.studies.schema.rows import listed_points, read_measured_rows
+from simstack.studies.schema.series import SeriesSpec, read_series
 from simstack.tables.stopping import Precision
 
 # A baseline check is two-sided by default; ``at_least`` / ``at_most`` make it one-sided, for
@@ -74,6 +75,7 @@ class Study:
     predictions: PredictionSpec | None
     crosscheck: CrosscheckSpec | None = None
     report: ReportSpec | None = None
+    series: tuple[SeriesSpec, ...] = ()  # measured time series a run's series is checked against
     # run settings the command line laid over ``defaults`` (``simstack.studies.schema.settings``),
     # and the values of ``defaults`` they replaced: said in each task's header and meta file
     given: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -147,7 +149,7 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     fields = {"baselines": Field(folder_file, None), "defaults": Field(mapping, {}), "metrics": Field(mapping),
               "checks": Field(lambda v: v, []), "calibration": Field(mapping, None),
               "predictions": Field(mapping, None), "doc": Field(str, ""), "crosscheck": Field(lambda v: v, None),
-              "report": Field(lambda v: v, None)}
+              "report": Field(lambda v: v, None), "series": Field(lambda v: v, None)}
     top = read_fields(doc, fields, "")
     metrics = {n: parse_metric(n, m, f"metrics.{n}") for n, m in top["metrics"].items()}
     for m in metrics.values():
@@ -168,6 +170,10 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
             report = parse_report(top["report"])
         except ModelError as exc:
             raise exc.at(path="report") from None
+    series = () if top["series"] is None else read_series(top["series"])
+    for spec in series:
+        if spec.id in {c.id for c in checks}:
+            raise ModelError(f"series id {spec.id!r} is also a check's id; name it apart", path=spec.path)
     check_outputs(doc, model_dir)  # no output over an input, none twice (the names are checked above)
     return Study(model_dir.name, path, baselines, top["defaults"], metrics, checks, calibration, predictions,
-                 crosscheck, report)
+                 crosscheck, report, series=series)

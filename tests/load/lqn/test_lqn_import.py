@@ -10,9 +10,11 @@ import pytest
 from simstack.cli.lqn import main as interop_main
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec, load_model
+from simstack.load.lqn.lqn_results import LqnResults, Result
 from simstack.load.lqn.lqn_text import read_lqn_text
 from simstack.load.lqn.lqnx import read_lqnx
 from simstack.load.lqn.to_simstack import to_simstack
+from simstack.studies.evaluate.lqn_compare import compare
 from simstack.testing import run
 
 XML = b"""<?xml version="1.0"?>
@@ -131,6 +133,29 @@ def test_replication_is_written_out_with_lqsims_routing() -> None:
     # fan-out 4 x fan-in ... = 2 x 2: client replica s calls server ((s - 1) mod 2) + 1
     assert called == {"client_1": "server_1", "client_2": "server_2", "client_3": "server_1", "client_4": "server_2"}
     assert doc["components"]["server_2_task"] == {"kind": "threads", "host": "server_2", "size": 1}
+
+
+# A replicated entry 'srv' beside an entry 'srv_0' of its own (a name that looks like a replica's).
+REPLICA_NAMES = REPLICATED.replace(b'<fan-in source="client" value="2"/>',
+                                   b'<fan-in source="client" value="2"/>').replace(
+    b'</lqn-model>', b"""  <processor name="solo"><task name="solo"><entry name="server_0" type="PH1PH2">
+    <entry-phase-activities><activity name="z1" phase="1" host-demand-mean="1"/></entry-phase-activities>
+  </entry></task></processor>
+</lqn-model>""")
+
+
+def test_replicas_are_matched_to_their_lqn_entry_not_by_their_name() -> None:
+    """Each written-out replica is compared with the entry it copies (lqsim reports a replicated
+    entry once, per replica); an entry whose own name ends in _0 is never taken for a replica."""
+    imported = to_simstack(read_lqnx(REPLICA_NAMES, "rep.lqnx"))
+    assert imported.entries == {"client_1": "client", "client_2": "client", "client_3": "client",
+                                "client_4": "client", "server_1": "server", "server_2": "server",
+                                "server_0": "server_0"}
+    lqsim = LqnResults("lqsim", {"client": Result(0.4, 0.01), "server": Result(0.8, 0.01)}, {}, {})
+    simulated = {name: Result(0.8 if name.startswith("server") else 0.4, 0.01) for name in imported.entries}
+    rows = compare(imported, lqsim, simulated)
+    assert sorted(r.entry for r in rows) == ["client_1", "client_2", "client_3", "client_4", "server_1", "server_2"]
+    assert all(r.ok for r in rows)
 
 
 def refusal(body: str, *, text: bool = False) -> str:
@@ -306,10 +331,17 @@ A s
 
 
 def test_unstructured_graphs_are_refused_with_the_precedence_line() -> None:
-    sync = refusal(GRAPH.format(graph="a1 & a2 -> a3; a3[s1, s2]"), text=True)
-    assert sync == ("bad.lqn: line 21: task 's', entry 's1': the join list 'a1 & a2' waits for activities that "
-                    "entry 's1' does not start: a join across entries (an LQN synchronisation server), which "
-                    "simstack has no counterpart for")
+    sync = refusal(GRAPH.replace("t s n s1 s2 -1 p", "t s n s1 s2 -1 p m 2").format(
+        graph="a1 & a2 -> a3; a3[s1, s2]"), text=True)
+    assert sync == ("bad.lqn: line 21: task 's': the join across entries 'a1 & a2' (an LQN synchronisation "
+                    "server) is imported only in a task of one thread (fcfs, multiplicity 1), as lqsim runs it")
+    either = refusal(GRAPH.format(graph="a1 + a2 -> a3; a3[s1, s2]"), text=True)
+    assert either == ("bad.lqn: line 21: task 's': the join across entries 'a1 + a2' is not an AND-join of all "
+                      "its activities (an OR or quorum join across entries has no counterpart)")
+    one_thread = to_simstack(read_lqn_text(GRAPH.format(graph="a1 & a2 -> a3; a3[s1, s2]"), "sync.lqn")).doc
+    assert one_thread["requests"]["s2"]["steps"][2:] == [
+        {"release": "s_sync_arrive_s2"}, {"acquire": "s_sync_met_s2"}, {"release": "s_sync_gate_s2"},
+        {"acquire": "s_sync_done_s2"}]
     loop = refusal(GRAPH.format(graph="a1 -> 2 * a3, a2; a3[s1]"), text=True)
     assert loop == ("bad.lqn: line 21: loop branch 'a3' replies: a loop runs a random number of times, so it "
                     "cannot reply (LQN forbids it too)")
