@@ -70,7 +70,7 @@ def _capacity(predictions: pd.DataFrame, point: GridPoint) -> int:
 
 # ---- the committed predictions ----------------------------------------------------------
 def test_predictions_cover_every_point_of_the_sweep(predictions: pd.DataFrame) -> None:
-    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high", "basis"]
+    assert list(predictions.columns) == KEYS + ["capacity_pvs", "capacity_low", "capacity_high", "basis", "assumes"]
     threads = (1, 2, 4, 8, 16, 32)
     expected = {(d, c, n, m, lock) for c in (1, 32) for lock in (True, False) for n in threads
                 for d, m in (("original", 0), ("prototype", n))}
@@ -97,9 +97,15 @@ def test_every_row_but_the_measured_one_gets_the_bounds(predictions: pd.DataFram
     accepted reading beyond them (README, "Intervals")."""
     measured = (predictions["design"] == "original") & (predictions["cores"] == 1) & \
         (predictions["callback_threads"] == 1) & predictions["global_lock"]
-    assert predictions.loc[measured, "basis"].tolist() == ["alternatives"]
+    assert predictions.loc[measured, "basis"].tolist() == ["none"]  # every reading gives 32: no interval
     others = predictions[~measured]
-    assert set(others["basis"]) == {"bounds"}
+    assert set(others["basis"]) == {"bounds", "bounds-if"}
+    # the cores' and the lock's limits rest on the fitted r: the rows they tighten name it
+    assert all("$t_record fitted by the calibration" in a for a in others.loc[others["basis"] == "bounds-if",
+                                                                               "assumes"])
+    # the one-core original rows with the 3.15 lock: no parallelism to gain, bounded by facts alone
+    plain = others[(others["design"] == "original") & (others["cores"] == 1) & others["global_lock"]]
+    assert set(plain["basis"]) == {"bounds"}
     assert (others["capacity_low"] <= 32).all()
     values = _model_values()
     for row in others.itertuples(index=False):
