@@ -40,6 +40,8 @@ class Operation:
     self_times: list[float] = field(default_factory=list)  # seconds, sequential and parallel parts together
     parallel_times: list[float] = field(default_factory=list)  # seconds of each own time beside a child handed on
     durations: list[float] = field(default_factory=list)  # seconds
+    cpu_times: list[float] = field(default_factory=list)  # seconds of CPU per span (process.cpu.time), if all have it
+    cpu_missing: int = 0  # spans without the attribute
     sequences: Counter[tuple[tuple[Op, ...], ...]] = field(default_factory=Counter)
     entry: bool = True  # never called from its own service
     roots: list[int] = field(default_factory=list)  # start times (ns) of its spans without a caller
@@ -146,6 +148,10 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
             op.self_times.append(own / 1e9)
             op.parallel_times.append(parallel / 1e9)
             op.durations.append((s.end_ns - s.start_ns) / 1e9)
+            if s.cpu_s is None:
+                op.cpu_missing += 1
+            else:
+                op.cpu_times.append(s.cpu_s)
             op.sequences[_groups([c for c in mine if not _handed_on(c, s)], key)] += 1
             op.sends.update({key[c.span_id] for c in mine if _handed_on(c, s)})
             caller = trace.get(s.parent)

@@ -19,7 +19,7 @@ How each piece of the traces becomes a piece of the model (docs/otel.md says why
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ class Draft:
     baselines: list[dict[str, Any]]
     checks: dict[str, Any]
     laws: list[tuple[Op, str, str, int]]  # operation, class, fitted law text (or why none), samples
+    cpu: str  # NOTES line: whether the service's CPU was separated (process.cpu.time) or not
 
 
 def identifier(text: str, taken: set[str]) -> str:
@@ -94,6 +95,22 @@ def _parallel_note(op: Operation) -> str:
     return f"; {parallel / total:.0%} of it beside children handed on (the parallel part), the rest sequential"
 
 
+def has_cpu(op: Operation) -> bool:
+    """Every span of the operation carries ``process.cpu.time``: its CPU can be drafted apart."""
+    return bool(op.cpu_times) and not op.cpu_missing
+
+
+def cpu_steps(op: Operation) -> tuple[list[dict[str, Any]], Operation]:
+    """The ``cpu:`` step of the operation's measured CPU (its mean, a constant) and the operation
+    whose own time is what is left (waiting not in a child span: I/O, the interpreter lock)."""
+    if not has_cpu(op):
+        return [], op
+    mean = float(np.mean(op.cpu_times))
+    unit, scale = _unit(mean) if mean > 0 else ("s", 1.0)
+    rest = [max(own - cpu, 0.0) for own, cpu in zip(op.self_times, op.cpu_times, strict=True)]
+    return [{"cpu": f"{mean / scale:.4g}{unit}", "name": "cpu"}], replace(op, self_times=rest)
+
+
 def _calls(groups: tuple[tuple[Op, ...], ...], classes: dict[Op, str]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for group in groups:
@@ -130,19 +147,27 @@ def draft(graph: CallGraph, name: str) -> Draft:
     doc: dict[str, Any] = {"name": name, "description": f"Drafted by `simstack import` from {graph.traces} traces "
                            f"({graph.spans} spans); NOTES.md gives the fitted laws and counts.",
                            "parameters": {}, "hosts": {}, "components": {}, "requests": {}, "workloads": {}}
+    cpu_services = {svc for (svc, _), info in graph.operations.items() if has_cpu(info)}
     for service, ident in pools.items():
         workers = graph.concurrency.get(service, 1)
         doc["parameters"][f"{ident}_workers"] = {"value": workers, "doc": f"most requests seen in {service} at once"}
         doc["hosts"][ident] = {"cores": "inf"}
+        if service in cpu_services:  # docs/otel.md: one core, as a Python service's interpreter lock gives
+            doc["parameters"][f"{ident}_cores"] = {"value": 1, "doc": f"cores running {service}'s measured CPU "
+                                                   "(1: one interpreter lock; more if it runs in parallel)"}
+            doc["hosts"][ident] = {"cores": f"${ident}_cores"}
         doc["components"][f"{ident}_workers"] = {"kind": "threads", "host": ident, "size": f"${ident}_workers",
                                                  "doc": f"the workers of the service {service}"}
     laws = []
     for op, info in graph.operations.items():
         cls = classes[op]
-        law, note, n = own_time_law(info)
+        cpu, rest = cpu_steps(info)
+        law, note, n = own_time_law(rest)
+        if cpu:
+            note = f"cpu {cpu[0]['cpu']} (mean process.cpu.time), then the rest: {note}"
         laws.append((op, cls, note, n))
         sends = [{"send": classes[c]} for c in info.handed_on()]  # started, not waited for
-        stage: dict[str, Any] = {"name": cls, "steps": [{"delay": law, "name": "own time"},
+        stage: dict[str, Any] = {"name": cls, "steps": [*cpu, {"delay": law, "name": "own time"},
                                                         *_calls(typical(info), classes), *sends]}
         body = [{"hold": f"{pools[op[0]]}_workers", "steps": [stage]}] if info.entry else [stage]
         doc["requests"][cls] = {"steps": body}
@@ -161,7 +186,11 @@ def draft(graph: CallGraph, name: str) -> Draft:
     slowest = max(max(info.durations) for info in graph.operations.values())
     doc["settings"] = {"horizon": f"{(last - first) / 1e9 + 2 * slowest:.6g}s", "warmup": "0s"}
     baselines, checks = _checks(graph, classes)
-    return Draft(doc, arrivals, baselines, checks, laws)
+    cpu_note = (f"CPU separated for {', '.join(sorted(cpu_services))}: each span's process.cpu.time is a `cpu:` "
+                "step on a host of `<service>_cores` (1) cores, the rest of its own time a delay."
+                if cpu_services else "CPU is not separated: the spans carry no process.cpu.time attribute, so "
+                "each operation's own time (CPU and waiting together) is a delay on a host of unlimited cores.")
+    return Draft(doc, arrivals, baselines, checks, laws, cpu_note)
 
 
 def _checks(graph: CallGraph, classes: dict[Op, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

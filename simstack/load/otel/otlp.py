@@ -39,6 +39,28 @@ class Span:
     start_ns: int
     end_ns: int
     line: int
+    cpu_s: float | None = None  # the span's ``process.cpu.time`` attribute (s of CPU), if recorded
+
+
+CPU_KEY = "process.cpu.time"  # the semantic-convention name, here as a span attribute: CPU seconds the span used
+
+
+def _cpu(span: dict[str, Any], source: str, line: int) -> float | None:
+    """The span's CPU seconds from its ``process.cpu.time`` attribute, or None without one."""
+    attributes = span.get("attributes", [])
+    for item in attributes if isinstance(attributes, list) else []:
+        if isinstance(item, dict) and item.get("key") == CPU_KEY:
+            value = item.get("value")
+            raw = value.get("doubleValue", value.get("intValue")) if isinstance(value, dict) else None
+            try:
+                cpu = float(raw)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                cpu = -1.0
+            if not 0 <= cpu <= MAX_DURATION_NS / 1e9:
+                raise DataError(f"{_where(source, line, 'span.attributes.' + CPU_KEY)}: expected a doubleValue "
+                                f"of CPU seconds >= 0, got {str(raw)[:40]!r}")
+            return cpu
+    return None
 
 
 def _where(source: str, line: int, key: str) -> str:
@@ -104,7 +126,7 @@ def _spans_of(request: Any, source: str, line: int, out: list[Span]) -> None:
                 out.append(Span(service, _text(span, "name", source, line), _text(span, "traceId", source, line,
                                 hex_id=True), _text(span, "spanId", source, line, hex_id=True),
                                 _text(span, "parentSpanId", source, line, hex_id=True, required=False),
-                                start, end, line))
+                                start, end, line, _cpu(span, source, line)))
                 if len(out) > MAX_SPANS:
                     raise DataError(f"{source}: line {line}: more than {MAX_SPANS:,} spans; import a shorter window")
 
