@@ -170,7 +170,7 @@ def draft(graph: CallGraph, name: str) -> Draft:
         stage: dict[str, Any] = {"name": cls, "steps": [*cpu, {"delay": law, "name": "own time"},
                                                         *_calls(typical(info), classes), *sends]}
         body = [{"hold": f"{pools[op[0]]}_workers", "steps": [stage]}] if info.entry else [stage]
-        doc["requests"][cls] = {"steps": body}
+        doc["requests"][cls] = {"host": pools[op[0]], "steps": body} if cpu else {"steps": body}
     first = min(t for info in graph.operations.values() for t in info.roots)
     last = first
     arrivals: dict[str, list[float]] = {}

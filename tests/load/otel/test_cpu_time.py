@@ -26,9 +26,11 @@ def _write(path: Path, cpu: object | None) -> None:
     spans = []
     for i, t0 in enumerate((0.0, 0.0, 100 * MS, 100 * MS)):
         span = _span(f"{i + 1:032x}", f"{i + 1:016x}", "", "handle", t0, t0 + 10 * MS)
+        inner = _span(f"{i + 1:032x}", f"{i + 101:016x}", f"{i + 1:016x}", "parse", t0 + 10 * MS, t0 + 10 * MS)
         if cpu is not None:
             span["attributes"] = [{"key": "process.cpu.time", "value": {"doubleValue": cpu}}]
-        spans.append(span)
+            inner["attributes"] = [{"key": "process.cpu.time", "value": {"doubleValue": 0.0}}]
+        spans += [span, inner]
     path.write_text(json.dumps(_request("api", spans)) + "\n")
 
 
@@ -38,6 +40,7 @@ def _latencies(tmp_path: Path, cpu: object | None) -> tuple[list[float], str, di
     drafted = draft(graph, "d")
     write_draft(drafted, graph, tmp_path / "d", "spans.jsonl")
     done = simulate(load_model(tmp_path / "d"), seed=1, replications=1).requests
+    done = done[done["request"] == "api_handle"]
     notes = (tmp_path / "d" / "NOTES.md").read_text()
     return sorted(done["latency"].tolist()), notes, drafted.doc
 
