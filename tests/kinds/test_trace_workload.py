@@ -78,3 +78,16 @@ def test_a_trace_outside_the_model_folder_is_refused(tmp_path) -> None:
     doc = _model(tmp_path, {"file": "../arrivals.csv"})
     with pytest.raises(ModelError, match=r"workloads\.w\.file: expected a file inside the model folder"):
         build_spec(doc, tmp_path / "model" / "model.yaml")
+
+
+@pytest.mark.parametrize("head", [b"", b"timestamp\n1\n"])
+def test_a_trace_without_line_ends_is_refused_without_reading_it_whole(tmp_path, head: bytes) -> None:
+    """A sparse file of NULs (issue 30: a 2 GB one was read whole by readline, MemoryError):
+    refused at the first line longer than MAX_LINE, after reading about that much."""
+    path = tmp_path / "arrivals.csv"
+    path.write_bytes(head)
+    with path.open("r+b") as f:
+        f.truncate(len(head) + 200_000_000)  # sparse: no disk used
+    row = 1 if not head else 3
+    with pytest.raises(ModelError, match=rf"workloads\.w\.file: trace file 'arrivals.csv', row {row}: longer than "):
+        _spec(tmp_path, {})
