@@ -91,3 +91,15 @@ def test_a_trace_without_line_ends_is_refused_without_reading_it_whole(tmp_path,
     row = 1 if not head else 3
     with pytest.raises(ModelError, match=rf"workloads\.w\.file: trace file 'arrivals.csv', row {row}: longer than "):
         _spec(tmp_path, {})
+
+
+@pytest.mark.parametrize("content, trace", [
+    ("timestamp\n5\n5\n5\n", {"loop": True}),                       # a span of 0: every loop at one instant
+    ("timestamp\n1\n2\n", {"loop": True, "scale": 1e-300}),         # a span scaled to nothing
+])
+def test_a_looped_trace_of_no_span_is_refused_when_read(tmp_path, content: str, trace: dict) -> None:
+    """Issue 30: such a trace loaded and then replayed without end at one simulated instant
+    (the run hung whatever its horizon); its rate is now checked against ``limits.rate``."""
+    (tmp_path / "arrivals.csv").write_text(content)
+    with pytest.raises(ModelError, match=r"workloads\.w: an arrival rate of (inf|[0-9.e+]+)/s is above the limit"):
+        _spec(tmp_path, trace)
