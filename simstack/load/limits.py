@@ -175,7 +175,12 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
     """Counts, rates and arrivals of the built-in workload types; ``horizon`` is the model's. A
     rate that follows time counts at its peak (a schedule's, an expression's, a periodic
     frequency's), and one the operating modes scale at its busiest mode's factor: the bound is
-    on what the run can generate, whichever mode it happens to stay in."""
+    on what the run can generate, whichever mode it happens to stay in. The modes' own
+    switches count as a rate too: a stay of 1e-300 s switched without end at one instant."""
+    if environment is not None:
+        for mode, stay in zip(environment.modes, environment.stay, strict=True):
+            limits.refuse("rate", 1.0 / stay, "a mode's switching rate (1 / its mean stay)",
+                          f"environment.modes.{mode}.stay")
     clients = 0.0
     for wl in workloads.values():
         where = f"workloads.{wl.name}"
