@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 USAGE = "usage: simstack fit FILE.csv column=NAME [unit=s|ms|us|...] [out=PAGE.html]"
 MAX_BYTES = 2_000_000_000
+MAX_LINE = 1_000_000  # bytes in one row: a sparse file of NULs is one "line" of its whole size
+MAX_SECONDS = 1e12  # a sample above 31,700 years is a mistake; 1e308 overflowed the fits' sums
 
 
 def read_column(path: Path, column: str, scale: float) -> np.ndarray:
@@ -39,20 +42,34 @@ def read_column(path: Path, column: str, scale: float) -> np.ndarray:
     values: list[float] = []
     with path.open(newline="", encoding="utf-8", errors="strict") as handle:
         try:
-            reader = csv.reader(handle)
+            reader = csv.reader(_lines(handle, path))
             header = next(reader, [])
             if column not in header:
                 raise DataError(f"{path}: no column {column!r}; columns: {', '.join(header[:20])}")
             k = header.index(column)
             for number, row in enumerate(reader, start=2):
                 text = row[k].strip() if k < len(row) else ""
-                if not PLAIN_NUMBER.fullmatch(text) or not float(text) > 0:
-                    raise DataError(f"{path}, row {number}, column {column!r}: expected a duration > 0, "
-                                    f"got {text[:40]!r}")
+                if not PLAIN_NUMBER.fullmatch(text) or not 0 < float(text) * scale <= MAX_SECONDS:
+                    raise DataError(f"{path}, row {number}, column {column!r}: expected a duration > 0 and at most "
+                                    f"{MAX_SECONDS:g} s, got {text[:40]!r}")
                 values.append(float(text) * scale)
         except UnicodeDecodeError:
             raise DataError(f"{path}: not UTF-8 text") from None
+        except csv.Error as exc:
+            raise DataError(f"{path}: not a CSV file ({exc})") from None
+    if len(values) > 1 and min(values) == max(values):
+        raise DataError(f"{path}, column {column!r}: all {len(values)} samples are {values[0]:g} s; "
+                        "expected samples that vary (a law is fitted to their spread)")
     return np.asarray(values)
+
+
+def _lines(handle: TextIO, path: Path) -> Iterator[str]:
+    """The file's lines, each read at most ``MAX_LINE`` characters at a time: iterating the
+    file alone took a 1 GB file without a line end into memory whole (MemoryError)."""
+    while line := handle.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE:
+            raise DataError(f"{path}: a row longer than {MAX_LINE:,} characters; expected a CSV file of lines")
+        yield line
 
 
 def fit_main(argv: list[str]) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from simstack.lang.trace_columns import MAX_ROWS, Columns
 
 CHECKPOINT = 4096  # rows between two index entries
 MAX_BYTES = 10_000_000_000
+MAX_LINE = 1_000_000  # bytes in one row: a file of NULs (a sparse file) is one "line" of its whole size
 PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?", re.ASCII)
 
 
@@ -106,7 +108,7 @@ def scan(path: Path, column: str | Columns, unit: float, shown_as: str) -> Trace
     checkpoints: list[tuple[float, int]] = []
     rows, first, last = 0, math.nan, -math.inf
     with path.open("rb") as raw:
-        header_line = raw.readline()
+        header_line = _line(raw, shown_as, 1)
         try:
             header = next(csv.reader([header_line.decode("utf-8")]))
         except (UnicodeDecodeError, StopIteration):
@@ -118,7 +120,10 @@ def scan(path: Path, column: str | Columns, unit: float, shown_as: str) -> Trace
         index, attrs = positions[0], positions[1:1 + len(columns.attributes)]
         select = tuple(zip(positions[1 + len(attrs):], (v for _, v in columns.select), strict=True))
         offset = raw.tell()
-        for number, line_bytes in enumerate(iter(raw.readline, b""), start=2):
+        for number in itertools.count(2):
+            line_bytes = _line(raw, shown_as, number)
+            if not line_bytes:
+                break
             here, offset = offset, offset + len(line_bytes)
             try:
                 row = _fields(line_bytes.decode("utf-8"))
@@ -156,6 +161,16 @@ def attribute(text: str, where: str) -> float:
         raise ModelError(f"{where}: expected a plain number >= 0 (seconds for a time, bytes for a size), "
                          f"got {text[:40]!r}")
     return float(text)
+
+
+def _line(raw: io.BufferedIOBase, shown_as: str, number: int) -> bytes:
+    """The next line, read at most ``MAX_LINE`` bytes at a time: ``readline()`` alone would
+    take a 9 GB file without a line end (a sparse file of NULs) into memory whole."""
+    line = raw.readline(MAX_LINE + 1)
+    if len(line) > MAX_LINE:
+        raise ModelError(f"trace file {shown_as!r}, row {number}: longer than {MAX_LINE:,} bytes "
+                         "(expected a CSV file of lines)")
+    return line
 
 
 def _fields(line: str) -> list[str]:

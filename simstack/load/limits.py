@@ -13,7 +13,8 @@ its own settings, where whoever runs it can see it:
   count, a ``fork`` count, ``files``, ``pieces``, a workload's ``clients``, ``copies`` and
   ``count``, ``replicas``, ``replications``, and every whole number a component's settings
   hold (pool sizes, servers, peers, pieces), seeds apart;
-- ``rate``: arrivals per second of one workload (its rate, or copies per period);
+- ``rate``: arrivals per second of one workload (its rate, copies per period, or a looped
+  trace's rows per span);
 - ``arrivals``: requests one workload starts in a run: its count, or its rate over the
   model's horizon (``settings.horizon``);
 - ``steps``: the steps one request runs on average, counting what it calls, sends and forks
@@ -71,6 +72,7 @@ from simstack.lang.spec import (
     Send,
     Sequence,
     Step,
+    TraceWorkload,
     Workload,
     WriteMemory,
 )
@@ -173,7 +175,12 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
     """Counts, rates and arrivals of the built-in workload types; ``horizon`` is the model's. A
     rate that follows time counts at its peak (a schedule's, an expression's, a periodic
     frequency's), and one the operating modes scale at its busiest mode's factor: the bound is
-    on what the run can generate, whichever mode it happens to stay in."""
+    on what the run can generate, whichever mode it happens to stay in. The modes' own
+    switches count as a rate too: a stay of 1e-300 s switched without end at one instant."""
+    if environment is not None:
+        for mode, stay in zip(environment.modes, environment.stay, strict=True):
+            limits.refuse("rate", 1.0 / stay, "a mode's switching rate (1 / its mean stay)",
+                          f"environment.modes.{mode}.stay")
     clients = 0.0
     for wl in workloads.values():
         where = f"workloads.{wl.name}"
@@ -205,7 +212,8 @@ def check_workloads(workloads: Mapping[str, Workload], settings: Mapping[str, An
 
 
 def _rate(wl: Workload) -> float | None:
-    """Arrivals per second of an open or periodic workload at its peak (None for closed ones)."""
+    """Arrivals per second of an open, periodic or looped trace workload at its peak (None for
+    closed ones and a trace played once, bounded by its rows)."""
     if isinstance(wl, OpenWorkload):
         if wl.schedule is not None:  # a schedule's gaps are unit draws, an expression's at its peak
             return wl.schedule.peak
@@ -213,6 +221,10 @@ def _rate(wl: Workload) -> float | None:
         return 1.0 / mean if mean > 0 else None  # zero gaps: all at once, bounded by the count
     if isinstance(wl, PeriodicWorkload):
         return wl.copies / wl.period
+    if isinstance(wl, TraceWorkload) and wl.loop:  # played again after its span and one mean gap, for ever:
+        trace = wl.trace  # a span of 0 (or scaled to nothing) replays it at one instant without end
+        period = (trace.span + trace.span / (trace.rows - 1)) * wl.scale
+        return trace.rows / period if period > 0 else math.inf
     return None
 
 

@@ -34,8 +34,10 @@ def test_fit_ranks_the_laws_and_draws_them(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content,args,message", [
     ("a\n1\n", ["column=b"], "no column 'b'; columns: a"),
-    ("a\n1\n-2\n", ["column=a"], "row 3, column 'a': expected a duration > 0, got '-2'"),
-    ("a\n" + "1\n" * 5, ["column=a"], "5 samples: at least 20 are needed"),
+    ("a\n1\n-2\n", ["column=a"], "row 3, column 'a': expected a duration > 0 and at most 1e+12 s, got '-2'"),
+    ("a\n" + "1e308\n" * 30, ["column=a"], "row 2, column 'a': expected a duration > 0 and at most 1e+12 s"),
+    ("a\n" + "5\n" * 30, ["column=a"], "all 30 samples are 5 s; expected samples that vary"),
+    ("a\n1\n2\n3\n4\n5\n", ["column=a"], "5 samples: at least 20 are needed"),
     ("a\n1\n", ["column=a", "unit=parsec"], "unit=parsec: expected one of"),
     ("a\n1\n", [], "usage: simstack fit"),
     ("a\n1\n", ["column=a", "bins=3"], "unknown option 'bins'"),
@@ -45,6 +47,16 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str, args: li
     done = _fit(tmp_path, "s.csv", *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_file_without_line_ends_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    """Issue 30: a sparse 1 GB file of NULs (under the 2 GB limit) was read whole: MemoryError."""
+    with (tmp_path / "s.csv").open("wb") as f:
+        f.truncate(300_000_000)  # sparse: no disk used
+    done = _fit(tmp_path, "s.csv", "column=a")
+    assert done.returncode == 2
+    assert "s.csv: a row longer than 1,000,000 characters" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_the_page_goes_into_a_folder_not_made_yet(tmp_path: Path) -> None:

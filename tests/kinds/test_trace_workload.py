@@ -78,3 +78,28 @@ def test_a_trace_outside_the_model_folder_is_refused(tmp_path) -> None:
     doc = _model(tmp_path, {"file": "../arrivals.csv"})
     with pytest.raises(ModelError, match=r"workloads\.w\.file: expected a file inside the model folder"):
         build_spec(doc, tmp_path / "model" / "model.yaml")
+
+
+@pytest.mark.parametrize("head", [b"", b"timestamp\n1\n"])
+def test_a_trace_without_line_ends_is_refused_without_reading_it_whole(tmp_path, head: bytes) -> None:
+    """A sparse file of NULs (issue 30: a 2 GB one was read whole by readline, MemoryError):
+    refused at the first line longer than MAX_LINE, after reading about that much."""
+    path = tmp_path / "arrivals.csv"
+    path.write_bytes(head)
+    with path.open("r+b") as f:
+        f.truncate(len(head) + 200_000_000)  # sparse: no disk used
+    row = 1 if not head else 3
+    with pytest.raises(ModelError, match=rf"workloads\.w\.file: trace file 'arrivals.csv', row {row}: longer than "):
+        _spec(tmp_path, {})
+
+
+@pytest.mark.parametrize("content, trace", [
+    ("timestamp\n5\n5\n5\n", {"loop": True}),                       # a span of 0: every loop at one instant
+    ("timestamp\n1\n2\n", {"loop": True, "scale": 1e-300}),         # a span scaled to nothing
+])
+def test_a_looped_trace_of_no_span_is_refused_when_read(tmp_path, content: str, trace: dict) -> None:
+    """Issue 30: such a trace loaded and then replayed without end at one simulated instant
+    (the run hung whatever its horizon); its rate is now checked against ``limits.rate``."""
+    (tmp_path / "arrivals.csv").write_text(content)
+    with pytest.raises(ModelError, match=r"workloads\.w: an arrival rate of (inf|[0-9.e+]+)/s is above the limit"):
+        _spec(tmp_path, trace)

@@ -241,3 +241,14 @@ def test_closed_clients_together_are_bounded_when_read_naming_the_limit() -> Non
 def test_the_tango_model_with_a_million_clients_is_refused_when_loaded() -> None:
     with pytest.raises(ModelError, match=r"workloads\.bench\.clients: clients of 1,000,000 is above the limit"):
         simstack.load_model("tango", parameters={"clients": 10**6})
+
+
+def test_a_mode_of_no_stay_is_refused_when_read(tmp_path) -> None:
+    """Issue 30: modes with ``stay: 1e-300s`` loaded, and the run hung switching modes at one
+    simulated instant; the switching rate is now checked against ``limits.rate``."""
+    doc = {"name": "t", "components": {"s": {"kind": "server", "servers": 1, "service": "exp(0.5ms)"}},
+           "requests": {"r": [{"call": "s"}]}, "workloads": {"w": {"type": "open", "request": "r", "rate": "10/s"}},
+           "environment": {"start": "a", "modes": {"a": {"stay": "1e-300s", "next": "b"},
+                                                   "b": {"stay": "1h", "next": "a", "load": 2}}}}
+    with pytest.raises(ModelError, match=r"environment\.modes\.a\.stay: a mode's switching rate .* above the limit"):
+        build_spec(doc, tmp_path / "model.yaml")
