@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml hatch_build.py
 	touch $(STAMP) $(HOTPATH)
 
 HOTPATH := $(VENV)/.hotpath
+OTEL := .venv-otel/.installed
 HOT := $(shell sed -n '/hooks.custom\]/,/^\]/s/^ *"\(simstack\/.*\.py\)",*$$/\1/p' pyproject.toml)
 $(HOTPATH): $(STAMP) $(HOT) simstack/engine/eventloop.c
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
@@ -33,7 +34,7 @@ run: $(HOTPATH)
 # statistical ones draw the same numbers, which the fingerprints hold bit for bit on both builds).
 BOTH_BUILDS := tests/engine tests/resources tests/kinds tests/theory tests/tables/test_record_modes.py
 
-test: $(HOTPATH)
+test: $(HOTPATH) $(OTEL)
 	@# the report tests open pages in headless Chromium: install it when missing and allowed, else they skip
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } \
@@ -41,7 +42,8 @@ test: $(HOTPATH)
 	@# the whole suite on the installed build (compiled where there is a C compiler), then the
 	@# engine tests on pure Python; a compiler that failed to build the hot path fails the run
 	@$(BIN)/simstack --version
-	$(BIN)/python -m pytest -q -n 2 --durations=25
+	@# the real-system test's traced service runs in .venv-otel (opentelemetry-sdk, never simstack's dependency)
+	SIMSTACK_OTEL_PYTHON=$(CURDIR)/.venv-otel/bin/python $(BIN)/python -m pytest -q -n 2 --durations=25
 	@if $(BIN)/simstack --version | grep -q "hot path: compiled"; then \
 		echo "engine, fingerprint and component tests again on the pure-Python hot path:"; \
 		SIMSTACK_HOTPATH=pure $(BIN)/python -m pytest -q -n 2 -m "not slow" $(BOTH_BUILDS); \
@@ -75,7 +77,6 @@ bench-native: $(HOTPATH) $(PEERS)
 
 # The real system in the loop (benchmarks/README.md, A real system in the loop): the traced
 # service runs in an environment of its own with opentelemetry-sdk, never in simstack's.
-OTEL := .venv-otel/.installed
 $(OTEL):
 	$(PY) -m venv .venv-otel
 	.venv-otel/bin/pip install --quiet opentelemetry-sdk
