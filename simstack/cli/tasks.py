@@ -24,7 +24,6 @@ from simstack.cli.run import chosen_spec, run, say_raised
 from simstack.errors import ConfigError
 from simstack.io.paths import model_dir_of
 from simstack.load.loader import load_model
-from simstack.report.build import write_report
 from simstack.studies.analysis.solve import chain_table, solve_model, station_table
 from simstack.studies.crosscheck import crosscheck_into, summary
 from simstack.studies.evaluate.check import ModelCheck, check_models, models_with_checks
@@ -356,6 +355,8 @@ def report(cfg: DictConfig) -> int:
     model_dir = model_dir_of(model, models_dir)
     study = study_of(cfg, "report")  # the settings refused before any run
     print(settings_line(study))
+    from simstack.report.build import write_report  # plotly and the pages: only the report needs them
+
     path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=progress(cfg), jobs=jobs(cfg) or 1,
                               settings=study.given)
     print(f"{model_dir.name}: {cost['figures']} figures, {cost['runs']} runs, {cost['seconds']:.1f} s")

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from simstack.engine.parallel import Workers
 from simstack.errors import DataError, ModelError, SimstackError
@@ -172,6 +171,8 @@ def _samples(result: Any, request: str, step: str, where: str) -> np.ndarray:
 def _slower(new: np.ndarray, old: np.ndarray) -> bool:
     if len(new) < 3 or len(old) < 3:
         return False
+    from scipy import stats  # here, not at the top: ~1 s of every check's start-up
+
     p = stats.mannwhitneyu(new, old, alternative="greater").pvalue
     return bool(p < ALPHA and np.median(new) > (1 + MIN_SLOWDOWN) * np.median(old))
 

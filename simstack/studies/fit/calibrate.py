@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
 from simstack.engine.parallel import Workers
 from simstack.errors import ConfigError, ModelError
@@ -123,6 +122,8 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
         x = sign_change(target_errors, len(cal.parameters), cal.max_evaluations)
         jac, r0 = secant(seen, x) if len(seen) >= 2 else (None, None)
     else:
+        from scipy import optimize  # here: a check or prediction needs no optimiser at start-up
+
         with Workers(jobs) as workers:
             side_by_side = None if jobs == 1 else _SideBySide(workers, errors, seen, lambda: bars[-1].update(1))
             fitted = optimize.least_squares(target_errors, np.full(len(cal.parameters), 0.5), bounds=(0.0, 1.0),

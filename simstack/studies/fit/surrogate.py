@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from simstack.engine.parallel import Workers
 from simstack.errors import ModelError
@@ -249,6 +248,8 @@ def _calibrate(study: Study, cal: SurrogateCalibration, progress: bool, alternat
         if cal.jacobian == "broyden":  # one finite-difference pass, then rank-one updates (fit.jacobians)
             jac = BroydenJacobian(residuals, low, high, scale)
             fun, side_by_side = jac.fun, None
+        from scipy import optimize  # here: a check or prediction needs no optimiser at start-up
+
         return optimize.least_squares(fun, start, jac=jac, bounds=(low, high), loss=cal.loss, f_scale=cal.f_scale,
                                       x_scale=scale, diff_step=1e-3, max_nfev=cal.max_evaluations,
                                       ftol=cal.tolerance, xtol=cal.tolerance, workers=side_by_side)
