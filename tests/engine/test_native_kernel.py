@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -150,30 +151,24 @@ def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pyte
 
 
 @needs_native
-def test_tango_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole facility model (host CPUs, thread pool, locks, links, sub-requests, sends, indexed bytes)."""
-    spec = simstack.load_model("tango")
+@pytest.mark.parametrize(("model", "settings"), [
+    # host CPUs, thread pool, locks, links, sub-requests, sends, indexed bytes
+    ("tango", {"seed": 11, "horizon": 0.06, "warmup": 0.01}),
+    # databases, thread pools, nested fan-outs and a benchmark protocol
+    ("cms_conditions", {"seed": 2}),
+])
+def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole facility model on both kernels: every table the same to the last bit."""
+    spec = simstack.load_model(model)
     runs = []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
-        runs.append(simstack.simulate(spec, seed=11, replications=2, horizon=0.06, warmup=0.01, record_steps=False))
+        runs.append(simstack.simulate(spec, replications=2, record_steps=False, **settings))
     assert runs[1].kernel == "native"
     for table in ("requests", "resources", "accounting"):
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
-
-
-@needs_native
-def test_cms_conditions_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A facility model of databases, thread pools, nested fan-outs and a benchmark protocol."""
-    spec = simstack.load_model("cms_conditions")
-    runs = []
-    for which in ("simpy", ""):
-        monkeypatch.setenv(kernel.ENV, which)
-        runs.append(simstack.simulate(spec, seed=2, replications=2, record_steps=False))
-    assert runs[1].kernel == "native"
-    for table in ("requests", "resources", "accounting"):
-        pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
 
 
 @needs_native
