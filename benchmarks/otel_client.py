@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from http.client import HTTPConnection
 from pathlib import Path
 
@@ -39,14 +40,33 @@ def drive(port: int, rate: float, duration: float, seed: int = 1, clients: int =
     """Open Poisson arrivals at ``rate`` for ``duration`` seconds, sent by a pool of ``clients``
     threads started beforehand (a thread per request would cost the machine more than the
     service does); each response time (s), from the arrival's due time."""
+    return [r.done - r.due for r in drive_records(port, rate, duration, seed, clients)]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as the client saw it: due, sent and done (``time.perf_counter`` s), and the
+    ``X-Request-Start`` stamp it carried (``t=`` microseconds since the epoch, as a proxy writes)."""
+
+    due: float
+    sent: float
+    done: float
+    stamp: str
+
+
+def drive_records(port: int, rate: float, duration: float, seed: int = 1, clients: int = 64) -> list[Sent]:
+    """``drive``, keeping each request's times; every request carries ``X-Request-Start``, the
+    receive stamp a front end (nginx, HAProxy) adds and a traced server captures on its span."""
     rng = random.Random(seed)
 
-    def one(due: float) -> float:
+    def one(due: float) -> Sent:
         conn = HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request("GET", "/setting")
+        sent = time.perf_counter()
+        stamp = f"t={time.time_ns() // 1000}"
+        conn.request("GET", "/setting", headers={"X-Request-Start": stamp})
         conn.getresponse().read()
         conn.close()
-        return time.perf_counter() - due
+        return Sent(due, sent, time.perf_counter(), stamp)
 
     with ThreadPoolExecutor(clients) as pool:
         futures = []

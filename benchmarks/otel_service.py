@@ -31,9 +31,13 @@ from typing import Any
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import SpanKind, Tracer, get_current_span
 
 CPU_KEY = "process.cpu.time"  # semantic-convention name, as a span attribute: the span's own CPU seconds
+# the front end's receive stamp, as a server span carries a captured request header (semantic
+# convention http.request.header.<key>); here the load generator plays the proxy and stamps it
+START_KEY = "http.request.header.x-request-start"
+ACCEPTED_KEY = "diagnostic.accepted_unix_nano"  # when the acceptor thread took the connection (diagnosis only)
 _cpu = threading.local()  # per thread: the CPU seconds of the children of each open span
 
 
@@ -53,6 +57,15 @@ def cpu_span(tracer: Tracer, name: str, kind: SpanKind = SpanKind.INTERNAL) -> I
                 stack[-1] += total
 
 
+def _attribute(key: str, value: Any) -> dict[str, Any]:
+    """One attribute in the OTLP JSON mapping (a double, an int as a string, or a string array)."""
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": str(v)} for v in value]}}}
+
+
 class OtlpJsonLines(SpanExporter):
     """Appends each batch of finished spans as one OTLP JSON export request per service."""
 
@@ -68,8 +81,7 @@ class OtlpJsonLines(SpanExporter):
                 "traceId": f"{s.context.trace_id:032x}", "spanId": f"{s.context.span_id:016x}",
                 "parentSpanId": f"{s.parent.span_id:016x}" if s.parent else "", "name": s.name,
                 "kind": s.kind.value + 1, "startTimeUnixNano": str(s.start_time), "endTimeUnixNano": str(s.end_time),
-                "attributes": [{"key": k, "value": {"doubleValue": float(v)}}
-                               for k, v in (s.attributes or {}).items() if k == CPU_KEY]})
+                "attributes": [_attribute(k, v) for k, v in (s.attributes or {}).items()]})
         with self._lock, self.path.open("a", encoding="utf-8") as out:
             for service, items in by_service.items():
                 out.write(json.dumps({"resourceSpans": [{"resource": {"attributes": [
@@ -88,8 +100,16 @@ class _PoolServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), handler)
         self.pool = ThreadPoolExecutor(workers)
 
+        self.accepted = threading.local()  # per worker: when the acceptor took its current connection
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        self.pool.submit(self.process_request_thread, request, client_address)
+        self.pool.submit(self._on_worker, time.time_ns(), request, client_address)
+
+    def _on_worker(self, accepted: int, request: Any, client_address: Any) -> None:
+        self.accepted.ns = accepted
+        self.accepted.entered = time.time_ns()
+        self.process_request_thread(request, client_address)
+        self.accepted.left = time.time_ns()
 
 
 def make_db(path: Path, rows: int = 1000) -> None:
@@ -125,6 +145,15 @@ class Service:
                     super().handle()
 
             def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+                span = get_current_span()  # the server span of handle()
+                marks = self.server.accepted  # type: ignore[attr-defined]
+                span.set_attribute(ACCEPTED_KEY, marks.ns)
+                span.set_attribute("diagnostic.entered_unix_nano", marks.entered)
+                span.set_attribute("diagnostic.previous_left_unix_nano", getattr(marks, "left", 0))
+                span.set_attribute("diagnostic.thread", threading.get_ident())
+                stamp = self.headers.get("X-Request-Start")
+                if stamp:
+                    span.set_attribute(START_KEY, [stamp])
                 time.sleep(random.expovariate(1 / work))
                 with cpu_span(tracer, "critical section"):
                     if gate is not None:
