@@ -16,13 +16,22 @@ service is one operation, as an LQN entry is. Per operation the analysis keeps
   (``sends``), which the draft sends;
 - whether it is an entry of its service (its caller is another service, or none): only those
   take one of the service's workers, internal spans run on the worker their caller holds;
-- per service, the most entry spans seen running at once (the pool size the draft gives it).
+- per service, the most entry spans seen running at once (the pool size the draft gives it);
+- when the server spans carry the front end's receive stamp (``X-Request-Start``, captured as
+  ``http.request.header.x-request-start``): the root spans' receive times, which are the
+  requests' arrivals (a span starts only once a worker has the request, so its start is the
+  arrival delayed by the wait for a worker), and per service the *hand-off*: from the end of an
+  entry span that freed a worker of a full pool to the start of the span of a request that was
+  already waiting, the time the worker spends on a request outside its span (closing the last
+  connection, reading the next request's start) that no span covers.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from simstack.errors import DataError
 from simstack.load.otel.otlp import Span
@@ -45,6 +54,7 @@ class Operation:
     sequences: Counter[tuple[tuple[Op, ...], ...]] = field(default_factory=Counter)
     entry: bool = True  # never called from its own service
     roots: list[int] = field(default_factory=list)  # start times (ns) of its spans without a caller
+    received: list[int] = field(default_factory=list)  # receive stamps (ns) of those that carry one
     sends: Counter[Op] = field(default_factory=Counter)  # children still running when a span ended, per op
 
     def handed_on(self) -> list[Op]:
@@ -59,6 +69,7 @@ class CallGraph:
     traces: int
     spans: int
     orphans: int  # spans whose parent is not in the file (counted as roots)
+    handoffs: dict[str, list[float]] = field(default_factory=dict)  # service -> hand-off times (s), see above
 
 
 def _merged(intervals: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -127,7 +138,7 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
             raise DataError(f"{source}: line {s.line}: span {s.span_id} appears twice in trace {s.trace}")
         traces[s.trace][s.span_id] = s
     ops: dict[Op, Operation] = {}
-    entries: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    entries: dict[str, list[Span]] = defaultdict(list)
     orphans = 0
     for trace in traces.values():
         _check_depth(trace, source)
@@ -157,16 +168,37 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
             caller = trace.get(s.parent)
             if caller is None:
                 op.roots.append(s.start_ns)
+                if s.received_ns is not None:
+                    op.received.append(s.received_ns)
                 orphans += bool(s.parent)
             elif caller.service == s.service:
                 op.entry = False
     for trace in traces.values():
         for s in trace.values():
             if ops[(s.service, s.name)].entry:
-                entries[s.service].append((s.start_ns, s.end_ns))
-    concurrency = {service: _most_at_once(intervals) for service, intervals in entries.items()}
+                entries[s.service].append(s)
+    concurrency = {service: _most_at_once([(s.start_ns, s.end_ns) for s in mine]) for service, mine in entries.items()}
+    handoffs = {service: _handoffs(mine, concurrency[service]) for service, mine in entries.items()}
     _refuse_cycles(ops, source)
-    return CallGraph(ops, concurrency, len(traces), len(spans), orphans)
+    return CallGraph(ops, concurrency, len(traces), len(spans), orphans,
+                     {service: times for service, times in handoffs.items() if times})
+
+
+def _handoffs(entries: list[Span], pool: int) -> list[float]:
+    """Seconds from the end of an entry span that left ``pool`` - 1 still running (a worker of a
+    full pool freed) to the start of the next entry span, when that one's request was received
+    before the end (it was waiting for the worker): the worker's time outside the spans."""
+    starts = np.sort(np.array([s.start_ns for s in entries], dtype=np.int64))
+    ends = np.sort(np.array([s.end_ns for s in entries], dtype=np.int64))
+    stamped = [(s.start_ns, s.received_ns) for s in entries if s.received_ns is not None]
+    if not stamped:
+        return []
+    start, received = np.array(stamped, dtype=np.int64).T
+    last = np.searchsorted(ends, start, side="left") - 1  # the last end before each start
+    end = ends[np.maximum(last, 0)]
+    running = np.searchsorted(starts, end, side="left") - np.searchsorted(ends, end, side="left")
+    freed = (last >= 0) & (received < end) & (running >= pool)  # it was waiting when a full pool's worker freed
+    return ((start[freed] - end[freed]) / 1e9).tolist()
 
 
 def _most_at_once(intervals: list[tuple[int, int]]) -> int:

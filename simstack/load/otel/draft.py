@@ -10,8 +10,11 @@ How each piece of the traces becomes a piece of the model (docs/otel.md says why
   fitted own time, then its most common child sequence as ``call:`` steps (a group of
   overlapping children as ``all:``), then a ``send:`` of each child most of its spans handed
   on (still running when the span ended);
-- root spans -> a ``trace`` workload per root operation replaying their start times from
-  ``arrivals_<class>.csv``;
+- root spans -> a ``trace`` workload per root operation replaying their arrivals from
+  ``arrivals_<class>.csv``: the front end's receive stamps when every root span carries one
+  (``X-Request-Start``), else the spans' starts (which follow any wait for a worker);
+- a service's hand-off (callgraph.py: the worker's time outside the spans, seen where a waiting
+  request took a freed worker) -> a ``delay`` of its median inside the hold, before the stage;
 - the traces' median and 95th percentile per operation -> ``baselines.csv`` and
   ``checks.yaml``, so ``simstack check`` compares the draft with what was measured.
 """
@@ -41,6 +44,7 @@ class Draft:
     checks: dict[str, Any]
     laws: list[tuple[Op, str, str, int]]  # operation, class, fitted law text (or why none), samples
     cpu: str  # NOTES line: whether the service's CPU was separated (process.cpu.time) or not
+    queue: str  # NOTES line: where the arrivals come from, and the hand-off drafted per service
 
 
 def identifier(text: str, taken: set[str]) -> str:
@@ -65,9 +69,10 @@ def own_time_law(op: Operation) -> tuple[str, str, int]:
     x = np.array([t for t in op.self_times if t > 0])
     if x.size == 0:
         return "0s", "no own time (the children cover the whole span)", 0
-    if x.size < MIN_SAMPLES:
+    if x.size < MIN_SAMPLES or np.ptp(x) <= 1e-6 * x.mean():  # no spread to fit a law to (scipy's fits fail)
         unit, scale = _unit(float(x.mean()))
-        note = f"const (mean of {x.size} samples, too few to fit)" + _parallel_note(op)
+        why = "too few to fit" if x.size < MIN_SAMPLES else "all equal"
+        note = f"const (mean of {x.size} samples, {why})" + _parallel_note(op)
         return f"{x.mean() / scale:.4g}{unit}", note, int(x.size)
     sample = x if x.size <= MAX_FIT else np.random.default_rng(1).choice(x, MAX_FIT, replace=False)
     fits = fit_samples(sample, bootstrap=BOOTSTRAP)
@@ -158,6 +163,8 @@ def draft(graph: CallGraph, name: str) -> Draft:
             doc["hosts"][ident] = {"cores": f"${ident}_cores"}
         doc["components"][f"{ident}_workers"] = {"kind": "threads", "host": ident, "size": f"${ident}_workers",
                                                  "doc": f"the workers of the service {service}"}
+    handoff = {service: [{"delay": _constant(float(np.median(times))), "name": "hand-off"}]
+               for service, times in graph.handoffs.items() if len(times) >= MIN_SAMPLES}
     laws = []
     for op, info in graph.operations.items():
         cls = classes[op]
@@ -169,15 +176,18 @@ def draft(graph: CallGraph, name: str) -> Draft:
         sends = [{"send": classes[c]} for c in info.handed_on()]  # started, not waited for
         stage: dict[str, Any] = {"name": cls, "steps": [*cpu, {"delay": law, "name": "own time"},
                                                         *_calls(typical(info), classes), *sends]}
-        body = [{"hold": f"{pools[op[0]]}_workers", "steps": [stage]}] if info.entry else [stage]
+        held = [*handoff.get(op[0], []), stage]
+        body = [{"hold": f"{pools[op[0]]}_workers", "steps": held}] if info.entry else [stage]
         doc["requests"][cls] = {"host": pools[op[0]], "steps": body} if cpu else {"steps": body}
-    first = min(t for info in graph.operations.values() for t in info.roots)
+    stamped = {op for op, info in graph.operations.items() if info.received and len(info.received) == len(info.roots)}
+    came = {op: info.received if op in stamped else info.roots for op, info in graph.operations.items()}
+    first = min(t for times in came.values() for t in times)
     last = first
     arrivals: dict[str, list[float]] = {}
     for op, info in graph.operations.items():
         if len(info.roots) < 2:
             continue
-        times = sorted((t - first) / 1e9 for t in info.roots)
+        times = sorted((t - first) / 1e9 for t in came[op])
         last = max(last, max(info.roots))
         file = f"arrivals_{classes[op]}.csv"
         arrivals[file] = times
@@ -186,11 +196,34 @@ def draft(graph: CallGraph, name: str) -> Draft:
     slowest = max(max(info.durations) for info in graph.operations.values())
     doc["settings"] = {"horizon": f"{(last - first) / 1e9 + 2 * slowest:.6g}s", "warmup": "0s"}
     baselines, checks = _checks(graph, classes)
-    cpu_note = (f"CPU separated for {', '.join(sorted(cpu_services))}: each span's process.cpu.time is a `cpu:` "
-                "step on a host of `<service>_cores` (1) cores, the rest of its own time a delay."
+    cpu_hosts = ", ".join(sorted(pools[s] for s in cpu_services))
+    cpu_note = (f"CPU separated for {cpu_hosts}: each span's process.cpu.time is a `cpu:` step"
+                " on a host of `<service>_cores` (1) cores, the rest of its own time a delay."
                 if cpu_services else "CPU is not separated: the spans carry no process.cpu.time attribute, so "
                 "each operation's own time (CPU and waiting together) is a delay on a host of unlimited cores.")
-    return Draft(doc, arrivals, baselines, checks, laws, cpu_note)
+    return Draft(doc, arrivals, baselines, checks, laws, cpu_note, _queue_note(graph, stamped, handoff, pools))
+
+
+def _constant(seconds: float) -> str:
+    unit, scale = _unit(seconds) if seconds > 0 else ("s", 1.0)
+    return f"{seconds / scale:.4g}{unit}"
+
+
+def _queue_note(graph: CallGraph, stamped: set[Op], handoff: dict[str, list[dict[str, Any]]],
+                pools: dict[str, str]) -> str:
+    roots = {op for op, info in graph.operations.items() if len(info.roots) >= 2}
+    if roots and roots <= stamped:
+        note = ("Arrivals are the front end's receive stamps (X-Request-Start on every root span), so the wait for "
+                "a worker before a span starts is the pools' queue in the draft.")
+    else:
+        note = ("Arrivals are the root spans' starts: a span starts once a worker has the request, so they are the "
+                "arrivals delayed by any wait for a worker, and the draft underestimates that wait; capture the "
+                "front end's X-Request-Start header on the server spans (docs/otel.md).")
+    for service, steps in sorted(handoff.items()):
+        seen = len(graph.handoffs[service])
+        note += (f" Host `{pools[service]}`: a hand-off of {steps[0]['delay']} (the median of {seen} "
+                 "times a waiting request took a freed worker) holds the worker outside the spans.")
+    return note
 
 
 def _checks(graph: CallGraph, classes: dict[Op, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -44,6 +44,7 @@ def notes_md(draft: Draft, graph: CallGraph, source: str) -> str:
              "A draft: each operation's own time is the span less its children's (fitted below), its calls",
              "its most common child sequence, and each service a pool sized by the most requests seen in it",
              "at once. Check the pool sizes against the real configuration (docs/otel.md).", "", draft.cpu, "",
+             draft.queue, "",
              "| service | operation | class | spans | sequences | own time |", "| --- | --- | --- | --- | --- | --- |"]
     for (service, name), cls, law, n in draft.laws:
         info = graph.operations[(service, name)]

@@ -40,9 +40,14 @@ class Span:
     end_ns: int
     line: int
     cpu_s: float | None = None  # the span's ``process.cpu.time`` attribute (s of CPU), if recorded
+    received_ns: int | None = None  # when the front end received the request (X-Request-Start), if captured
 
 
 CPU_KEY = "process.cpu.time"  # the semantic-convention name, here as a span attribute: CPU seconds the span used
+# a captured request header (semantic convention http.request.header.<key>, a string array): the
+# receive stamp a front end (nginx, HAProxy, a load balancer) adds, "t=<time since the epoch>"
+RECEIVED_KEY = "http.request.header.x-request-start"
+_STAMP = re.compile(r"\s*(?:t=)?(\d{1,20}(?:\.\d{1,9})?)\s*\Z")
 
 
 def _cpu(span: dict[str, Any], source: str, line: int) -> float | None:
@@ -60,6 +65,44 @@ def _cpu(span: dict[str, Any], source: str, line: int) -> float | None:
                 raise DataError(f"{_where(source, line, 'span.attributes.' + CPU_KEY)}: expected a doubleValue "
                                 f"of CPU seconds >= 0, got {str(raw)[:40]!r}")
             return cpu
+    return None
+
+
+def stamp_ns(text: str) -> int | None:
+    """An ``X-Request-Start`` value (``t=`` and a time since the epoch) in nanoseconds, its unit
+    told by its size as the APM agents that read this header do: seconds (nginx's ``$msec``,
+    ``1700000000.123``), milliseconds, microseconds (HAProxy's and most proxies' ``t=``) or
+    nanoseconds; None when it is not such a time (after 2001 and before 2286)."""
+    match = _STAMP.match(text)
+    if match is None:
+        return None
+    whole, _, fraction = match.group(1).partition(".")
+    value = int(whole)
+    for lowest, unit in ((10**17, 1), (10**14, 10**3), (10**11, 10**6), (10**9, 10**9)):
+        if value >= lowest:
+            nanos = value * unit + int(fraction.ljust(9, "0")) * unit // 10**9
+            return nanos if nanos < 10**19 else None
+    return None
+
+
+def _received(span: dict[str, Any], start: int, source: str, line: int) -> int | None:
+    """The receive time of the span's ``X-Request-Start`` header, if captured; a stamp after the
+    span's start (another host's clock) counts as the start."""
+    attributes = span.get("attributes", [])
+    for item in attributes if isinstance(attributes, list) else []:
+        if isinstance(item, dict) and item.get("key") == RECEIVED_KEY:
+            value = item.get("value")
+            raw: Any = value.get("stringValue") if isinstance(value, dict) else None
+            if raw is None and isinstance(value, dict) and isinstance(value.get("arrayValue"), dict):
+                values = value["arrayValue"].get("values")
+                first = values[0] if isinstance(values, list) and values else None
+                raw = first.get("stringValue") if isinstance(first, dict) else None
+            nanos = stamp_ns(raw) if isinstance(raw, str) else None
+            if nanos is None or start - nanos > MAX_DURATION_NS:
+                raise DataError(f"{_where(source, line, 'span.attributes.' + RECEIVED_KEY)}: expected a receive "
+                                f"stamp 't=<time since the epoch>' at most a day before the span's start, "
+                                f"got {str(raw)[:40]!r}")
+            return min(nanos, start)
     return None
 
 
@@ -126,7 +169,7 @@ def _spans_of(request: Any, source: str, line: int, out: list[Span]) -> None:
                 out.append(Span(service, _text(span, "name", source, line), _text(span, "traceId", source, line,
                                 hex_id=True), _text(span, "spanId", source, line, hex_id=True),
                                 _text(span, "parentSpanId", source, line, hex_id=True, required=False),
-                                start, end, line, _cpu(span, source, line)))
+                                start, end, line, _cpu(span, source, line), _received(span, start, source, line)))
                 if len(out) > MAX_SPANS:
                     raise DataError(f"{source}: line {line}: more than {MAX_SPANS:,} spans; import a shorter window")
 
