@@ -3,7 +3,7 @@ three what-ifs, measure them, and say whether each prediction's interval holds t
 
     make bench-otel                      # its own venv with opentelemetry-sdk, then the run below
     SIMSTACK_OTEL_PYTHON=.venv-otel/bin/python .venv/bin/python benchmarks/otel_real_system.py \
-        [--rate 60] [--duration 20] [--workers 2] [--out DIR]
+        [--rate 60] [--duration 20] [--workers 2] [--out DIR] [--fresh-arrivals]
 
 The service runs in a child process under ``SIMSTACK_OTEL_PYTHON`` (default: this interpreter),
 the only one that needs ``opentelemetry-sdk``; this driver needs simstack only.
@@ -12,17 +12,26 @@ the only one that needs ``opentelemetry-sdk``; this driver needs simstack only.
    exponential 8 ms of work, a 2 ms critical section under a global lock, a SQLite read) runs on
    127.0.0.1 under Poisson load at ``--rate`` for ``--duration`` seconds; its spans are written
    as OTLP JSON and the client records every response time.
-2. ``simstack import`` drafts the model from the spans. The draft's critical section is a
-   measured delay (lock waits included); for the lock what-if it is refined as a user would
-   (docs/otel.md): a ``lock`` component held for the critical section's 10th-percentile span,
-   the uncontended time.
+2. ``simstack import`` drafts the model from the spans. The client stamps each request with
+   ``X-Request-Start`` (as a front end does) and the service captures it on its server span, so
+   the draft's arrivals are the receive times and its pool holds the worker's hand-off (docs/otel.md).
+   The draft's critical section is a measured delay (lock waits included); for the lock what-if
+   it is refined as a user would (docs/otel.md): a ``lock`` component held for the mean of the
+   critical sections that began while no other was open (they did not wait for the lock).
 3. Each what-if (twice the load: the recorded arrivals replayed at ``scale: 0.5``; twice the
-   workers; the lock removed) is simulated (10 replications) and measured on the service.
+   workers; the lock removed) is simulated (10 replications) and measured on the service, under
+   the same Poisson draws as the base (twice the load: the same draws at twice the rate, for
+   half the time: the arrivals the draft replays), or with ``--fresh-arrivals`` under draws of
+   its own, where one 20 s path against another moves the mean wait at twice the load by a
+   standard deviation of 1.3-1.6 ms (benchmarks/README.md).
 
 The client's response time includes the HTTP round trip that no span covers; the offset
 between the measured and the simulated mean at the measured load is added to every
 prediction (calibrated once, at the load that was measured). A prediction holds when its 95 %
-interval, widened by the measured mean's own 95 % half-width, contains the measured mean.
+interval, widened by the measured mean's own 95 % half-width, contains the measured mean. The
+measured mean's interval is by batch means over 1 s of arrivals (Student's t): responses that
+queue behind one another are correlated, and an interval that treats them as independent is
+several times too narrow near saturation (benchmarks/README.md, A real system in the loop).
 The machines are shared and noisy: read the ratios, not the milliseconds.
 """
 
@@ -42,16 +51,18 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))  # the service module beside this script
 
-from otel_client import Remote, drive  # noqa: E402
+from otel_client import Remote, drive_records  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from simstack import simulate  # noqa: E402
 from simstack.load.loader import build_spec  # noqa: E402
 from simstack.load.otel.callgraph import call_graph  # noqa: E402
 from simstack.load.otel.draft import draft  # noqa: E402
 from simstack.load.otel.folder import write_draft  # noqa: E402
-from simstack.load.otel.otlp import read_otlp  # noqa: E402
+from simstack.load.otel.otlp import Span, read_otlp  # noqa: E402
 
 WORK, CRITICAL = 0.008, 0.002
+BATCH = 1.0  # s of arrivals per batch mean (a busy period at twice the load lasts tens of ms)
 
 
 @dataclass(frozen=True)
@@ -60,7 +71,8 @@ class Outcome:
     predicted: float  # mean response time (s), offset included
     half_width: float
     measured: float
-    measured_half_width: float
+    measured_half_width: float  # by batch means
+    independent_half_width: float  # as if the responses were independent (too narrow: for comparison)
 
     @property
     def holds(self) -> bool:
@@ -71,10 +83,40 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), float(1.96 * values.std(ddof=1) / math.sqrt(values.size))
 
 
-def measure(folder: Path, *, rate: float, duration: float, workers: int, lock: bool, seed: int) -> np.ndarray:
+@dataclass(frozen=True)
+class Measured:
+    due: np.ndarray  # s from the first arrival
+    latency: np.ndarray  # s
+
+    def mean_ci(self, batch: float = BATCH) -> tuple[float, float]:
+        """The mean response and its 95 % half-width by batch means (``batch`` seconds of arrivals each)."""
+        index = np.floor(self.due / batch).astype(int)
+        means = np.array([self.latency[index == i].mean() for i in np.unique(index)])
+        half = stats.t.ppf(0.975, means.size - 1) * means.std(ddof=1) / math.sqrt(means.size)
+        return float(self.latency.mean()), float(half)
+
+    def independent_half_width(self) -> float:
+        return _mean_ci(self.latency)[1]
+
+
+def measure(folder: Path, *, rate: float, duration: float, workers: int, lock: bool, seed: int) -> Measured:
     folder.mkdir(parents=True, exist_ok=True)
     with Remote(folder, workers=workers, work=WORK, critical=CRITICAL, lock=lock) as port:
-        return np.array(drive(port, rate, duration, seed=seed))
+        records = drive_records(port, rate, duration, seed=seed)
+    due = np.array([r.due for r in records])
+    return Measured(due - due[0], np.array([r.done - r.due for r in records]))
+
+
+def uncontended(spans: list[Span], name: str) -> float:
+    """The mean duration of the ``name`` spans that began while no other was open: they did not
+    wait for the lock, so they last as long as it is held."""
+    mine = sorted((s for s in spans if s.name == name), key=lambda s: s.start_ns)
+    free, busy_until = [], 0
+    for s in mine:
+        if s.start_ns >= busy_until:
+            free.append((s.end_ns - s.start_ns) / 1e9)
+        busy_until = max(busy_until, s.end_ns)
+    return float(np.mean(free))
 
 
 def refine_lock(doc: dict[str, Any], hold: float) -> None:
@@ -103,26 +145,33 @@ def predict(folder: Path, doc: dict[str, Any], *, scale: float = 1.0, workers: i
     return _mean_ci(means)
 
 
-def run(out: Path, *, rate: float, duration: float, workers: int) -> list[Outcome]:
+def run(out: Path, *, rate: float, duration: float, workers: int, fresh: bool = False) -> list[Outcome]:
+    """The base, the draft and the three what-ifs. Each what-if is measured under the arrivals the
+    draft replays (the base's Poisson draws; twice the load: the same draws at twice the rate for
+    half the time), so prediction and measurement differ by the model, not by one path of
+    arrivals against another; ``fresh``: each under arrivals of its own (seeds 2, 3, 4)."""
     base = measure(out / "base", rate=rate, duration=duration, workers=workers, lock=True, seed=1)
     src = out / "base" / "traces.jsonl"
-    graph = call_graph(read_otlp(src), src.name)
+    spans = read_otlp(src)
+    graph = call_graph(spans, src.name)
     drafted = draft(graph, "gateway_draft")
     write_draft(drafted, graph, out / "draft", src.name)
     doc = yaml.safe_load((out / "draft" / "model.yaml").read_text())
-    critical = next(info for op, info in graph.operations.items() if op[1] == "critical section")
-    refine_lock(doc, float(np.quantile(critical.durations, 0.1)))
+    refine_lock(doc, uncontended(spans, "critical section"))
     simulated_base, base_hw = predict(out / "draft", doc)
-    offset = float(base.mean()) - simulated_base  # the HTTP round trip no span covers
-    cases = [("twice the load", {"scale": 0.5}, {"rate": 2 * rate}),
+    offset = base.mean_ci()[0] - simulated_base  # the client's side of the HTTP round trip no span covers
+    twice = {"rate": 2 * rate, "duration": duration if fresh else duration / 2}
+    cases = [("twice the load", {"scale": 0.5}, twice),
              ("twice the workers", {"workers": 2 * workers}, {"workers": 2 * workers}),
              ("the lock removed", {"lock": False}, {"lock": False})]
-    outcomes = [Outcome("measured load", simulated_base + offset, base_hw, *_mean_ci(base))]
+    outcomes = [Outcome("measured load", simulated_base + offset, base_hw, *base.mean_ci(),
+                        base.independent_half_width())]
     for i, (name, model_change, service_change) in enumerate(cases, start=2):
         predicted, hw = predict(out / "draft", doc, **model_change)  # type: ignore[arg-type]
-        settings = {"rate": rate, "workers": workers, "lock": True, **service_change}
-        measured = measure(out / f"case{i}", duration=duration, seed=i, **settings)  # type: ignore[arg-type]
-        outcomes.append(Outcome(name, predicted + offset, hw, *_mean_ci(measured)))
+        settings = {"rate": rate, "duration": duration, "workers": workers, "lock": True, **service_change}
+        measured = measure(out / f"case{i}", seed=i if fresh else 1, **settings)  # type: ignore[arg-type]
+        outcomes.append(Outcome(name, predicted + offset, hw, *measured.mean_ci(),
+                                measured.independent_half_width()))
     return outcomes
 
 
@@ -132,14 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--fresh-arrivals", action="store_true",
+                        help="measure each what-if under arrivals of its own, not the ones the draft replays")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="otel_real_system_"))
-    outcomes = run(out, rate=args.rate, duration=args.duration, workers=args.workers)
+    outcomes = run(out, rate=args.rate, duration=args.duration, workers=args.workers, fresh=args.fresh_arrivals)
     base = outcomes[0].measured
-    print(f"{'case':20} {'predicted ms':>14} {'measured ms':>14} {'pred/base':>10} {'meas/base':>10}  holds")
+    print(f"{'case':20} {'predicted ms':>14} {'measured ms':>14} {'pred/base':>10} {'meas/base':>10}  holds  "
+          "(measured ± as if independent)")
     for o in outcomes:
         print(f"{o.name:20} {o.predicted * 1e3:8.2f} ±{o.half_width * 1e3:5.2f} {o.measured * 1e3:8.2f} "
-              f"±{o.measured_half_width * 1e3:5.2f} {o.predicted / base:10.2f} {o.measured / base:10.2f}  {o.holds}")
+              f"±{o.measured_half_width * 1e3:5.2f} {o.predicted / base:10.2f} {o.measured / base:10.2f}  "
+              f"{o.holds!s:5}  (±{o.independent_half_width * 1e3:.2f})")
     print(f"(draft and spans in {out})")
     return 0 if all(o.holds for o in outcomes) else 1
 
