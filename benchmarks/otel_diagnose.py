@@ -7,8 +7,10 @@ a rate and at twice it, each client-observed response split at the points both s
 Per request, joined on its ``X-Request-Start`` stamp: the client's lateness (due to sent), sent to
 accepted by the service's acceptor thread (connect, accept queue), accepted to the server span's
 start (waiting for a worker), the server span, and its end to the client's done (reply, close).
-Per operation: the mean own time (wall) and thread CPU time. Per phase: the CPU seconds the load
-generator (this process) and the service (the child) used, and the load average.
+Per operation: the mean own time (wall) and thread CPU time; the handler's sleep's overshoot
+(how long a thread whose sleep ended waited to run again: a core, the interpreter lock). Per
+phase: the CPU seconds the load generator (this process) and the service (the child) used, and
+the load average.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def phase(folder: Path, rate: float, duration: float, workers: int) -> dict[str,
     raw = [line for line in (folder / "traces.jsonl").read_text().splitlines() if line]
     roots: dict[str, tuple[int, int, int]] = {}
     worker: dict[str, tuple[int, int, int]] = {}
+    overshoot: list[float] = []
     for line in raw:
         for rs in json.loads(line)["resourceSpans"]:
             for ss in rs["scopeSpans"]:
@@ -58,6 +61,7 @@ def phase(folder: Path, rate: float, duration: float, workers: int) -> dict[str,
                     stamp = attrs["http.request.header.x-request-start"]["arrayValue"]["values"][0]["stringValue"]
                     accepted = int(attrs["diagnostic.accepted_unix_nano"]["intValue"])
                     roots[stamp] = (accepted, int(s["startTimeUnixNano"]), int(s["endTimeUnixNano"]))
+                    overshoot.append(float(attrs["diagnostic.work_overshoot_s"]["doubleValue"]))
                     worker[stamp] = (int(attrs["diagnostic.thread"]["intValue"]),
                                      int(attrs["diagnostic.entered_unix_nano"]["intValue"]),
                                      int(attrs["diagnostic.previous_left_unix_nano"]["intValue"]))
@@ -85,6 +89,7 @@ def phase(folder: Path, rate: float, duration: float, workers: int) -> dict[str,
         setup += [(run[1] - run[0]) / 1e9 for run in runs]
     queue = [(worker[stamp][1] - accepted) / 1e9 for stamp, (accepted, _, _) in roots.items()]
     figures["worker threads"] = float(len(by_thread))
+    figures["work sleep's overshoot ms"] = 1e3 * float(np.mean(overshoot))
     figures["accepted to worker entry ms"] = 1e3 * float(np.mean(queue))
     figures["worker entry to span start ms"] = 1e3 * float(np.mean(setup))
     figures["span end to worker exit ms"] = 1e3 * float(np.mean(tail))

@@ -154,7 +154,9 @@ class Service:
                 stamp = self.headers.get("X-Request-Start")
                 if stamp:
                     span.set_attribute(START_KEY, [stamp])
-                time.sleep(random.expovariate(1 / work))
+                asked, t0 = random.expovariate(1 / work), time.perf_counter()
+                time.sleep(asked)  # the sleep's overshoot: the wait to run again (a core, the interpreter lock)
+                span.set_attribute("diagnostic.work_overshoot_s", time.perf_counter() - t0 - asked)
                 with cpu_span(tracer, "critical section"):
                     if gate is not None:
                         with gate:
