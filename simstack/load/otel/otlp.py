@@ -47,7 +47,7 @@ CPU_KEY = "process.cpu.time"  # the semantic-convention name, here as a span att
 # a captured request header (semantic convention http.request.header.<key>, a string array): the
 # receive stamp a front end (nginx, HAProxy, a load balancer) adds, "t=<time since the epoch>"
 RECEIVED_KEY = "http.request.header.x-request-start"
-_STAMP = re.compile(r"\s*(?:t=)?(\d{1,20}(?:\.\d{1,9})?)\s*\Z")
+_STAMP = re.compile(r"\s*(?:t=)?([0-9]{1,20}(?:\.[0-9]{1,9})?)\s*\Z")
 
 
 def _cpu(span: dict[str, Any], source: str, line: int) -> float | None:
@@ -71,7 +71,7 @@ def _cpu(span: dict[str, Any], source: str, line: int) -> float | None:
 def stamp_ns(text: str) -> int | None:
     """An ``X-Request-Start`` value (``t=`` and a time since the epoch) in nanoseconds, its unit
     told by its size as the APM agents that read this header do: seconds (nginx's ``$msec``,
-    ``1700000000.123``), milliseconds, microseconds (HAProxy's and most proxies' ``t=``) or
+    ``1700000000.123``), milliseconds (HAProxy's ``%Ts%ms``), microseconds (Apache's ``%t``) or
     nanoseconds; None when it is not such a time (after 2001 and before 2286)."""
     match = _STAMP.match(text)
     if match is None:

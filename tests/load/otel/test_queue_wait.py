@@ -27,7 +27,7 @@ MS = 1e-3
 
 def _stamped(i: int, received: float, start: float, end: float, stamp: object = None) -> dict[str, Any]:
     span = _span(f"{i + 1:032x}", f"{i + 1:016x}", "", "GET /x", start, end)
-    value = stamp if stamp is not None else f"t={(T0 + int(received * 1e9)) // 1000}"  # microseconds, as HAProxy
+    value = stamp if stamp is not None else f"t={(T0 + int(received * 1e9)) // 1000}"  # microseconds, as Apache's %t
     span["attributes"] = [{"key": RECEIVED_KEY, "value": {"arrayValue": {"values": [{"stringValue": value}]}}}]
     return span
 
@@ -89,7 +89,8 @@ def test_a_receive_stamp_in_seconds_milli_micro_or_nanoseconds_is_one_time(text:
     assert stamp_ns(text) == 1_700_000_000_123_456_000
 
 
-@pytest.mark.parametrize("stamp", ["t=soon", "t=12", "t=-1700000000123456", "t=1600000000000000"])
+@pytest.mark.parametrize("stamp", ["t=soon", "t=12", "t=-1700000000123456", "t=1600000000000000",
+                                   "t=\u0661\u0667\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660"])
 def test_a_receive_stamp_that_is_no_time_or_a_day_before_the_span_is_refused_naming_the_attribute(
         tmp_path: Path, stamp: str) -> None:
     spans = [_stamped(0, 0.0, 0.0, 0.01, stamp), _stamped(1, 0.1, 0.1, 0.11)]
