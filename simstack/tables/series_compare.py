@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import stdtrit  # not scipy.stats: ~1 s of every run's start-up (confidence.py)
 
 MEASURES = {"throughput": "per s", "latency": "s", "in_system": "requests"}
 COLUMNS = ["window", "start_s", "end_s", "model", "model_low", "model_high", "ci_low", "ci_high", "measured",
@@ -54,6 +53,8 @@ def prediction_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
         m = float(x.mean()) if x.size else math.nan
         return m, math.nan, math.nan, math.nan, math.nan
     m, s = float(x.mean()), float(x.std(ddof=1))
+    from scipy.special import stdtrit  # here: scipy costs ~0.3 s of every command's start-up
+
     t = float(stdtrit(x.size - 1, 0.5 + level / 2))
     spread, half = t * s * math.sqrt(1 + 1 / x.size), t * s / math.sqrt(x.size)
     return m, m - spread, m + spread, m - half, m + half

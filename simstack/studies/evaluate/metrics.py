@@ -26,7 +26,7 @@ from simstack.load.loader import load_model
 from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
-from simstack.studies.evaluate.run_values import latencies_of, one_replication, run_statistic
+from simstack.studies.evaluate.run_values import latencies_of, metric_in_replication, run_statistic
 from simstack.studies.evaluate.sequential import decided_probe, paired_value, replicated_value
 from simstack.studies.schema.metric_types import (
     CapacityMetric,
@@ -259,7 +259,7 @@ class Evaluator:
     def in_replication(self, metric: RunMetric, result: RunResult, rep: int) -> Any:
         """``metric`` in replication ``rep`` of ``result`` alone: its value, or for a percentile
         the latencies it reads (whose interval is by sectioning across replications)."""
-        one = one_replication(result, rep)
+        one = metric_in_replication(metric, result, rep)
         return latencies_of(metric, one) if metric.q is not None else run_statistic(metric, one)
 
     def decided(self, metric: CapacityMetric, run: RunSelection, n: int) -> Probe:
