@@ -148,7 +148,8 @@ def test_a_sweep_refuses_what_the_fields_never_send(page: tuple[Any, Any, list[A
     state = [_params(controls), _flags(controls)] + [
         {"id": i, "property": "value", "value": v}
         for i, v in (("sweep-control", controls.numbers[0].name), ("sweep-from", low), ("sweep-to", high),
-                     ("sweep-points", n), ("sweep-request", "trim"), ("sweep-metric", "p95"), ("sweep-at-most", at_most),
+                     ("sweep-points", n), ("sweep-request", "trim"), ("sweep-metric", "p95"),
+                     ("sweep-at-most", at_most),
                      ("replications", reps), ("horizon", 100), ("scenario", None))]
     body = {"output": _key(app, "sweep"), "inputs": [{"id": "sweep", "property": "n_clicks", "value": 1}],
             "outputs": {"id": "progress", "property": "children", "allow_duplicate": True},
