@@ -81,7 +81,7 @@ def _check_count(source: str) -> None:
             if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent | yaml.CollectionStartEvent):
                 count += 1
                 if count > MAX_VALUES:
-                    line = event.start_mark.line + 1
+                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
                     raise ModelError(f"the document holds more than the {MAX_VALUES} values a model may hold (line "
                                      f"{line} is past them); a list that long belongs in a data file (a trace)")
     except yaml.YAMLError as exc:

@@ -218,7 +218,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
             return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
                              "set", id="sweep-refused")
         try:
-            reps, span, _ = run_numbers(replications, horizon, None)
+            reps, span = run_numbers(replications, horizon, None)[:2]
             refused = answers.horizon_refusal(spec, span)
             swept = [] if refused else sweep_values(chosen, low, high, int(n))
         except SimstackError as exc:
