@@ -34,6 +34,7 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ModelError(f"cannot read: not UTF-8 text (byte {exc.start})", file=str(path)) from None
     try:
+        _check_count(source)  # before anything is built: a million-point list took minutes to refuse
         doc = yaml.safe_load(source)
         # Composing builds only YAML nodes, never objects; libyaml's parser makes it cheap.
         root = yaml.compose(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -68,6 +69,25 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 MAX_VALUES = 1_000_000  # a model is hundreds of values; aliases of aliases can mean billions
+
+
+def _check_count(source: str) -> None:
+    """Refuse a document that writes out more than ``MAX_VALUES`` values, counted on libyaml's
+    event stream as it is read: it stops at the first value past the limit, before any node or
+    object is built (the later walks cost seconds per million values, the Python loader minutes)."""
+    count = 0
+    try:
+        for event in yaml.parse(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent | yaml.CollectionStartEvent):
+                count += 1
+                if count > MAX_VALUES:
+                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                    raise ModelError(f"the document holds more than the {MAX_VALUES} values a model may hold (line "
+                                     f"{line} is past them); a list that long belongs in a data file (a trace)")
+    except yaml.YAMLError as exc:
+        if "nesting depth" in str(getattr(exc, "problem", "")):  # libyaml's limit; the Python parser's RecursionError
+            raise ModelError("the YAML document is nested too deeply to read") from None
+        return  # a syntax error: the loader below names it in its own words, as it always has
 
 
 def _check_size(root: yaml.Node | None) -> None:

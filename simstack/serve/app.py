@@ -32,6 +32,7 @@ from simstack.serve.controls import (
     whatif_choice,
 )
 from simstack.serve.export import export_report, report_html
+from simstack.serve.guard import fields, guard, run_numbers
 from simstack.serve.layout import FLAG, PARAM, SLIDER, error_page, frame_table, layout, swept_part, table
 from simstack.serve.runner import Runner
 from simstack.serve.runner import State as JobState
@@ -46,6 +47,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
     on ``backend``: None, ``jobs`` at once in the runner's worker; a ``RayCluster``, as Ray tasks)."""
     app = Dash(__name__, title="simstack serve", update_title="")
     runner = Runner(backend, jobs)
+    guard(app, loopback=token is None)
     if token is not None:
         _require_token(app, token)
     if spec is None or spec.file is None:
@@ -77,7 +79,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
         """The address holds the setting and the scenario: read on load, written on every
         change; a slider and its number field follow each other; a what-if or a scenario
         chosen sets the controls to its values."""
-        trigger = ctx.triggered_id
+        trigger, values, slid = ctx.triggered_id, fields(values), fields(slid)
         keep, flags_kept = [no_update] * len(controls.numbers), [no_update] * len(controls.flags)
         unchanged = (no_update, keep, keep, flags_kept, no_update)
         if trigger is None or trigger == "url":
@@ -115,6 +117,7 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
     @app.callback(Output("instant", "children"), Input({"type": PARAM, "name": ALL}, "value"),
                   Input({"type": FLAG, "name": ALL}, "value"), Input("scenario", "value"))
     def instant(values: list[Any], ticks: list[list[str]], scenario: str | None) -> Any:
+        values = fields(values)
         unread = [c for c, v in zip(controls.numbers, values, strict=True) if v is None]
         if unread:  # a field emptied or outside what it accepts: say so, keep the last answer's setting
             return html.P("enter a number for " + ", ".join(
@@ -155,14 +158,20 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
                   State("scenario", "value"), prevent_initial_call=True)
     def simulate(_: int, values: list[Any], ticks: list[list[str]], replications: Any, horizon: Any,
                  precision: Any, scenario: str | None) -> Any:
-        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        values = fields(values)
+        try:
+            reps, span, share = run_numbers(replications, horizon, precision)
+        except SimstackError as exc:
+            return html.Span(str(exc), id="sim-refused")
+        if any(v is None for v in values):
+            return html.Span("enter a number in every field to simulate", id="sim-refused")
+        refused = answers.horizon_refusal(spec, span)
         if refused:
             return html.Span(refused, id="sim-refused")
         setting = setting_of(values, ticks)
         params, flags = overrides(controls, setting)
-        runner.start(address(query(controls, setting), scenario), model_file, params, flags,
-                     max(2, int(replications or 5)), None if horizon is None else float(horizon),
-                     None if precision is None else precision / 100, scenario)
+        runner.start(address(query(controls, setting), scenario), model_file, params, flags, reps, span, share,
+                     scenario)
         return "running..."
 
     @app.callback(Output("exported", "children"), Input("export", "n_clicks"), State("report-name", "value"),
@@ -203,30 +212,30 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
     def sweep(_: int, given: list[Any], ticks: list[list[str]], name: str | None, low: Any, high: Any, n: Any,
               request: str | None, metric: str | None, at_most: Any, replications: Any, horizon: Any,
               scenario: str | None) -> Any:
-        chosen = next((c for c in controls.numbers if c.name == name), None)
+        chosen, given = next((c for c in controls.numbers if c.name == name), None), fields(given)
+        low, high, n, at_most = fields([low, high, n, at_most])
         if chosen is None or low is None or high is None or n is None or any(v is None for v in given):
             return html.Span("a sweep needs a control, a range from and to, a number of points and every control "
                              "set", id="sweep-refused")
-        refused = answers.horizon_refusal(spec, None if horizon is None else float(horizon))
+        try:
+            reps, span = run_numbers(replications, horizon, None)[:2]
+            refused = answers.horizon_refusal(spec, span)
+            swept = [] if refused else sweep_values(chosen, low, high, int(n))
+        except SimstackError as exc:
+            return html.Span(str(exc), id="sweep-refused")
         if refused:
             return html.Span(refused, id="sweep-refused")
         setting = setting_of(given, ticks)
-        try:
-            swept = sweep_values(chosen, float(low), float(high), int(n))
-        except SimstackError as exc:
-            return html.Span(str(exc), id="sweep-refused")
         points = []
         for v in swept:
             value = int(v) if chosen.integer else v
             points.append(Point(value, *overrides(controls, ({**setting[0], chosen.name: v}, setting[1]))))
-        condition = (Condition(str(request), str(metric), float(at_most))
+        condition = (Condition(str(request), str(metric), at_most)
                      if at_most is not None and request and metric else None)
-        reps = max(2, int(replications or 5))
-        span = "the model's horizon" if horizon is None else f"horizon {float(horizon):g} s"
         runner.launch(address(query(controls, setting), scenario), "sweep",
-                      (model_file, chosen.name, points, reps, None if horizon is None else float(horizon), condition,
-                       scenario),
-                      f"a sweep of {chosen.name} over {len(points)} points, {reps} replications each, {span}")
+                      (model_file, chosen.name, points, reps, span, condition, scenario),
+                      f"a sweep of {chosen.name} over {len(points)} points, {reps} replications each, "
+                      + ("the model's horizon" if span is None else f"horizon {span:g} s"))
         return "running..."
 
     @app.callback(Output("progress", "children"), Output("precise", "children"), Output("sweep-out", "children"),
@@ -304,7 +313,8 @@ def build(spec: ModelSpec | None, error: str = "", token: str | None = None,
     def save(_: int, name: str | None, values: list[Any], ticks: list[list[str]],
              scenario: str | None) -> tuple[str, Any]:
         try:
-            path = save_whatif(controls, model_dir, str(name or ""), setting_of(values, ticks), scenario=scenario)
+            path = save_whatif(controls, model_dir, str(name or ""), setting_of(fields(values), ticks),
+                               scenario=scenario)
         except SimstackError as exc:
             return f" not saved: {exc}", no_update
         return f" saved {path}", available(model_dir)  # the new one can be chosen at once

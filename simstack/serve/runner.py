@@ -21,6 +21,7 @@ import pandas as pd
 
 from simstack.engine.parallel import Backend, using
 from simstack.errors import SimstackError
+from simstack.tables.stopping import DEFAULT_MAX_TIME
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,14 @@ def _work(conn: Connection, kind: str, args: tuple[Any, ...], backend: Backend |
 class Runner:
     """The one background simulation of a page (module docstring)."""
 
-    def __init__(self, backend: Backend | None = None, jobs: int = 1) -> None:
+    def __init__(self, backend: Backend | None = None, jobs: int = 1, max_time: float = DEFAULT_MAX_TIME) -> None:
         """``backend``: where the replications run (None: in the worker, ``jobs`` at once, in
         processes of its own past one, ``simstack serve jobs=N``; ``RayCluster``: as Ray tasks,
-        ``simstack serve backend=ray``)."""
+        ``simstack serve backend=ray``). A job is stopped after ``max_time`` wall-clock seconds
+        (an hour, as a precision run's ``max_time``): anyone at the page may start one."""
         self.backend = backend
         self.jobs = jobs
+        self.max_time = max_time
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
@@ -126,6 +129,19 @@ class Runner:
             where = (f" on {self.backend.name}" if self.backend is not None
                      else f", {self.jobs} at once" if self.jobs > 1 else "")
             self._state = State("running", key, detail=detail + where, kind=kind, run=self._runs)
+            timer = threading.Timer(self.max_time, self._expire, args=(self._runs,))
+            timer.daemon = True
+            timer.start()
+
+    def _expire(self, run: int) -> None:
+        """Stop job ``run`` if it still runs: the page's wall-clock limit."""
+        self.state()  # a job that has just ended keeps its answer
+        with self._lock:
+            if self._state.status == "running" and self._state.run == run:
+                self._stop()
+                self._state = State("failed", self._state.key, self.max_time, kind=self._state.kind, run=run,
+                                    message=f"stopped at the page's time limit of {self.max_time:g} s (wall clock): "
+                                            "ask for fewer replications or a shorter horizon")
 
     def cancel(self, unless: str | None = None) -> None:
         """Stop the running simulation (unless it runs the setting ``unless``)."""

@@ -131,7 +131,7 @@ def run_in_sequence(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
     previous: int | None = None
     answers: dict[int, int] = {}
     done: dict[str, Outcome] = {}
-    runs = bar(tasks, desc=f"predicting {study.model}", unit="run", shown=progress)
+    runs = bar(tasks, desc=f"predicting {study.model}", unit="run", shown=progress, lines=True)
     current = [""]  # the task a search reports on
 
     def searching(text: str) -> None:
@@ -158,7 +158,7 @@ def run_in_parallel(study: Study, tasks: Sequence[Task], jobs: int, progress: bo
     order = sorted(tasks, key=lambda t: -(t.start or 0))
     done: dict[str, Outcome] = {}
     with Workers(jobs) as workers, bar(total=len(tasks), desc=f"predicting {study.model} ({jobs} jobs)", unit="run",
-                                       shown=progress) as runs:
+                                       shown=progress, lines=True) as runs:
         def finished(index: int, _outcome: Outcome) -> None:
             runs.set_postfix_str(f"done: {on_point(order[index])}")
             runs.update(1)

@@ -58,3 +58,28 @@ def test_a_calibration_never_runs_more_simulations_than_its_budget(study_dir: Pa
     result = calibrate(load_study(study_dir), progress=False)
     budget = simulation_budget(method, 1, max_evaluations)
     assert 2 <= result["evaluations"] <= budget
+
+
+def test_predict_off_a_terminal_prints_plain_progress_lines(study_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a terminal (stderr captured here: a pipe, a log) ``predict``'s bar is a plain line
+    every ``LINE_EVERY`` seconds (0 here: every step), never a carriage return; nothing on
+    stdout. On a terminal it stays tqdm's bar (``run_in_terminal`` tests of the other verbs)."""
+    from simstack.io import progress
+    from simstack.studies.predict import predict_selection
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)
+    predict_selection(load_study(study_dir), {}, progress=True)
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and "\r" not in err and "\x1b" not in err
+    assert any(re.match(r"^predicting mm1_study: +\d+%\|[ #0-9]*\| \d+/\d+ ", line) for line in lines), err
+    assert any("100%" in line for line in lines), err  # the last step is shown too
+
+
+def test_a_short_task_off_a_terminal_prints_no_progress_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from simstack.io.progress import bar
+
+    for _ in bar(range(3), desc="quick", lines=True):
+        pass
+    assert capsys.readouterr().err == ""  # the first line comes after LINE_EVERY seconds

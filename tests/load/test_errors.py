@@ -719,3 +719,23 @@ def test_any_wrong_value_anywhere_in_the_pipeline_model_is_a_located_model_error
             except Exception as exc:  # noqa: BLE001 - the point of the test
                 failures.append((site, wrong, repr(exc)))
     assert not failures, failures[:5]
+
+
+def test_a_schedule_too_long_is_refused_before_anything_is_built(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A million-point rate schedule took minutes to refuse: the Python loader built it all
+    first. The count is checked on the parser's events, before any node or object is built
+    (the builders fail here if called; MAX_VALUES lowered so the test stays small)."""
+    from simstack.io import safeyaml
+
+    def built(*_: object, **__: object) -> None:
+        raise AssertionError("the document was built before its values were counted")
+
+    monkeypatch.setattr(safeyaml, "MAX_VALUES", 1000)
+    monkeypatch.setattr(yaml, "safe_load", built)
+    monkeypatch.setattr(yaml, "compose", built)
+    points = "".join(f"        - [{i}, 1/s]\n" for i in range(2000))
+    path = write(tmp_path, BASE_TEXT + "  more:\n    type: open\n    request: read\n    rate:\n      steps:\n" + points)
+    with pytest.raises(ModelError, match=re.escape(f"{path}: the document holds more than the 1000 values a model "
+                                                   "may hold (line ") + r"\d+ is past them\); a list that long"):
+        simstack.load_model(path)
