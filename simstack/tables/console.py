@@ -25,7 +25,7 @@ import pandas as pd
 from simstack.io.terminal import printable
 from simstack.resources import hotpath
 from simstack.tables.breakdown import time_breakdown
-from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
+from simstack.tables.latencies import INTERVAL_COLUMNS, METHODS, PERCENTILES
 from simstack.tables.results import THROUGHPUT_COLUMNS
 from simstack.tables.stopping import limit_reached, stop_record
 
@@ -219,8 +219,22 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
     out.attrs["note"] = f"percentiles with the half-width (±) of their 95 % intervals, {note}" + (
         f"; not to be trusted as stated for {', '.join(doubtful)}: coverage not assured (a run too short for the "
         "batch rule, a percentile whose batches hold too few separate clumps of its tail, or no series kept: run "
-        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "")
+        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "") + withheld_note(
+        summary)
     return out
+
+
+def withheld_note(summary: pd.DataFrame) -> str:
+    """What to set when a one-run percentile has no interval (the quantile rule rejected its
+    batches, ``intervals.stated``): empty when every percentile has one or none was batched."""
+    one_run = summary[summary["ci_method"] == METHODS["batches"]]
+    missing = [f"{row['request']}.{c}" for _, row in one_run.iterrows() for c, _ in PERCENTILES
+               if math.isfinite(row[c]) and not math.isfinite(row[f"{c}_low"])]
+    if not missing:
+        return ""
+    return (f"; no interval for {', '.join(missing)}: the run is too short for a percentile interval from one run "
+            f"(too few separate clumps of the tail in its batches): set sim.precision.metrics=[{missing[-1]}] to "
+            "extend the run until it has one, or sim.replications >= 2")
 
 
 def precision_text(result: RunResult) -> str:
