@@ -232,9 +232,10 @@ def withheld_note(summary: pd.DataFrame) -> str:
                if math.isfinite(row[c]) and not math.isfinite(row[f"{c}_low"])]
     if not missing:
         return ""
+    highest = list({name.rsplit(".", 1)[0]: name for name in missing}.values())  # per request its highest
     return (f"; no interval for {', '.join(missing)}: the run is too short for a percentile interval from one run "
-            f"(too few separate clumps of the tail in its batches): set sim.precision.metrics=[{missing[-1]}] to "
-            "extend the run until it has one, or sim.replications >= 2")
+            f"(too few separate clumps of the tail in its batches): set sim.precision.metrics=[{', '.join(highest)}] "
+            "to extend the run until it has one, or sim.replications >= 2")
 
 
 def precision_text(result: RunResult) -> str:

@@ -99,7 +99,7 @@ def test_a_one_run_percentile_the_quantile_rule_rejects_gets_no_interval(spec: M
     assert not row["ci_ok"]
     from simstack.tables.console import percentile_table
     note = percentile_table(result).attrs["note"]
-    assert "job.p99" in note.split("no interval for ")[1] and "sim.precision.metrics=[job" in note
+    assert "job.p99" in note.split("no interval for ")[1] and "sim.precision.metrics=[job.p99" in note
     assert "sim.replications >= 2" in note
     both = simstack.simulate(spec, replications=2, **RUN)
     assert "no interval for" not in percentile_table(both).attrs["note"]  # across replications: sectioning
