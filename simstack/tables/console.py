@@ -25,6 +25,7 @@ import pandas as pd
 from simstack.io.terminal import printable
 from simstack.resources import hotpath
 from simstack.tables.breakdown import time_breakdown
+from simstack.tables.intervals import METHOD_BATCH_QUANTILE
 from simstack.tables.latencies import INTERVAL_COLUMNS, METHODS, PERCENTILES
 from simstack.tables.results import THROUGHPUT_COLUMNS
 from simstack.tables.stopping import limit_reached, stop_record
@@ -254,9 +255,11 @@ def precision_text(result: RunResult) -> str:
             f"one run of {result.stopped.horizon:.6g} {'s' if clock == 's' else MODEL_TIME} "
             f"in {_batches(record)} batches")
     verdict = "met" if result.stopped.met else f"NOT met ({limit_reached(result.precision, result.stopped)})"
+    shown = {name: s if s["ok"] or s["method"] != METHOD_BATCH_QUANTILE else  # as the summary states it
+             {**s, "half_width": math.nan, "relative_half_width": math.nan} for name, s in record["statistics"].items()}
     rows = [{"statistic": name, f"estimate_{unit}": s["estimate"] * factor, f"±_{unit}": s["half_width"] * factor,
              "±_%": s["relative_half_width"] * 100, f"allowed_{unit}": s["allowed_half_width"] * factor,
-             "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]
+             "met": "yes" if s["met"] else "no"} for name, s in shown.items()]
     head = (f"precision: half-width within {wanted} at {result.precision.confidence:g} confidence {verdict} "
             f"after {took}, {result.stopped.looks} look{'s' if result.stopped.looks != 1 else ''}")
     return head + "\n" + format_table(pd.DataFrame(rows))

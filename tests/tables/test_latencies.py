@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 import simstack
+from simstack.engine.precise import simulate_until_precise
 from simstack.lang.spec import ModelSpec
+from simstack.tables.console import percentile_table, precision_text
 from simstack.tables.ecdf import ecdf_table
 from simstack.tables.intervals import (
     Interval,
@@ -27,6 +29,7 @@ from simstack.tables.intervals import (
 )
 from simstack.tables.latencies import CDF_COLUMNS, INTERVAL_COLUMNS
 from simstack.tables.results import SUMMARY_COLUMNS, THROUGHPUT_COLUMNS
+from simstack.tables.stopping import Precision, Target
 from simstack.testing.reference import mm1_sojourns
 
 MODEL = """name: two_classes
@@ -97,12 +100,17 @@ def test_a_one_run_percentile_the_quantile_rule_rejects_gets_no_interval(spec: M
     assert not batch_quantile_interval(series, q=0.99).ok  # the rule rejects this run's p99
     assert math.isfinite(row["p99"]) and math.isnan(row["p99_low"]) and math.isnan(row["p99_high"])
     assert not row["ci_ok"]
-    from simstack.tables.console import percentile_table
     note = percentile_table(result).attrs["note"]
     assert "job.p99" in note.split("no interval for ")[1] and "sim.precision.metrics=[job.p99" in note
     assert "sim.replications >= 2" in note
     both = simstack.simulate(spec, replications=2, **RUN)
     assert "no interval for" not in percentile_table(both).attrs["note"]  # across replications: sectioning
+
+    capped = simulate_until_precise(spec, Precision(Target(relative=0.5), metrics=("job.p99",), max_horizon=800.0),
+                                    replications=1, seed=4, horizon=400.0, warmup=50.0, record_steps=False)
+    assert not capped.stopped.intervals["job.p99"].ok  # type: ignore[union-attr]  # too short: the rule rejects it
+    line = [x for x in precision_text(capped).splitlines() if x.split()[0] == "job.p99"][0]
+    assert line.split()[2] == "-"  # its half-width is not printed either
 
 
 def test_stated_keeps_an_accepted_interval_and_withdraws_a_rejected_one() -> None:
