@@ -192,6 +192,8 @@ def extended(q: Queue, n: int, seeds: int, levels: tuple[float, ...], key: int, 
             for level in levels:
                 _record(rows[level], batch_quantile_interval(final, level, q=p), q.quantile(p))
                 rows[level].ok[-1] = result.met
+        print(f"    {q.name} from {n:,}: {len(lengths)} runs, covered "
+              + ", ".join(f"{sum(r.hits)} at {r.level:.2f}" for r in rows.values()), file=sys.stderr, flush=True)
     for row in rows.values():
         row.note = f"median {int(np.median(lengths)):,} customers"
     return list(rows.values())
@@ -300,10 +302,16 @@ ONE_RUN = [(mm1(0.5), 20_000), (mm1(0.8), 20_000), (mm1(0.8), 160_000), (mmc(3, 
 LONGEST = (2_560_000, 2_560_000, 2_560_000, 640_000, 1_280_000)
 
 
-def one_run_extended(seeds: int, levels: tuple[float, ...], started: float) -> Iterator[list[Row]]:
-    """The p99 extended from each one-run row's length (``extended``), a queue at a time."""
+def one_run_extended(seeds: int, levels: tuple[float, ...], started: float, which: Iterable[int] | None = None,
+                     stream: int = 0) -> Iterator[list[Row]]:
+    """The p99 extended from each one-run row's length (``extended``), a queue at a time
+    (``which``: those rows of ``ONE_RUN`` only, by index; a row's seeds do not depend on
+    which others run, and its first seeds are those of a smaller --seeds)."""
+    chosen = set(range(len(ONE_RUN)) if which is None else which)
     for key, ((q, n), longest) in enumerate(zip(ONE_RUN, LONGEST, strict=True)):
-        yield extended(q, n, seeds, levels, 600 + key, longest)
+        if key not in chosen:
+            continue
+        yield extended(q, n, seeds, levels, 600 + key + 1000 * stream, longest)
         print(f"  extended {q.name} from {n} done, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
 
@@ -318,9 +326,13 @@ def one_run_percentiles(seeds: int, levels: tuple[float, ...], started: float) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--seeds", type=int, default=4_000, help="seeds per replicated or independent row")
-    ap.add_argument("--only", choices=("one-run-percentiles",), help="only the one-run percentile rows: batch "
-                    "sectioning on the fixed runs and the p99 extended from them (--seeds: per fixed row; the "
-                    "extended rows get a quarter)")
+    ap.add_argument("--only", choices=("one-run-percentiles", "one-run-extended"), help="only the one-run "
+                    "percentile rows: batch sectioning on the fixed runs and the p99 extended from them (--seeds: "
+                    "per fixed row; the extended rows get a quarter); or only the extended rows (--seeds each)")
+    ap.add_argument("--rows", default=None, help="with --only one-run-extended: which one-run rows, comma-separated "
+                    "indices into ONE_RUN (0 M/M/1 0.5, 1 M/M/1 0.8, 2 M/M/1 0.8 from 160,000, 3 M/M/3, 4 M/M/2)")
+    ap.add_argument("--stream", type=int, default=0, help="with --only one-run-extended: another independent set "
+                    "of seeds (0: the table's), so that two processes can measure one row")
     args = ap.parse_args(argv)
     seeds, long_seeds = args.seeds, max(100, args.seeds // 2)
     levels = (0.9, 0.95)
@@ -329,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
               "note"]
     if args.only:  # rows printed as each queue is done, so that a long measurement can be read part-way
         print(markdown(header, []), flush=True)
-        for rows_done in one_run_percentiles(args.seeds, levels, started):
+        which = None if args.rows is None else [int(i) for i in args.rows.split(",")]
+        parts = (one_run_percentiles(args.seeds, levels, started) if args.only == "one-run-percentiles"
+                 else one_run_extended(args.seeds, levels, started, which, args.stream))
+        for rows_done in parts:
             print(markdown(header, (r.cells() for r in rows_done)).split("\n", 2)[2], flush=True)
         print()
         print(f"({time.perf_counter() - started:.0f} s)")

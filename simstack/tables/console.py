@@ -25,7 +25,8 @@ import pandas as pd
 from simstack.io.terminal import printable
 from simstack.resources import hotpath
 from simstack.tables.breakdown import time_breakdown
-from simstack.tables.latencies import INTERVAL_COLUMNS, PERCENTILES
+from simstack.tables.intervals import METHOD_BATCH_QUANTILE
+from simstack.tables.latencies import INTERVAL_COLUMNS, METHODS, PERCENTILES
 from simstack.tables.results import THROUGHPUT_COLUMNS
 from simstack.tables.stopping import limit_reached, stop_record
 
@@ -219,8 +220,23 @@ def percentile_table(result: RunResult) -> pd.DataFrame:
     out.attrs["note"] = f"percentiles with the half-width (±) of their 95 % intervals, {note}" + (
         f"; not to be trusted as stated for {', '.join(doubtful)}: coverage not assured (a run too short for the "
         "batch rule, a percentile whose batches hold too few separate clumps of its tail, or no series kept: run "
-        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "")
+        "longer, or set sim.precision, which extends one run until they pass)" if doubtful else "") + withheld_note(
+        summary)
     return out
+
+
+def withheld_note(summary: pd.DataFrame) -> str:
+    """What to set when a one-run percentile has no interval (the quantile rule rejected its
+    batches, ``intervals.stated``): empty when every percentile has one or none was batched."""
+    one_run = summary[summary["ci_method"] == METHODS["batches"]]
+    missing = [f"{row['request']}.{c}" for _, row in one_run.iterrows() for c, _ in PERCENTILES
+               if math.isfinite(row[c]) and not math.isfinite(row[f"{c}_low"])]
+    if not missing:
+        return ""
+    highest = list({name.rsplit(".", 1)[0]: name for name in missing}.values())  # per request its highest
+    return (f"; no interval for {', '.join(missing)}: the run is too short for a percentile interval from one run "
+            f"(too few separate clumps of the tail in its batches): set sim.precision.metrics=[{', '.join(highest)}] "
+            "to extend the run until it has one, or sim.replications >= 2")
 
 
 def precision_text(result: RunResult) -> str:
@@ -239,9 +255,11 @@ def precision_text(result: RunResult) -> str:
             f"one run of {result.stopped.horizon:.6g} {'s' if clock == 's' else MODEL_TIME} "
             f"in {_batches(record)} batches")
     verdict = "met" if result.stopped.met else f"NOT met ({limit_reached(result.precision, result.stopped)})"
+    shown = {name: s if s["ok"] or s["method"] != METHOD_BATCH_QUANTILE else  # as the summary states it
+             {**s, "half_width": math.nan, "relative_half_width": math.nan} for name, s in record["statistics"].items()}
     rows = [{"statistic": name, f"estimate_{unit}": s["estimate"] * factor, f"±_{unit}": s["half_width"] * factor,
              "±_%": s["relative_half_width"] * 100, f"allowed_{unit}": s["allowed_half_width"] * factor,
-             "met": "yes" if s["met"] else "no"} for name, s in record["statistics"].items()]
+             "met": "yes" if s["met"] else "no"} for name, s in shown.items()]
     head = (f"precision: half-width within {wanted} at {result.precision.confidence:g} confidence {verdict} "
             f"after {took}, {result.stopped.looks} look{'s' if result.stopped.looks != 1 else ''}")
     return head + "\n" + format_table(pd.DataFrame(rows))

@@ -30,7 +30,8 @@ SQSTS for quantiles (Alexopoulos et al. 2019, Lolos et al. 2022):
   model whose slow phases outlast a batch, which clump counts alone would not.
 
 A run that fails either is given its interval with ``ok=False``: the coverage is then not
-assured, and a run extended to a precision (``stopping.extend_until_precise``) grows
+assured, so the run's tables state no interval for it (``intervals.stated``), and a run
+extended to a precision (``stopping.extend_until_precise``) grows
 towards ``needed_length``: clumps grow in proportion to the run, a failed randomness test
 doubles it. The coverage of both, fixed and extended, is in docs/analysis.md.
 """
