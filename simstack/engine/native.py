@@ -5,10 +5,10 @@ kernel's (docs/engine.md).
 whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed and
 protocol workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
 links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
-``parallel``, delays, probabilistic choices and ``steps:`` blocks; no step records, no trace.
+``parallel``, delays, probabilistic choices and ``steps:`` blocks; step records (not into a summary), no trace.
 ``run`` compiles the model (``simstack.engine.nativecode``), runs the loop, and hands back what a
 SimPy replication leaves: the resources' meters written back into their ``Meter`` objects, the
-finished requests appended to the same recorder in completion order, the holds still waiting
+finished requests (and recorded steps) appended to the same recorder in completion order, the holds still waiting
 listed in ``r.waits``. ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
 (``simstack.engine.kernel``).
 """
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from simstack.engine import kernel
-from simstack.engine.nativecode import HOSTS, Compiler
+from simstack.engine.nativecode import HOSTS, MARKS, Compiler
 from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Indexed
 from simstack.lang.sizes import SizeSchedule
@@ -54,13 +54,14 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     MISSING = "native kernel not built"
 
 
-def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
-    """'' when the native kernel runs this model, else the first reason it cannot."""
+def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = False) -> str:
+    """'' when the native kernel runs this model, else the first reason it cannot (``summary``:
+    the records kept as streaming statistics, ``SummaryRecorder``)."""
     why = kernel.forced(MISSING)
     if why:
         return why
-    if record_steps:
-        return "steps are recorded"
+    if record_steps and summary:
+        return "steps are recorded into a summary"
     if trace is not None:
         return "a load trace is taken"
     if spec.environment is not None:
@@ -90,6 +91,32 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
         why = _steps_why(spec, req.body)
         if why:
             return f"request {req.name!r}: {why}"
+        if record_steps:
+            why = _recorded_why(spec, req.body, 0)
+            if why:
+                return f"request {req.name!r}: {why}"
+    return ""
+
+
+def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
+    """Why the loop cannot record these steps' rows: recorded steps nested too deep for its
+    ``MARKS`` levels."""
+    for step in body:
+        g = step.guard
+        inner: list[tuple[Step, ...]] = []
+        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps")
+        if depth + 2 * recorded > MARKS:  # a database call takes two levels
+            return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
+        if isinstance(step, Call) and step.target in spec.requests:
+            inner = [spec.requests[step.target].body]
+        elif isinstance(step, Hold | Sequence | Parallel):
+            inner = [step.body]
+        elif type(step) is Choose:
+            inner = [b.body for b in step.branches]
+        for steps in inner:
+            why = _recorded_why(spec, steps, depth + recorded)
+            if why:
+                return why
     return ""
 
 
@@ -196,7 +223,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps = out
     for meter, state in zip(comp.meters, kept, strict=True):
         meter.restore(*state[:8])
         meter.drops = state[9]
@@ -210,8 +237,32 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     r.env._now = now
     r.env._eid = itertools.count(events)
     _record(r.rec, cols, comp.classes, comp.workloads, comp.reasons)
+    if r.rec.record_steps:
+        _record_steps(r.rec, steps, comp.classes, comp.names)
     _waits(r, waits, comp)
     return now, events, bool(dry)
+
+
+def _record_steps(rec: Recorder, cols: tuple, classes: list[str], names: list[str]) -> None:
+    """The step rows, in the order the recorded runners made them, into the recorder's step
+    columns (names coded in any order: the tables sort them, ``results._categorical``)."""
+    n = len(cols[0]) // 8
+    if not n:
+        return
+    columns = rec.steps
+    columns.flush()
+    code = columns.names.__getitem__
+    b = columns.buffers  # id, request, step, component, start, wait, service, end
+    b[0].frombytes(cols[0])
+    for buf, col, table in ((b[1], cols[1], classes), (b[2], cols[2], names), (b[3], cols[3], names)):
+        index = np.frombuffer(col, dtype=np.int32)
+        codes = np.zeros(len(table), dtype=np.int32)
+        for i in np.flatnonzero(np.bincount(index, minlength=len(table))):  # only the names in use get codes
+            codes[i] = code(table[i])
+        buf.frombytes(codes[index].tobytes())
+    for buf, col in zip(b[4:], cols[4:], strict=True):
+        buf.frombytes(col)
+    columns.flushed += n
 
 
 def _waits(r: Any, waits: list[tuple], comp: Compiler) -> None:
