@@ -150,9 +150,10 @@ class Compiler:
         if key not in self.entries:
             self.entries[key] = len(self.code)
             outer, self.site = self.site, site
+            depth, self.depth = self.depth, 0  # a request of its own: its recorded steps from level 0
             self.body(req.body, scope)
             self.code.append(END)
-            self.site = outer
+            self.site, self.depth = outer, depth
         return self.entries[key]
 
     def cls(self, request: str) -> int:
