@@ -224,6 +224,9 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
     now, events, dry, next_id, started, in_system, kept, cols, waits, steps = out
+    del out
+    step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
+    del steps
     for meter, state in zip(comp.meters, kept, strict=True):
         meter.restore(*state[:8])
         meter.drops = state[9]
@@ -236,32 +239,39 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     r.next_id, r.started, r.in_system = next_id, started, in_system
     r.env._now = now
     r.env._eid = itertools.count(events)
-    _record(r.rec, cols, comp.classes, comp.workloads, comp.reasons)
+    req_cols = list(cols)
+    del cols
+    _record(r.rec, req_cols, comp.classes, comp.workloads, comp.reasons)
+    del req_cols
     if r.rec.record_steps:
-        _record_steps(r.rec, steps, comp.classes, comp.names)
+        _record_steps(r.rec, step_cols, comp.classes, comp.names)
     _waits(r, waits, comp)
     return now, events, bool(dry)
 
 
-def _record_steps(rec: Recorder, cols: tuple, classes: list[str], names: list[str]) -> None:
+def _record_steps(rec: Recorder, cols: list[bytes | None], classes: list[str], names: list[str]) -> None:
     """The step rows, in the order the recorded runners made them, into the recorder's step
-    columns (names coded in any order: the tables sort them, ``results._categorical``)."""
-    n = len(cols[0]) // 8
+    columns (names coded in any order: the tables sort them, ``results._categorical``); each
+    of ``cols`` is dropped once copied."""
+    n = len(cols[0] or b"") // 8
     if not n:
         return
     columns = rec.steps
     columns.flush()
     code = columns.names.__getitem__
-    b = columns.buffers  # id, request, step, component, start, wait, service, end
-    b[0].frombytes(cols[0])
-    for buf, col, table in ((b[1], cols[1], classes), (b[2], cols[2], names), (b[3], cols[3], names)):
-        index = np.frombuffer(col, dtype=np.int32)
-        codes = np.zeros(len(table), dtype=np.int32)
-        for i in np.flatnonzero(np.bincount(index, minlength=len(table))):  # only the names in use get codes
-            codes[i] = code(table[i])
-        buf.frombytes(codes[index].tobytes())
-    for buf, col in zip(b[4:], cols[4:], strict=True):
-        buf.frombytes(col)
+    for i, buf in enumerate(columns.buffers):  # id, request, step, component, start, wait, service, end
+        col, cols[i] = cols[i], None
+        assert col is not None
+        if i in (1, 2, 3):
+            table = classes if i == 1 else names
+            index = np.frombuffer(col, dtype=np.int32)
+            codes = np.zeros(len(table), dtype=np.int32)
+            for c in np.flatnonzero(np.bincount(index, minlength=len(table))):  # only names in use get codes
+                codes[c] = code(table[c])
+            buf.frombytes(memoryview(codes[index]).cast("B"))
+        else:
+            buf.frombytes(col)
+        del col
     columns.flushed += n
 
 
@@ -282,10 +292,11 @@ def _by_first(pair: np.ndarray, m: int) -> list[int]:
     return [int(p) for _, p in sorted((int(np.argmax(pair == p)), p) for p in present)]
 
 
-def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], workloads: list[str],
+def _record(rec: Recorder | SummaryRecorder, cols: list, classes: list[str], workloads: list[str],
             reasons: list[str]) -> None:
     """The finished requests, in completion order, into the recorder (as ``Request.finish``, and
-    ``Replication.refuse`` for a queue's refusals: not ok, with their reason)."""
+    ``Replication.refuse`` for a queue's refusals: not ok, with their reason); each of ``cols``
+    is dropped once copied, so the peak holds one copy of the columns and one column more."""
     cls = np.frombuffer(cols[1], dtype=np.int32)
     wl = np.frombuffer(cols[2], dtype=np.int32)
     start = np.frombuffer(cols[4], dtype=np.float64)
@@ -316,18 +327,21 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         code(workloads[p % len(workloads)])
         code("")
     b = columns.buffers  # id, parent, request, workload, item, warmup, start, end, ok, reason
-    b[0].frombytes(cols[0])
-    b[1].frombytes(cols[6])
+    del start, end, warm  # views of columns about to be dropped
+    for i, j in ((0, 0), (1, 6)):
+        b[i].frombytes(cols[j])
+        cols[j] = None
     if single:
         b[2].extend(array("i", [code(classes[0])]) * n)
         b[3].extend(array("i", [code(workloads[0])]) * n)
     else:
         b[2].frombytes(np.array([code(c) for c in classes], dtype=np.int32)[cls].tobytes())
         b[3].frombytes(np.array([code(w) for w in workloads], dtype=np.int32)[wl].tobytes())
-    b[4].frombytes(cols[3])
-    b[5].frombytes(cols[7])
-    b[6].frombytes(cols[4])
-    b[7].frombytes(cols[5])
+    del cls, wl, pair
+    cols[1] = cols[2] = None
+    for i, j in ((4, 3), (5, 7), (6, 4), (7, 5)):
+        b[i].frombytes(cols[j])
+        cols[j] = None
     b[8].frombytes(ok.tobytes())
     if ok.all():
         b[9].extend(array("i", [code("")]) * n)
