@@ -268,7 +268,7 @@ def _record_steps(rec: Recorder, cols: list[bytes | None], classes: list[str], n
             codes = np.zeros(len(table), dtype=np.int32)
             for c in np.flatnonzero(np.bincount(index, minlength=len(table))):  # only names in use get codes
                 codes[c] = code(table[c])
-            buf.frombytes(memoryview(codes[index]).cast("B"))
+            buf.frombytes(codes[index].tobytes())
         else:
             buf.frombytes(col)
         del col
