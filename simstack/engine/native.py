@@ -104,7 +104,8 @@ def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
     for step in body:
         g = step.guard
         inner: list[tuple[Step, ...]] = []
-        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps")
+        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps") \
+            or (type(step) is Choose and g.name != "choose")
         if depth + 2 * recorded > MARKS:  # a database call takes two levels
             return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
         if isinstance(step, Call) and step.target in spec.requests:

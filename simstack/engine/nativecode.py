@@ -227,7 +227,11 @@ class Compiler:
             code[at + 5] = len(code)
         else:
             assert isinstance(step, Choose)
+            named = self.recording and g.name != "choose"  # control.compile_flow: a named choice is a stage
+            level = self.mark() if named else -1
             self.choose(step, stream, scope)
+            if named:
+                self.row(ROW_SPAN, level, g.name, "stage")
 
     def entry_inline(self, request: str, site: str, scope: Scope) -> None:
         """``SubRequestRunner``: the called class's body, in the caller's request."""

@@ -35,7 +35,7 @@ MODELS = {
                                "d2": {"kind": "server", "servers": 2, "service": "const(0.2)"},
                                "net": {"kind": "server", "servers": "inf", "service": "exp(0.05)"}},
                 "requests": {"job": [{"call": "cpu"},
-                                     {"choose": [{"p": 0.5, "steps": [{"call": "d1"}]},
+                                     {"name": "route", "choose": [{"p": 0.5, "steps": [{"call": "d1"}]},
                                                  {"p": 0.3, "steps": [{"call": "d2"}, {"call": "net"}]},
                                                  {"p": 0.2, "steps": []}]}]},
                 "workloads": {"users": {"type": "closed", "request": "job", "clients": 10, "think": "exp(1)",
