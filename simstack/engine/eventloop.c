@@ -26,10 +26,14 @@ enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
-    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25
+    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
+/* OP_STEP's kinds: a CPU or station job, a job of a pure delay station, a hold (or a hierarchy call), a
+ * named stage (or a sub-request call), a link call, a database call */
+enum { ROW_JOB = 0, ROW_DELAY = 1, ROW_HOLD = 2, ROW_SPAN = 3, ROW_LINK = 4, ROW_DB = 5 };
+#define MARKS 8  /* recorded steps nested at most this deep (native.why_not) */
 #define ZERO_TIME_CYCLES 10000
 
 typedef struct { double t; uint64_t eid; int32_t type, a; int64_t b; } Event;
@@ -109,6 +113,8 @@ typedef struct {
     int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
     int live, warm;
     double start, scratch, wait_since;
+    double svc, arr, gwait, mk[2 * MARKS];  /* step records: the job's service and arrival, a hold's wait;
+                                              per level its start and wait */
 } Req;
 
 typedef struct {  /* open, closed, or protocol: one client whose runs are numbered, the first warm */
@@ -142,6 +148,9 @@ typedef struct {
     /* records: completion order */
     int64_t *o_id, *o_item, *o_parent; int32_t *o_cls, *o_wl, *o_reason; double *o_start, *o_end; char *o_warm;
     Py_ssize_t on, ocap;
+    /* step records (recorded.py's rows), completion order */
+    int64_t *s_id; int32_t *s_cls, *s_name, *s_comp; double *s_start, *s_wait, *s_svc, *s_end;
+    Py_ssize_t sn, scap;
     int error; int32_t err_wl;
 } K;
 
@@ -292,6 +301,7 @@ static int fifo_enter(K *k, int32_t si, double demand, int32_t slot) {
     m->arrivals += 1;
     touch(m, now);
     double service = demand / s->speed;
+    k->req[slot].svc = service;
     if (s->free_ != 0.0) {
         s->free_ -= 1;
         m->busy += 1;
@@ -359,6 +369,8 @@ static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     p->seq += 1;
     if (p->hn == p->hcap && grow((void **)&p->h, &p->hcap, p->hn + 1, sizeof(Tag))) return -1;
     Tag t = {p->virt + work, p->seq, slot};
+    k->req[slot].svc = work / p->rate;
+    k->req[slot].arr = now;
     Py_ssize_t i = p->hn++;
     while (i > 0) {
         Py_ssize_t up = (i - 1) >> 1;
@@ -460,6 +472,7 @@ static int pool_release(K *k, int32_t pi) {
             touch(m, k->now);
             m->queue = p->line.len;
             k->req[w.slot].wait_seq = 0;
+            k->req[w.slot].gwait = k->now - w.since;
             if (advance(k, w.slot)) return -1;
             p = &k->pl[pi];
         }
@@ -535,6 +548,7 @@ static int lock_release(K *k, int32_t li, int64_t key, int fixed) {
             m->busy += 1;
             s->writer = 1;
             k->req[w.slot].wait_seq = 0;
+            k->req[w.slot].gwait = k->now - w.since;
             if (advance(k, w.slot)) return -1;
             s = lock_key(&k->lk[li], key, fixed);  /* the table may have grown meanwhile */
             if (!s) return -1;
@@ -562,6 +576,42 @@ static int record(K *k, Req *r) {
     k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
     k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now; k->o_warm[o] = (char)r->warm;
     k->o_reason[o] = 0;
+    return 0;
+}
+
+/* RecordedCpuRunner, RecordedCallRunner, RecordedHoldPass, SpanRunner: one row of the step table */
+static int step_row(K *k, Req *r, int32_t kind, int32_t lvl, int32_t name, int32_t comp) {
+    if (k->sn == k->scap) {
+        Py_ssize_t cap = k->scap ? k->scap * 2 : 4096;
+        if (!(k->s_id = realloc(k->s_id, (size_t)cap * sizeof(int64_t))) ||
+            !(k->s_cls = realloc(k->s_cls, (size_t)cap * sizeof(int32_t))) ||
+            !(k->s_name = realloc(k->s_name, (size_t)cap * sizeof(int32_t))) ||
+            !(k->s_comp = realloc(k->s_comp, (size_t)cap * sizeof(int32_t))) ||
+            !(k->s_start = realloc(k->s_start, (size_t)cap * sizeof(double))) ||
+            !(k->s_wait = realloc(k->s_wait, (size_t)cap * sizeof(double))) ||
+            !(k->s_svc = realloc(k->s_svc, (size_t)cap * sizeof(double))) ||
+            !(k->s_end = realloc(k->s_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
+        k->scap = cap;
+    }
+    double now = k->now, start = r->mk[2 * lvl], wait, service;
+    switch (kind) {
+    case ROW_JOB: wait = now - start - r->svc; wait = wait > 0.0 ? wait : 0.0; service = r->svc; break;
+    case ROW_DELAY: wait = 0.0; service = r->svc; break;
+    case ROW_HOLD: wait = r->mk[2 * lvl + 1]; service = now - start - wait; break;
+    case ROW_SPAN: wait = 0.0; service = now - start; break;
+    case ROW_LINK:  /* LinkKind.bind_call: the bytes' wait at the shared bandwidth, if any */
+        if (r->scratch != 0.0) {
+            wait = now - r->arr - r->svc; wait = wait > 0.0 ? wait : 0.0;
+            service = now - start - wait; service = service > 0.0 ? service : 0.0;
+        } else {
+            wait = 0.0; service = now - start;
+        }
+        break;
+    default: wait = r->mk[2 * lvl + 1]; service = now - r->mk[2 * lvl + 2]; break;  /* from the grant */
+    }
+    Py_ssize_t o = k->sn++;
+    k->s_id[o] = r->id; k->s_cls[o] = r->cls; k->s_name[o] = name; k->s_comp[o] = comp;
+    k->s_start[o] = start; k->s_wait[o] = wait; k->s_svc[o] = service; k->s_end[o] = now;
     return 0;
 }
 
@@ -793,8 +843,21 @@ static int advance(K *k, int32_t slot) {
         case OP_JUMP:
             r->pc = op[1];
             continue;
+        case OP_MARK:  /* level: a recorded step starts */
+            r->mk[2 * op[1]] = k->now; r->mk[2 * op[1] + 1] = 0.0;
+            r->pc += 2;
+            continue;
+        case OP_GRANT:  /* level: a hold was granted, after its wait */
+            r->mk[2 * op[1] + 1] = r->gwait;
+            r->pc += 2;
+            continue;
+        case OP_STEP:  /* kind, level, step name, component name: its row */
+            r->pc += 5;
+            if (step_row(k, r, op[1], op[2], op[3], op[4])) return -1;
+            continue;
         case OP_HOLDP: {  /* pool */
             int32_t at = r->pc;
+            r->gwait = 0.0;
             r->pc += 2;
             int got = pool_acquire(k, op[1], slot, at);
             if (got < 0) return -1;
@@ -809,6 +872,7 @@ static int advance(K *k, int32_t slot) {
             int32_t at = r->pc;
             int64_t key = op[2] == -1 ? r->item : op[2] == -2 ? r->ritem : (int64_t)op[2];
             r->pc += 3;
+            r->gwait = 0.0;
             int got = lock_acquire(k, op[1], key, op[2] >= 0, slot, at);
             if (got < 0) return -1;
             if (!got) return 0;
@@ -847,6 +911,7 @@ static int advance(K *k, int32_t slot) {
         }
         case OP_DBGET: {  /* database: take a connection (Slots.acquire, not a hold) */
             r->pc += 2;
+            r->gwait = 0.0;
             int got = pool_acquire(k, k->db[op[1]].pool, slot, -1);
             if (got < 0) return -1;
             if (!got) return 0;
@@ -893,6 +958,7 @@ static int advance(K *k, int32_t slot) {
         }
         case OP_HACQ: {  /* hierarchy: a thread for the node (Slots.acquire, not a hold) */
             r->pc += 2;
+            r->gwait = 0.0;
             int got = pool_acquire(k, k->hi[op[1]].pool, slot, -1);
             if (got < 0) return -1;
             if (!got) return 0;
@@ -901,6 +967,7 @@ static int advance(K *k, int32_t slot) {
         case OP_HRUN: {  /* hierarchy, cost stream: the node's calculation */
             Hier *h = &k->hi[op[1]];
             double demand;
+            if (r->node == 0) k->req[k->hc[r->hcall].parent].gwait = r->gwait;  /* the call's wait (recorded) */
             if (draw(k, op[2], &demand)) return -1;
             k->req[slot].pc += 3;
             if (h->cpu_type == CPU_FIFO) return fifo_enter(k, h->cpu, demand, slot);
@@ -1044,6 +1111,8 @@ static void release(K *k) {
     free(k->mt); free(k->st); free(k->ps); free(k->pl); free(k->lk); free(k->db); free(k->fan); free(k->o_warm);
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
+    free(k->s_id); free(k->s_cls); free(k->s_name); free(k->s_comp); free(k->s_start); free(k->s_wait);
+    free(k->s_svc); free(k->s_end);
 }
 
 static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
@@ -1074,6 +1143,9 @@ static int check_code(K *k, char *starts) {
             break;
         case OP_JUMP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
         case OP_END: len = 1; break;
+        case OP_MARK: case OP_GRANT: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, MARKS); break;
+        case OP_STEP: len = 5; ok = pc + len <= n && RANGE(c[pc + 1], ROW_JOB, ROW_DB + 1) && RANGE(c[pc + 2], 0, MARKS - (c[pc + 1] == ROW_DB))
+                                 && c[pc + 3] >= 0 && c[pc + 4] >= 0; break;
         case OP_CPU:
             len = 6;
             ok = pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && RANGE(c[pc + 3], 0, k->nsm)
@@ -1445,9 +1517,14 @@ static PyObject *run(PyObject *self, PyObject *args) {
                                    bytes_of(k.o_start, k.on, 8), bytes_of(k.o_end, k.on, 8),
                                    bytes_of(k.o_parent, k.on, 8), bytes_of(k.o_warm, k.on, 1),
                                    bytes_of(k.o_reason, k.on, 4));
-    PyObject *out = cols ? Py_BuildValue("(dKiLLLNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
-                                         (long long)k.started, (long long)k.in_system, mt, cols, waits) : NULL;
-    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); }
+    PyObject *steps = Py_BuildValue("(NNNNNNNN)", bytes_of(k.s_id, k.sn, 8), bytes_of(k.s_cls, k.sn, 4),
+                                    bytes_of(k.s_name, k.sn, 4), bytes_of(k.s_comp, k.sn, 4),
+                                    bytes_of(k.s_start, k.sn, 8), bytes_of(k.s_wait, k.sn, 8),
+                                    bytes_of(k.s_svc, k.sn, 8), bytes_of(k.s_end, k.sn, 8));
+    PyObject *out = cols && steps ? Py_BuildValue("(dKiLLLNNNN)", k.now, (unsigned long long)k.eid, dry,
+                                                  (long long)k.next_id, (long long)k.started, (long long)k.in_system,
+                                                  mt, cols, waits, steps) : NULL;
+    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); }
     release(&k);
     return out;
 }

@@ -5,10 +5,10 @@ kernel's (docs/engine.md).
 whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed and
 protocol workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
 links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
-``parallel``, delays, probabilistic choices and ``steps:`` blocks; no step records, no trace.
+``parallel``, delays, probabilistic choices and ``steps:`` blocks; step records (not into a summary), no trace.
 ``run`` compiles the model (``simstack.engine.nativecode``), runs the loop, and hands back what a
 SimPy replication leaves: the resources' meters written back into their ``Meter`` objects, the
-finished requests appended to the same recorder in completion order, the holds still waiting
+finished requests (and recorded steps) appended to the same recorder in completion order, the holds still waiting
 listed in ``r.waits``. ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
 (``simstack.engine.kernel``).
 """
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from simstack.engine import kernel
-from simstack.engine.nativecode import HOSTS, Compiler
+from simstack.engine.nativecode import HOSTS, MARKS, Compiler
 from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Indexed
 from simstack.lang.sizes import SizeSchedule
@@ -54,13 +54,14 @@ except ImportError:  # no compiler at install: the SimPy kernel runs everything
     MISSING = "native kernel not built"
 
 
-def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
-    """'' when the native kernel runs this model, else the first reason it cannot."""
+def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = False) -> str:
+    """'' when the native kernel runs this model, else the first reason it cannot (``summary``:
+    the records kept as streaming statistics, ``SummaryRecorder``)."""
     why = kernel.forced(MISSING)
     if why:
         return why
-    if record_steps:
-        return "steps are recorded"
+    if record_steps and summary:
+        return "steps are recorded into a summary"
     if trace is not None:
         return "a load trace is taken"
     if spec.environment is not None:
@@ -90,6 +91,33 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any) -> str:
         why = _steps_why(spec, req.body)
         if why:
             return f"request {req.name!r}: {why}"
+        if record_steps:
+            why = _recorded_why(spec, req.body, 0)
+            if why:
+                return f"request {req.name!r}: {why}"
+    return ""
+
+
+def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
+    """Why the loop cannot record these steps' rows: recorded steps nested too deep for its
+    ``MARKS`` levels."""
+    for step in body:
+        g = step.guard
+        inner: list[tuple[Step, ...]] = []
+        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps") \
+            or (type(step) is Choose and g.name != "choose")
+        if depth + 2 * recorded > MARKS:  # a database call takes two levels
+            return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
+        if isinstance(step, Call) and step.target in spec.requests:
+            inner = [spec.requests[step.target].body]
+        elif isinstance(step, Hold | Sequence | Parallel):
+            inner = [step.body]
+        elif type(step) is Choose:
+            inner = [b.body for b in step.branches]
+        for steps in inner:
+            why = _recorded_why(spec, steps, depth + recorded)
+            if why:
+                return why
     return ""
 
 
@@ -196,7 +224,10 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps = out
+    del out
+    step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
+    del steps
     for meter, state in zip(comp.meters, kept, strict=True):
         meter.restore(*state[:8])
         meter.drops = state[9]
@@ -209,9 +240,40 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     r.next_id, r.started, r.in_system = next_id, started, in_system
     r.env._now = now
     r.env._eid = itertools.count(events)
-    _record(r.rec, cols, comp.classes, comp.workloads, comp.reasons)
+    req_cols = list(cols)
+    del cols
+    _record(r.rec, req_cols, comp.classes, comp.workloads, comp.reasons)
+    del req_cols
+    if r.rec.record_steps:
+        _record_steps(r.rec, step_cols, comp.classes, comp.names)
     _waits(r, waits, comp)
     return now, events, bool(dry)
+
+
+def _record_steps(rec: Recorder, cols: list[bytes | None], classes: list[str], names: list[str]) -> None:
+    """The step rows, in the order the recorded runners made them, into the recorder's step
+    columns (names coded in any order: the tables sort them, ``results._categorical``); each
+    of ``cols`` is dropped once copied."""
+    n = len(cols[0] or b"") // 8
+    if not n:
+        return
+    columns = rec.steps
+    columns.flush()
+    code = columns.names.__getitem__
+    for i, buf in enumerate(columns.buffers):  # id, request, step, component, start, wait, service, end
+        col, cols[i] = cols[i], None
+        assert col is not None
+        if i in (1, 2, 3):
+            table = classes if i == 1 else names
+            index = np.frombuffer(col, dtype=np.int32)
+            codes = np.zeros(len(table), dtype=np.int32)
+            for c in np.flatnonzero(np.bincount(index, minlength=len(table))):  # only names in use get codes
+                codes[c] = code(table[c])
+            buf.frombytes(codes[index].tobytes())
+        else:
+            buf.frombytes(col)
+        del col
+    columns.flushed += n
 
 
 def _waits(r: Any, waits: list[tuple], comp: Compiler) -> None:
@@ -231,10 +293,11 @@ def _by_first(pair: np.ndarray, m: int) -> list[int]:
     return [int(p) for _, p in sorted((int(np.argmax(pair == p)), p) for p in present)]
 
 
-def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], workloads: list[str],
+def _record(rec: Recorder | SummaryRecorder, cols: list, classes: list[str], workloads: list[str],
             reasons: list[str]) -> None:
     """The finished requests, in completion order, into the recorder (as ``Request.finish``, and
-    ``Replication.refuse`` for a queue's refusals: not ok, with their reason)."""
+    ``Replication.refuse`` for a queue's refusals: not ok, with their reason); each of ``cols``
+    is dropped once copied, so the peak holds one copy of the columns and one column more."""
     cls = np.frombuffer(cols[1], dtype=np.int32)
     wl = np.frombuffer(cols[2], dtype=np.int32)
     start = np.frombuffer(cols[4], dtype=np.float64)
@@ -265,18 +328,21 @@ def _record(rec: Recorder | SummaryRecorder, cols: tuple, classes: list[str], wo
         code(workloads[p % len(workloads)])
         code("")
     b = columns.buffers  # id, parent, request, workload, item, warmup, start, end, ok, reason
-    b[0].frombytes(cols[0])
-    b[1].frombytes(cols[6])
+    del start, end, warm  # views of columns about to be dropped
+    for i, j in ((0, 0), (1, 6)):
+        b[i].frombytes(cols[j])
+        cols[j] = None
     if single:
         b[2].extend(array("i", [code(classes[0])]) * n)
         b[3].extend(array("i", [code(workloads[0])]) * n)
     else:
         b[2].frombytes(np.array([code(c) for c in classes], dtype=np.int32)[cls].tobytes())
         b[3].frombytes(np.array([code(w) for w in workloads], dtype=np.int32)[wl].tobytes())
-    b[4].frombytes(cols[3])
-    b[5].frombytes(cols[7])
-    b[6].frombytes(cols[4])
-    b[7].frombytes(cols[5])
+    del cls, wl, pair
+    cols[1] = cols[2] = None
+    for i, j in ((4, 3), (5, 7), (6, 4), (7, 5)):
+        b[i].frombytes(cols[j])
+        cols[j] = None
     b[8].frombytes(ok.tobytes())
     if ok.all():
         b[9].extend(array("i", [code("")]) * n)

@@ -17,7 +17,10 @@ from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parall
 from simstack.resources.meter import Meter
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN = range(1, 26)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP = range(1, 29)
+# OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
+ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
+MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
 FIFO, PS = 0, 1
 HOSTS = {"fifo": FIFO, "ps": PS}
 
@@ -68,6 +71,25 @@ class Compiler:
         self.hiers: list[tuple[int, int, int]] = []
         self.plans: list[tuple[list[int], list[int], list[int]]] = []
         self.site = ""
+        self.recording = bool(r.rec.record_steps)  # steps recorded: rows as recorded.py's runners make them
+        self.depth = 0  # recorded steps open around the one being compiled
+        self.names: list[str] = []  # the step table's step and component names, numbered
+
+    def name(self, name: str) -> int:
+        if name not in self.names:
+            self.names.append(name)
+        return self.names.index(name)
+
+    def mark(self) -> int:
+        """A recorded step starts here (its level): its row is made by ``row`` at its end."""
+        level = self.depth
+        self.code += [MARK, level]
+        self.depth += 1
+        return level
+
+    def row(self, kind: int, level: int, step: str, component: str) -> None:
+        self.depth = level
+        self.code += [STEP, kind, level, self.name(step), self.name(component)]
 
     def stream(self, name: str, dist: Any) -> int:
         """A stream the SimPy kernel would draw from under ``name`` (``Replication.sampler``)."""
@@ -128,9 +150,10 @@ class Compiler:
         if key not in self.entries:
             self.entries[key] = len(self.code)
             outer, self.site = self.site, site
+            depth, self.depth = self.depth, 0  # a request of its own: its recorded steps from level 0
             self.body(req.body, scope)
             self.code.append(END)
-            self.site = outer
+            self.site, self.depth = outer, depth
         return self.entries[key]
 
     def cls(self, request: str) -> int:
@@ -163,6 +186,7 @@ class Compiler:
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
             assert scope is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it
+            level = self.mark() if self.recording else -1
             demand = self.stream(stream, step.demand)
             if step.bytes is None:
                 code += [CPU, scope[0], scope[1], demand, -1, 0]
@@ -170,12 +194,17 @@ class Compiler:
                 nbytes = self.stream(stream + ".bytes", step.bytes)
                 self.consts.append(float(step.per_byte))
                 code += [CPU, scope[0], scope[1], demand, nbytes, len(self.consts) - 1]
+            if self.recording:
+                self.row(ROW_JOB, level, g.name, "cpu")
         elif isinstance(step, Delay):
             code += [DELAY, self.stream(stream, step.duration)]
         elif isinstance(step, Hold):
             self.hold(step, scope)
         elif isinstance(step, Call) and step.target in self.spec.requests:
+            level = self.mark() if self.recording else -1  # Replication.span
             self.entry_inline(step.target, site_of(self.site, g.path), scope)
+            if self.recording:
+                self.row(ROW_SPAN, level, g.name, step.target)
         elif isinstance(step, Call):
             self.call(step, stream)
         elif isinstance(step, Send) and step.target not in self.spec.requests:
@@ -183,6 +212,10 @@ class Compiler:
         elif isinstance(step, Send):
             code += [SPAWN, 0, self.cls(step.target)]
             self.pending.append((len(code) - 2, step.target, site_of(self.site, g.path), scope))
+        elif isinstance(step, Sequence) and self.recording and g.name != "steps":  # a named stage
+            level = self.mark()
+            self.body(step.body, scope)
+            self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Sequence):
             self.body(step.body, scope)
         elif isinstance(step, Parallel):  # runners.ParallelRunner: the branches' body out of line
@@ -194,7 +227,11 @@ class Compiler:
             code[at + 5] = len(code)
         else:
             assert isinstance(step, Choose)
+            named = self.recording and g.name != "choose"  # control.compile_flow: a named choice is a stage
+            level = self.mark() if named else -1
             self.choose(step, stream, scope)
+            if named:
+                self.row(ROW_SPAN, level, g.name, "stage")
 
     def entry_inline(self, request: str, site: str, scope: Scope) -> None:
         """``SubRequestRunner``: the called class's body, in the caller's request."""
@@ -218,12 +255,19 @@ class Compiler:
             dist = step.options.get("service") or comp.settings["service"]
             station = self.resource("station", runtime, lambda: (float(comp.settings["servers"]), 1.0,
                                                                  self.meter(runtime.meter)))  # inf: a pure delay
+            level = self.mark() if self.recording else -1
             self.code += [CALL, station, self.stream(stream, dist)]
+            if self.recording:  # a pure delay (servers: inf) waits 0.0 (ServerKind.bind_call)
+                self.row(ROW_DELAY if math.isinf(comp.settings["servers"]) else ROW_JOB, level, step.guard.name,
+                         step.target)
             return
         # kinds.network.LinkKind.bind_call: the latency, then the bytes at a share of the bandwidth
         shared = self.rate(runtime.shared)
         size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
+        level = self.mark() if self.recording else -1
         self.code += [LINK, shared, self.stream(f"{stream}.latency", runtime.latency), size, XFER, shared]
+        if self.recording:
+            self.row(ROW_LINK, level, step.guard.name, step.target)
 
     def database(self, step: Call, stream: str, runtime: Any) -> None:
         """``DatabaseKind.bind_call``: a connection, the latency (times the growth's slowdown), the
@@ -236,7 +280,14 @@ class Compiler:
         db = self.resource("db", runtime, entry)
         latency = self.stream(f"{stream}.latency", step.options.get("latency") or runtime.latency)
         size = self.stream(f"{stream}.bytes", step.options["bytes"]) if step.options.get("bytes") else -1
-        self.code += [DBGET, db, DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
+        if not self.recording:
+            self.code += [DBGET, db, DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
+            return
+        level = self.mark()  # its wait for a connection (GRANT), then its time from the grant (a second MARK)
+        self.code += [DBGET, db, GRANT, level]
+        self.mark()
+        self.code += [DBQ, db, latency, size, DBX, db, DBEND, db, int(bool(step.options.get("write")))]
+        self.row(ROW_DB, level, step.guard.name, step.target)
 
     def hierarchy(self, step: Call, stream: str, runtime: Any) -> None:
         """``HierarchyKind.bind_call``: the changed node and its descendants, each calculated on a
@@ -261,8 +312,12 @@ class Compiler:
             return [plan.parents[node] for node in nodes], starts, children
         which = self.resource("plan", plan, layout)
         cost = self.stream(f"{stream}.node_cost", runtime.node_cost)
+        level = self.mark() if self.recording else -1
         at = len(self.code)
         self.code += [HCALL, hier, which, at + 6, JUMP, at + 14, HACQ, hier, HRUN, hier, cost, HFIN, hier, at + 6]
+        if self.recording:  # its wait: the changed node's for a thread (HRUN hands it to the caller)
+            self.code += [GRANT, level]
+            self.row(ROW_HOLD, level, step.guard.name, step.target)
 
     def queue(self, name: str) -> int:
         """``QueueKind``: its handler's requests start on its consumers (the queue's host), as
@@ -281,21 +336,26 @@ class Compiler:
     def hold(self, step: Hold, scope: Scope) -> None:
         comp = self.spec.components[step.target]
         runtime = self.r.runtimes[step.target]
+        level = self.mark() if self.recording else -1  # RecordedHoldRunner
         at = len(self.code)
         self.holds[at] = (step.guard.name, step.target)
         if comp.kind == "threads":
             pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
-            self.code += [HOLDP, pool]
+            self.code += [HOLDP, pool] + ([GRANT, level] if self.recording else [])
             self.body(step.body, self.host(_host(comp)))
             self.code += [RELP, pool]
+            if self.recording:
+                self.row(ROW_HOLD, level, step.guard.name, step.target)
             return
         lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
         per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
         key = -1 if per and step.key == "item" else -2 if per and step.key == "request" else \
             self.keys.setdefault(repr(step.key if per else None), len(self.keys))  # Ctx.item, Ctx.req.item
-        self.code += [HOLDL, lock, key]
+        self.code += [HOLDL, lock, key] + ([GRANT, level] if self.recording else [])
         self.body(step.body, scope)
         self.code += [RELL, lock, key]
+        if self.recording:
+            self.row(ROW_HOLD, level, step.guard.name, step.target)
 
     def choose(self, step: Choose, stream: str, scope: Scope) -> None:
         """``control.ChooseRunner``: branch i where bisect_right(bounds, u) = i."""

@@ -317,7 +317,7 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
                record_steps: bool, record: str, trace: Trace | None = None) -> Outcome:
     """One replication, start to tables' raw material: on the native kernel when the model is
     in its subset (``simstack.engine.native``), else on SimPy, saying why."""
-    why = native.why_not(spec, record_steps=record_steps, trace=trace)
+    why = native.why_not(spec, record_steps=record_steps, trace=trace, summary=record == "summary")
     if not why:
         warm = float(warmup) if isinstance(warmup, int | float) else 0.0
         recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None

@@ -26,7 +26,7 @@ from simstack.engine.simulate import RunResult
 FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "fingerprints.json"  # in a checkout
 
 
-def _runs() -> dict[str, Callable[[], RunResult]]:
+def runs() -> dict[str, Callable[[], RunResult]]:
     """One short, fixed-seed run per facility model (a few seconds in all)."""
     return {
         "pipeline": lambda: simulate(load_model("pipeline"), seed=3, replications=2, horizon=20.0,
@@ -70,8 +70,8 @@ def digest(frames: Mapping[str, pd.DataFrame]) -> str:
 
 
 def compute(names: list[str] | None = None) -> dict[str, str]:
-    runs = _runs()
-    return {name: digest(tables(runs[name]())) for name in (names or list(runs))}
+    made = runs()
+    return {name: digest(tables(made[name]())) for name in (names or list(made))}
 
 
 def load() -> dict[str, Any]:

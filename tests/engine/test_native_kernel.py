@@ -35,7 +35,7 @@ MODELS = {
                                "d2": {"kind": "server", "servers": 2, "service": "const(0.2)"},
                                "net": {"kind": "server", "servers": "inf", "service": "exp(0.05)"}},
                 "requests": {"job": [{"call": "cpu"},
-                                     {"choose": [{"p": 0.5, "steps": [{"call": "d1"}]},
+                                     {"name": "route", "choose": [{"p": 0.5, "steps": [{"call": "d1"}]},
                                                  {"p": 0.3, "steps": [{"call": "d2"}, {"call": "net"}]},
                                                  {"p": 0.2, "steps": []}]}]},
                 "workloads": {"users": {"type": "closed", "request": "job", "clients": 10, "think": "exp(1)",
@@ -111,11 +111,14 @@ MODELS = {
 }
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str) -> simstack.RunResult:
+def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
+         steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
     horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0}.get(model, 400.0)
+    if steps:  # shorter: a row per step
+        horizon = {"mm1": None, "threads": 30.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
-                             warmup=20.0, record_steps=False, record=record)
+                             warmup=20.0, record_steps=steps, record=record)
 
 
 @needs_native
@@ -130,6 +133,20 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
     pd.testing.assert_frame_equal(fast.accounting, reference.accounting, check_exact=True)
     pd.testing.assert_frame_equal(fast.summary(), reference.summary(), check_exact=True)
+
+
+@needs_native
+@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "queues", "threads"])
+def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
+    holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
+    reference = _run(monkeypatch, "simpy", model, "full", steps=True)
+    fast = _run(monkeypatch, "", model, "full", steps=True)
+    assert reference.kernel.startswith("SimPy") and fast.kernel == "native"
+    assert len(reference.steps) > 100
+    pd.testing.assert_frame_equal(fast.steps, reference.steps, check_exact=True)
+    pd.testing.assert_frame_equal(fast.requests, reference.requests, check_exact=True)
+    pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
 
 
 @needs_native
@@ -151,22 +168,28 @@ def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pyte
 
 
 @needs_native
-@pytest.mark.parametrize(("model", "settings"), [
+@pytest.mark.parametrize(("model", "settings", "steps"), [
     # host CPUs, thread pool, locks, links, sub-requests, sends, indexed bytes
-    ("tango", {"seed": 11, "horizon": 0.06, "warmup": 0.01}),
+    ("tango", {"seed": 11, "horizon": 0.06, "warmup": 0.01}, False),
+    ("tango", {"seed": 11, "horizon": 0.06, "warmup": 0.01}, True),
     # databases, thread pools, nested fan-outs and a benchmark protocol
-    ("cms_conditions", {"seed": 2}),
+    ("cms_conditions", {"seed": 2}, False),
+    ("cms_conditions", {"seed": 2}, True),
+    ("pipeline", {"seed": 3, "horizon": 10.0, "warmup": 2.0}, True),
+    ("gsi_fair", {"seed": 4, "horizon": 30.0, "warmup": 5.0}, True),
 ])
-def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any],
+def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any], steps: bool,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole facility model on both kernels: every table the same to the last bit."""
+    """A whole facility model on both kernels, steps recorded or not (then CPU steps fuse):
+    every table the same to the last bit."""
     spec = simstack.load_model(model)
     runs = []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
-        runs.append(simstack.simulate(spec, replications=2, record_steps=False, **settings))
+        runs.append(simstack.simulate(spec, replications=2, record_steps=steps, **settings))
     assert runs[1].kernel == "native"
-    for table in ("requests", "resources", "accounting"):
+    assert not steps or len(runs[0].steps) > 100
+    for table in ("requests", "resources", "accounting", "steps"):
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
 
@@ -199,7 +222,7 @@ def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPa
     result = simstack.simulate(build_spec(doc, None), seed=1, record_steps=False)
     assert result.kernel.startswith("SimPy (")
     assert "'q'" in result.kernel or native.MISSING in result.kernel
-    stepped = simstack.simulate(build_spec(MODELS["mm1"], None), seed=1, record_steps=True)
+    stepped = simstack.simulate(build_spec(MODELS["mm1"], None), seed=1, record_steps=True, record="summary")
     assert stepped.kernel.startswith("SimPy (")
 
 
