@@ -154,13 +154,19 @@ typedef struct {
     int error; int32_t err_wl;
 } K;
 
+/* ``*p`` to ``cap`` items; out of memory, the old buffer is kept (freed by ``release``). */
+static int resize(void **p, Py_ssize_t cap, size_t size) {
+    void *q = realloc(*p, (size_t)cap * size);
+    if (!q) { PyErr_NoMemory(); return -1; }
+    *p = q; return 0;
+}
+
 static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     if (need <= *cap) return 0;
     Py_ssize_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)c * size);
-    if (!q) { PyErr_NoMemory(); return -1; }
-    *p = q; *cap = c; return 0;
+    if (resize(p, c, size)) return -1;
+    *cap = c; return 0;
 }
 
 static inline int ev_less(const Event *x, const Event *y) {
@@ -561,15 +567,15 @@ static int lock_release(K *k, int32_t li, int64_t key, int fixed) {
 static int record(K *k, Req *r) {
     if (k->on == k->ocap) {
         Py_ssize_t cap = k->ocap ? k->ocap * 2 : 4096;
-        if (!(k->o_id = realloc(k->o_id, (size_t)cap * sizeof(int64_t))) ||
-            !(k->o_item = realloc(k->o_item, (size_t)cap * sizeof(int64_t))) ||
-            !(k->o_parent = realloc(k->o_parent, (size_t)cap * sizeof(int64_t))) ||
-            !(k->o_cls = realloc(k->o_cls, (size_t)cap * sizeof(int32_t))) ||
-            !(k->o_wl = realloc(k->o_wl, (size_t)cap * sizeof(int32_t))) ||
-            !(k->o_start = realloc(k->o_start, (size_t)cap * sizeof(double))) ||
-            !(k->o_warm = realloc(k->o_warm, (size_t)cap)) ||
-            !(k->o_reason = realloc(k->o_reason, (size_t)cap * sizeof(int32_t))) ||
-            !(k->o_end = realloc(k->o_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
+        if (resize((void **)&k->o_id, cap, sizeof(int64_t)) ||
+            resize((void **)&k->o_item, cap, sizeof(int64_t)) ||
+            resize((void **)&k->o_parent, cap, sizeof(int64_t)) ||
+            resize((void **)&k->o_cls, cap, sizeof(int32_t)) ||
+            resize((void **)&k->o_wl, cap, sizeof(int32_t)) ||
+            resize((void **)&k->o_start, cap, sizeof(double)) ||
+            resize((void **)&k->o_warm, cap, 1) ||
+            resize((void **)&k->o_reason, cap, sizeof(int32_t)) ||
+            resize((void **)&k->o_end, cap, sizeof(double))) return -1;
         k->ocap = cap;
     }
     Py_ssize_t o = k->on++;
@@ -583,14 +589,14 @@ static int record(K *k, Req *r) {
 static int step_row(K *k, Req *r, int32_t kind, int32_t lvl, int32_t name, int32_t comp) {
     if (k->sn == k->scap) {
         Py_ssize_t cap = k->scap ? k->scap * 2 : 4096;
-        if (!(k->s_id = realloc(k->s_id, (size_t)cap * sizeof(int64_t))) ||
-            !(k->s_cls = realloc(k->s_cls, (size_t)cap * sizeof(int32_t))) ||
-            !(k->s_name = realloc(k->s_name, (size_t)cap * sizeof(int32_t))) ||
-            !(k->s_comp = realloc(k->s_comp, (size_t)cap * sizeof(int32_t))) ||
-            !(k->s_start = realloc(k->s_start, (size_t)cap * sizeof(double))) ||
-            !(k->s_wait = realloc(k->s_wait, (size_t)cap * sizeof(double))) ||
-            !(k->s_svc = realloc(k->s_svc, (size_t)cap * sizeof(double))) ||
-            !(k->s_end = realloc(k->s_end, (size_t)cap * sizeof(double)))) { PyErr_NoMemory(); return -1; }
+        if (resize((void **)&k->s_id, cap, sizeof(int64_t)) ||
+            resize((void **)&k->s_cls, cap, sizeof(int32_t)) ||
+            resize((void **)&k->s_name, cap, sizeof(int32_t)) ||
+            resize((void **)&k->s_comp, cap, sizeof(int32_t)) ||
+            resize((void **)&k->s_start, cap, sizeof(double)) ||
+            resize((void **)&k->s_wait, cap, sizeof(double)) ||
+            resize((void **)&k->s_svc, cap, sizeof(double)) ||
+            resize((void **)&k->s_end, cap, sizeof(double))) return -1;
         k->scap = cap;
     }
     double now = k->now, start = r->mk[2 * lvl], wait, service;
