@@ -17,6 +17,7 @@ import pytest
 
 from simstack.io.paths import model_dir_of
 from simstack.load.precedence import calibrated_parameters
+from simstack.studies.evaluate.check import check_study
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.evaluate.rowtargets import Series
@@ -59,6 +60,12 @@ def test_the_calibration_fits_every_free_parameter_to_the_csv_rows_through_mva(s
 
 
 # ---- predictions.csv ---------------------------------------------------------------------------
+def test_every_check_of_the_study_passes(study) -> None:
+    """What `simstack check model=tango` compares (make test has no separate check run)."""
+    table = check_study(study)
+    assert len(table) == 16 and table["passed"].all(), table.to_string()
+
+
 def test_predictions_cover_every_configuration_of_the_paper(table: pd.DataFrame) -> None:
     assert list(table.columns) == [*KEYS, "clients", VALUE, "low", "high", "basis"]
     points = pd.read_csv(MODEL_DIR / "data" / "prediction_points.csv")

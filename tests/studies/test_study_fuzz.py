@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # each case reads a study and its model in a forked child
 
-CASES = 200
+CASES = 100
 SEED = 30
 
 
