@@ -65,3 +65,16 @@ def test_a_kept_document_is_checked_again_under_a_lower_limit(tmp_path: Path,
     monkeypatch.setattr(safeyaml, "MAX_VALUES", 10)
     with pytest.raises(safeyaml.ModelError, match="more than the 10 values"):
         read_yaml(path)
+
+
+def test_a_kept_document_reads_as_safe_load_reads_it(tmp_path: Path) -> None:
+    """Dates, sets, binary and nested aliases come back as the safe loader builds them."""
+    import yaml
+
+    text = "when: 2026-11-29\nat: 2026-11-29T03:10:00Z\ntags: !!set {a, b}\nraw: !!binary aGk=\n" \
+           "base: &b {x: [1, {y: 2}]}\nother: *b\n"
+    path = tmp_path / "model.yaml"
+    path.write_text(text, encoding="utf-8")
+    first, second = read_yaml(path), read_yaml(path)
+    assert first == second == yaml.safe_load(text)
+    assert second["base"] is second["other"] and second["base"] is not first["base"]
