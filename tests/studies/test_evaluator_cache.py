@@ -126,3 +126,24 @@ def test_a_one_replication_run_is_read_once_per_metric(study_dir: Path, monkeypa
         metric = study.metrics[name]
         assert isinstance(metric, RunMetric)
         assert per_replication(ev, metric, sel).tolist() == [expected[name]]
+
+
+def test_a_steps_latency_in_one_replication_cuts_the_requests_and_steps_alone() -> None:
+    """A step's latency in one replication reads the requests and steps tables: only those are
+    cut (a GSI check reads step latencies in each of its replications), to the same value."""
+    from simstack.studies.evaluate.run_values import metric_in_replication, one_replication, run_statistic
+    from simstack.studies.schema.metric_types import RunMetric
+
+    doc = {"hosts": {"node": {"cores": 2}},
+           "components": {"db": {"kind": "database", "connections": 2, "latency": "exp(5ms)"},
+                          "store": {"kind": "database", "connections": 1, "latency": "exp(2ms)"}},
+           "requests": {"job": [{"call": "store", "name": "work"}, {"call": "db", "name": "query"}]},
+           "workloads": {"users": {"type": "open", "rate": "150/s", "request": "job"}}}
+    result = simulate(build_spec(doc, None), seed=2, horizon=20, replications=3, record_steps=True)
+    for step in ("work", "query"):
+        metric = RunMetric(name=step, request="job", step=step)
+        for rep in range(3):
+            cut = metric_in_replication(metric, result, rep)
+            assert set(cut.steps["rep"]) == {rep} and set(cut.requests["rep"]) == {rep}
+            assert cut.resources is result.resources and cut.accounting is result.accounting  # not cut
+            assert run_statistic(metric, cut) == run_statistic(metric, one_replication(result, rep))

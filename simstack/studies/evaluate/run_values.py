@@ -33,10 +33,12 @@ def one_replication(result: RunResult, rep: int) -> RunResult:
 
 def metric_in_replication(metric: RunMetric, result: RunResult, rep: int) -> RunResult:
     """``result`` cut to replication ``rep`` as far as ``metric`` reads it: the requests table
-    alone for a latency without a step (a check reads each of its metrics in each of 30
-    replications: cutting every table each time was most of a small check's own time)."""
-    if metric.type in REQUESTS_ONLY and metric.step is None:
-        return replace(result, replications=1, requests=_cut(result.requests, rep))
+    alone for a latency without a step, and the steps table with it for a step's (a check reads
+    each of its metrics in each of 30 replications: cutting every table each time was most of a
+    small check's own time)."""
+    if metric.type in REQUESTS_ONLY:
+        steps = result.steps if metric.step is None else _cut(result.steps, rep)
+        return replace(result, replications=1, requests=_cut(result.requests, rep), steps=steps)
     return one_replication(result, rep)
 
 
