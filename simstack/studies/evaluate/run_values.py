@@ -98,10 +98,11 @@ def latencies_of(metric: RunMetric, result: RunResult, ok: pd.DataFrame | None =
     if metric.type == "end_time":  # when the last (max) or a typical process got there
         durations = ok["end"].to_numpy()
     if metric.step is not None:
-        durations = _step_spans(result.steps, ok, metric.step)
-        if durations is None:
+        spans = _step_spans(result.steps, ok, metric.step)
+        if spans is None:
             raise ModelError(f"metric {metric.name!r}: no recorded step named {metric.step!r} in "
                              f"{metric.request or 'any request'}")
+        durations = spans
     return np.asarray(durations, dtype=float)
 
 
