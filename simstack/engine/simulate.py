@@ -44,6 +44,7 @@ from simstack.tables.results import (
     latency_summary,
     losses,
     mser5,
+    records_frame,
     requests_frame,
     resources_table,
     step_summary,
@@ -350,8 +351,7 @@ def declared_tables() -> dict[str, tuple[str, ...]]:
 
 def result_tables(rows: Mapping[str, list[tuple]]) -> dict[str, pd.DataFrame]:
     """Every declared table from its rows (empty, with its columns, when there are none)."""
-    return {name: pd.DataFrame.from_records(rows.get(name, []), columns=list(columns))
-            for name, columns in declared_tables().items()}
+    return {name: records_frame(rows.get(name, []), columns) for name, columns in declared_tables().items()}
 
 
 def _gathered(sources: Iterable[Mapping[str, list[tuple]]]) -> dict[str, list[tuple]]:

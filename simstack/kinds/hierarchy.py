@@ -44,9 +44,12 @@ import csv
 import functools
 import heapq
 import random
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
@@ -155,17 +158,31 @@ def makespan(graph: nx.DiGraph, changed: str, threads: int, cost: float) -> floa
 
 
 # -- the component ----------------------------------------------------------------------
-class _Plan:
-    """What a trim of one parameter touches, prepared once: children and parent counts."""
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a trim of one parameter touches, prepared once: children and parent counts.
+    Read-only (frozen, tuples, mapping proxies): one plan serves every run of a shared graph."""
 
-    __slots__ = ("root", "children", "parents", "size")
+    root: str
+    children: Mapping[str, tuple[str, ...]]
+    parents: Mapping[str, int]
+    size: int
 
-    def __init__(self, graph: nx.DiGraph, changed: str):
+
+# Plans of the frozen (shared) graphs, per graph and changed parameter: a GSI check prepared
+# the same plan for each of its 130 replications (a tenth of its profile). A graph read from a
+# file is not frozen and gets a plan of its own per runtime.
+_PLANS: weakref.WeakKeyDictionary[nx.DiGraph, dict[str, Plan]] = weakref.WeakKeyDictionary()
+
+
+def trim_plan(graph: nx.DiGraph, changed: str) -> Plan:
+    """The plan of a trim of ``changed`` in ``graph``, kept with the graph when it is frozen."""
+    kept = _PLANS.setdefault(graph, {}) if nx.is_frozen(graph) else {}
+    if changed not in kept:
         sub = affected(graph, changed)
-        self.root = changed
-        self.children = {n: list(sub.successors(n)) for n in sub}
-        self.parents = {n: sub.in_degree(n) for n in sub}
-        self.size = sub.number_of_nodes()
+        kept[changed] = Plan(changed, MappingProxyType({n: tuple(sub.successors(n)) for n in sub}),
+                             MappingProxyType({n: sub.in_degree(n) for n in sub}), sub.number_of_nodes())
+    return kept[changed]
 
 
 class HierarchyRuntime:
@@ -178,14 +195,14 @@ class HierarchyRuntime:
         self.slots = Slots(env, threads, meter)
         self.cpu = cpu
         self.node_cost = node_cost
-        self.plans: dict[str, _Plan] = {}
+        self.plans: dict[str, Plan] = {}
 
-    def plan(self, changed: str) -> _Plan:
+    def plan(self, changed: str) -> Plan:
         if changed not in self.plans:
-            self.plans[changed] = _Plan(self.graph, changed)
+            self.plans[changed] = trim_plan(self.graph, changed)
         return self.plans[changed]
 
-    def recalculate(self, plan: _Plan, draw: Callable[[Ctx], float], ctx: Ctx, done: Done) -> None:
+    def recalculate(self, plan: Plan, draw: Callable[[Ctx], float], ctx: Ctx, done: Done) -> None:
         """Calculate ``plan``'s nodes, parents before children, on the shared threads."""
         env, slots, cpu = self.env, self.slots, self.cpu
         start = env._now

@@ -5,6 +5,7 @@ MSER-5 truncation of the initial transient for steady-state runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -90,12 +91,26 @@ def steps_frame(parts: Sequence[tuple[int, Columns]]) -> pd.DataFrame:
     return columns_frame(STEP, parts)
 
 
+def records_frame(rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFrame:
+    """``pd.DataFrame.from_records(rows, columns=columns)``; with no rows, a copy of the empty
+    table kept per set of columns: ``from_records`` took 2 ms to build nothing, and a run of a
+    small model (a CMS prediction makes 1,400 of them) has six empty tables."""
+    if len(rows):
+        return pd.DataFrame.from_records(rows, columns=list(columns))
+    return _empty_frame(tuple(columns)).copy()  # the caller's own: the kept one stays empty
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame.from_records([], columns=list(columns))
+
+
 def deadlines_table(rows: Sequence[tuple]) -> pd.DataFrame:
-    return pd.DataFrame.from_records(rows, columns=list(DEADLINE_COLUMNS))
+    return records_frame(rows, DEADLINE_COLUMNS)
 
 
 def blocked_table(rows: Sequence[tuple]) -> pd.DataFrame:
-    return pd.DataFrame.from_records(rows, columns=list(BLOCKED_COLUMNS))
+    return records_frame(rows, BLOCKED_COLUMNS)
 
 
 def resources_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

@@ -99,3 +99,51 @@ def test_a_metric_in_one_replication_reads_only_the_tables_it_needs(study_dir: P
         assert np.array_equal(latencies_of(p90, metric_in_replication(p90, result, rep)), latencies_of(p90, whole))
         assert metric_in_replication(sojourn, result, rep).resources is result.resources  # not cut
         assert set(metric_in_replication(busy, result, rep).resources["rep"]) == {rep}
+
+
+def test_a_one_replication_run_is_read_once_per_metric(study_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The value of a one-replication run in its replication is the run's value: read from the
+    evaluator (a CMS prediction cut and read again 77 one-replication runs per thread count),
+    bit for bit what cutting the tables to replication 0 gives."""
+    from simstack.studies.evaluate.ordering import per_replication
+    from simstack.studies.evaluate.run_values import one_replication, run_statistic
+    from simstack.studies.schema.metric_types import RunMetric
+
+    study = load_study(study_dir)
+    ev = Evaluator(study)
+    sel = RunSelection(settings={"horizon": "400s", "replications": 1})
+    result = ev.run(sel)
+    expected = {}
+    for name in ("sojourn", "busy"):
+        metric = study.metrics[name]
+        assert isinstance(metric, RunMetric)
+        expected[name] = run_statistic(metric, one_replication(result, 0))
+
+    def refused(*_args: object) -> None:
+        raise AssertionError("a one-replication run was cut and read again")
+    monkeypatch.setattr(ev, "in_replication", refused)
+    for name in ("sojourn", "busy"):
+        metric = study.metrics[name]
+        assert isinstance(metric, RunMetric)
+        assert per_replication(ev, metric, sel).tolist() == [expected[name]]
+
+
+def test_a_steps_latency_in_one_replication_cuts_the_requests_and_steps_alone() -> None:
+    """A step's latency in one replication reads the requests and steps tables: only those are
+    cut (a GSI check reads step latencies in each of its replications), to the same value."""
+    from simstack.studies.evaluate.run_values import metric_in_replication, one_replication, run_statistic
+    from simstack.studies.schema.metric_types import RunMetric
+
+    doc = {"hosts": {"node": {"cores": 2}},
+           "components": {"db": {"kind": "database", "connections": 2, "latency": "exp(5ms)"},
+                          "store": {"kind": "database", "connections": 1, "latency": "exp(2ms)"}},
+           "requests": {"job": [{"call": "store", "name": "work"}, {"call": "db", "name": "query"}]},
+           "workloads": {"users": {"type": "open", "rate": "150/s", "request": "job"}}}
+    result = simulate(build_spec(doc, None), seed=2, horizon=20, replications=3, record_steps=True)
+    for step in ("work", "query"):
+        metric = RunMetric(name=step, request="job", step=step)
+        for rep in range(3):
+            cut = metric_in_replication(metric, result, rep)
+            assert set(cut.steps["rep"]) == {rep} and set(cut.requests["rep"]) == {rep}
+            assert cut.resources is result.resources and cut.accounting is result.accounting  # not cut
+            assert run_statistic(metric, cut) == run_statistic(metric, one_replication(result, rep))
