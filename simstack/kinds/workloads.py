@@ -99,7 +99,7 @@ def type_of(wl: Workload) -> type[WorkloadType]:
 
 def start_workloads(r: Replication) -> None:
     environment = r.spec.environment
-    modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
+    modes = r.modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
     switched = modulated(r.spec.workloads) if modes is not None else set()
     for wl in r.spec.workloads.values():
         req = r.spec.requests[wl.request]
