@@ -111,8 +111,9 @@ def start_workloads(r: Replication) -> None:
 
 
 def is_finite(spec: ModelSpec) -> bool:
-    """Whether every workload stops by itself (so a run needs no horizon)."""
-    return all(type_of(wl).finite(wl) for wl in spec.workloads.values())
+    """Whether every workload stops by itself (so a run needs no horizon); operating modes
+    switch for ever, so a model with an environment never runs dry by itself."""
+    return spec.environment is None and all(type_of(wl).finite(wl) for wl in spec.workloads.values())
 
 
 # -- the values the types read ----------------------------------------------------------

@@ -277,7 +277,8 @@ def slowed_mm1_mean(rate: float, speeds: list[float], generator: list[list[float
     system = q.T.copy()
     system[-1] = 1.0  # one balance equation is redundant: normalise instead
     p = np.linalg.solve(system, np.r_[np.zeros(len(states) - 1), 1.0])
-    assert sum(p[i] for (_m, n, _b), i in index.items() if n == cap) < 1e-9, "the truncation holds probability: raise cap"
+    edge = sum(p[i] for (_m, n, _b), i in index.items() if n == cap)
+    assert edge < 1e-9, "the truncation holds probability: raise cap"
     return float(sum(p[i] * n for (_m, n, _b), i in index.items()))
 
 
