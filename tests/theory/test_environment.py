@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simstack.errors import ModelError
+from simstack import simulate
+from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.solve import solve_model
 from simstack.testing import compare, run, server_station
@@ -139,3 +140,12 @@ def test_a_bad_mode_speed_is_located(speed: object, match: str) -> None:
     doc["environment"]["modes"]["busy"]["speed"] = speed
     with pytest.raises(ModelError, match=match):
         build_spec(doc, None)
+
+
+def test_a_model_with_modes_needs_a_horizon_even_when_its_workloads_stop() -> None:
+    """The modes switch for ever, so a run without a horizon would never run dry (it ran without
+    end before): refused, naming the cause."""
+    doc = slowed_station()
+    doc["workloads"]["arrivals"]["count"] = 10
+    with pytest.raises(ConfigError, match=r"operating modes, which switch for ever\): set sim.horizon"):
+        simulate(build_spec(doc, None), seed=1, replications=1)
