@@ -12,7 +12,8 @@ the only one that needs ``opentelemetry-sdk``; this driver needs simstack only.
    exponential 8 ms of work, a 2 ms critical section under a global lock, a SQLite read) runs on
    127.0.0.1 under Poisson load at ``--rate`` for ``--duration`` seconds; its spans are written
    as OTLP JSON and the client records every response time.
-2. ``simstack import`` drafts the model from the spans. The client stamps each request with
+2. ``simstack import`` drafts the model from the spans (with two operating modes when the
+   base's worker holds come in slow stretches: docs/otel.md). The client stamps each request with
    ``X-Request-Start`` (as a front end does) and the service captures it on its server span, so
    the draft's arrivals are the receive times and its pool holds the worker's hand-off (docs/otel.md).
    The draft's critical section is a measured delay (lock waits included); for the lock what-if
@@ -55,6 +56,7 @@ from otel_client import Remote, drive_records  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from simstack import simulate  # noqa: E402
+from simstack.lang.units import parse_time  # noqa: E402
 from simstack.load.loader import build_spec  # noqa: E402
 from simstack.load.otel.callgraph import call_graph  # noqa: E402
 from simstack.load.otel.draft import draft  # noqa: E402
@@ -139,7 +141,9 @@ def predict(folder: Path, doc: dict[str, Any], *, scale: float = 1.0, workers: i
         stage["steps"] = stage["steps"][0]["steps"]
     params = {name: workers for name in doc["parameters"] if name.endswith("_workers")} if workers else None
     spec = build_spec(doc, folder / "model.yaml", parameters=params)
-    result = simulate(spec, seed=1, replications=replications)
+    # slow stretches drafted as operating modes, which switch for ever: run to the draft's horizon
+    horizon = parse_time(doc["settings"]["horizon"]) if "environment" in doc else None
+    result = simulate(spec, seed=1, replications=replications, horizon=horizon)
     table = result.requests
     means = table[table["ok"]].groupby("rep")["latency"].mean().to_numpy()
     return _mean_ci(means)
@@ -156,6 +160,9 @@ def run(out: Path, *, rate: float, duration: float, workers: int, fresh: bool = 
     graph = call_graph(spans, src.name)
     drafted = draft(graph, "gateway_draft")
     write_draft(drafted, graph, out / "draft", src.name)
+    for line in (out / "draft" / "NOTES.md").read_text().splitlines():
+        if line.startswith("Holds of"):  # slow stretches in the base's holds, drafted as modes or not
+            print(line)
     doc = yaml.safe_load((out / "draft" / "model.yaml").read_text())
     refine_lock(doc, uncontended(spans, "critical section"))
     simulated_base, base_hw = predict(out / "draft", doc)

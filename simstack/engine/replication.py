@@ -157,6 +157,7 @@ class Replication:
         self._samplers: dict[tuple[str, Distribution], BlockSampler] = {}  # one generator per stream
         self.waits: dict[Any, tuple[Request, str, str, float]] = {}  # holds queued: (request, step, target, since)
         self.memory: MemoryState | None = None  # made by memory_state() for the first step that takes memory
+        self.modes: Any = None  # the operating modes (kinds.environment.Modes), set when the workloads start
         # the names that the file and memory steps resolve, each once
         self.index = NameIndex(spec.hosts, self.runtimes, self.kinds, self.cpus)
         bind = BindContext(self.cpus, self.start, self.refuse)
@@ -244,15 +245,30 @@ class Replication:
         fusing = cpu is not None and cpu.exact_fusion and not self.rec.record_steps
         for step in (_flatten(body) if fusing else body):
             if fusing and _fusible(step) and runners and isinstance(runners[-1], FusedCpuRunner):
-                runners[-1].draws.append(self._draw_cpu(step))  # type: ignore[arg-type]
+                runners[-1].draws.append(self._draw_cpu(step, scope))  # type: ignore[arg-type]
             elif fusing and cpu is not None and _fusible(step):
-                runners.append(FusedCpuRunner(cpu, scope[1], [self._draw_cpu(step)]))  # type: ignore[arg-type]
+                runners.append(FusedCpuRunner(cpu, scope[1], [self._draw_cpu(step, scope)]))  # type: ignore[arg-type]
             else:
                 runners.append(self.compile_step(step, scope))
         return runners[0] if len(runners) == 1 else SeqRunner(runners)
 
-    def _draw_cpu(self, step: Cpu) -> Callable[[Ctx], float]:
-        return self.sampler(f"{step.guard.path}:{step.guard.name}", step.demand)
+    def _draw_cpu(self, step: Cpu, scope: Scope) -> Callable[[Ctx], float]:
+        return self._slowed(self.sampler(f"{step.guard.path}:{step.guard.name}", step.demand), scope)
+
+    def _slowed(self, draw: Callable[[Ctx], float], scope: Scope) -> Callable[[Ctx], float]:
+        """``draw`` times the slowdown the current operating mode puts on the scope's host
+        (``environment: modes: NAME: speed:``); ``draw`` itself where no mode changes that host's
+        speed, so a model without ``speed`` draws exactly as before. The factor is the mode's
+        when the step begins: a switch leaves a step in progress as it is."""
+        environment = self.spec.environment
+        if environment is None or not environment.speed or scope[0] is None:
+            return draw
+        host = next((name for name, cpu in self.cpus.items() if cpu is scope[0]), None)
+        factors = environment.slowdown(host) if host is not None else None
+        if factors is None:
+            return draw
+        r = self
+        return lambda ctx: draw(ctx) * factors[r.modes.mode]
 
     def compile_step(self, step: Step, scope: Scope) -> Any:
         runner = self._compile_action(step, scope)
@@ -274,12 +290,12 @@ class Replication:
             cpu = scope[0]
             assert cpu is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it (graph)
             nbytes = self.sampler(stream + ".bytes", step.bytes) if step.bytes is not None else None
-            draw = self.sampler(stream, step.demand)
+            draw = self._slowed(self.sampler(stream, step.demand), scope)
             if self.rec.record_steps:
                 return RecordedCpuRunner(self, cpu, scope[1], draw, step.per_byte, nbytes, g.name)
             return CpuRunner(cpu, scope[1], draw, step.per_byte, nbytes)
         if isinstance(step, Delay):
-            return DelayRunner(self, self.sampler(stream, step.duration), g.name)
+            return DelayRunner(self, self._slowed(self.sampler(stream, step.duration), scope), g.name)
         if isinstance(step, Hold):
             comp = self.spec.components[step.target]
             kind = self.kinds[step.target]

@@ -415,7 +415,7 @@ def _check_settings(spec: ModelSpec, seed: int, replications: int | range, horiz
     check_run(spec, replications, horizon)  # counts and arrivals the run settings give, within the model's limits
     if horizon is None and not is_finite(spec):
         raise ConfigError(f"model {spec.name!r} has workloads that never stop (open, closed or periodic "
-                          "without count): set sim.horizon")
+                          "without count, or operating modes, which switch for ever): set sim.horizon")
     if warmup != "mser5" and not (isinstance(warmup, int | float) and warmup >= 0):
         raise ConfigError(f"sim.warmup must be a time >= 0 in seconds or 'mser5', got {warmup!r}")
     varying = [f"workload {wl.name!r} follows a rate schedule" for wl in spec.workloads.values()

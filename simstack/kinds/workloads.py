@@ -99,7 +99,7 @@ def type_of(wl: Workload) -> type[WorkloadType]:
 
 def start_workloads(r: Replication) -> None:
     environment = r.spec.environment
-    modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
+    modes = r.modes = Modes(r, environment) if environment is not None else None  # operating modes switching rates
     switched = modulated(r.spec.workloads) if modes is not None else set()
     for wl in r.spec.workloads.values():
         req = r.spec.requests[wl.request]
@@ -111,8 +111,9 @@ def start_workloads(r: Replication) -> None:
 
 
 def is_finite(spec: ModelSpec) -> bool:
-    """Whether every workload stops by itself (so a run needs no horizon)."""
-    return all(type_of(wl).finite(wl) for wl in spec.workloads.values())
+    """Whether every workload stops by itself (so a run needs no horizon); operating modes
+    switch for ever, so a model with an environment never runs dry by itself."""
+    return spec.environment is None and all(type_of(wl).finite(wl) for wl in spec.workloads.values())
 
 
 # -- the values the types read ----------------------------------------------------------

@@ -5,7 +5,10 @@ the consoles and the archiver are busy, machine development trims twice as often
 (the machine off, people in the tunnel) quiets nearly everything. The modes switch at random,
 as a continuous-time Markov chain: each mode lasts an exponential time of mean ``stay``, then
 the next is drawn from ``next``. Each mode scales the arrival rate of the open workloads
-(``load``: one factor for all, or one per workload, the others at 1). This is LINE's random
+(``load``: one factor for all, or one per workload, the others at 1), may set pools' sizes
+(``sizes``) and may slow a host (``speed``: the host's work, its ``delay`` and ``cpu`` steps,
+runs at that factor of its speed, so 0.5 makes each one twice as long; a step takes the factor
+of the mode in which it begins and keeps it through a switch). This is LINE's random
 environment (its environment solver blends each mode's model by the chain's stationary
 probabilities); simstack simulates the modulated model itself, so its results are exact
 rather than blended, and the switches' effect on queues that outlive a mode is kept.
@@ -31,7 +34,7 @@ from simstack.errors import ModelError
 from simstack.lang.units import parse_time, positive, shown
 
 MAX_MODES = 1_000
-MODE_KEYS = ("stay", "next", "load", "sizes")
+MODE_KEYS = ("stay", "next", "load", "sizes", "speed")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,14 @@ class Environment:
     default_load: tuple[float, ...]
     start: int = 0
     sizes: tuple[Mapping[str, int], ...] = ()  # per mode: pools and semaphores set to a size (others kept)
+    speed: tuple[Mapping[str, float], ...] = ()  # per mode: hosts whose work runs at a factor of its speed
+
+    def slowdown(self, host: str) -> tuple[float, ...] | None:
+        """Per mode, the factor on the length of ``host``'s delay and CPU steps (1 / its speed),
+        or None when no mode changes the host's speed (its steps are then left as they are)."""
+        if not any(host in table for table in self.speed):
+            return None
+        return tuple(1.0 / table.get(host, 1.0) for table in self.speed)
 
     def factor(self, mode: int, workload: str) -> float:
         """The factor on ``workload``'s rate in ``mode`` (a replicated stream ``w[2]`` as ``w``)."""
@@ -69,9 +80,11 @@ class Environment:
         return share  # type: ignore[no-any-return]
 
 
-def read_environment(raw: object, open_workloads: AbstractSet[str], pools: AbstractSet[str]) -> Environment:
+def read_environment(raw: object, open_workloads: AbstractSet[str], pools: AbstractSet[str],
+                     hosts: AbstractSet[str] = frozenset()) -> Environment:
     """The ``environment:`` section; ``open_workloads`` are the ones a mode's ``load`` may name,
-    ``pools`` the thread pools and semaphores of fixed size its ``sizes`` may set."""
+    ``pools`` the thread pools and semaphores of fixed size its ``sizes`` may set, ``hosts`` the
+    hosts its ``speed`` may slow."""
     if not isinstance(raw, Mapping) or set(raw) - {"modes", "start"} or not isinstance(raw.get("modes"), Mapping):
         raise ModelError(f"expected {{modes: {{NAME: {{stay: TIME, next: NAME, load: FACTOR}}, ...}}, start: NAME}}, "
                          f"got {shown(raw)}", path="environment")
@@ -79,7 +92,7 @@ def read_environment(raw: object, open_workloads: AbstractSet[str], pools: Abstr
     names = tuple(str(n) for n in modes)
     if not 2 <= len(names) <= MAX_MODES:
         raise ModelError(f"expected 2 to {MAX_MODES} modes, got {len(names)}", path="environment.modes")
-    stay, jump, load, default, sizes = [], [], [], [], []
+    stay, jump, load, default, sizes, speed = [], [], [], [], [], []
     for name in names:
         where = f"environment.modes.{name}"
         mode = modes[name]
@@ -95,11 +108,12 @@ def read_environment(raw: object, open_workloads: AbstractSet[str], pools: Abstr
         load.append(table)
         default.append(factor)
         sizes.append(_sizes(mode.get("sizes", {}), pools, f"{where}.sizes"))
+        speed.append(_speed(mode.get("speed", {}), hosts, f"{where}.speed"))
     start = raw.get("start", names[0])
     if start not in names:
         raise ModelError(f"unknown mode {shown(start)}; modes: {', '.join(names)}", path="environment.start")
     return Environment(names, tuple(stay), tuple(jump), tuple(load), tuple(default), names.index(start),
-                       tuple(sizes))
+                       tuple(sizes), tuple(speed) if any(speed) else ())
 
 
 def _next(raw: object, name: str, names: tuple[str, ...], where: str) -> tuple[float, ...]:
@@ -142,6 +156,21 @@ def _sizes(raw: object, pools: AbstractSet[str], where: str) -> dict[str, int]:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ModelError(f"expected a whole size >= 0, got {shown(size)}", path=f"{where}.{name}")
         out[str(name)] = size
+    return out
+
+
+def _speed(raw: object, hosts: AbstractSet[str], where: str) -> dict[str, float]:
+    if not isinstance(raw, Mapping):
+        raise ModelError(f"expected {{HOST: FACTOR, ...}}, got {shown(raw)}", path=where)
+    out = {}
+    for name, factor in raw.items():
+        if name not in hosts:
+            raise ModelError(f"{shown(name)} is not a host; those are: {', '.join(sorted(hosts)) or '(none)'}",
+                             path=f"{where}.{name}")
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < math.inf:
+            raise ModelError(f"expected a factor > 0 on the host's speed (1: unchanged, 0.5: its steps take "
+                             f"twice as long), got {shown(factor)}", path=f"{where}.{name}")
+        out[str(name)] = float(factor)
     return out
 
 

@@ -104,7 +104,8 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     horizon = settings.get("horizon")
     environment = None
     if "environment" in body:  # operating modes: their rates, and the pools they resize
-        environment = read_environment(body["environment"], modulated(workloads), pools_of(components))
+        environment = read_environment(body["environment"], modulated(workloads), pools_of(components),
+                                       set(hosts))
         components = with_mode_sizes(components, environment)
     limits.check_workloads(workloads, settings, bounds, None if horizon is None else parse_time(horizon),
                            environment)

@@ -255,6 +255,33 @@ def modulated_mm1_mean(rates: list[float], generator: list[list[float]], mu: flo
     return float(sum(p[m * (cap + 1) + n] * n for m in range(modes) for n in range(cap + 1)))
 
 
+def slowed_mm1_mean(rate: float, speeds: list[float], generator: list[list[float]], mu: float,
+                    cap: int = 250) -> float:
+    """Stationary E N of an M/M/1 queue whose service takes 1 / ``speeds[m]`` times as long when
+    it *begins* in mode m of a random environment switching by ``generator``, and keeps that
+    length through a switch: the joint chain on (mode, n, the mode its service began in), cut
+    at ``cap``; a service ends at rate ``mu * speeds[b]``."""
+    modes = len(speeds)
+    states = [(m, n, b) for m in range(modes) for n in range(cap + 1) for b in (range(modes) if n else (0,))]
+    index = {state: i for i, state in enumerate(states)}
+    q = np.zeros((len(states), len(states)))
+    for (m, n, b), i in index.items():
+        if n < cap:
+            q[i, index[(m, n + 1, m if n == 0 else b)]] += rate
+        if n > 0:
+            q[i, index[(m, n - 1, m if n > 1 else 0)]] += mu * speeds[b]
+        for other in range(modes):
+            if other != m:
+                q[i, index[(other, n, b)]] += generator[m][other]
+    np.fill_diagonal(q, -q.sum(axis=1))
+    system = q.T.copy()
+    system[-1] = 1.0  # one balance equation is redundant: normalise instead
+    p = np.linalg.solve(system, np.r_[np.zeros(len(states) - 1), 1.0])
+    edge = sum(p[i] for (_m, n, _b), i in index.items() if n == cap)
+    assert edge < 1e-9, "the truncation holds probability: raise cap"
+    return float(sum(p[i] * n for (_m, n, _b), i in index.items()))
+
+
 def modulated_mmc_mean(rates: list[float], sizes: list[int], generator: list[list[float]], mu: float,
                        cap: int = 80) -> float:
     """Stationary E N of M/M/c with the arrival rate ``rates[m]`` and ``sizes[m]`` servers in

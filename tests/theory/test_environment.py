@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simstack.errors import ModelError
+from simstack import simulate
+from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import build_spec
 from simstack.studies.analysis.solve import solve_model
 from simstack.testing import compare, run, server_station
-from simstack.testing.reference import modulated_mm1_mean, modulated_mmc_mean
+from simstack.testing.reference import modulated_mm1_mean, modulated_mmc_mean, slowed_mm1_mean
 
 TWO = {"modes": {"beam_on": {"stay": "20s", "next": "access", "load": 1.8},
                  "access": {"stay": "10s", "next": "beam_on", "load": 0.2}}}
@@ -100,3 +101,51 @@ def test_modes_that_resize_a_pool_against_the_joint_chain_of_mmc() -> None:
         build_spec({**doc, "environment": {"modes": {**doc["environment"]["modes"],
                                                      "development": {"stay": "1s", "next": "beam_on",
                                                                      "sizes": {"work": 2}}}}}, None)
+
+
+def slowed_station(speed: dict | float = 0.4) -> dict:
+    """A worker pool of one on host ``app`` holding each request for exp(1): the M/M/1 whose
+    hold takes 2.5 times as long when it begins in the ``busy`` mode (the host's neighbours busy)."""
+    return {"name": "slowed", "hosts": {"app": {"cores": "inf"}},
+            "components": {"worker": {"kind": "threads", "host": "app", "size": 1}},
+            "requests": {"job": [{"hold": "worker", "steps": [{"delay": "exp(1)"}]}]},
+            "workloads": {"arrivals": {"type": "open", "request": "job", "rate": 0.5}},
+            "environment": {"modes": {"quiet": {"stay": "60s", "next": "busy"},
+                                      "busy": {"stay": "30s", "next": "quiet",
+                                               "speed": speed if isinstance(speed, dict) else {"app": speed}}}}}
+
+
+def test_a_mode_that_slows_the_host_against_the_joint_chain_of_mm1() -> None:
+    """E[N] against the stationary mean of the chain on (mode, n, the mode the service in
+    progress began in): a hold keeps the length it began with through a switch. The exact
+    answer (3.82) is far from the M/M/1 at the mean hold (3.0): the slow holds come together."""
+    res = run(slowed_station(), seed=5, replications=8, horizon=20_000, warmup=500)
+    pool = res.resources[res.resources["resource"] == "worker"]
+    generator = [[-1 / 60, 1 / 60], [1 / 30, -1 / 30]]
+    exact = slowed_mm1_mean(0.5, [1.0, 0.4], generator, 1.0, cap=200)
+    compare("M/M/1 slowed by a mode E[N]", (pool["mean_busy"] + pool["mean_queue"]).to_numpy(), exact, rel=0.0,
+            widen=2.2)
+    share = build_spec(slowed_station(), None).environment.stationary()
+    rho = 0.5 * float(share @ np.array([1.0, 2.5]))
+    assert exact - rho / (1 - rho) > 0.6  # not the M/M/1 at the mean hold
+
+
+@pytest.mark.parametrize("speed,match", [
+    ({"db": 0.5}, r"environment\.modes\.busy\.speed\.db: 'db' is not a host; those are: app"),
+    ({"app": 0}, r"environment\.modes\.busy\.speed\.app: expected a factor > 0 on the host's speed"),
+    ("slow", r"environment\.modes\.busy\.speed: expected \{HOST: FACTOR, ...\}"),
+])
+def test_a_bad_mode_speed_is_located(speed: object, match: str) -> None:
+    doc = slowed_station()
+    doc["environment"]["modes"]["busy"]["speed"] = speed
+    with pytest.raises(ModelError, match=match):
+        build_spec(doc, None)
+
+
+def test_a_model_with_modes_needs_a_horizon_even_when_its_workloads_stop() -> None:
+    """The modes switch for ever, so a run without a horizon would never run dry (it ran without
+    end before): refused, naming the cause."""
+    doc = slowed_station()
+    doc["workloads"]["arrivals"]["count"] = 10
+    with pytest.raises(ConfigError, match=r"operating modes, which switch for ever\): set sim.horizon"):
+        simulate(build_spec(doc, None), seed=1, replications=1)

@@ -49,6 +49,7 @@ class Operation:
     self_times: list[float] = field(default_factory=list)  # seconds, sequential and parallel parts together
     parallel_times: list[float] = field(default_factory=list)  # seconds of each own time beside a child handed on
     durations: list[float] = field(default_factory=list)  # seconds
+    starts: list[int] = field(default_factory=list)  # each span's start (ns), in the order of the lists above
     cpu_times: list[float] = field(default_factory=list)  # seconds of CPU per span (process.cpu.time), if all have it
     cpu_missing: int = 0  # spans without the attribute
     sequences: Counter[tuple[tuple[Op, ...], ...]] = field(default_factory=Counter)
@@ -70,6 +71,7 @@ class CallGraph:
     spans: int
     orphans: int  # spans whose parent is not in the file (counted as roots)
     handoffs: dict[str, list[float]] = field(default_factory=dict)  # service -> hand-off times (s), see above
+    holds: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # service -> (start ns, s) per entry span
 
 
 def _merged(intervals: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -159,6 +161,7 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
             op.self_times.append(own / 1e9)
             op.parallel_times.append(parallel / 1e9)
             op.durations.append((s.end_ns - s.start_ns) / 1e9)
+            op.starts.append(s.start_ns)
             if s.cpu_s is None:
                 op.cpu_missing += 1
             else:
@@ -180,8 +183,10 @@ def call_graph(spans: list[Span], source: str) -> CallGraph:
     concurrency = {service: _most_at_once([(s.start_ns, s.end_ns) for s in mine]) for service, mine in entries.items()}
     handoffs = {service: _handoffs(mine, concurrency[service]) for service, mine in entries.items()}
     _refuse_cycles(ops, source)
+    holds = {service: sorted((s.start_ns, (s.end_ns - s.start_ns) / 1e9) for s in mine)
+             for service, mine in entries.items()}
     return CallGraph(ops, concurrency, len(traces), len(spans), orphans,
-                     {service: times for service, times in handoffs.items() if times})
+                     {service: times for service, times in handoffs.items() if times}, holds)
 
 
 def _handoffs(entries: list[Span], pool: int) -> list[float]:

@@ -15,6 +15,12 @@ How each piece of the traces becomes a piece of the model (docs/otel.md says why
   (``X-Request-Start``), else the spans' starts (which follow any wait for a worker);
 - a service's hand-off (callgraph.py: the worker's time outside the spans, seen where a waiting
   request took a freed worker) -> a ``delay`` of its median inside the hold, before the stage;
+- slow stretches in a service's worker holds (stretches.py: the holds' window means vary more
+  than independent holds' would) -> an ``environment:`` of two modes, ``normal`` and ``slow``,
+  the slow one running the service's host at the fitted ``speed``; the service's own times are
+  then fitted on the spans of the normal windows only, so the slowdown is not counted twice
+  (the service with the most entry spans, where several show stretches: a model has one
+  environment);
 - the traces' median and 95th percentile per operation -> ``baselines.csv`` and
   ``checks.yaml``, so ``simstack check`` compares the draft with what was measured.
 """
@@ -28,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from simstack.load.otel.callgraph import CallGraph, Op, Operation, typical
+from simstack.load.otel.stretches import Stretches, environment, find_stretches
 from simstack.studies.distfit import MIN_SAMPLES, fit_samples
 
 BOOTSTRAP = 100  # bootstrap refits per law: intervals to two digits at a few seconds per operation
@@ -45,6 +52,7 @@ class Draft:
     laws: list[tuple[Op, str, str, int]]  # operation, class, fitted law text (or why none), samples
     cpu: str  # NOTES line: whether the service's CPU was separated (process.cpu.time) or not
     queue: str  # NOTES line: where the arrivals come from, and the hand-off drafted per service
+    stretches: tuple[tuple[Stretches, str, int, int], ...] = ()  # per service: fit, host, own times fitted, spans
 
 
 def identifier(text: str, taken: set[str]) -> str:
@@ -165,9 +173,17 @@ def draft(graph: CallGraph, name: str) -> Draft:
                                                  "doc": f"the workers of the service {service}"}
     handoff = {service: [{"delay": _constant(float(np.median(times))), "name": "hand-off"}]
                for service, times in graph.handoffs.items() if len(times) >= MIN_SAMPLES}
+    found = {service: find_stretches(service, holds) for service, holds in sorted(graph.holds.items())}
+    slowed = max((f for f in found.values() if f.significant), key=lambda f: len(graph.holds[f.service]), default=None)
+    if slowed is not None:
+        doc["environment"] = environment(slowed, pools[slowed.service])
+    fitted = dict.fromkeys(found, 0)
     laws = []
     for op, info in graph.operations.items():
         cls = classes[op]
+        if slowed is not None and op[0] == slowed.service:
+            info = _normal_only(info, slowed)
+        fitted[op[0]] = fitted.get(op[0], 0) + len(info.self_times)
         cpu, rest = cpu_steps(info)
         law, note, n = own_time_law(rest)
         if cpu:
@@ -201,7 +217,22 @@ def draft(graph: CallGraph, name: str) -> Draft:
                 " on a host of `<service>_cores` (1) cores, the rest of its own time a delay."
                 if cpu_services else "CPU is not separated: the spans carry no process.cpu.time attribute, so "
                 "each operation's own time (CPU and waiting together) is a delay on a host of unlimited cores.")
-    return Draft(doc, arrivals, baselines, checks, laws, cpu_note, _queue_note(graph, stamped, handoff, pools))
+    spans = {service: sum(len(i.durations) for (svc, _), i in graph.operations.items() if svc == service)
+             for service in found}
+    stretches = tuple((f, pools[s], fitted[s] if f is slowed else spans[s], spans[s]) for s, f in found.items())
+    return Draft(doc, arrivals, baselines, checks, laws, cpu_note, _queue_note(graph, stamped, handoff, pools),
+                 stretches)
+
+
+def _normal_only(info: Operation, found: Stretches) -> Operation:
+    """The operation's own times (and CPU) of the spans that began in the normal windows."""
+    keep = [found.normal(t) for t in info.starts]
+
+    def pick(values: list[float]) -> list[float]:
+        return [v for v, k in zip(values, keep, strict=True) if k]
+
+    return replace(info, self_times=pick(info.self_times), parallel_times=pick(info.parallel_times),
+                   cpu_times=pick(info.cpu_times) if has_cpu(info) else info.cpu_times)
 
 
 def _constant(seconds: float) -> str:

@@ -20,6 +20,7 @@ from simstack.io.atomic import write_text_atomic
 from simstack.io.terminal import printable
 from simstack.load.otel.callgraph import CallGraph
 from simstack.load.otel.draft import Draft
+from simstack.load.otel.stretches import note
 
 HEADER = "# Drafted from OpenTelemetry traces by `simstack import`"
 
@@ -45,6 +46,8 @@ def notes_md(draft: Draft, graph: CallGraph, source: str) -> str:
              "its most common child sequence, and each service a pool sized by the most requests seen in it",
              "at once. Check the pool sizes against the real configuration (docs/otel.md).", "", draft.cpu, "",
              draft.queue, "",
+             *[note(found, code(found.service), host, fitted, spans) for found, host, fitted, spans in draft.stretches],
+             *([""] if draft.stretches else []),
              "| service | operation | class | spans | sequences | own time |", "| --- | --- | --- | --- | --- | --- |"]
     for (service, name), cls, law, n in draft.laws:
         info = graph.operations[(service, name)]

@@ -6,6 +6,7 @@ on average, so they rarely overlap and the spans show the laws themselves."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,3 +45,30 @@ def traces(n: int, seed: int = 1) -> list[str]:
         by_service["cache"].append(_span(trace, f"{4 * i + 3:016x}", root, "get", db_end, cache_end))
         by_service["audit"].append(_span(trace, f"{4 * i + 4:016x}", root, "log", db_end, audit_end))
     return [json.dumps(_request(s, spans)) for s, spans in by_service.items()]
+
+
+RATE, SECONDS = 60.0, 30.0
+
+
+def held_service(path: Path, *, stretched: bool) -> None:
+    """A 2-worker first-come-first-served service under Poisson arrivals (60/s for 30 s, stamped
+    with X-Request-Start), each request's span a worker's hold of gamma(11 ms, squared CV 0.5), a
+    waiting request's 50 us after the worker freed:
+    independent, or twice as long in every other 4 s (``stretched``)."""
+    rng = np.random.default_rng(7)
+    arrivals = np.cumsum(rng.exponential(1 / RATE, int(RATE * SECONDS)))
+    free = [0.0, 0.0]
+    spans = []
+    for i, a in enumerate(arrivals):
+        k = int(np.argmin(free))
+        start = a if a >= free[k] else free[k] + 50e-6  # a waiting request: 50 us to hand the worker on
+        hold = rng.gamma(2.0, 0.0055)  # 11 ms, squared CV 0.5 (as the real service's)
+        if stretched and int(start // 4.0) % 2:
+            hold *= 2.0
+        free[k] = start + hold
+        span = _span(f"{i + 1:032x}", f"{i + 1:016x}", "", "GET /x", start, start + hold)
+        stamp = f"t={(T0 + int(a * 1e9)) // 1000}"
+        span["attributes"] = [{"key": "http.request.header.x-request-start",
+                               "value": {"arrayValue": {"values": [{"stringValue": stamp}]}}}]
+        spans.append(span)
+    path.write_text(json.dumps(_request("api", spans)) + "\n")
