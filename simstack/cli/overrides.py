@@ -86,9 +86,6 @@ def _is_hydra(override: Override) -> bool:
 
 def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig, dict[str, list[str]]]:
     """The default config, and the options of each named Hydra group (``hydra/launcher``)."""
-    plain = None if hydra_groups else plain_defaults(config_dir)
-    if plain is not None:
-        return plain, {}
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -96,50 +93,6 @@ def _compose(config_dir: Path, hydra_groups: Sequence[str]) -> tuple[DictConfig,
         loader = GlobalHydra.instance().config_loader()
         options = {group: loader.get_group_options(group) for group in hydra_groups}
         return compose(config_name="config"), {g: o for g, o in options.items() if o}
-
-
-def plain_defaults(config_dir: Path) -> DictConfig | None:
-    """The default config as Hydra composes it, merged here from the files when its defaults list
-    is plain (``group: option`` entries and ``_self_``, the options' files without a defaults list
-    or a package line), else None (Hydra composes it). Hydra then composes the command's own
-    config twice more; this third composition cost about 0.2 s of every command's start
-    (``tests/cli/test_cli.py`` compares the two)."""
-    import yaml
-
-    try:
-        main = yaml.safe_load((config_dir / "config.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(main, dict) or not isinstance(main.get("defaults"), list):
-        return None
-    own = {k: v for k, v in main.items() if k not in ("defaults", "hydra")}
-    parts: list[Any] = []
-    for entry in main["defaults"]:
-        if entry == "_self_":
-            parts.append(own)
-            continue
-        if not (isinstance(entry, dict) and len(entry) == 1):
-            return None
-        (group, option), = entry.items()
-        if not (isinstance(group, str) and isinstance(option, str) and group.isidentifier() and option.isidentifier()):
-            return None  # optional, override, a package (@), a nested group: Hydra's to compose
-        try:
-            text = (config_dir / group / f"{option}.yaml").read_text(encoding="utf-8")
-            body = yaml.safe_load(text)
-        except (OSError, yaml.YAMLError):
-            return None
-        if "@package" in text or (body is not None and (not isinstance(body, dict) or "defaults" in body)):
-            return None
-        parts.append({group: body or {}})
-    if "_self_" not in main["defaults"]:
-        return None  # Hydra 1.3 puts the primary config first then: not ours to mimic
-    try:
-        merged = OmegaConf.merge(*[OmegaConf.create(part) for part in parts])
-    except OmegaConfBaseException:
-        return None
-    assert isinstance(merged, DictConfig)
-    OmegaConf.set_struct(merged, True)  # as Hydra's compose returns it
-    return merged
 
 
 def _check_hydra(overrides: Sequence[Override], config_dir: Path) -> None:

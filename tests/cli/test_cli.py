@@ -251,31 +251,3 @@ def test_help_explains_the_groups() -> None:
     done = _simstack("--help", cwd=ROOT)
     assert done.returncode == 0
     assert "whatif" in done.stdout and "sim" in done.stdout and "+parameters.NAME=VALUE" in done.stdout
-
-
-def test_the_override_checks_default_config_is_the_one_hydra_composes() -> None:
-    """The override check merges the default config from the files (a third composition by
-    Hydra cost about 0.2 s of every command's start): the same keys, in the same order, with
-    the same values, and as strict about unknown keys."""
-    from omegaconf import OmegaConf
-
-    from simstack.cli.overrides import plain_defaults
-
-    plain, composed = plain_defaults(Path(CONFIG_DIR)), _compose()
-    assert plain is not None  # the shipped defaults list is plain
-    assert OmegaConf.to_container(plain) == OmegaConf.to_container(composed)
-    assert list(plain.keys()) == list(composed.keys()) and list(plain.sim.keys()) == list(composed.sim.keys())
-    assert OmegaConf.is_struct(plain) == OmegaConf.is_struct(composed)
-
-
-@pytest.mark.parametrize("entry", ["optional sim: default", "sim@run: default", "override hydra/launcher: basic",
-                                   "sim/nested: default"])
-def test_a_defaults_list_that_is_not_plain_is_left_to_hydra(tmp_path: Path, entry: str) -> None:
-    from simstack.cli.overrides import plain_defaults
-
-    (tmp_path / "sim").mkdir()
-    (tmp_path / "sim" / "default.yaml").write_text("seed: 1\n", encoding="utf-8")
-    (tmp_path / "config.yaml").write_text(f"defaults:\n  - {entry}\n  - _self_\nmodel: x\n", encoding="utf-8")
-    assert plain_defaults(tmp_path) is None
-    (tmp_path / "config.yaml").write_text("defaults:\n  - sim: default\n  - _self_\nmodel: x\n", encoding="utf-8")
-    assert plain_defaults(tmp_path) == {"sim": {"seed": 1}, "model": "x"}
