@@ -5,7 +5,8 @@ kernel's (docs/engine.md).
 whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed and
 protocol workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
 links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
-``parallel``, delays, probabilistic choices and ``steps:`` blocks; step records (not into a summary), no trace.
+``parallel``, delays, probabilistic choices, fixed repeats and ``steps:`` blocks; step records (not
+into a summary), no trace.
 ``run`` compiles the model (``simstack.engine.nativecode``), runs the loop, and hands back what a
 SimPy replication leaves: the resources' meters written back into their ``Meter`` objects, the
 finished requests (and recorded steps) appended to the same recorder in completion order, the holds still waiting
@@ -23,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from simstack.engine import kernel
+from simstack.engine.control import UNROLL_STEPS
 from simstack.engine.nativecode import HOSTS, MARKS, Compiler
 from simstack.errors import ModelError
-from simstack.lang.samplers import Attribute, Indexed
+from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Call,
@@ -38,6 +40,7 @@ from simstack.lang.spec import (
     OpenWorkload,
     Parallel,
     ProtocolWorkload,
+    Repeat,
     Send,
     Sequence,
     Step,
@@ -105,12 +108,12 @@ def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
         g = step.guard
         inner: list[tuple[Step, ...]] = []
         recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps") \
-            or (type(step) is Choose and g.name != "choose")
+            or (type(step) is Choose and g.name != "choose") or (isinstance(step, Repeat) and g.name != "repeat")
         if depth + 2 * recorded > MARKS:  # a database call takes two levels
             return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
         if isinstance(step, Call) and step.target in spec.requests:
             inner = [spec.requests[step.target].body]
-        elif isinstance(step, Hold | Sequence | Parallel):
+        elif isinstance(step, Hold | Sequence | Parallel | Repeat):
             inner = [step.body]
         elif type(step) is Choose:
             inner = [b.body for b in step.branches]
@@ -182,7 +185,10 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
             why = _steps_why(spec, step.body)
             if why:
                 return why
-        elif isinstance(step, Sequence | Parallel):
+        elif isinstance(step, Repeat) and not (isinstance(step.count, Const)
+                                               and step.count.value * max(len(step.body), 1) <= UNROLL_STEPS):
+            return f"step {g.name!r} repeats a drawn or too large count (the loop writes a fixed repeat out)"
+        elif isinstance(step, Sequence | Parallel | Repeat):
             why = _steps_why(spec, step.body)
             if why:
                 return why

@@ -11,9 +11,10 @@ from functools import partial
 from typing import Any
 
 from simstack.engine.callsites import shared_classes, site_of
+from simstack.engine.control import unrollable
 from simstack.kinds.hierarchy import changed_parameter
 from simstack.lang.samplers import Const, Indexed
-from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Send, Sequence, Step
+from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
 from simstack.resources.meter import Meter
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
@@ -26,11 +27,14 @@ HOSTS = {"fifo": FIFO, "ps": PS}
 
 
 def _flatten(body: tuple[Step, ...]) -> list[Step]:
-    """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in."""
+    """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in, short
+    fixed repeats written out (``control.unrollable``)."""
     out: list[Step] = []
     for step in body:
         if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
             out += _flatten(step.body)
+        elif unrollable(step):
+            out += _flatten(step.body) * int(step.count.value)  # type: ignore[union-attr]
         else:
             out.append(step)
     return out
@@ -218,6 +222,13 @@ class Compiler:
             self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Sequence):
             self.body(step.body, scope)
+        elif isinstance(step, Repeat):  # control.RepeatRunner, a fixed count (native.why_not): written out
+            named = self.recording and g.name != "repeat"  # a named repeat is a stage
+            level = self.mark() if named else -1
+            for _ in range(int(step.count.value)):  # type: ignore[union-attr]
+                self.body(step.body, scope)
+            if named:
+                self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Parallel):  # runners.ParallelRunner: the branches' body out of line
             self.consts.append(float(step.limit))
             at = len(code)

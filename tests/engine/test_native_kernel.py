@@ -96,6 +96,19 @@ MODELS = {
                             "submit": [{"send": "jobs"}, {"delay": "const(0.01)"}, {"send": "audit"}]},
                "workloads": {"users": {"type": "closed", "request": "submit", "clients": 4, "think": "exp(0.5)"},
                              "burst": {"type": "open", "request": "submit", "interarrival": "const(0.4)"}}},
+    # fixed repeats: written out and fused with the CPU steps around them on a ps host, a named
+    # one (a stage) around a lock on a fifo host, one nested in another, one of no passes
+    "repeats": {"hosts": {"app": {"cores": 2, "discipline": "ps"}, "db": {"cores": 1, "discipline": "fifo"}},
+                "components": {"gil": {"kind": "lock"}, "pool": {"kind": "threads", "host": "db", "size": 2}},
+                "requests": {"op": {"host": "app", "steps": [
+                    {"cpu": "exp(0.01)"}, {"repeat": 3, "steps": [{"cpu": "exp(0.005)"}, {"cpu": "const(0.002)"}]},
+                    {"cpu": "const(0.001)"}, {"repeat": 0, "steps": [{"cpu": "exp(1)"}]},
+                    {"call": "sync"}]},
+                    "sync": [{"hold": "pool", "steps": [
+                        {"name": "passes", "repeat": 2, "steps": [
+                            {"hold": "gil", "steps": [{"cpu": "exp(0.004)"}, {"repeat": 2, "steps": [
+                                {"delay": "exp(0.001)"}]}]}]}]}]},
+                "workloads": {"users": {"type": "closed", "request": "op", "clients": 6, "think": "exp(0.05)"}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -136,7 +149,7 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "queues", "threads"])
+@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "queues", "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
