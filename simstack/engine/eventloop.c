@@ -28,7 +28,7 @@ enum {
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28
 };
-enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
+enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
 /* OP_STEP's kinds: a CPU or station job, a job of a pure delay station, a hold (or a hierarchy call), a
  * named stage (or a sub-request call), a link call, a database call */
@@ -117,9 +117,11 @@ typedef struct {
                                               per level its start and wait */
 } Req;
 
-typedef struct {  /* open, closed, or protocol: one client whose runs are numbered, the first warm */
+typedef struct {  /* open, closed, protocol (one client whose runs are numbered, the first warm), or periodic
+                  (copies > 0: tick times from the stream, each copy's delay from jitter) */
     int closed; int32_t entry, cls; int64_t item; double count, start; int32_t stream;
     int32_t first_client, clients; double n; int64_t protocol_warm;  /* < 0: not a protocol */
+    int64_t copies; int32_t jitter;
 } Workload;
 
 typedef struct { double n; int64_t idle; double since; int32_t wl, stream; } Client;
@@ -1052,6 +1054,25 @@ static int step(K *k, Event e) {
         if (after < INFINITY) return push(k, k->now + after, EV_ARRIVE, e.a, 0);
         return 0;
     }
+    case EV_TICK: {  /* workloads.Periodic.start's tick: the copies (items 0..), at once or after their jitter */
+        Workload *wl = &k->wl[e.a];
+        if (wl->n >= wl->count) return 0;
+        wl->n += 1;
+        double next, delay;
+        if (draw(k, wl->stream, &next)) return -1;
+        for (int64_t c = 0; c < k->wl[e.a].copies; c++) {
+            wl = &k->wl[e.a];
+            if (draw(k, wl->jitter, &delay)) return -1;
+            if (delay != 0.0 ? push(k, k->now + delay, EV_COPY, e.a, c)
+                             : start_request(k, e.a, wl->entry, wl->cls, -1, c, -1, 0, k->now, -1)) return -1;
+        }
+        if (next < INFINITY) return push(k, k->now + (next - k->now), EV_TICK, e.a, 0);
+        return 0;
+    }
+    case EV_COPY: {  /* workloads._start_copy */
+        Workload *wl = &k->wl[e.a];
+        return start_request(k, e.a, wl->entry, wl->cls, -1, e.b, -1, 0, k->now, -1);
+    }
     case EV_CYCLE: {  /* workloads._client.cycle */
         Client *cl = &k->cl[e.a];
         Workload *wl = &k->wl[cl->wl];
@@ -1292,7 +1313,8 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
  *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
  *             refill: callable (drawn), a list of floats (indexed) or None);
  *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int, protocol warm-up runs
- *     or -1); open: one stream (inter-arrival); closed: one think stream per client (a protocol: one);
+ *     or -1, periodic copies or 0); open: one stream (inter-arrival); closed: one think stream per client (a
+ *     protocol: one); periodic: the tick times, then the jitter, start its phase;
  *   until: float or None; warm: float (<= 0: none).
  * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): meters are
  * (busy, queue, max queue, arrivals, t, start, busy area, queue area, held area, drops); columns are
@@ -1309,7 +1331,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
                           &PyList_Type, &workloads, &until_o, &warm)) return NULL;
     if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
-        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 8))
+        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9))
         return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
@@ -1439,8 +1461,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
         w->count = PyFloat_AsDouble(ITEM(t, 4));
         w->start = PyFloat_AsDouble(ITEM(t, 5));
         w->protocol_warm = PyLong_AsLongLong(ITEM(t, 7));
+        w->copies = PyLong_AsLongLong(ITEM(t, 8));
         PyObject *ss = ITEM(t, 6);
-        if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1) || w->entry < 0 || w->entry >= k.ncode) {
+        if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1 + (w->copies > 0)) || w->copies < 0
+            || (w->closed && w->copies) || w->entry < 0 || w->entry >= k.ncode) {
             PyErr_SetString(PyExc_ValueError, "native run: a workload's streams or entry are wrong");
             bad = 1;
             break;
@@ -1451,7 +1475,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
             k.ncl += w->clients;
         } else {
             w->stream = (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, 0));
-            if (w->stream < 0 || w->stream >= k.nsm) { PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1; }
+            w->jitter = w->copies ? (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, 1)) : 0;
+            if (w->stream < 0 || w->stream >= k.nsm || w->jitter < 0 || w->jitter >= k.nsm) {
+                PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1;
+            }
         }
     }
     if (!bad) k.cl = calloc((size_t)k.ncl + 1, sizeof(Client));
@@ -1476,6 +1503,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         Workload *w = &k.wl[i];
         if (w->closed) {
             for (int32_t c = 0; c < w->clients && !bad; c++) bad = push(&k, w->start, EV_CYCLE, w->first_client + c, 0);
+        } else if (w->copies) {
+            bad = push(&k, w->start, EV_TICK, (int32_t)i, 0);
         } else {
             double first;
             bad = draw(&k, w->stream, &first);

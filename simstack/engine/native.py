@@ -2,8 +2,8 @@
 kernel's (docs/engine.md).
 
 ``why_not`` says whether a model is in the subset the C loop runs and, when not, why: then the
-whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed and
-protocol workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
+whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed,
+protocol and periodic workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
 links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
 ``parallel``, delays, probabilistic choices, fixed repeats and ``steps:`` blocks; step records (not
 into a summary), no trace.
@@ -39,6 +39,7 @@ from simstack.lang.spec import (
     ModelSpec,
     OpenWorkload,
     Parallel,
+    PeriodicWorkload,
     ProtocolWorkload,
     Repeat,
     Send,
@@ -86,8 +87,10 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
             dist = wl.think
         elif type(wl) is ProtocolWorkload:
             dist = wl.gap
+        elif type(wl) is PeriodicWorkload and wl.schedule is None:
+            dist = wl.jitter
         else:
-            return f"workload {wl.name!r} is not a stationary open, closed or protocol one"
+            return f"workload {wl.name!r} is not a stationary open, closed, protocol or periodic one"
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
@@ -214,13 +217,16 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         cls = comp.cls(wl.request)
         if isinstance(wl, OpenWorkload):
             s = [comp.stream(f"workloads.{wl.name}.interarrival", wl.interarrival)]
-            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s, -1))
+            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s, -1, 0))
         elif isinstance(wl, ProtocolWorkload):  # one client; its runs numbered, the first ``warmup`` warm
             s = [comp.stream(f"workloads.{wl.name}.gap", wl.gap)]
-            workloads.append((True, entry, cls, 0, float(wl.warmup + wl.repeat), 0.0, s, wl.warmup))
+            workloads.append((True, entry, cls, 0, float(wl.warmup + wl.repeat), 0.0, s, wl.warmup, 0))
+        elif isinstance(wl, PeriodicWorkload):  # the tick times, then each copy's jitter
+            s = [comp.ticks(wl.phase, wl.period), comp.stream(f"workloads.{wl.name}.jitter", wl.jitter)]
+            workloads.append((False, entry, cls, 0, float(wl.count), wl.phase, s, -1, wl.copies))
         else:
             s = [comp.stream(f"workloads.{wl.name}.think.{c}", wl.think) for c in range(wl.clients)]
-            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1))
+            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1, 0))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
                    comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.hiers,

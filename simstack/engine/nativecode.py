@@ -7,8 +7,11 @@ call-site chains), so the loop draws and schedules what the SimPy runners would;
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import partial
 from typing import Any
+
+import numpy as np
 
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import unrollable
@@ -109,6 +112,12 @@ class Compiler:
             return known
         self.streams.append((0, 0.0, _refill(sampler)))
         self.stream_ids[id(sampler)] = len(self.streams) - 1
+        return len(self.streams) - 1
+
+    def ticks(self, phase: float, period: float) -> int:
+        """A periodic workload's tick times as a stream (``workloads.Periodic.start``): tick n at
+        phase + n * period in exact rational arithmetic, from tick 1 (tick 0 is at the phase)."""
+        self.streams.append((0, 0.0, _Ticks(phase, Fraction(period).limit_denominator(10**9))))
         return len(self.streams) - 1
 
     def meter(self, meter: Meter) -> int:
@@ -407,6 +416,20 @@ def _host(comp: Any) -> str:
     """The host of a kind that needs one (a pool's, a queue's consumers'): checked at load."""
     assert comp.host is not None, f"components.{comp.name}: no host"
     return str(comp.host)
+
+
+class _Ticks:
+    """The next block of tick times on each call, as ``Periodic.start``'s ``next_tick``."""
+
+    def __init__(self, phase: float, period: Fraction):
+        self.phase = phase
+        self.period = period
+        self.n = 0
+
+    def __call__(self) -> Any:
+        from simstack.engine.replication import BLOCK
+        first, self.n = self.n + 1, self.n + BLOCK
+        return np.array([self.phase + float(n * self.period) for n in range(first, first + BLOCK)])
 
 
 def _uniform() -> Any:

@@ -109,6 +109,18 @@ MODELS = {
                             {"hold": "gil", "steps": [{"cpu": "exp(0.004)"}, {"repeat": 2, "steps": [
                                 {"delay": "exp(0.001)"}]}]}]}]}]},
                 "workloads": {"users": {"type": "closed", "request": "op", "clients": 6, "think": "exp(0.05)"}}},
+    # periodic ticks: two rates whose ticks coincide to the bit, copies (their items) started at
+    # once or after a drawn jitter, a tick count, a phase
+    "periodic": {"hosts": {"ioc": {"cores": 1, "discipline": "fifo"}},
+                 "components": {"dev": {"kind": "lock", "per": "device"}, "pool": {"kind": "threads", "host": "ioc",
+                                                                                   "size": 2}},
+                 "requests": {"fiducial": [{"hold": "pool", "steps": [{"cpu": "exp(0.0005)"}]}],
+                              "update": [{"hold": "dev", "key": "item", "steps": [
+                                  {"hold": "pool", "steps": [{"cpu": "exp(0.0003)"}]}]}]},
+                 "workloads": {"fiducials": {"type": "periodic", "request": "fiducial", "frequency": "360Hz"},
+                               "beam": {"type": "periodic", "request": "update", "frequency": "120Hz", "copies": 4},
+                               "late": {"type": "periodic", "request": "update", "period": "0.1s", "phase": "0.05s",
+                                        "jitter": "exp(0.002)", "copies": 3, "count": 300}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -127,9 +139,9 @@ MODELS = {
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0}.get(model, 400.0)
+    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
-        horizon = {"mm1": None, "threads": 30.0}.get(model, 60.0)
+        horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
                              warmup=20.0, record_steps=steps, record=record)
 
@@ -149,7 +161,7 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "queues", "repeats", "threads"])
+@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "periodic", "queues", "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
@@ -215,7 +227,7 @@ def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
         eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [(1, 1.0, None)],
-                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
 @needs_native
@@ -225,7 +237,7 @@ def test_the_loop_refuses_a_malformed_hierarchy_plan(plan: tuple) -> None:
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
         eventloop.run([5], [], [False], [], [], [(1.0, 0)], [], [], [], [(0, -1, 0)], [plan], [(1, 1.0, None)],
-                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
 def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
