@@ -57,9 +57,9 @@ typedef struct {  /* sharing.SharedRate with no share or on_leave */
     Tag *h; Py_ssize_t hn, hcap;
 } Shared;
 
-typedef struct { int32_t slot; double since; } Waiter;
+typedef struct { int32_t slot, rank; double since; } Waiter;
 
-typedef struct {  /* a FIFO line of waiters (a ring) */
+typedef struct {  /* a line of waiters (a ring) by rank, then first come (a priority lock's heap order) */
     Waiter *w; Py_ssize_t head, len, cap;
 } Line;
 
@@ -67,7 +67,7 @@ typedef struct {  /* slots.Slots, unbounded line */
     double size; int64_t busy, pending; int handing, again; int32_t m; Line line;
 } Pool;
 
-typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO order */
+typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO or priority order */
     int used, fixed; int64_t key; int writer, handing, again; Line line;
 } KeyState;
 
@@ -263,7 +263,9 @@ static inline void queued(Meter *m, int64_t len) {
     if (m->queue > m->max_queue) m->max_queue = m->queue;
 }
 
-static int line_put(Line *l, int32_t slot, double since) {
+/* A waiter joins behind every one of its rank or a more urgent (lower) one: the order of
+ * LockRuntime's heap of (rank, seq); rank 0 for all is first come, first served. */
+static int line_put(Line *l, int32_t slot, int32_t rank, double since) {
     if (l->len == l->cap) {  /* grow the ring, unrolling it */
         Py_ssize_t cap = l->cap ? l->cap * 2 : 16;
         Waiter *w = malloc((size_t)cap * sizeof(Waiter));
@@ -271,7 +273,10 @@ static int line_put(Line *l, int32_t slot, double since) {
         for (Py_ssize_t i = 0; i < l->len; i++) w[i] = l->w[(l->head + i) % l->cap];
         free(l->w); l->w = w; l->cap = cap; l->head = 0;
     }
-    l->w[(l->head + l->len) % l->cap] = (Waiter){slot, since};
+    Py_ssize_t i = l->len;
+    for (; i > 0 && l->w[(l->head + i - 1) % l->cap].rank > rank; i--)
+        l->w[(l->head + i) % l->cap] = l->w[(l->head + i - 1) % l->cap];
+    l->w[(l->head + i) % l->cap] = (Waiter){slot, rank, since};
     l->len++;
     return 0;
 }
@@ -453,7 +458,7 @@ static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0
         return 1;
     }
     touch(m, now);
-    if (line_put(&p->line, slot, now)) return -1;
+    if (line_put(&p->line, slot, 0, now)) return -1;
     queued(m, p->line.len);
     if (pc >= 0) waiting(k, slot, pc);
     return 0;
@@ -515,7 +520,7 @@ static KeyState *lock_key(Lock *l, int64_t key, int fixed) {
     return &l->keys[j];
 }
 
-static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t slot, int32_t pc) {
+static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t rank, int32_t slot, int32_t pc) {
     Lock *l = &k->lk[li];
     KeyState *s = lock_key(l, key, fixed);
     if (!s) return -1;
@@ -528,7 +533,7 @@ static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t slot, 
         s->writer = 1;
         return 1;
     }
-    if (line_put(&s->line, slot, now)) return -1;
+    if (line_put(&s->line, slot, rank, now)) return -1;
     m->queue += 1;
     if (m->queue > m->max_queue) m->max_queue = m->queue;
     waiting(k, slot, pc);
@@ -876,12 +881,13 @@ static int advance(K *k, int32_t slot) {
             r->pc += 2;
             if (pool_release(k, op[1])) return -1;
             continue;
-        case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number */
+        case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number;
+                             rank: 0, or minus the threads' priority (order: priority) */
             int32_t at = r->pc;
             int64_t key = op[2] == -1 ? r->item : op[2] == -2 ? r->ritem : (int64_t)op[2];
-            r->pc += 3;
+            r->pc += 4;
             r->gwait = 0.0;
-            int got = lock_acquire(k, op[1], key, op[2] >= 0, slot, at);
+            int got = lock_acquire(k, op[1], key, op[2] >= 0, op[3], slot, at);
             if (got < 0) return -1;
             if (!got) return 0;
             continue;
@@ -1191,7 +1197,8 @@ static int check_code(K *k, char *starts) {
             break;
         case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
         case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
-        case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
+        case OP_HOLDL: case OP_RELL:
+            len = 3 + (c[pc] == OP_HOLDL); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
         case OP_PAR:
             len = 4;

@@ -3,7 +3,8 @@ kernel's (docs/engine.md).
 
 ``why_not`` says whether a model is in the subset the C loop runs and, when not, why: then the
 whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed,
-protocol and periodic workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
+protocol and periodic workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks (first
+come or most urgent first),
 links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
 ``parallel``, delays, probabilistic choices, fixed repeats and ``steps:`` blocks; step records (not
 into a summary), no trace.
@@ -25,7 +26,7 @@ import numpy as np
 
 from simstack.engine import kernel
 from simstack.engine.control import UNROLL_STEPS
-from simstack.engine.nativecode import HOSTS, MARKS, Compiler
+from simstack.engine.nativecode import HOSTS, MARKS, NONE, Compiler
 from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
@@ -135,8 +136,8 @@ def _component_why(kind: str, s: Any) -> str:
         if isinstance(s["size"], SizeSchedule) or s["group"] is not None or s["when_full"] == "drop":
             return "is a thread pool with a size schedule, a fair-share group or a bounded line"
     elif kind == "lock":
-        if s["readers"] or s["order"] != "fifo":
-            return "is a read-write or priority lock"
+        if s["readers"]:  # order: writers needs readers (LockKind.validate)
+            return "is a read-write lock"
     elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
@@ -213,7 +214,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     workloads: list[tuple] = []
     names = list(r.spec.workloads)
     for wl in r.spec.workloads.values():
-        entry = comp.entry(wl.request, "", None)  # a class with a host runs on it (Replication.root)
+        entry = comp.entry(wl.request, "", (NONE, 0, r.spec.requests[wl.request].priority))  # Replication.root
         cls = comp.cls(wl.request)
         if isinstance(wl, OpenWorkload):
             s = [comp.stream(f"workloads.{wl.name}.interarrival", wl.interarrival)]

@@ -43,7 +43,8 @@ def _flatten(body: tuple[Step, ...]) -> list[Step]:
     return out
 
 
-Scope = tuple[int, int] | None  # (FIFO or PS, the host's index) of the CPU steps, or none
+NONE = -1  # no host: steps outside any thread run no CPU work
+Scope = tuple[int, int, int]  # (FIFO, PS or NONE, the host's index, the threads' priority): ``runners.Scope``
 
 
 class Compiler:
@@ -65,7 +66,7 @@ class Compiler:
         self.pools: list[tuple[float, int]] = []
         self.locks: list[tuple[int]] = []
         self.index: dict[tuple[str, int], int] = {}  # (what, id of its runtime): its index
-        self.fusing: dict[Scope, bool] = {None: False}  # a host's CPU fuses consecutive steps exactly
+        self.fusing: dict[tuple[int, int], bool] = {(NONE, 0): False}  # a host's CPU fuses steps exactly
         self.keys: dict[str, int] = {}  # a lock's fixed keys, numbered
         self.holds: dict[int, tuple[str, str]] = {}  # a hold's pc: (step, component), for r.waits
         self.classes: list[str] = []
@@ -145,12 +146,13 @@ class Compiler:
         return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate), float(shared.cap),
                                                       self.meter(shared.meter)))
 
-    def host(self, name: str) -> tuple[int, int]:
+    def host(self, name: str, priority: int) -> Scope:
+        """The scope of threads of ``priority`` on host ``name``."""
         cpu = self.r.cpus[name]
         kind = HOSTS[self.spec.hosts[name].discipline]
-        scope = kind, self.fifo(cpu) if kind == FIFO else self.rate(cpu)
-        self.fusing[scope] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
-        return scope
+        index = self.fifo(cpu) if kind == FIFO else self.rate(cpu)
+        self.fusing[kind, index] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
+        return kind, index, priority
 
     def entry(self, request: str, site: str, scope: Scope) -> int:
         """Where the compiled body of ``request`` starts (``Replication.root``)."""
@@ -158,7 +160,7 @@ class Compiler:
         if request not in self.shared:
             site = ""
         if req.host:
-            scope = self.host(req.host)
+            scope = self.host(req.host, req.priority)
         key = (request, site, scope)
         if key not in self.entries:
             self.entries[key] = len(self.code)
@@ -177,14 +179,13 @@ class Compiler:
     def body(self, steps: tuple[Step, ...], scope: Scope) -> None:
         """``Replication.compile_body``: on a host whose scheduler fuses exactly (``ps``),
         consecutive CPU steps without bytes are one demand, their draws summed in order."""
-        fusing = self.fusing[scope]
+        fusing = self.fusing[scope[:2]]
         fused: list[int] | None = None
         for step in (_flatten(steps) if fusing else steps):
             if fusing and isinstance(step, Cpu) and step.bytes is None:
                 g = step.guard
                 s = self.stream(f"{g.path}:{g.name}", step.demand)
                 if fused is None:
-                    assert scope is not None
                     fused = [FCPU, scope[0], scope[1], 0]
                     self.code += fused
                     at = len(self.code) - 4
@@ -198,7 +199,7 @@ class Compiler:
         code, g = self.code, step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
-            assert scope is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it
+            assert scope[0] != NONE, f"{g.path}: CPU work outside any host"  # load_model refuses it
             level = self.mark() if self.recording else -1
             demand = self.stream(stream, step.demand)
             if step.bytes is None:
@@ -259,7 +260,7 @@ class Compiler:
         if request not in self.shared:
             site = ""
         outer, self.site = self.site, site
-        self.body(req.body, self.host(req.host) if req.host else scope)
+        self.body(req.body, self.host(req.host, req.priority) if req.host else scope)
         self.site = outer
 
     def call(self, step: Call, stream: str) -> None:
@@ -315,7 +316,7 @@ class Compiler:
         def entry() -> tuple[int, int, int]:
             pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
             host = self.spec.components[runtime.meter.name].host
-            kind, cpu = self.host(host) if host else (-1, 0)
+            kind, cpu, _ = self.host(host, 0) if host else (NONE, 0, 0)
             return pool, kind, cpu
         hier = self.resource("hier", runtime, entry)
         plan = runtime.plan(changed_parameter(runtime.graph, step.options, runtime.meter.name, stream))
@@ -362,7 +363,7 @@ class Compiler:
         if comp.kind == "threads":
             pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
             self.code += [HOLDP, pool] + ([GRANT, level] if self.recording else [])
-            self.body(step.body, self.host(_host(comp)))
+            self.body(step.body, self.host(_host(comp), comp.settings["priority"]))
             self.code += [RELP, pool]
             if self.recording:
                 self.row(ROW_HOLD, level, step.guard.name, step.target)
@@ -371,7 +372,8 @@ class Compiler:
         per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
         key = -1 if per and step.key == "item" else -2 if per and step.key == "request" else \
             self.keys.setdefault(repr(step.key if per else None), len(self.keys))  # Ctx.item, Ctx.req.item
-        self.code += [HOLDL, lock, key] + ([GRANT, level] if self.recording else [])
+        rank = -scope[2] if comp.settings["order"] == "priority" else 0  # LockRuntime.acquire: (rank, seq)
+        self.code += [HOLDL, lock, key, rank] + ([GRANT, level] if self.recording else [])
         self.body(step.body, scope)
         self.code += [RELL, lock, key]
         if self.recording:
@@ -408,7 +410,8 @@ class Compiler:
                 continue
             name = self.queue_names[done]
             comp = self.spec.components[name]
-            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>", self.host(_host(comp)))
+            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>",
+                                              self.host(_host(comp), comp.settings["priority"]))
             done += 1
 
 

@@ -121,6 +121,26 @@ MODELS = {
                                "beam": {"type": "periodic", "request": "update", "frequency": "120Hz", "copies": 4},
                                "late": {"type": "periodic", "request": "update", "period": "0.1s", "phase": "0.05s",
                                         "jitter": "exp(0.002)", "copies": 3, "count": 300}}},
+    # priority-ordered locks: waiters by the priority of the threads they run on (pools of two
+    # priorities, a request's own), then first come; global and per key, with a FIFO lock beside
+    "prio_locks": {"hosts": {"app": {"cores": 2, "discipline": "ps"}, "io": {"cores": 1, "discipline": "fifo"}},
+                   "components": {"hi": {"kind": "threads", "host": "app", "size": 2, "priority": 5},
+                                  "lo": {"kind": "threads", "host": "io", "size": 4, "priority": 1},
+                                  "db": {"kind": "lock", "order": "priority"},
+                                  "dev": {"kind": "lock", "per": "device", "order": "priority"},
+                                  "log": {"kind": "lock"}},
+                   "requests": {"fast": [{"hold": "hi", "steps": [{"hold": "db", "steps": [{"cpu": "exp(0.02)"}]},
+                                                                  {"hold": "dev", "key": "item", "steps": [
+                                                                      {"cpu": "const(0.01)"}]}]}],
+                                "slow": [{"hold": "lo", "steps": [{"hold": "db", "steps": [
+                                    {"cpu": "exp(0.03)"}, {"hold": "dev", "key": "item", "steps": [
+                                        {"delay": "exp(0.02)"}]}]},
+                                    {"hold": "log", "steps": [{"cpu": "const(0.005)"}]}]}],
+                                "admin": {"host": "io", "priority": 9, "steps": [
+                                    {"hold": "db", "steps": [{"cpu": "const(0.01)"}]}]}},
+                   "workloads": {"f": {"type": "open", "request": "fast", "rate": 12.0},
+                                 "s": {"type": "closed", "request": "slow", "clients": 6, "think": "exp(0.1)"},
+                                 "a": {"type": "open", "request": "admin", "interarrival": "const(0.5)"}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -139,7 +159,8 @@ MODELS = {
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0}.get(model, 400.0)
+    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0}.get(model,
+                                                                                                           400.0)
     if steps:  # shorter: a row per step
         horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
@@ -161,7 +182,8 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "periodic", "queues", "repeats", "threads"])
+@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "periodic", "prio_locks", "queues", "repeats",
+                                   "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
