@@ -26,7 +26,7 @@ enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
-    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28
+    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
@@ -63,8 +63,8 @@ typedef struct {  /* a line of waiters (a ring) by rank, then first come (a prio
     Waiter *w; Py_ssize_t head, len, cap;
 } Line;
 
-typedef struct {  /* slots.Slots, unbounded line */
-    double size; int64_t busy, pending; int handing, again; int32_t m; Line line;
+typedef struct {  /* slots.Slots; a line longer than capacity turns work away (the request fails: reason) */
+    double size, capacity; int64_t busy, pending; int handing, again; int32_t m, reason; Line line;
 } Pool;
 
 typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO or priority order */
@@ -108,9 +108,10 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 
 /* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
  * (fan: its fan-out), with the request's id, class, workload and item (ritem) and its own item
- * (Ctx.item). */
+ * (Ctx.item); root: the request's own fiber, whose reason (0: none) says it failed (Request.fail). */
 typedef struct {
     int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
+    int32_t root, reason;
     int live, warm;
     double start, scratch, wait_since;
     double svc, arr, gwait, mk[2 * MARKS];  /* step records: the job's service and arrival, a hold's wait;
@@ -445,7 +446,13 @@ static void waiting(K *k, int32_t slot, int32_t pc) {  /* HoldRunner.enter lists
     r->wait_seq = ++k->wait_seq; r->wait_pc = pc; r->wait_since = k->now;
 }
 
-/* Slots.acquire: 1 granted at once (the body goes on), 0 queued, -1 error */
+/* Request.fail: the first reason stays */
+static void fail(K *k, int32_t slot, int32_t reason) {
+    Req *root = &k->req[k->req[slot].root];
+    if (!root->reason) root->reason = reason;
+}
+
+/* Slots.acquire: 1 granted at once (the body goes on), 0 queued, 2 turned away (the line is full), -1 error */
 static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0: not a hold (no r.waits) */
     Pool *p = &k->pl[pi];
     Meter *m = &k->mt[p->m];
@@ -456,6 +463,10 @@ static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0
         p->busy += 1;
         m->busy = (double)p->busy;
         return 1;
+    }
+    if ((double)p->line.len >= p->capacity) {
+        m->drops += 1;
+        return 2;
     }
     touch(m, now);
     if (line_put(&p->line, slot, 0, now)) return -1;
@@ -588,7 +599,7 @@ static int record(K *k, Req *r) {
     Py_ssize_t o = k->on++;
     k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
     k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now; k->o_warm[o] = (char)r->warm;
-    k->o_reason[o] = 0;
+    k->o_reason[o] = r->reason;
     return 0;
 }
 
@@ -681,7 +692,7 @@ static int fan_launch(K *k, int32_t f) {
         Req *parent = &k->req[k->fan[f].parent], *r = &k->req[b];
         r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
         r->warm = parent->warm; r->start = parent->start; r->ritem = parent->ritem;
-        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1;
+        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1; r->root = parent->root;
         if (advance(k, b)) return -1;
         F = &k->fan[f];
     }
@@ -761,7 +772,7 @@ static int h_node(K *k, int32_t hc, int32_t node, int32_t block) {
     HCall *H = &k->hc[hc];
     Req *parent = &k->req[H->parent];
     r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->fan = -1; r->queue = -1;
-    r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node;
+    r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node; r->root = parent->root;
     return advance(k, slot);
 }
 
@@ -868,15 +879,22 @@ static int advance(K *k, int32_t slot) {
             r->pc += 5;
             if (step_row(k, r, op[1], op[2], op[3], op[4])) return -1;
             continue;
-        case OP_HOLDP: {  /* pool */
+        case OP_HOLDP: {  /* pool, where a request turned away goes on (HoldRunner.enter: failed) */
             int32_t at = r->pc;
             r->gwait = 0.0;
-            r->pc += 2;
+            r->pc += 3;
             int got = pool_acquire(k, op[1], slot, at);
             if (got < 0) return -1;
             if (!got) return 0;
+            if (got == 2) {
+                fail(k, slot, k->pl[op[1]].reason);
+                k->req[slot].pc = op[2];
+            }
             continue;
         }
+        case OP_FAILED:  /* runners.Cursor: a failed request's body ends before its next step */
+            r->pc = k->req[r->root].reason ? op[1] : r->pc + 2;
+            continue;
         case OP_RELP:
             r->pc += 2;
             if (pool_release(k, op[1])) return -1;
@@ -1044,6 +1062,7 @@ static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t cl
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
     r->item = r->ritem = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
+    r->root = slot;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -1196,7 +1215,10 @@ static int check_code(K *k, char *starts) {
                  && (c[pc + 3] < 0 || RANGE(c[pc + 3], 0, k->nsm));
             break;
         case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
-        case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
+        case OP_HOLDP: case OP_RELP:
+            len = 2 + (c[pc] == OP_HOLDP); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl)
+                                               && (c[pc] == OP_RELP || RANGE(c[pc + 2], 0, n)); break;
+        case OP_FAILED: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
         case OP_HOLDL: case OP_RELL:
             len = 3 + (c[pc] == OP_HOLDL); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
@@ -1233,8 +1255,8 @@ static int check_code(K *k, char *starts) {
         if (!starts[pc]) continue;
         int ok = 1;
         switch (c[pc]) {
-        case OP_JUMP: ok = starts[c[pc + 1]]; break;
-        case OP_SPAWN: ok = starts[c[pc + 1]]; break;
+        case OP_JUMP: case OP_SPAWN: case OP_FAILED: ok = starts[c[pc + 1]]; break;
+        case OP_HOLDP: ok = starts[c[pc + 2]]; break;
         case OP_PAR: ok = starts[c[pc + 3]]; break;
         case OP_HCALL: case OP_HFIN: ok = starts[c[pc + 3 - (c[pc] == OP_HFIN)]]; break;
         case OP_CHOOSE: for (int32_t i = 0; ok && i < c[pc + 2]; i++) ok = starts[c[pc + 4 + i]]; break;
@@ -1313,7 +1335,7 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
  *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
- *   pools: list of (size, meter); locks: list of (meter,);
+ *   pools: list of (size, meter, line's capacity, the reason of a request turned away); locks: list of (meter,);
  *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
  *   queues: list of (consumers, capacity, drop: bool, meter, handler's entry, its class, its workload, reason);
  *   hiers: list of (pool, cpu type (-1 none), cpu); plans: list of (parents, starts, children): lists of int;
@@ -1337,7 +1359,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
                           &PyList_Type, &workloads, &until_o, &warm)) return NULL;
-    if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
+    if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
         || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9))
         return NULL;
     K k; memset(&k, 0, sizeof k);
@@ -1391,6 +1413,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < k.npl && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(pools, i);
         k.pl[i].size = PyFloat_AsDouble(ITEM(t, 0));
+        k.pl[i].capacity = PyFloat_AsDouble(ITEM(t, 2));
+        k.pl[i].reason = (int32_t)PyLong_AsLong(ITEM(t, 3));
         bad = meter_index(&k, ITEM(t, 1), &k.pl[i].m);
     }
     for (Py_ssize_t i = 0; i < k.nlk && !bad; i++) bad = meter_index(&k, ITEM(PyList_GET_ITEM(locks, i), 0), &k.lk[i].m);

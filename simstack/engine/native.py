@@ -133,8 +133,8 @@ def _component_why(kind: str, s: Any) -> str:
         if s["load_dependent"] is not None or s["order"] != "fifo" or math.isfinite(s["capacity"]):
             return "is not a plain FIFO server station"
     elif kind == "threads":
-        if isinstance(s["size"], SizeSchedule) or s["group"] is not None or s["when_full"] == "drop":
-            return "is a thread pool with a size schedule, a fair-share group or a bounded line"
+        if isinstance(s["size"], SizeSchedule) or s["group"] is not None:
+            return "is a thread pool with a size schedule or a fair-share group"
     elif kind == "lock":
         if s["readers"]:  # order: writers needs readers (LockKind.validate)
             return "is a read-write lock"

@@ -21,7 +21,7 @@ from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parall
 from simstack.resources.meter import Meter
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP = range(1, 29)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED = range(1, 30)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -63,7 +63,8 @@ class Compiler:
         self.stations: list[tuple[float, float, int]] = []
         self.rates: list[tuple[float, float, float, int]] = []
         self.dbs: list[tuple[int, int, bool, float, float, float]] = []
-        self.pools: list[tuple[float, int]] = []
+        self.pools: list[tuple[float, int, float, int]] = []
+        self.failing = _failing(r.spec)  # a request may fail and end its steps early: bodies check
         self.locks: list[tuple[int]] = []
         self.index: dict[tuple[str, int], int] = {}  # (what, id of its runtime): its index
         self.fusing: dict[tuple[int, int], bool] = {(NONE, 0): False}  # a host's CPU fuses steps exactly
@@ -139,6 +140,15 @@ class Compiler:
             table.append(entry())
         return self.index[key]
 
+    def pool(self, slots: Any, meter: Meter, refusal: str = "") -> int:
+        """``slots.Slots``: a line longer than its capacity turns a request away, failed with ``refusal``."""
+        def entry() -> tuple[float, int, float, int]:
+            reason = refusal if math.isfinite(slots.capacity) else ""
+            if reason not in self.reasons:
+                self.reasons.append(reason)
+            return float(slots.size), self.meter(meter), float(slots.capacity), self.reasons.index(reason)
+        return self.resource("pool", slots, entry)
+
     def fifo(self, cpu: Any) -> int:
         return self.resource("station", cpu, lambda: (float(cpu.cores), float(cpu.speed), self.meter(cpu.meter)))
 
@@ -180,20 +190,24 @@ class Compiler:
         """``Replication.compile_body``: on a host whose scheduler fuses exactly (``ps``),
         consecutive CPU steps without bytes are one demand, their draws summed in order."""
         fusing = self.fusing[scope[:2]]
-        fused: list[int] | None = None
+        runners: list[list[Step]] = []  # the body's runners: a step, or CPU steps fused into one
         for step in (_flatten(steps) if fusing else steps):
-            if fusing and isinstance(step, Cpu) and step.bytes is None:
-                g = step.guard
-                s = self.stream(f"{g.path}:{g.name}", step.demand)
-                if fused is None:
-                    fused = [FCPU, scope[0], scope[1], 0]
-                    self.code += fused
-                    at = len(self.code) - 4
-                self.code.append(s)
-                self.code[at + 3] += 1
-                continue
-            fused = None
-            self.step(step, scope)
+            if fusing and _fusible(step) and runners and _fusible(runners[-1][0]):
+                runners[-1].append(step)
+            else:
+                runners.append([step])
+        ends = []  # a sequence of runners (runners.Cursor) ends early for a failed request
+        for run in runners:
+            if self.failing and len(runners) > 1:
+                self.code += [FAILED, 0]
+                ends.append(len(self.code) - 1)
+            if fusing and _fusible(run[0]):
+                draws = [self.stream(f"{s.guard.path}:{s.guard.name}", s.demand) for s in run]  # type: ignore[union-attr]
+                self.code += [FCPU, scope[0], scope[1], len(draws), *draws]
+            else:
+                self.step(run[0], scope)
+        for at in ends:
+            self.code[at] = len(self.code)
 
     def step(self, step: Step, scope: Scope) -> None:
         code, g = self.code, step.guard
@@ -235,8 +249,14 @@ class Compiler:
         elif isinstance(step, Repeat):  # control.RepeatRunner, a fixed count (native.why_not): written out
             named = self.recording and g.name != "repeat"  # a named repeat is a stage
             level = self.mark() if named else -1
+            ends = []
             for _ in range(int(step.count.value)):  # type: ignore[union-attr]
+                if self.failing:  # its Cursor checks before each pass
+                    code += [FAILED, 0]
+                    ends.append(len(code) - 1)
                 self.body(step.body, scope)
+            for at in ends:
+                code[at] = len(code)
             if named:
                 self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Parallel):  # runners.ParallelRunner: the branches' body out of line
@@ -294,7 +314,7 @@ class Compiler:
         """``DatabaseKind.bind_call``: a connection, the latency (times the growth's slowdown), the
         bytes through the shared link if there is one, the stored volume grown by a write."""
         def entry() -> tuple[int, int, bool, float, float, float]:
-            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            pool = self.pool(runtime.slots, runtime.meter)
             link = self.rate(runtime.link) if runtime.link is not None else -1
             per, factor = runtime.growth if runtime.growth is not None else (1.0, 0.0)
             return pool, link, runtime.growth is not None, float(per), float(factor), float(runtime.stored)
@@ -314,7 +334,7 @@ class Compiler:
         """``HierarchyKind.bind_call``: the changed node and its descendants, each calculated on a
         thread of the pool once its parents are done (a fiber per node, at a block of its own)."""
         def entry() -> tuple[int, int, int]:
-            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            pool = self.pool(runtime.slots, runtime.meter)
             host = self.spec.components[runtime.meter.name].host
             kind, cpu, _ = self.host(host, 0) if host else (NONE, 0, 0)
             return pool, kind, cpu
@@ -361,12 +381,13 @@ class Compiler:
         at = len(self.code)
         self.holds[at] = (step.guard.name, step.target)
         if comp.kind == "threads":
-            pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
-            self.code += [HOLDP, pool] + ([GRANT, level] if self.recording else [])
+            pool = self.pool(runtime.slots, runtime.meter, f"{step.target} full")
+            self.code += [HOLDP, pool, 0] + ([GRANT, level] if self.recording else [])
             self.body(step.body, self.host(_host(comp), comp.settings["priority"]))
             self.code += [RELP, pool]
             if self.recording:
                 self.row(ROW_HOLD, level, step.guard.name, step.target)
+            self.code[at + 2] = len(self.code)  # a request turned away goes on here, failed
             return
         lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
         per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
@@ -413,6 +434,30 @@ class Compiler:
             self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>",
                                               self.host(_host(comp), comp.settings["priority"]))
             done += 1
+
+
+def _steps(body: tuple[Step, ...]) -> Any:
+    """Every step of ``body``, nested ones too."""
+    for step in body:
+        yield step
+        if isinstance(step, Choose):
+            for branch in step.branches:
+                yield from _steps(branch.body)
+        elif hasattr(step, "body"):
+            yield from _steps(step.body)  # type: ignore[union-attr]
+
+
+def _failing(spec: ModelSpec) -> bool:
+    """Whether a request can fail while it runs: a pool's full line turns it away, or it misses
+    a deadline that fails it."""
+    return any(c.kind == "threads" and c.settings["when_full"] == "drop" for c in spec.components.values()) or \
+        any(s.guard.deadline is not None and s.guard.on_miss == "fail"
+            for req in spec.requests.values() for s in _steps(req.body))
+
+
+def _fusible(step: Step) -> bool:
+    """``replication._fusible``: a CPU step without bytes or a deadline."""
+    return isinstance(step, Cpu) and step.bytes is None and step.guard.deadline is None
 
 
 def _host(comp: Any) -> str:

@@ -141,6 +141,25 @@ MODELS = {
                    "workloads": {"f": {"type": "open", "request": "fast", "rate": 12.0},
                                  "s": {"type": "closed", "request": "slow", "clients": 6, "think": "exp(0.1)"},
                                  "a": {"type": "open", "request": "admin", "interarrival": "const(0.5)"}}},
+    # pools that turn work away when their line is full: the request fails ("front full") and its
+    # steps end at the next step of each sequence around (a parallel branch's too), holds given back
+    "drops": {"hosts": {"app": {"cores": 1, "discipline": "ps"}, "io": {"cores": 1, "discipline": "fifo"}},
+              "components": {"front": {"kind": "threads", "host": "app", "size": 1, "queue_capacity": 2,
+                                       "when_full": "drop"},
+                             "back": {"kind": "threads", "host": "io", "size": 2, "queue_capacity": 1,
+                                      "when_full": "drop"},
+                             "gil": {"kind": "lock"}},
+              "requests": {"op": [{"delay": "exp(0.01)"},
+                                  {"hold": "front", "steps": [{"cpu": "exp(0.05)"}, {"cpu": "const(0.01)"},
+                                                              {"hold": "gil", "steps": [{"cpu": "exp(0.01)"}]}]},
+                                  {"delay": "const(0.01)"},
+                                  {"parallel": {"count": 3, "limit": 2}, "steps": [
+                                      {"hold": "back", "steps": [{"cpu": "exp(0.02)"}, {"delay": "exp(0.01)"}]},
+                                      {"delay": "const(0.005)"}]},
+                                  {"repeat": 2, "steps": [{"delay": "const(0.001)"}, {"call": "sub"}]}],
+                           "sub": [{"hold": "back", "steps": [{"cpu": "exp(0.01)"}]}, {"delay": "const(0.002)"}]},
+              "workloads": {"a": {"type": "open", "request": "op", "rate": 12.0},
+                            "b": {"type": "closed", "request": "op", "clients": 5, "think": "exp(0.05)"}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -159,8 +178,8 @@ MODELS = {
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0}.get(model,
-                                                                                                           400.0)
+    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0,
+               "drops": 100.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
         horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
@@ -182,8 +201,8 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "periodic", "prio_locks", "queues", "repeats",
-                                   "threads"])
+@pytest.mark.parametrize("model", ["central", "drops", "fanout", "hierarchy", "periodic", "prio_locks", "queues",
+                                   "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
@@ -258,7 +277,8 @@ def test_the_loop_refuses_a_malformed_hierarchy_plan(plan: tuple) -> None:
     """A child out of the plan, starts that do not cover the children: refused before the run."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run([5], [], [False], [], [], [(1.0, 0)], [], [], [], [(0, -1, 0)], [plan], [(1, 1.0, None)],
+        eventloop.run([5], [], [False], [], [], [(1.0, 0, float("inf"), 0)], [], [], [], [(0, -1, 0)], [plan],
+                      [(1, 1.0, None)],
                       [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
