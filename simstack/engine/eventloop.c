@@ -26,7 +26,8 @@ enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
-    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29
+    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
+    OP_DEADLINE = 30
 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7 };
 enum { CPU_FIFO = 0, CPU_PS = 1 };
@@ -83,6 +84,8 @@ typedef struct {  /* kinds.database.DatabaseRuntime: a pool of connections, a sh
 } Db;
 
 typedef struct { int64_t item, parent; double since; int32_t sender; } Item;
+
+typedef struct { int64_t id; int32_t cls, name; double deadline, after; } Late;  /* a missed deadline's row */
 
 typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, blocked senders for room */
     double consumers, capacity; int drop, handing, again; int64_t busy, done; int32_t m, entry, cls, wl, reason;
@@ -154,6 +157,7 @@ typedef struct {
     /* step records (recorded.py's rows), completion order */
     int64_t *s_id; int32_t *s_cls, *s_name, *s_comp; double *s_start, *s_wait, *s_svc, *s_end;
     Py_ssize_t sn, scap;
+    Late *late; Py_ssize_t nlate, latecap;  /* missed deadlines (Recorder.deadline), in order */
     int error; int32_t err_wl;
 } K;
 
@@ -892,6 +896,16 @@ static int advance(K *k, int32_t slot) {
             }
             continue;
         }
+        case OP_DEADLINE: {  /* deadline const, step name, reason (< 0: recorded only): runners.DeadlineRunner */
+            double after = k->now - r->start, deadline = k->consts[op[1]];
+            r->pc += 4;
+            if (after > deadline) {
+                if (k->nlate == k->latecap && grow((void **)&k->late, &k->latecap, k->nlate + 1, sizeof(Late))) return -1;
+                k->late[k->nlate++] = (Late){r->id, r->cls, op[2], deadline, after};
+                if (op[3] >= 0) fail(k, slot, op[3]);
+            }
+            continue;
+        }
         case OP_FAILED:  /* runners.Cursor: a failed request's body ends before its next step */
             r->pc = k->req[r->root].reason ? op[1] : r->pc + 2;
             continue;
@@ -1164,7 +1178,7 @@ static void release(K *k) {
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
     free(k->s_id); free(k->s_cls); free(k->s_name); free(k->s_comp); free(k->s_start); free(k->s_wait);
-    free(k->s_svc); free(k->s_end);
+    free(k->s_svc); free(k->s_end); free(k->late);
 }
 
 static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
@@ -1219,6 +1233,7 @@ static int check_code(K *k, char *starts) {
             len = 2 + (c[pc] == OP_HOLDP); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl)
                                                && (c[pc] == OP_RELP || RANGE(c[pc + 2], 0, n)); break;
         case OP_FAILED: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
+        case OP_DEADLINE: len = 4; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nconsts) && c[pc + 2] >= 0; break;
         case OP_HOLDL: case OP_RELL:
             len = 3 + (c[pc] == OP_HOLDL); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
@@ -1345,11 +1360,12 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
  *     or -1, periodic copies or 0); open: one stream (inter-arrival); closed: one think stream per client (a
  *     protocol: one); periodic: the tick times, then the jitter, start its phase;
  *   until: float or None; warm: float (<= 0: none).
- * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): meters are
+ * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits, steps, lates): meters are
  * (busy, queue, max queue, arrivals, t, start, busy area, queue area, held area, drops); columns are
  * (id, class, workload, item, start, end, parent, warm-up run, reason: 0 ok, else the queue's refusal)
  * in completion order; waits the requests still
- * waiting for a hold, as (order, id, class, hold's pc, since). */
+ * waiting for a hold, as (order, id, class, hold's pc, since); lates the missed deadlines, as (id, class,
+ * step's name, deadline, time from the request's start). */
 static PyObject *run(PyObject *self, PyObject *args) {
     PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
              *workloads, *until_o;
@@ -1587,10 +1603,18 @@ static PyObject *run(PyObject *self, PyObject *args) {
                                     bytes_of(k.s_name, k.sn, 4), bytes_of(k.s_comp, k.sn, 4),
                                     bytes_of(k.s_start, k.sn, 8), bytes_of(k.s_wait, k.sn, 8),
                                     bytes_of(k.s_svc, k.sn, 8), bytes_of(k.s_end, k.sn, 8));
-    PyObject *out = cols && steps ? Py_BuildValue("(dKiLLLNNNN)", k.now, (unsigned long long)k.eid, dry,
-                                                  (long long)k.next_id, (long long)k.started, (long long)k.in_system,
-                                                  mt, cols, waits, steps) : NULL;
-    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); }
+    PyObject *lates = PyList_New(k.nlate);
+    for (Py_ssize_t i = 0; lates && i < k.nlate; i++) {
+        Late *l = &k.late[i];
+        PyObject *t = Py_BuildValue("(Liidd)", (long long)l->id, (int)l->cls, (int)l->name, l->deadline, l->after);
+        if (!t) { Py_CLEAR(lates); break; }
+        PyList_SET_ITEM(lates, i, t);
+    }
+    PyObject *out = cols && steps && lates ? Py_BuildValue("(dKiLLLNNNNN)", k.now, (unsigned long long)k.eid, dry,
+                                                           (long long)k.next_id, (long long)k.started,
+                                                           (long long)k.in_system, mt, cols, waits, steps, lates)
+                                           : NULL;
+    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); Py_XDECREF(lates); }
     release(&k);
     return out;
 }

@@ -159,8 +159,6 @@ def _plain(dist: Any) -> bool:
 def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
     for step in body:
         g = step.guard
-        if g.deadline is not None:
-            return f"step {g.name!r} has a deadline"
         if isinstance(step, Call):
             if step.target in spec.requests:
                 if set(step.options):
@@ -237,7 +235,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits, steps = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates = out
     del out
     step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
     del steps
@@ -260,6 +258,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     if r.rec.record_steps:
         _record_steps(r.rec, step_cols, comp.classes, comp.names)
     _waits(r, waits, comp)
+    _lates(r, lates, comp)
     return now, events, bool(dry)
 
 
@@ -296,6 +295,14 @@ def _waits(r: Any, waits: list[tuple], comp: Compiler) -> None:
         step, target = comp.holds[pc]
         req = Request(rid, comp.classes[cls], "", -1, since, False, 0)
         r.waits[(rid, pc)] = (req, step, target, since)
+
+
+def _lates(r: Any, lates: list[tuple], comp: Compiler) -> None:
+    """The missed deadlines, in the order they were missed, as ``DeadlineRunner`` records them."""
+    from simstack.engine.replication import Request
+    for rid, cls, name, deadline, after in lates:
+        r.rec.deadline(req=Request(rid, comp.classes[cls], "", -1, 0.0, False, 0), step=comp.names[name],
+                       deadline=deadline, finished_after=after)
 
 
 def _by_first(pair: np.ndarray, m: int) -> list[int]:

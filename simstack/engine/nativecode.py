@@ -21,7 +21,7 @@ from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parall
 from simstack.resources.meter import Meter
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED = range(1, 30)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE = range(1, 31)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -206,6 +206,7 @@ class Compiler:
                 self.code += [FCPU, scope[0], scope[1], len(draws), *draws]
             else:
                 self.step(run[0], scope)
+                self.deadline(run[0])
         for at in ends:
             self.code[at] = len(self.code)
 
@@ -273,6 +274,20 @@ class Compiler:
             self.choose(step, stream, scope)
             if named:
                 self.row(ROW_SPAN, level, g.name, "stage")
+
+    def deadline(self, step: Step) -> None:
+        """``runners.DeadlineRunner``: once the step has ended, a miss is recorded (and fails the
+        request with ``on_miss: fail``)."""
+        g = step.guard
+        if g.deadline is None:
+            return
+        reason = -1
+        if g.on_miss == "fail":
+            if f"deadline missed: {g.name}" not in self.reasons:
+                self.reasons.append(f"deadline missed: {g.name}")
+            reason = self.reasons.index(f"deadline missed: {g.name}")
+        self.consts.append(float(g.deadline))
+        self.code += [DEADLINE, len(self.consts) - 1, self.name(g.name), reason]
 
     def entry_inline(self, request: str, site: str, scope: Scope) -> None:
         """``SubRequestRunner``: the called class's body, in the caller's request."""

@@ -160,6 +160,22 @@ MODELS = {
                            "sub": [{"hold": "back", "steps": [{"cpu": "exp(0.01)"}]}, {"delay": "const(0.002)"}]},
               "workloads": {"a": {"type": "open", "request": "op", "rate": 12.0},
                             "b": {"type": "closed", "request": "op", "clients": 5, "think": "exp(0.05)"}}},
+    # deadlines from the request's start: a CPU step's miss fails the request (its later steps
+    # skipped), a named stage's and a hold's misses are only recorded; on a ps host (fused steps
+    # around them) with a pool that turns work away
+    "deadlines": {"hosts": {"app": {"cores": 1, "discipline": "ps"}},
+                  "components": {"pool": {"kind": "threads", "host": "app", "size": 2, "queue_capacity": 3,
+                                          "when_full": "drop"}},
+                  "requests": {"op": {"host": "app", "steps": [
+                      {"cpu": "exp(0.01)"},
+                      {"name": "match", "cpu": "exp(0.005)", "deadline": "30ms", "on_miss": "fail"},
+                      {"cpu": "const(0.002)"},
+                      {"name": "stage", "deadline": "80ms", "steps": [
+                          {"hold": "pool", "deadline": "60ms", "steps": [{"cpu": "exp(0.01)"}]},
+                          {"delay": "const(0.001)"}]},
+                      {"cpu": "exp(0.003)"}]}},
+                  "workloads": {"a": {"type": "open", "request": "op", "rate": 30.0},
+                                "b": {"type": "closed", "request": "op", "clients": 2, "think": "exp(0.1)"}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -179,7 +195,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
     horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0,
-               "drops": 100.0}.get(model, 400.0)
+               "drops": 100.0, "deadlines": 100.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
         horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
@@ -198,11 +214,12 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
     pd.testing.assert_frame_equal(fast.accounting, reference.accounting, check_exact=True)
     pd.testing.assert_frame_equal(fast.summary(), reference.summary(), check_exact=True)
+    pd.testing.assert_frame_equal(fast.deadlines, reference.deadlines, check_exact=True)
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "drops", "fanout", "hierarchy", "periodic", "prio_locks", "queues",
-                                   "repeats", "threads"])
+@pytest.mark.parametrize("model", ["central", "deadlines", "drops", "fanout", "hierarchy", "periodic", "prio_locks",
+                                   "queues", "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
@@ -213,6 +230,7 @@ def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
     pd.testing.assert_frame_equal(fast.steps, reference.steps, check_exact=True)
     pd.testing.assert_frame_equal(fast.requests, reference.requests, check_exact=True)
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
+    pd.testing.assert_frame_equal(fast.deadlines, reference.deadlines, check_exact=True)
 
 
 @needs_native
