@@ -29,8 +29,9 @@ enum {
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
     OP_DEADLINE = 30
 };
-enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7 };
-enum { CPU_FIFO = 0, CPU_PS = 1 };
+enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
+       EV_PRIO = 8 };
+enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
 /* OP_STEP's kinds: a CPU or station job, a job of a pure delay station, a hold (or a hierarchy call), a
  * named stage (or a sub-request call), a link call, a database call */
 enum { ROW_JOB = 0, ROW_DELAY = 1, ROW_HOLD = 2, ROW_SPAN = 3, ROW_LINK = 4, ROW_DB = 5 };
@@ -57,6 +58,15 @@ typedef struct {  /* sharing.SharedRate with no share or on_leave */
     double servers, rate, cap, virt, last; int64_t token, seq; int32_t m;
     Tag *h; Py_ssize_t hn, hcap;
 } Shared;
+
+typedef struct {  /* cpu.PriorityCpu: preemptive-resume by priority; levels metered per run; an idle spinner */
+    double cores, speed; int32_t m, spin;  /* spin: the spinner's meter, -1 none */
+    int64_t seq, heir, heir_seq;  /* heir: the owner whose finished step keeps its core (0: none) */
+    int32_t *run; Py_ssize_t nrun;  /* the running fibers, in the order they started */
+    Tag *ready; Py_ssize_t nready, readycap;  /* (minus the priority, seq, fiber) */
+    double *idle; Py_ssize_t nidle;  /* the spinner: when each idle core fell idle */
+    int32_t *lvp; Meter *lv; int *made; Py_ssize_t nlv;  /* levels: priority, meter, made (a thread ran) */
+} Prio;
 
 typedef struct { int32_t slot, rank; double since; } Waiter;
 
@@ -115,6 +125,8 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 typedef struct {
     int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
     int32_t root, reason;
+    int32_t jhost, jlv, jprio; int64_t jseq, jtoken; double jrem, jstart;  /* its job on a priority CPU */
+    int64_t owner, owners[MARKS];  /* Ctx identity (a pool's thread runs under its own), outer ones by depth */
     int live, warm;
     double start, scratch, wait_since;
     double svc, arr, gwait, mk[2 * MARKS];  /* step records: the job's service and arrival, a hold's wait;
@@ -137,6 +149,7 @@ typedef struct {
     Meter *mt; Py_ssize_t nmt;
     Station *st; Py_ssize_t nst;
     Shared *ps; Py_ssize_t nps;
+    Prio *pr; Py_ssize_t npr; int64_t owners, tokens;
     Pool *pl; Py_ssize_t npl;
     Lock *lk; Py_ssize_t nlk;
     Db *db; Py_ssize_t ndb;
@@ -263,6 +276,12 @@ static inline void touch(Meter *s, double now) {
     }
 }
 
+static void reset(Meter *s, double now) {
+    touch(s, now);
+    s->start = now; s->busy_area = 0.0; s->queue_area = 0.0; s->held_area = 0.0;
+    s->max_queue = s->queue; s->arrivals = 0; s->drops = 0;
+}
+
 static inline void queued(Meter *m, int64_t len) {
     m->queue = len;
     if (m->queue > m->max_queue) m->max_queue = m->queue;
@@ -377,6 +396,36 @@ static int ps_schedule(K *k, int32_t pi, double now) {
     return push(k, now + delay, EV_PS, pi, p->token);
 }
 
+/* a heap of tags, least (tag, seq) first: a PS rate's finish tags, a priority CPU's ready threads */
+static int tag_push(Tag **h, Py_ssize_t *n, Py_ssize_t *cap, Tag t) {
+    if (*n == *cap && grow((void **)h, cap, *n + 1, sizeof(Tag))) return -1;
+    Py_ssize_t i = (*n)++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) >> 1;
+        if (!tag_less(&t, &(*h)[up])) break;
+        (*h)[i] = (*h)[up];
+        i = up;
+    }
+    (*h)[i] = t;
+    return 0;
+}
+
+static Tag tag_pop(Tag *h, Py_ssize_t *len) {
+    Tag top = h[0];
+    Tag last = h[--*len];
+    Py_ssize_t i = 0, n = *len;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && tag_less(&h[c + 1], &h[c])) c++;
+        if (!tag_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n) h[i] = last;
+    return top;
+}
+
 static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     Shared *p = &k->ps[pi];
     Meter *m = &k->mt[p->m];
@@ -385,36 +434,11 @@ static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     touch(m, now);
     ps_advance(p, now);
     p->seq += 1;
-    if (p->hn == p->hcap && grow((void **)&p->h, &p->hcap, p->hn + 1, sizeof(Tag))) return -1;
-    Tag t = {p->virt + work, p->seq, slot};
     k->req[slot].svc = work / p->rate;
     k->req[slot].arr = now;
-    Py_ssize_t i = p->hn++;
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) >> 1;
-        if (!tag_less(&t, &p->h[up])) break;
-        p->h[i] = p->h[up];
-        i = up;
-    }
-    p->h[i] = t;
+    if (tag_push(&p->h, &p->hn, &p->hcap, (Tag){p->virt + work, p->seq, slot})) return -1;
     ps_account(k, p);
     return ps_schedule(k, pi, now);
-}
-
-static Tag ps_pop(Shared *p) {
-    Tag top = p->h[0];
-    Tag last = p->h[--p->hn];
-    Py_ssize_t i = 0, n = p->hn;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && tag_less(&p->h[c + 1], &p->h[c])) c++;
-        if (!tag_less(&p->h[c], &last)) break;
-        p->h[i] = p->h[c];
-        i = c;
-    }
-    if (n) p->h[i] = last;
-    return top;
 }
 
 /* SharedRate._finish: everything whose tag is reached leaves, then each goes on in that order. */
@@ -430,7 +454,7 @@ static int ps_finish(K *k, int32_t pi, int64_t token) {
         double rate = ps_rate(p, p->hn);
         if (rate > 0.0 && (p->h[0].tag - p->virt) / rate > resolution) break;
         if (nd == k->dcap && grow((void **)&k->done, &k->dcap, nd + 1, sizeof(int32_t))) return -1;
-        k->done[nd++] = ps_pop(p).slot;
+        k->done[nd++] = tag_pop(p->h, &p->hn).slot;
     }
     ps_account(k, p);
     if (ps_schedule(k, pi, now)) return -1;
@@ -442,6 +466,124 @@ static int ps_finish(K *k, int32_t pi, int64_t token) {
     for (Py_ssize_t i = 0; i < nd; i++) if (advance(k, gone[i])) { free(gone); return -1; }
     free(gone);
     return 0;
+}
+
+/* -- priority cores (cpu.PriorityCpu) ------------------------------------------------------ */
+static inline double top_priority(const Prio *P) { return -P->ready[0].tag; }
+
+/* _run: the thread takes a core (from the spinner, if there is one) until its work is done */
+static int prio_start(K *k, int32_t hi, int32_t slot) {
+    Prio *P = &k->pr[hi];
+    Req *r = &k->req[slot];
+    double now = k->now;
+    r->jstart = now;
+    r->jtoken = ++k->tokens;
+    P->run[P->nrun++] = slot;
+    P->made[r->jlv] = 1;
+    P->lv[r->jlv].busy += 1;
+    if (P->spin < 0) {
+        k->mt[P->m].busy = (double)P->nrun;
+    } else {  /* IdleMeter.core_taken */
+        Meter *sp = &k->mt[P->spin];
+        double idle = P->idle[--P->nidle];
+        sp->busy_area += now - (idle > sp->t ? idle : sp->t);
+    }
+    return push(k, now + r->jrem, EV_PRIO, slot, r->jtoken);
+}
+
+/* _stop: the thread leaves its core; its level is credited with the run (LevelMeter.stopped) */
+static void prio_stop(K *k, Prio *P, int32_t slot) {
+    Req *r = &k->req[slot];
+    double now = k->now;
+    Py_ssize_t i = 0;
+    while (P->run[i] != slot) i++;
+    memmove(&P->run[i], &P->run[i + 1], (size_t)(P->nrun - i - 1) * sizeof(int32_t));
+    P->nrun--;
+    Meter *lv = &P->lv[r->jlv];
+    lv->busy_area += now - (r->jstart > lv->t ? r->jstart : lv->t);
+    lv->busy -= 1;
+    if (P->spin < 0) k->mt[P->m].busy = (double)P->nrun;
+    else P->idle[P->nidle++] = now;
+}
+
+static int prio_ready(K *k, Prio *P, int32_t slot) {
+    Req *r = &k->req[slot];
+    return tag_push(&P->ready, &P->nready, &P->readycap, (Tag){-(double)r->jprio, r->jseq, slot});
+}
+
+/* _fill: free cores to the most urgent ready threads, then preempt less urgent running ones (of the
+ * least urgent, the one that got its place in line last) */
+static int prio_fill(K *k, int32_t hi) {
+    Prio *P = &k->pr[hi];
+    while (P->nready) {
+        if ((double)(P->nrun + (P->heir != 0)) < P->cores) {
+            if (prio_start(k, hi, tag_pop(P->ready, &P->nready).slot)) return -1;
+            continue;
+        }
+        if (!P->nrun) break;
+        int32_t victim = P->run[0];
+        for (Py_ssize_t i = 1; i < P->nrun; i++) {
+            Req *a = &k->req[P->run[i]], *b = &k->req[victim];
+            if (a->jprio < b->jprio || (a->jprio == b->jprio && a->jseq > b->jseq)) victim = P->run[i];
+        }
+        Req *v = &k->req[victim];
+        if ((double)v->jprio >= top_priority(P)) break;
+        v->jrem -= k->now - v->jstart;  /* _preempt: resumes ahead of later arrivals of its priority */
+        v->jtoken = ++k->tokens;
+        prio_stop(k, P, victim);
+        if (prio_ready(k, P, victim)) return -1;
+        queued(&k->mt[P->m], P->nready);
+        if (prio_start(k, hi, tag_pop(P->ready, &P->nready).slot)) return -1;
+    }
+    queued(&k->mt[P->m], P->nready);
+    return 0;
+}
+
+/* _submit: a thread that goes straight on from its finished step keeps its core and its place in line */
+static int prio_submit(K *k, int32_t hi, int32_t priority, double demand, int32_t slot) {
+    Prio *P = &k->pr[hi];
+    Meter *m = &k->mt[P->m];
+    Req *r = &k->req[slot];
+    m->arrivals += 1;
+    touch(m, k->now);
+    r->jhost = hi; r->jprio = priority; r->jlv = 0;
+    while (P->lvp[r->jlv] != priority) r->jlv++;  /* the compiled code lists every priority run here */
+    r->arr = k->now;
+    r->svc = r->jrem = demand / P->speed;
+    if (P->heir && r->owner == P->heir) {
+        P->heir = 0;
+        r->jseq = P->heir_seq;
+        if (!P->nready || top_priority(P) <= priority) return prio_start(k, hi, slot);
+    } else {
+        r->jseq = ++P->seq;
+        if ((double)(P->nrun + (P->heir != 0)) < P->cores && (!P->nready || top_priority(P) < priority))
+            return prio_start(k, hi, slot);
+    }
+    if (prio_ready(k, P, slot)) return -1;
+    return prio_fill(k, hi);
+}
+
+/* _finish: a stale completion (the job was preempted since) does nothing */
+static int prio_finish(K *k, int32_t slot, int64_t token) {
+    Req *r = &k->req[slot];
+    if (r->jtoken != token) return 0;
+    int32_t hi = r->jhost;
+    Prio *P = &k->pr[hi];
+    touch(&k->mt[P->m], k->now);
+    prio_stop(k, P, slot);
+    int keep = !P->nready || top_priority(P) <= r->jprio;
+    if (keep) { P->heir = r->owner; P->heir_seq = r->jseq; }
+    int rc = advance(k, slot);
+    if (keep) P->heir = 0;
+    if (rc) return -1;
+    return P->nready ? prio_fill(k, hi) : 0;
+}
+
+/* a CPU job of a thread of ``priority`` on host ``host`` of ``type`` */
+static int cpu_submit(K *k, int32_t type, int32_t host, int32_t priority, double demand, int32_t slot) {
+    if (type == CPU_FIFO) return fifo_enter(k, host, demand, slot);
+    if (type == CPU_PS) return ps_submit(k, host, demand, slot);
+    return prio_submit(k, host, priority, demand, slot);
 }
 
 /* -- thread pools (slots.Slots) and locks (locks.LockRuntime) ------------------------------ */
@@ -697,6 +839,7 @@ static int fan_launch(K *k, int32_t f) {
         r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
         r->warm = parent->warm; r->start = parent->start; r->ritem = parent->ritem;
         r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1; r->root = parent->root;
+        r->owner = ++k->owners;
         if (advance(k, b)) return -1;
         F = &k->fan[f];
     }
@@ -777,6 +920,7 @@ static int h_node(K *k, int32_t hc, int32_t node, int32_t block) {
     Req *parent = &k->req[H->parent];
     r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->fan = -1; r->queue = -1;
     r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node; r->root = parent->root;
+    r->owner = ++k->owners;
     return advance(k, slot);
 }
 
@@ -819,26 +963,24 @@ static int advance(K *k, int32_t slot) {
             k->req[slot].pc += 3;
             return fifo_enter(k, op[1], service, slot);
         }
-        case OP_CPU: {  /* type, host, demand stream, bytes stream or -1, per-byte const */
+        case OP_CPU: {  /* type, host, demand stream, bytes stream or -1, per-byte const, priority */
             double demand, nbytes;
             if (draw(k, op[3], &demand)) return -1;
             if (op[4] >= 0) {
                 if (draw(k, op[4], &nbytes)) return -1;
                 demand += k->consts[op[5]] * nbytes;
             }
-            k->req[slot].pc += 6;
-            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
-            return ps_submit(k, op[2], demand, slot);
+            k->req[slot].pc += 7;
+            return cpu_submit(k, op[1], op[2], op[6], demand, slot);
         }
-        case OP_FCPU: {  /* type, host, n, n streams: fused steps (runners.FusedCpuRunner) */
+        case OP_FCPU: {  /* type, host, n, priority, n streams: fused steps (runners.FusedCpuRunner) */
             double demand = 0.0, d;
             for (int32_t i = 0; i < op[3]; i++) {
-                if (draw(k, op[4 + i], &d)) return -1;
+                if (draw(k, op[5 + i], &d)) return -1;
                 demand += d;
             }
-            k->req[slot].pc += 4 + op[3];
-            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
-            return ps_submit(k, op[2], demand, slot);
+            k->req[slot].pc += 5 + op[3];
+            return cpu_submit(k, op[1], op[2], op[4], demand, slot);
         }
         case OP_LINK: {  /* shared, latency stream, bytes stream or -1: the latency, then XFER */
             double nbytes = 0.0, latency;
@@ -883,17 +1025,22 @@ static int advance(K *k, int32_t slot) {
             r->pc += 5;
             if (step_row(k, r, op[1], op[2], op[3], op[4])) return -1;
             continue;
-        case OP_HOLDP: {  /* pool, where a request turned away goes on (HoldRunner.enter: failed) */
+        case OP_HOLDP: {  /* pool, where a request turned away goes on (HoldRunner.enter: failed), depth: the
+                             body runs as a thread of its own (Ctx.thread), the caller's identity kept at depth */
             int32_t at = r->pc;
             r->gwait = 0.0;
-            r->pc += 3;
+            r->pc += 4;
             int got = pool_acquire(k, op[1], slot, at);
             if (got < 0) return -1;
-            if (!got) return 0;
+            r = &k->req[slot];
             if (got == 2) {
                 fail(k, slot, k->pl[op[1]].reason);
-                k->req[slot].pc = op[2];
+                r->pc = op[2];
+                continue;
             }
+            r->owners[op[3]] = r->owner;
+            r->owner = ++k->owners;
+            if (!got) return 0;
             continue;
         }
         case OP_DEADLINE: {  /* deadline const, step name, reason (< 0: recorded only): runners.DeadlineRunner */
@@ -909,8 +1056,9 @@ static int advance(K *k, int32_t slot) {
         case OP_FAILED:  /* runners.Cursor: a failed request's body ends before its next step */
             r->pc = k->req[r->root].reason ? op[1] : r->pc + 2;
             continue;
-        case OP_RELP:
-            r->pc += 2;
+        case OP_RELP:  /* pool, depth */
+            r->pc += 3;
+            r->owner = r->owners[op[2]];
             if (pool_release(k, op[1])) return -1;
             continue;
         case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number;
@@ -1076,7 +1224,7 @@ static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t cl
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
     r->item = r->ritem = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
-    r->root = slot;
+    r->root = slot; r->owner = ++k->owners;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -1141,15 +1289,14 @@ static int step(K *k, Event e) {
     }
     case EV_PS:
         return ps_finish(k, e.a, e.b);
+    case EV_PRIO:
+        return prio_finish(k, e.a, e.b);
     case EV_RESUME:
         return advance(k, e.a);
-    case EV_WARM:  /* Meter.reset at the end of warm-up */
-        for (Py_ssize_t i = 0; i < k->nmt; i++) {
-            Meter *s = &k->mt[i];
-            touch(s, k->now);
-            s->start = k->now; s->busy_area = 0.0; s->queue_area = 0.0; s->held_area = 0.0;
-            s->max_queue = s->queue; s->arrivals = 0; s->drops = 0;
-        }
+    case EV_WARM:  /* Meter.reset at the end of warm-up: the meters there are then (a level once a thread ran) */
+        for (Py_ssize_t i = 0; i < k->nmt; i++) reset(&k->mt[i], k->now);
+        for (Py_ssize_t h = 0; h < k->npr; h++)
+            for (Py_ssize_t i = 0; i < k->pr[h].nlv; i++) if (k->pr[h].made[i]) reset(&k->pr[h].lv[i], k->now);
         return 0;
     }
     PyErr_SetString(PyExc_ValueError, "bad native event");
@@ -1162,6 +1309,11 @@ static void release(K *k) {
     free(k->heap); free(k->req); free(k->freelist); free(k->done);
     for (Py_ssize_t i = 0; k->st && i < k->nst; i++) free(k->st[i].q);
     for (Py_ssize_t i = 0; k->ps && i < k->nps; i++) free(k->ps[i].h);
+    for (Py_ssize_t i = 0; k->pr && i < k->npr; i++) {
+        Prio *P = &k->pr[i];
+        free(P->run); free(P->ready); free(P->idle); free(P->lvp); free(P->lv); free(P->made);
+    }
+    free(k->pr);
     for (Py_ssize_t i = 0; k->pl && i < k->npl; i++) free_line(&k->pl[i].line);
     for (Py_ssize_t i = 0; k->lk && i < k->nlk; i++) {
         for (Py_ssize_t j = 0; j < k->lk[i].kcap; j++) free_line(&k->lk[i].keys[j].line);
@@ -1188,12 +1340,20 @@ static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
 /* Every operand of the code within the arrays it indexes, every jump, branch and entry onto the
  * start of an instruction (the code comes from native.py; a mistake there is an exception, not a
  * wild read). ``starts`` (ncode + 1 bytes) marks the instructions' starts. */
+/* a priority host runs only the priorities it lists (its levels) */
+static int prio_known(const K *k, int32_t type, int32_t host, int32_t priority) {
+    if (type != CPU_PRIO) return 1;
+    for (Py_ssize_t i = 0; i < k->pr[host].nlv; i++) if (k->pr[host].lvp[i] == priority) return 1;
+    return 0;
+}
+
 static int check_code(K *k, char *starts) {
     const int32_t *c = k->code;
     Py_ssize_t n = k->ncode, pc = 0;
     memset(starts, 0, (size_t)n + 1);
 #define RANGE(v, lo, hi) ((v) >= (lo) && (Py_ssize_t)(v) < (hi))
-#define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS && RANGE(h, 0, k->nps))
+#define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS ? RANGE(h, 0, k->nps) \
+                       : (t) == CPU_PRIO && RANGE(h, 0, k->npr))
     while (pc < n) {
         Py_ssize_t len;
         int ok = 1;
@@ -1213,15 +1373,16 @@ static int check_code(K *k, char *starts) {
         case OP_STEP: len = 5; ok = pc + len <= n && RANGE(c[pc + 1], ROW_JOB, ROW_DB + 1) && RANGE(c[pc + 2], 0, MARKS - (c[pc + 1] == ROW_DB))
                                  && c[pc + 3] >= 0 && c[pc + 4] >= 0; break;
         case OP_CPU:
-            len = 6;
+            len = 7;
             ok = pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && RANGE(c[pc + 3], 0, k->nsm)
-                 && (c[pc + 4] < 0 || (RANGE(c[pc + 4], 0, k->nsm) && RANGE(c[pc + 5], 0, k->nconsts)));
+                 && (c[pc + 4] < 0 || (RANGE(c[pc + 4], 0, k->nsm) && RANGE(c[pc + 5], 0, k->nconsts)))
+                 && prio_known(k, c[pc + 1], c[pc + 2], c[pc + 6]);
             break;
         case OP_FCPU:
-            ok = pc + 4 <= n && c[pc + 3] >= 0;
-            len = ok ? 4 + c[pc + 3] : 1;
-            ok = ok && pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]);
-            for (Py_ssize_t i = 0; ok && i < c[pc + 3]; i++) ok = RANGE(c[pc + 4 + i], 0, k->nsm);
+            ok = pc + 5 <= n && c[pc + 3] >= 0;
+            len = ok ? 5 + c[pc + 3] : 1;
+            ok = ok && pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && prio_known(k, c[pc + 1], c[pc + 2], c[pc + 4]);
+            for (Py_ssize_t i = 0; ok && i < c[pc + 3]; i++) ok = RANGE(c[pc + 5 + i], 0, k->nsm);
             break;
         case OP_LINK:
             len = 4;
@@ -1230,8 +1391,9 @@ static int check_code(K *k, char *starts) {
             break;
         case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
         case OP_HOLDP: case OP_RELP:
-            len = 2 + (c[pc] == OP_HOLDP); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl)
-                                               && (c[pc] == OP_RELP || RANGE(c[pc + 2], 0, n)); break;
+            len = c[pc] == OP_HOLDP ? 4 : 3;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl) && RANGE(c[pc + len - 1], 0, MARKS)
+                 && (c[pc] == OP_RELP || RANGE(c[pc + 2], 0, n)); break;
         case OP_FAILED: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
         case OP_DEADLINE: len = 4; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nconsts) && c[pc + 2] >= 0; break;
         case OP_HOLDL: case OP_RELL:
@@ -1345,11 +1507,69 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
     return 0;
 }
 
+/* (cores, speed, meter, the spinner's meter or -1, the priorities its threads run at) */
+static int read_prio(K *k, Prio *P, PyObject *t) {
+    P->cores = PyFloat_AsDouble(ITEM(t, 0));
+    P->speed = PyFloat_AsDouble(ITEM(t, 1));
+    P->spin = -1;
+    if (meter_index(k, ITEM(t, 2), &P->m) || (PyLong_AsLong(ITEM(t, 3)) >= 0 && meter_index(k, ITEM(t, 3), &P->spin)))
+        return -1;
+    if (!(P->cores >= 1.0 && P->cores <= 1e6) || !PyList_Check(ITEM(t, 4))) {
+        PyErr_SetString(PyExc_ValueError, "native run: a priority host's cores or levels are wrong");
+        return -1;
+    }
+    Py_ssize_t cores = (Py_ssize_t)P->cores;
+    P->lvp = ints(ITEM(t, 4), &P->nlv);
+    P->lv = calloc((size_t)P->nlv + 1, sizeof(Meter));
+    P->made = calloc((size_t)P->nlv + 1, sizeof(int));
+    P->run = malloc((size_t)cores * sizeof(int32_t));
+    P->idle = calloc((size_t)cores, sizeof(double));  /* IdleMeter: every core idle since 0 */
+    if (!P->lvp || !P->lv || !P->made || !P->run || !P->idle) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    if (P->spin >= 0) {
+        P->nidle = cores;
+        k->mt[P->m].busy = P->cores;  /* the spinner keeps every core busy */
+    }
+    return 0;
+}
+
+/* what PriorityCpu keeps at the end: (running (priority, started), idle since, levels run (priority, meter)) */
+static PyObject *meter_state(const Meter *s) {
+    return Py_BuildValue("(dLLLdddddL)", s->busy, (long long)s->queue, (long long)s->max_queue, (long long)s->arrivals,
+                         s->t, s->start, s->busy_area, s->queue_area, s->held_area, (long long)s->drops);
+}
+
+static PyObject *prio_state(const K *k, const Prio *P) {
+    PyObject *run = PyList_New(P->nrun), *idle = PyList_New(P->nidle), *levels = PyList_New(0);
+    for (Py_ssize_t i = 0; run && i < P->nrun; i++) {
+        const Req *r = &k->req[P->run[i]];
+        PyObject *t = Py_BuildValue("(id)", (int)r->jprio, r->jstart);
+        if (!t) { Py_CLEAR(run); break; }
+        PyList_SET_ITEM(run, i, t);
+    }
+    for (Py_ssize_t i = 0; idle && i < P->nidle; i++) {
+        PyObject *f = PyFloat_FromDouble(P->idle[i]);
+        if (!f) { Py_CLEAR(idle); break; }
+        PyList_SET_ITEM(idle, i, f);
+    }
+    for (Py_ssize_t i = 0; levels && i < P->nlv; i++) {
+        if (!P->made[i]) continue;
+        PyObject *t = Py_BuildValue("(iN)", (int)P->lvp[i], meter_state(&P->lv[i]));
+        if (!t || PyList_Append(levels, t) < 0) Py_CLEAR(levels);
+        Py_XDECREF(t);
+    }
+    if (!run || !idle || !levels) { Py_XDECREF(run); Py_XDECREF(idle); Py_XDECREF(levels); return NULL; }
+    return Py_BuildValue("(NNN)", run, idle, levels);
+}
+
 /* run(code, consts, meters, stations, shared, pools, locks, dbs, queues, hiers, plans, streams, workloads, until,
  *     warm)
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
  *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
+ *   prios: list of (cores, speed, meter, the idle spinner's meter or -1, the priorities its threads run at);
  *   pools: list of (size, meter, line's capacity, the reason of a request turned away); locks: list of (meter,);
  *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
  *   queues: list of (consumers, capacity, drop: bool, meter, handler's entry, its class, its workload, reason);
@@ -1360,22 +1580,22 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
  *     or -1, periodic copies or 0); open: one stream (inter-arrival); closed: one think stream per client (a
  *     protocol: one); periodic: the tick times, then the jitter, start its phase;
  *   until: float or None; warm: float (<= 0: none).
- * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits, steps, lates): meters are
+ * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits, steps, lates, prios): meters are
  * (busy, queue, max queue, arrivals, t, start, busy area, queue area, held area, drops); columns are
  * (id, class, workload, item, start, end, parent, warm-up run, reason: 0 ok, else the queue's refusal)
  * in completion order; waits the requests still
  * waiting for a hold, as (order, id, class, hold's pc, since); lates the missed deadlines, as (id, class,
- * step's name, deadline, time from the request's start). */
+ * step's name, deadline, time from the request's start); prios each priority host's end (prio_state). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
+    PyObject *code, *consts, *meters, *stations, *shared, *prios, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
              *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
-                          &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+                          &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared, &PyList_Type, &prios,
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
                           &PyList_Type, &workloads, &until_o, &warm)) return NULL;
-    if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
+    if (tuples(stations, 3) || tuples(shared, 4) || tuples(prios, 5) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
         || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9))
         return NULL;
     K k; memset(&k, 0, sizeof k);
@@ -1390,6 +1610,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.st = calloc((size_t)k.nst + 1, sizeof(Station));
     k.nps = PyList_GET_SIZE(shared);
     k.ps = calloc((size_t)k.nps + 1, sizeof(Shared));
+    k.npr = PyList_GET_SIZE(prios);
+    k.pr = calloc((size_t)k.npr + 1, sizeof(Prio));
     k.npl = PyList_GET_SIZE(pools);
     k.pl = calloc((size_t)k.npl + 1, sizeof(Pool));
     k.nlk = PyList_GET_SIZE(locks);
@@ -1406,7 +1628,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pr || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
@@ -1419,6 +1641,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         k.st[i].speed = PyFloat_AsDouble(ITEM(t, 1));
         bad = meter_index(&k, ITEM(t, 2), &k.st[i].m);
     }
+    for (Py_ssize_t i = 0; i < k.npr && !bad; i++) bad = read_prio(&k, &k.pr[i], PyList_GET_ITEM(prios, i));
     for (Py_ssize_t i = 0; i < k.nps && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(shared, i);
         k.ps[i].servers = PyFloat_AsDouble(ITEM(t, 0));
@@ -1582,9 +1805,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     if (!mt || !waits) { Py_XDECREF(mt); Py_XDECREF(waits); release(&k); return NULL; }
     for (Py_ssize_t i = 0; i < k.nmt; i++) {
         Meter *s = &k.mt[i];
-        PyList_SET_ITEM(mt, i, Py_BuildValue("(dLLLdddddL)", s->busy, (long long)s->queue, (long long)s->max_queue,
-                                             (long long)s->arrivals, s->t, s->start, s->busy_area, s->queue_area,
-                                             s->held_area, (long long)s->drops));
+        PyList_SET_ITEM(mt, i, meter_state(s));
     }
     for (Py_ssize_t i = 0; i < k.rcap; i++) {
         Req *r = &k.req[i];
@@ -1610,11 +1831,19 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!t) { Py_CLEAR(lates); break; }
         PyList_SET_ITEM(lates, i, t);
     }
-    PyObject *out = cols && steps && lates ? Py_BuildValue("(dKiLLLNNNNN)", k.now, (unsigned long long)k.eid, dry,
-                                                           (long long)k.next_id, (long long)k.started,
-                                                           (long long)k.in_system, mt, cols, waits, steps, lates)
-                                           : NULL;
-    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); Py_XDECREF(lates); }
+    PyObject *hosts = PyList_New(k.npr);
+    for (Py_ssize_t i = 0; hosts && i < k.npr; i++) {
+        PyObject *h = prio_state(&k, &k.pr[i]);
+        if (!h) { Py_CLEAR(hosts); break; }
+        PyList_SET_ITEM(hosts, i, h);
+    }
+    PyObject *out = cols && steps && lates && hosts
+        ? Py_BuildValue("(dKiLLLNNNNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
+                        (long long)k.started, (long long)k.in_system, mt, cols, waits, steps, lates, hosts)
+        : NULL;
+    if (!out) {
+        Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); Py_XDECREF(lates); Py_XDECREF(hosts);
+    }
     release(&k);
     return out;
 }

@@ -79,6 +79,8 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
                                                                   else "")
     for c in spec.components.values():
         why = _component_why(c.kind, c.settings)
+        if c.kind == "hierarchy" and c.host and spec.hosts[c.host].discipline == "priority":
+            why = "calculates on priority cores"
         if why:
             return f"component {c.name!r} {why}"
     for wl in spec.workloads.values():
@@ -95,7 +97,7 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
-        why = _steps_why(spec, req.body)
+        why = _steps_why(spec, req.body) or _threads_why(spec, req.body, 0)
         if why:
             return f"request {req.name!r}: {why}"
         if record_steps:
@@ -123,6 +125,30 @@ def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
             inner = [b.body for b in step.branches]
         for steps in inner:
             why = _recorded_why(spec, steps, depth + recorded)
+            if why:
+                return why
+    return ""
+
+
+def _threads_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
+    """Why the loop cannot keep the identities of the threads a request runs on (a priority
+    CPU's ``owner``): thread-pool holds nested more than ``MARKS`` deep."""
+    for step in body:
+        inner: list[tuple[Step, ...]] = []
+        deeper = depth
+        if isinstance(step, Hold):
+            deeper += step.target in spec.components and spec.components[step.target].kind == "threads"
+            if deeper > MARKS:
+                return f"step {step.guard.name!r} holds a thread inside {MARKS} others"
+            inner = [step.body]
+        elif isinstance(step, Call) and step.target in spec.requests:
+            inner = [spec.requests[step.target].body]
+        elif isinstance(step, Sequence | Parallel | Repeat):
+            inner = [step.body]
+        elif type(step) is Choose:
+            inner = [b.body for b in step.branches]
+        for steps in inner:
+            why = _threads_why(spec, steps, deeper)
             if why:
                 return why
     return ""
@@ -228,14 +254,15 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
             workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1, 0))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
-                   comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.hiers,
-                   comp.plans, comp.streams, workloads, None if horizon is None else float(horizon), float(warmup))
+                   comp.rates, comp.prios, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues],
+                   comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
+                   float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates, prios = out
     del out
     step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
     del steps
@@ -259,6 +286,8 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
         _record_steps(r.rec, step_cols, comp.classes, comp.names)
     _waits(r, waits, comp)
     _lates(r, lates, comp)
+    for cpu, (running, idle, levels) in zip(comp.prio_cpus, prios, strict=True):
+        cpu.restore(running, idle, {p: state[:8] for p, state in levels})
     return now, events, bool(dry)
 
 

@@ -18,15 +18,15 @@ from simstack.engine.control import unrollable
 from simstack.kinds.hierarchy import changed_parameter
 from simstack.lang.samplers import Const, Indexed
 from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
-from simstack.resources.meter import Meter
+from simstack.resources.meter import IdleMeter, Meter
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
     DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE = range(1, 31)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
-FIFO, PS = 0, 1
-HOSTS = {"fifo": FIFO, "ps": PS}
+FIFO, PS, PRIO = 0, 1, 2
+HOSTS = {"fifo": FIFO, "ps": PS, "priority": PRIO}
 
 
 def _flatten(body: tuple[Step, ...]) -> list[Step]:
@@ -62,6 +62,9 @@ class Compiler:
         self.meter_ids: dict[int, int] = {}
         self.stations: list[tuple[float, float, int]] = []
         self.rates: list[tuple[float, float, float, int]] = []
+        self.prios: list[tuple[float, float, int, int, list[int]]] = []  # and their PriorityCpu objects:
+        self.prio_cpus: list[Any] = []
+        self.threads = 0  # thread-pool holds open around the step being compiled (HOLDP's depth)
         self.dbs: list[tuple[int, int, bool, float, float, float]] = []
         self.pools: list[tuple[float, int, float, int]] = []
         self.failing = _failing(r.spec)  # a request may fail and end its steps early: bodies check
@@ -132,7 +135,8 @@ class Compiler:
         """The index of ``runtime`` among the resources of its sort, added as ``entry()`` once."""
         key = (what, id(runtime))
         if key not in self.index:
-            tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "pool": self.pools,
+            tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "prio": self.prios,
+                                            "pool": self.pools,
                                             "lock": self.locks, "db": self.dbs, "queue": self.queues,
                                             "hier": self.hiers, "plan": self.plans}
             table = tables[what]
@@ -152,6 +156,20 @@ class Compiler:
     def fifo(self, cpu: Any) -> int:
         return self.resource("station", cpu, lambda: (float(cpu.cores), float(cpu.speed), self.meter(cpu.meter)))
 
+    def prio(self, cpu: Any) -> int:
+        """``cpu.PriorityCpu``: its levels listed as the code runs threads at their priorities."""
+        def entry() -> tuple[float, float, int, int, list[int]]:
+            self.prio_cpus.append(cpu)
+            spinner = [self.meter(m) for m in cpu.meters() if isinstance(m, IdleMeter)]
+            return float(cpu.cores), float(cpu.speed), self.meter(cpu.meter), spinner[0] if spinner else -1, []
+        return self.resource("prio", cpu, entry)
+
+    def cpu(self, scope: Scope) -> list[int]:
+        """A CPU job's host and priority operands (a priority host learns the priority)."""
+        if scope[0] == PRIO and scope[2] not in self.prios[scope[1]][4]:
+            self.prios[scope[1]][4].append(scope[2])
+        return [scope[0], scope[1]]
+
     def rate(self, shared: Any) -> int:
         return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate), float(shared.cap),
                                                       self.meter(shared.meter)))
@@ -160,7 +178,7 @@ class Compiler:
         """The scope of threads of ``priority`` on host ``name``."""
         cpu = self.r.cpus[name]
         kind = HOSTS[self.spec.hosts[name].discipline]
-        index = self.fifo(cpu) if kind == FIFO else self.rate(cpu)
+        index = self.fifo(cpu) if kind == FIFO else self.rate(cpu) if kind == PS else self.prio(cpu)
         self.fusing[kind, index] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
         return kind, index, priority
 
@@ -176,9 +194,10 @@ class Compiler:
             self.entries[key] = len(self.code)
             outer, self.site = self.site, site
             depth, self.depth = self.depth, 0  # a request of its own: its recorded steps from level 0
+            threads, self.threads = self.threads, 0
             self.body(req.body, scope)
             self.code.append(END)
-            self.site, self.depth = outer, depth
+            self.site, self.depth, self.threads = outer, depth, threads
         return self.entries[key]
 
     def cls(self, request: str) -> int:
@@ -203,7 +222,7 @@ class Compiler:
                 ends.append(len(self.code) - 1)
             if fusing and _fusible(run[0]):
                 draws = [self.stream(f"{s.guard.path}:{s.guard.name}", s.demand) for s in run]  # type: ignore[union-attr]
-                self.code += [FCPU, scope[0], scope[1], len(draws), *draws]
+                self.code += [FCPU, *self.cpu(scope), len(draws), scope[2], *draws]
             else:
                 self.step(run[0], scope)
                 self.deadline(run[0])
@@ -218,11 +237,11 @@ class Compiler:
             level = self.mark() if self.recording else -1
             demand = self.stream(stream, step.demand)
             if step.bytes is None:
-                code += [CPU, scope[0], scope[1], demand, -1, 0]
+                code += [CPU, *self.cpu(scope), demand, -1, 0, scope[2]]
             else:
                 nbytes = self.stream(stream + ".bytes", step.bytes)
                 self.consts.append(float(step.per_byte))
-                code += [CPU, scope[0], scope[1], demand, nbytes, len(self.consts) - 1]
+                code += [CPU, *self.cpu(scope), demand, nbytes, len(self.consts) - 1, scope[2]]
             if self.recording:
                 self.row(ROW_JOB, level, g.name, "cpu")
         elif isinstance(step, Delay):
@@ -397,9 +416,11 @@ class Compiler:
         self.holds[at] = (step.guard.name, step.target)
         if comp.kind == "threads":
             pool = self.pool(runtime.slots, runtime.meter, f"{step.target} full")
-            self.code += [HOLDP, pool, 0] + ([GRANT, level] if self.recording else [])
+            self.code += [HOLDP, pool, 0, self.threads] + ([GRANT, level] if self.recording else [])
+            self.threads += 1
             self.body(step.body, self.host(_host(comp), comp.settings["priority"]))
-            self.code += [RELP, pool]
+            self.threads -= 1
+            self.code += [RELP, pool, self.threads]
             if self.recording:
                 self.row(ROW_HOLD, level, step.guard.name, step.target)
             self.code[at + 2] = len(self.code)  # a request turned away goes on here, failed

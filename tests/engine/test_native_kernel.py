@@ -176,6 +176,34 @@ MODELS = {
                       {"cpu": "exp(0.003)"}]}},
                   "workloads": {"a": {"type": "open", "request": "op", "rate": 30.0},
                                 "b": {"type": "closed", "request": "op", "clients": 2, "think": "exp(0.1)"}}},
+    # priority cores (SCHED_FIFO): threads of pools at three priorities and a request's own on one
+    # core with an idle spinner (preemption, a thread keeping its core between steps, fused steps),
+    # on two cores without; a priority lock between them, a pool that turns work away
+    "priority": {"hosts": {"ioc": {"cores": 1, "discipline": "priority", "idle_spinner": 1},
+                           "two": {"cores": 2, "discipline": "priority"}},
+                 "components": {"evr": {"kind": "threads", "host": "ioc", "size": 1, "priority": 90},
+                                "cb": {"kind": "threads", "host": "ioc", "size": 2, "priority": 70,
+                                       "queue_capacity": 20, "when_full": "drop"},
+                                "low": {"kind": "threads", "host": "two", "size": 3, "priority": 10},
+                                "mid": {"kind": "threads", "host": "two", "size": 2, "priority": 40},
+                                "db": {"kind": "lock", "order": "priority"}},
+                 "requests": {"tick": [{"hold": "evr", "steps": [{"cpu": "const(0.0002)"}]}],
+                              "update": [{"delay": "const(0.00002)"},
+                                         {"hold": "cb", "steps": [
+                                             {"cpu": "exp(0.0001)"}, {"cpu": "exp(0.0002)"},
+                                             {"hold": "db", "steps": [{"cpu": "exp(0.0003)"}, {"delay": "exp(0.0001)"},
+                                                                      {"cpu": "const(0.0001)"}]},
+                                             {"repeat": 2, "steps": [{"cpu": "exp(0.0001)"}]}]}],
+                              "batch": [{"hold": "low", "steps": [{"cpu": "exp(0.01)"}, {"delay": "exp(0.002)"},
+                                                                  {"cpu": "exp(0.004)"}]},
+                                        {"hold": "mid", "steps": [{"cpu": "exp(0.003)"}, {"hold": "db", "steps": [
+                                            {"delay": "const(0.0005)"}]}]}],
+                              "admin": {"host": "ioc", "priority": 80, "steps": [{"cpu": "exp(0.0004)"},
+                                                                                {"cpu": "const(0.0001)"}]}},
+                 "workloads": {"fiducials": {"type": "periodic", "request": "tick", "frequency": "360Hz"},
+                               "beam": {"type": "periodic", "request": "update", "frequency": "120Hz", "copies": 8},
+                               "jobs": {"type": "closed", "request": "batch", "clients": 6, "think": "exp(0.01)"},
+                               "ops": {"type": "open", "request": "admin", "rate": 50.0}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -195,9 +223,9 @@ def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
     horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0,
-               "drops": 100.0, "deadlines": 100.0}.get(model, 400.0)
+               "drops": 100.0, "deadlines": 100.0, "priority": 24.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
-        horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0}.get(model, 60.0)
+        horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0, "priority": 22.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
                              warmup=20.0, record_steps=steps, record=record)
 
@@ -219,7 +247,7 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
 
 @needs_native
 @pytest.mark.parametrize("model", ["central", "deadlines", "drops", "fanout", "hierarchy", "periodic", "prio_locks",
-                                   "queues", "repeats", "threads"])
+                                   "priority", "queues", "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
@@ -285,7 +313,7 @@ def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
     runs off the end: a ValueError (the first four before the loop starts), never a wild read."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [(1, 1.0, None)],
+        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [], [(1, 1.0, None)],
                       [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
@@ -295,7 +323,7 @@ def test_the_loop_refuses_a_malformed_hierarchy_plan(plan: tuple) -> None:
     """A child out of the plan, starts that do not cover the children: refused before the run."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run([5], [], [False], [], [], [(1.0, 0, float("inf"), 0)], [], [], [], [(0, -1, 0)], [plan],
+        eventloop.run([5], [], [False], [], [], [], [(1.0, 0, float("inf"), 0)], [], [], [], [(0, -1, 0)], [plan],
                       [(1, 1.0, None)],
                       [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
