@@ -289,19 +289,26 @@ def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pyte
     ("cms_conditions", {"seed": 2}, True),
     ("pipeline", {"seed": 3, "horizon": 10.0, "warmup": 2.0}, True),
     ("gsi_fair", {"seed": 4, "horizon": 30.0, "warmup": 5.0}, True),
+    # priority cores with the idle spinner, priority locks, dropping pools, periodic beams, deadlines
+    ("slac_bsa", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, False),
+    ("slac_bsa:prototype_32core", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, True),
+    ("slac_bsa:prototype_1core", {"seed": 6, "horizon": 1.0, "warmup": 0.1, "parameters": {"n_pvs": 200}}, False),
+    ("slac_bsa:calibration", {"seed": 6, "horizon": 1.0, "warmup": 0.1, "parameters": {"n_pvs": 60}}, False),
 ])
 def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any], steps: bool,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A whole facility model on both kernels, steps recorded or not (then CPU steps fuse):
     every table the same to the last bit."""
-    spec = simstack.load_model(model)
+    name, _, scenario = model.partition(":")
+    settings = dict(settings)
+    spec = simstack.load_model(name, scenario=scenario or None, parameters=settings.pop("parameters", None))
     runs = []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
         runs.append(simstack.simulate(spec, replications=2, record_steps=steps, **settings))
     assert runs[1].kernel == "native"
     assert not steps or len(runs[0].steps) > 100
-    for table in ("requests", "resources", "accounting", "steps"):
+    for table in ("requests", "resources", "accounting", "steps", "deadlines"):
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
 
