@@ -11,8 +11,9 @@
  * rounds as in Python.
  *
  * Resources: FIFO stations (a `server` station, a host's `fifo` cores: cpu.FifoCpu), processor
- * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), thread pools
- * (slots.Slots) and write locks, global or per key (kinds/locks.LockRuntime). Each keeps its
+ * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), priority cores
+ * (cpu.PriorityCpu), thread pools (slots.Slots, a full line turning work away) and write locks,
+ * global or per key, first come or by priority (kinds/locks.LockRuntime). Each keeps its
  * accounting in a Meter here, written back into the Python Meter objects at the end.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1164,8 +1165,7 @@ static int advance(K *k, int32_t slot) {
             if (r->node == 0) k->req[k->hc[r->hcall].parent].gwait = r->gwait;  /* the call's wait (recorded) */
             if (draw(k, op[2], &demand)) return -1;
             k->req[slot].pc += 3;
-            if (h->cpu_type == CPU_FIFO) return fifo_enter(k, h->cpu, demand, slot);
-            if (h->cpu_type == CPU_PS) return ps_submit(k, h->cpu, demand, slot);
+            if (h->cpu_type >= 0) return cpu_submit(k, h->cpu_type, h->cpu, 0, demand, slot);  /* fifo or ps */
             return push(k, k->now + demand, EV_RESUME, slot, 0);
         }
         case OP_HFIN:  /* hierarchy, the node block's start */
