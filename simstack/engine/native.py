@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,61 +99,57 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
-        why = _steps_why(spec, req.body) or _threads_why(spec, req.body, 0)
+        why = _steps_why(spec, req.body) or _depth_why(spec, req.body, 0, _thread_levels(spec), "holds a thread")
         if why:
             return f"request {req.name!r}: {why}"
         if record_steps:
-            why = _recorded_why(spec, req.body, 0)
+            why = _depth_why(spec, req.body, 0, _recorded_levels, "is recorded")
             if why:
                 return f"request {req.name!r}: {why}"
     return ""
 
 
-def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
-    """Why the loop cannot record these steps' rows: recorded steps nested too deep for its
-    ``MARKS`` levels."""
+def _recorded_levels(step: Step) -> tuple[int, int]:
+    """A recorded step takes a ``MARK`` level around its body (a database call one more)."""
+    g = step.guard
+    recorded = int(isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps")
+                   or (type(step) is Choose and g.name != "choose")
+                   or (isinstance(step, Repeat) and g.name != "repeat"))
+    return recorded, recorded
+
+
+def _thread_levels(spec: ModelSpec) -> Callable[[Step], tuple[int, int]]:
+    """A hold of a thread pool keeps its caller's identity (a priority CPU's ``owner``) a level."""
+    def levels(step: Step) -> tuple[int, int]:
+        kind = spec.components[step.target].kind if isinstance(step, Hold) and step.target in spec.components else ""
+        return int(kind == "threads"), 0
+    return levels
+
+
+def _depth_why(spec: ModelSpec, body: tuple[Step, ...], depth: int, levels: Callable[[Step], tuple[int, int]],
+               what: str) -> str:
+    """Why these steps nest too deep for the loop's ``MARKS`` levels: ``levels(step)`` is (the
+    levels a step keeps around its body, the ones more it takes itself)."""
     for step in body:
-        g = step.guard
-        inner: list[tuple[Step, ...]] = []
-        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps") \
-            or (type(step) is Choose and g.name != "choose") or (isinstance(step, Repeat) and g.name != "repeat")
-        if depth + 2 * recorded > MARKS:  # a database call takes two levels
-            return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
-        if isinstance(step, Call) and step.target in spec.requests:
-            inner = [spec.requests[step.target].body]
-        elif isinstance(step, Hold | Sequence | Parallel | Repeat):
-            inner = [step.body]
-        elif type(step) is Choose:
-            inner = [b.body for b in step.branches]
-        for steps in inner:
-            why = _recorded_why(spec, steps, depth + recorded)
+        around, more = levels(step)
+        if depth + around + more > MARKS:
+            return f"step {step.guard.name!r} {what} inside {MARKS} others"
+        for steps in _inner(spec, step):
+            why = _depth_why(spec, steps, depth + around, levels, what)
             if why:
                 return why
     return ""
 
 
-def _threads_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
-    """Why the loop cannot keep the identities of the threads a request runs on (a priority
-    CPU's ``owner``): thread-pool holds nested more than ``MARKS`` deep."""
-    for step in body:
-        inner: list[tuple[Step, ...]] = []
-        deeper = depth
-        if isinstance(step, Hold):
-            deeper += step.target in spec.components and spec.components[step.target].kind == "threads"
-            if deeper > MARKS:
-                return f"step {step.guard.name!r} holds a thread inside {MARKS} others"
-            inner = [step.body]
-        elif isinstance(step, Call) and step.target in spec.requests:
-            inner = [spec.requests[step.target].body]
-        elif isinstance(step, Sequence | Parallel | Repeat):
-            inner = [step.body]
-        elif type(step) is Choose:
-            inner = [b.body for b in step.branches]
-        for steps in inner:
-            why = _threads_why(spec, steps, deeper)
-            if why:
-                return why
-    return ""
+def _inner(spec: ModelSpec, step: Step) -> list[tuple[Step, ...]]:
+    """The bodies a step runs, a called class's own included."""
+    if isinstance(step, Call) and step.target in spec.requests:
+        return [spec.requests[step.target].body]
+    if isinstance(step, Hold | Sequence | Parallel | Repeat):
+        return [step.body]
+    if type(step) is Choose:
+        return [b.body for b in step.branches]
+    return []
 
 
 def _component_why(kind: str, s: Any) -> str:

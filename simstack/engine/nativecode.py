@@ -270,7 +270,7 @@ class Compiler:
             named = self.recording and g.name != "repeat"  # a named repeat is a stage
             level = self.mark() if named else -1
             ends = []
-            for _ in range(int(step.count.value)):  # type: ignore[union-attr]
+            for _ in range(int(step.count.value)):  # type: ignore[attr-defined]
                 if self.failing:  # its Cursor checks before each pass
                     code += [FAILED, 0]
                     ends.append(len(code) - 1)
