@@ -314,10 +314,15 @@ def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[s
 
 
 @needs_native
-@pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0]])
+@pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0],
+                                  [29, 9, 5], [29, 1, 5], [30, 0, 0, -1, 5], [6, 2, 0, 0, -1, 0, 7, 5],
+                                  [7, 0, 0, 2, 0, 0, 5]])
 def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
     """An unknown opcode, an operand out of its array, a jump into an instruction or a body that
-    runs off the end: a ValueError (the first four before the loop starts), never a wild read."""
+    runs off the end, a failure check jumping out of the code or into an instruction, a deadline
+    without its constant, CPU work on a priority host that is not there, a fused CPU job's
+    stream missing: a ValueError (all but the fifth and sixth before the loop starts), never a
+    wild read."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
         eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [], [(1, 1.0, None)],
