@@ -1518,7 +1518,7 @@ static int read_prio(K *k, Prio *P, PyObject *t) {
         PyErr_SetString(PyExc_ValueError, "native run: a priority host's cores or levels are wrong");
         return -1;
     }
-    Py_ssize_t cores = (Py_ssize_t)P->cores;
+    Py_ssize_t cores = (Py_ssize_t)ceil(P->cores);  /* at most this many run at once */
     P->lvp = ints(ITEM(t, 4), &P->nlv);
     P->lv = calloc((size_t)P->nlv + 1, sizeof(Meter));
     P->made = calloc((size_t)P->nlv + 1, sizeof(int));
