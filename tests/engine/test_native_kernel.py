@@ -223,7 +223,8 @@ def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
     horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0,
-               "drops": 100.0, "deadlines": 100.0, "priority": 24.0}.get(model, 400.0)
+               "drops": 100.0, "deadlines": 100.0, "priority": 24.0,
+               "repeats": 100.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
         horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0, "priority": 22.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
@@ -292,7 +293,7 @@ def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pyte
     # priority cores with the idle spinner, priority locks, dropping pools, periodic beams, deadlines
     ("slac_bsa", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, False),
     ("slac_bsa:prototype_32core", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, True),
-    ("slac_bsa:prototype_1core", {"seed": 6, "horizon": 1.0, "warmup": 0.1, "parameters": {"n_pvs": 200}}, False),
+    ("slac_bsa:prototype_1core", {"seed": 6, "horizon": 0.4, "warmup": 0.1, "parameters": {"n_pvs": 300}}, False),
     ("slac_bsa:calibration", {"seed": 6, "horizon": 1.0, "warmup": 0.1, "parameters": {"n_pvs": 60}}, False),
 ])
 def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any], steps: bool,
