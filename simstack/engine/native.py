@@ -28,7 +28,8 @@ import numpy as np
 
 from simstack.engine import kernel
 from simstack.engine.control import UNROLL_STEPS
-from simstack.engine.nativecode import HOSTS, MARKS, NONE, Compiler
+from simstack.engine.nativecode import MARKS, Compiler
+from simstack.engine.nativetables import HOSTS, NONE
 from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
