@@ -11,8 +11,9 @@
  * rounds as in Python.
  *
  * Resources: FIFO stations (a `server` station, a host's `fifo` cores: cpu.FifoCpu), processor
- * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), thread pools
- * (slots.Slots) and write locks, global or per key (kinds/locks.LockRuntime). Each keeps its
+ * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), priority cores
+ * (cpu.PriorityCpu), thread pools (slots.Slots, a full line turning work away) and write locks,
+ * global or per key, first come or by priority (kinds/locks.LockRuntime). Each keeps its
  * accounting in a Meter here, written back into the Python Meter objects at the end.
  */
 #define PY_SSIZE_T_CLEAN
@@ -26,10 +27,12 @@ enum {
     OP_CALL = 1, OP_DELAY = 2, OP_CHOOSE = 3, OP_JUMP = 4, OP_END = 5, OP_CPU = 6, OP_FCPU = 7, OP_LINK = 8,
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
-    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28
+    OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
+    OP_DEADLINE = 30
 };
-enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5 };
-enum { CPU_FIFO = 0, CPU_PS = 1 };
+enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
+       EV_PRIO = 8 };
+enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
 /* OP_STEP's kinds: a CPU or station job, a job of a pure delay station, a hold (or a hierarchy call), a
  * named stage (or a sub-request call), a link call, a database call */
 enum { ROW_JOB = 0, ROW_DELAY = 1, ROW_HOLD = 2, ROW_SPAN = 3, ROW_LINK = 4, ROW_DB = 5 };
@@ -57,17 +60,26 @@ typedef struct {  /* sharing.SharedRate with no share or on_leave */
     Tag *h; Py_ssize_t hn, hcap;
 } Shared;
 
-typedef struct { int32_t slot; double since; } Waiter;
+typedef struct {  /* cpu.PriorityCpu: preemptive-resume by priority; levels metered per run; an idle spinner */
+    double cores, speed; int32_t m, spin;  /* spin: the spinner's meter, -1 none */
+    int64_t seq, heir, heir_seq;  /* heir: the owner whose finished step keeps its core (0: none) */
+    int32_t *run; Py_ssize_t nrun;  /* the running fibers, in the order they started */
+    Tag *ready; Py_ssize_t nready, readycap;  /* (minus the priority, seq, fiber) */
+    double *idle; Py_ssize_t nidle;  /* the spinner: when each idle core fell idle */
+    int32_t *lvp; Meter *lv; int *made; Py_ssize_t nlv;  /* levels: priority, meter, made (a thread ran) */
+} Prio;
 
-typedef struct {  /* a FIFO line of waiters (a ring) */
+typedef struct { int32_t slot, rank; double since; } Waiter;
+
+typedef struct {  /* a line of waiters (a ring) by rank, then first come (a priority lock's heap order) */
     Waiter *w; Py_ssize_t head, len, cap;
 } Line;
 
-typedef struct {  /* slots.Slots, unbounded line */
-    double size; int64_t busy, pending; int handing, again; int32_t m; Line line;
+typedef struct {  /* slots.Slots; a line longer than capacity turns work away (the request fails: reason) */
+    double size, capacity; int64_t busy, pending; int handing, again; int32_t m, reason; Line line;
 } Pool;
 
-typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO order */
+typedef struct {  /* one key of kinds/locks._KeyState, write mode, FIFO or priority order */
     int used, fixed; int64_t key; int writer, handing, again; Line line;
 } KeyState;
 
@@ -83,6 +95,8 @@ typedef struct {  /* kinds.database.DatabaseRuntime: a pool of connections, a sh
 } Db;
 
 typedef struct { int64_t item, parent; double since; int32_t sender; } Item;
+
+typedef struct { int64_t id; int32_t cls, name; double deadline, after; } Late;  /* a missed deadline's row */
 
 typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, blocked senders for room */
     double consumers, capacity; int drop, handing, again; int64_t busy, done; int32_t m, entry, cls, wl, reason;
@@ -108,18 +122,23 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
 
 /* A fiber: a request's own steps (fan < 0: recorded at its end) or a branch of a parallel step
  * (fan: its fan-out), with the request's id, class, workload and item (ritem) and its own item
- * (Ctx.item). */
+ * (Ctx.item); root: the request's own fiber, whose reason (0: none) says it failed (Request.fail). */
 typedef struct {
     int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
+    int32_t root, reason;
+    int32_t jhost, jlv, jprio; int64_t jseq, jtoken; double jrem, jstart;  /* its job on a priority CPU */
+    int64_t owner, owners[MARKS];  /* Ctx identity (a pool's thread runs under its own), outer ones by depth */
     int live, warm;
     double start, scratch, wait_since;
     double svc, arr, gwait, mk[2 * MARKS];  /* step records: the job's service and arrival, a hold's wait;
                                               per level its start and wait */
 } Req;
 
-typedef struct {  /* open, closed, or protocol: one client whose runs are numbered, the first warm */
+typedef struct {  /* open, closed, protocol (one client whose runs are numbered, the first warm), or periodic
+                  (copies > 0: tick times from the stream, each copy's delay from jitter) */
     int closed; int32_t entry, cls; int64_t item; double count, start; int32_t stream;
     int32_t first_client, clients; double n; int64_t protocol_warm;  /* < 0: not a protocol */
+    int64_t copies; int32_t jitter;
 } Workload;
 
 typedef struct { double n; int64_t idle; double since; int32_t wl, stream; } Client;
@@ -131,6 +150,7 @@ typedef struct {
     Meter *mt; Py_ssize_t nmt;
     Station *st; Py_ssize_t nst;
     Shared *ps; Py_ssize_t nps;
+    Prio *pr; Py_ssize_t npr; int64_t owners, tokens;
     Pool *pl; Py_ssize_t npl;
     Lock *lk; Py_ssize_t nlk;
     Db *db; Py_ssize_t ndb;
@@ -151,6 +171,7 @@ typedef struct {
     /* step records (recorded.py's rows), completion order */
     int64_t *s_id; int32_t *s_cls, *s_name, *s_comp; double *s_start, *s_wait, *s_svc, *s_end;
     Py_ssize_t sn, scap;
+    Late *late; Py_ssize_t nlate, latecap;  /* missed deadlines (Recorder.deadline), in order */
     int error; int32_t err_wl;
 } K;
 
@@ -256,12 +277,20 @@ static inline void touch(Meter *s, double now) {
     }
 }
 
+static void reset(Meter *s, double now) {
+    touch(s, now);
+    s->start = now; s->busy_area = 0.0; s->queue_area = 0.0; s->held_area = 0.0;
+    s->max_queue = s->queue; s->arrivals = 0; s->drops = 0;
+}
+
 static inline void queued(Meter *m, int64_t len) {
     m->queue = len;
     if (m->queue > m->max_queue) m->max_queue = m->queue;
 }
 
-static int line_put(Line *l, int32_t slot, double since) {
+/* A waiter joins behind every one of its rank or a more urgent (lower) one: the order of
+ * LockRuntime's heap of (rank, seq); rank 0 for all is first come, first served. */
+static int line_put(Line *l, int32_t slot, int32_t rank, double since) {
     if (l->len == l->cap) {  /* grow the ring, unrolling it */
         Py_ssize_t cap = l->cap ? l->cap * 2 : 16;
         Waiter *w = malloc((size_t)cap * sizeof(Waiter));
@@ -269,7 +298,10 @@ static int line_put(Line *l, int32_t slot, double since) {
         for (Py_ssize_t i = 0; i < l->len; i++) w[i] = l->w[(l->head + i) % l->cap];
         free(l->w); l->w = w; l->cap = cap; l->head = 0;
     }
-    l->w[(l->head + l->len) % l->cap] = (Waiter){slot, since};
+    Py_ssize_t i = l->len;
+    for (; i > 0 && l->w[(l->head + i - 1) % l->cap].rank > rank; i--)
+        l->w[(l->head + i) % l->cap] = l->w[(l->head + i - 1) % l->cap];
+    l->w[(l->head + i) % l->cap] = (Waiter){slot, rank, since};
     l->len++;
     return 0;
 }
@@ -365,6 +397,36 @@ static int ps_schedule(K *k, int32_t pi, double now) {
     return push(k, now + delay, EV_PS, pi, p->token);
 }
 
+/* a heap of tags, least (tag, seq) first: a PS rate's finish tags, a priority CPU's ready threads */
+static int tag_push(Tag **h, Py_ssize_t *n, Py_ssize_t *cap, Tag t) {
+    if (*n == *cap && grow((void **)h, cap, *n + 1, sizeof(Tag))) return -1;
+    Py_ssize_t i = (*n)++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) >> 1;
+        if (!tag_less(&t, &(*h)[up])) break;
+        (*h)[i] = (*h)[up];
+        i = up;
+    }
+    (*h)[i] = t;
+    return 0;
+}
+
+static Tag tag_pop(Tag *h, Py_ssize_t *len) {
+    Tag top = h[0];
+    Tag last = h[--*len];
+    Py_ssize_t i = 0, n = *len;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && tag_less(&h[c + 1], &h[c])) c++;
+        if (!tag_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n) h[i] = last;
+    return top;
+}
+
 static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     Shared *p = &k->ps[pi];
     Meter *m = &k->mt[p->m];
@@ -373,36 +435,11 @@ static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     touch(m, now);
     ps_advance(p, now);
     p->seq += 1;
-    if (p->hn == p->hcap && grow((void **)&p->h, &p->hcap, p->hn + 1, sizeof(Tag))) return -1;
-    Tag t = {p->virt + work, p->seq, slot};
     k->req[slot].svc = work / p->rate;
     k->req[slot].arr = now;
-    Py_ssize_t i = p->hn++;
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) >> 1;
-        if (!tag_less(&t, &p->h[up])) break;
-        p->h[i] = p->h[up];
-        i = up;
-    }
-    p->h[i] = t;
+    if (tag_push(&p->h, &p->hn, &p->hcap, (Tag){p->virt + work, p->seq, slot})) return -1;
     ps_account(k, p);
     return ps_schedule(k, pi, now);
-}
-
-static Tag ps_pop(Shared *p) {
-    Tag top = p->h[0];
-    Tag last = p->h[--p->hn];
-    Py_ssize_t i = 0, n = p->hn;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && tag_less(&p->h[c + 1], &p->h[c])) c++;
-        if (!tag_less(&p->h[c], &last)) break;
-        p->h[i] = p->h[c];
-        i = c;
-    }
-    if (n) p->h[i] = last;
-    return top;
 }
 
 /* SharedRate._finish: everything whose tag is reached leaves, then each goes on in that order. */
@@ -418,7 +455,7 @@ static int ps_finish(K *k, int32_t pi, int64_t token) {
         double rate = ps_rate(p, p->hn);
         if (rate > 0.0 && (p->h[0].tag - p->virt) / rate > resolution) break;
         if (nd == k->dcap && grow((void **)&k->done, &k->dcap, nd + 1, sizeof(int32_t))) return -1;
-        k->done[nd++] = ps_pop(p).slot;
+        k->done[nd++] = tag_pop(p->h, &p->hn).slot;
     }
     ps_account(k, p);
     if (ps_schedule(k, pi, now)) return -1;
@@ -432,13 +469,137 @@ static int ps_finish(K *k, int32_t pi, int64_t token) {
     return 0;
 }
 
+/* -- priority cores (cpu.PriorityCpu) ------------------------------------------------------ */
+static inline double top_priority(const Prio *P) { return -P->ready[0].tag; }
+
+/* _run: the thread takes a core (from the spinner, if there is one) until its work is done */
+static int prio_start(K *k, int32_t hi, int32_t slot) {
+    Prio *P = &k->pr[hi];
+    Req *r = &k->req[slot];
+    double now = k->now;
+    r->jstart = now;
+    r->jtoken = ++k->tokens;
+    P->run[P->nrun++] = slot;
+    P->made[r->jlv] = 1;
+    P->lv[r->jlv].busy += 1;
+    if (P->spin < 0) {
+        k->mt[P->m].busy = (double)P->nrun;
+    } else {  /* IdleMeter.core_taken */
+        Meter *sp = &k->mt[P->spin];
+        double idle = P->idle[--P->nidle];
+        sp->busy_area += now - (idle > sp->t ? idle : sp->t);
+    }
+    return push(k, now + r->jrem, EV_PRIO, slot, r->jtoken);
+}
+
+/* _stop: the thread leaves its core; its level is credited with the run (LevelMeter.stopped) */
+static void prio_stop(K *k, Prio *P, int32_t slot) {
+    Req *r = &k->req[slot];
+    double now = k->now;
+    Py_ssize_t i = 0;
+    while (P->run[i] != slot) i++;
+    memmove(&P->run[i], &P->run[i + 1], (size_t)(P->nrun - i - 1) * sizeof(int32_t));
+    P->nrun--;
+    Meter *lv = &P->lv[r->jlv];
+    lv->busy_area += now - (r->jstart > lv->t ? r->jstart : lv->t);
+    lv->busy -= 1;
+    if (P->spin < 0) k->mt[P->m].busy = (double)P->nrun;
+    else P->idle[P->nidle++] = now;
+}
+
+static int prio_ready(K *k, Prio *P, int32_t slot) {
+    Req *r = &k->req[slot];
+    return tag_push(&P->ready, &P->nready, &P->readycap, (Tag){-(double)r->jprio, r->jseq, slot});
+}
+
+/* _fill: free cores to the most urgent ready threads, then preempt less urgent running ones (of the
+ * least urgent, the one that got its place in line last) */
+static int prio_fill(K *k, int32_t hi) {
+    Prio *P = &k->pr[hi];
+    while (P->nready) {
+        if ((double)(P->nrun + (P->heir != 0)) < P->cores) {
+            if (prio_start(k, hi, tag_pop(P->ready, &P->nready).slot)) return -1;
+            continue;
+        }
+        if (!P->nrun) break;
+        int32_t victim = P->run[0];
+        for (Py_ssize_t i = 1; i < P->nrun; i++) {
+            Req *a = &k->req[P->run[i]], *b = &k->req[victim];
+            if (a->jprio < b->jprio || (a->jprio == b->jprio && a->jseq > b->jseq)) victim = P->run[i];
+        }
+        Req *v = &k->req[victim];
+        if ((double)v->jprio >= top_priority(P)) break;
+        v->jrem -= k->now - v->jstart;  /* _preempt: resumes ahead of later arrivals of its priority */
+        v->jtoken = ++k->tokens;
+        prio_stop(k, P, victim);
+        if (prio_ready(k, P, victim)) return -1;
+        queued(&k->mt[P->m], P->nready);
+        if (prio_start(k, hi, tag_pop(P->ready, &P->nready).slot)) return -1;
+    }
+    queued(&k->mt[P->m], P->nready);
+    return 0;
+}
+
+/* _submit: a thread that goes straight on from its finished step keeps its core and its place in line */
+static int prio_submit(K *k, int32_t hi, int32_t priority, double demand, int32_t slot) {
+    Prio *P = &k->pr[hi];
+    Meter *m = &k->mt[P->m];
+    Req *r = &k->req[slot];
+    m->arrivals += 1;
+    touch(m, k->now);
+    r->jhost = hi; r->jprio = priority; r->jlv = 0;
+    while (P->lvp[r->jlv] != priority) r->jlv++;  /* the compiled code lists every priority run here */
+    r->arr = k->now;
+    r->svc = r->jrem = demand / P->speed;
+    if (P->heir && r->owner == P->heir) {
+        P->heir = 0;
+        r->jseq = P->heir_seq;
+        if (!P->nready || top_priority(P) <= priority) return prio_start(k, hi, slot);
+    } else {
+        r->jseq = ++P->seq;
+        if ((double)(P->nrun + (P->heir != 0)) < P->cores && (!P->nready || top_priority(P) < priority))
+            return prio_start(k, hi, slot);
+    }
+    if (prio_ready(k, P, slot)) return -1;
+    return prio_fill(k, hi);
+}
+
+/* _finish: a stale completion (the job was preempted since) does nothing */
+static int prio_finish(K *k, int32_t slot, int64_t token) {
+    Req *r = &k->req[slot];
+    if (r->jtoken != token) return 0;
+    int32_t hi = r->jhost;
+    Prio *P = &k->pr[hi];
+    touch(&k->mt[P->m], k->now);
+    prio_stop(k, P, slot);
+    int keep = !P->nready || top_priority(P) <= r->jprio;
+    if (keep) { P->heir = r->owner; P->heir_seq = r->jseq; }
+    int rc = advance(k, slot);
+    if (keep) P->heir = 0;
+    if (rc) return -1;
+    return P->nready ? prio_fill(k, hi) : 0;
+}
+
+/* a CPU job of a thread of ``priority`` on host ``host`` of ``type`` */
+static int cpu_submit(K *k, int32_t type, int32_t host, int32_t priority, double demand, int32_t slot) {
+    if (type == CPU_FIFO) return fifo_enter(k, host, demand, slot);
+    if (type == CPU_PS) return ps_submit(k, host, demand, slot);
+    return prio_submit(k, host, priority, demand, slot);
+}
+
 /* -- thread pools (slots.Slots) and locks (locks.LockRuntime) ------------------------------ */
 static void waiting(K *k, int32_t slot, int32_t pc) {  /* HoldRunner.enter lists it in r.waits */
     Req *r = &k->req[slot];
     r->wait_seq = ++k->wait_seq; r->wait_pc = pc; r->wait_since = k->now;
 }
 
-/* Slots.acquire: 1 granted at once (the body goes on), 0 queued, -1 error */
+/* Request.fail: the first reason stays */
+static void fail(K *k, int32_t slot, int32_t reason) {
+    Req *root = &k->req[k->req[slot].root];
+    if (!root->reason) root->reason = reason;
+}
+
+/* Slots.acquire: 1 granted at once (the body goes on), 0 queued, 2 turned away (the line is full), -1 error */
 static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0: not a hold (no r.waits) */
     Pool *p = &k->pl[pi];
     Meter *m = &k->mt[p->m];
@@ -450,8 +611,12 @@ static int pool_acquire(K *k, int32_t pi, int32_t slot, int32_t pc) {  /* pc < 0
         m->busy = (double)p->busy;
         return 1;
     }
+    if ((double)p->line.len >= p->capacity) {
+        m->drops += 1;
+        return 2;
+    }
     touch(m, now);
-    if (line_put(&p->line, slot, now)) return -1;
+    if (line_put(&p->line, slot, 0, now)) return -1;
     queued(m, p->line.len);
     if (pc >= 0) waiting(k, slot, pc);
     return 0;
@@ -513,7 +678,7 @@ static KeyState *lock_key(Lock *l, int64_t key, int fixed) {
     return &l->keys[j];
 }
 
-static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t slot, int32_t pc) {
+static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t rank, int32_t slot, int32_t pc) {
     Lock *l = &k->lk[li];
     KeyState *s = lock_key(l, key, fixed);
     if (!s) return -1;
@@ -526,7 +691,7 @@ static int lock_acquire(K *k, int32_t li, int64_t key, int fixed, int32_t slot, 
         s->writer = 1;
         return 1;
     }
-    if (line_put(&s->line, slot, now)) return -1;
+    if (line_put(&s->line, slot, rank, now)) return -1;
     m->queue += 1;
     if (m->queue > m->max_queue) m->max_queue = m->queue;
     waiting(k, slot, pc);
@@ -581,7 +746,7 @@ static int record(K *k, Req *r) {
     Py_ssize_t o = k->on++;
     k->o_id[o] = r->id; k->o_item[o] = r->item; k->o_parent[o] = r->parent; k->o_cls[o] = r->cls;
     k->o_wl[o] = r->wl; k->o_start[o] = r->start; k->o_end[o] = k->now; k->o_warm[o] = (char)r->warm;
-    k->o_reason[o] = 0;
+    k->o_reason[o] = r->reason;
     return 0;
 }
 
@@ -674,7 +839,8 @@ static int fan_launch(K *k, int32_t f) {
         Req *parent = &k->req[k->fan[f].parent], *r = &k->req[b];
         r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->parent = parent->parent;
         r->warm = parent->warm; r->start = parent->start; r->ritem = parent->ritem;
-        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1;
+        r->item = (int64_t)item; r->pc = k->fan[f].body; r->fan = f; r->queue = -1; r->root = parent->root;
+        r->owner = ++k->owners;
         if (advance(k, b)) return -1;
         F = &k->fan[f];
     }
@@ -754,7 +920,8 @@ static int h_node(K *k, int32_t hc, int32_t node, int32_t block) {
     HCall *H = &k->hc[hc];
     Req *parent = &k->req[H->parent];
     r->id = parent->id; r->wl = parent->wl; r->cls = parent->cls; r->client = -1; r->fan = -1; r->queue = -1;
-    r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node;
+    r->item = H->item; r->ritem = parent->ritem; r->pc = block; r->hcall = hc; r->node = node; r->root = parent->root;
+    r->owner = ++k->owners;
     return advance(k, slot);
 }
 
@@ -797,26 +964,24 @@ static int advance(K *k, int32_t slot) {
             k->req[slot].pc += 3;
             return fifo_enter(k, op[1], service, slot);
         }
-        case OP_CPU: {  /* type, host, demand stream, bytes stream or -1, per-byte const */
+        case OP_CPU: {  /* type, host, demand stream, bytes stream or -1, per-byte const, priority */
             double demand, nbytes;
             if (draw(k, op[3], &demand)) return -1;
             if (op[4] >= 0) {
                 if (draw(k, op[4], &nbytes)) return -1;
                 demand += k->consts[op[5]] * nbytes;
             }
-            k->req[slot].pc += 6;
-            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
-            return ps_submit(k, op[2], demand, slot);
+            k->req[slot].pc += 7;
+            return cpu_submit(k, op[1], op[2], op[6], demand, slot);
         }
-        case OP_FCPU: {  /* type, host, n, n streams: fused steps (runners.FusedCpuRunner) */
+        case OP_FCPU: {  /* type, host, n, priority, n streams: fused steps (runners.FusedCpuRunner) */
             double demand = 0.0, d;
             for (int32_t i = 0; i < op[3]; i++) {
-                if (draw(k, op[4 + i], &d)) return -1;
+                if (draw(k, op[5 + i], &d)) return -1;
                 demand += d;
             }
-            k->req[slot].pc += 4 + op[3];
-            if (op[1] == CPU_FIFO) return fifo_enter(k, op[2], demand, slot);
-            return ps_submit(k, op[2], demand, slot);
+            k->req[slot].pc += 5 + op[3];
+            return cpu_submit(k, op[1], op[2], op[4], demand, slot);
         }
         case OP_LINK: {  /* shared, latency stream, bytes stream or -1: the latency, then XFER */
             double nbytes = 0.0, latency;
@@ -861,25 +1026,49 @@ static int advance(K *k, int32_t slot) {
             r->pc += 5;
             if (step_row(k, r, op[1], op[2], op[3], op[4])) return -1;
             continue;
-        case OP_HOLDP: {  /* pool */
+        case OP_HOLDP: {  /* pool, where a request turned away goes on (HoldRunner.enter: failed), depth: the
+                             body runs as a thread of its own (Ctx.thread), the caller's identity kept at depth */
             int32_t at = r->pc;
             r->gwait = 0.0;
-            r->pc += 2;
+            r->pc += 4;
             int got = pool_acquire(k, op[1], slot, at);
             if (got < 0) return -1;
+            r = &k->req[slot];
+            if (got == 2) {
+                fail(k, slot, k->pl[op[1]].reason);
+                r->pc = op[2];
+                continue;
+            }
+            r->owners[op[3]] = r->owner;
+            r->owner = ++k->owners;
             if (!got) return 0;
             continue;
         }
-        case OP_RELP:
-            r->pc += 2;
+        case OP_DEADLINE: {  /* deadline const, step name, reason (< 0: recorded only): runners.DeadlineRunner */
+            double after = k->now - r->start, deadline = k->consts[op[1]];
+            r->pc += 4;
+            if (after > deadline) {
+                if (k->nlate == k->latecap && grow((void **)&k->late, &k->latecap, k->nlate + 1, sizeof(Late))) return -1;
+                k->late[k->nlate++] = (Late){r->id, r->cls, op[2], deadline, after};
+                if (op[3] >= 0) fail(k, slot, op[3]);
+            }
+            continue;
+        }
+        case OP_FAILED:  /* runners.Cursor: a failed request's body ends before its next step */
+            r->pc = k->req[r->root].reason ? op[1] : r->pc + 2;
+            continue;
+        case OP_RELP:  /* pool, depth */
+            r->pc += 3;
+            r->owner = r->owners[op[2]];
             if (pool_release(k, op[1])) return -1;
             continue;
-        case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number */
+        case OP_HOLDL: {  /* lock, key: -1 the item (Ctx.item), -2 the request's, else a fixed key's number;
+                             rank: 0, or minus the threads' priority (order: priority) */
             int32_t at = r->pc;
             int64_t key = op[2] == -1 ? r->item : op[2] == -2 ? r->ritem : (int64_t)op[2];
-            r->pc += 3;
+            r->pc += 4;
             r->gwait = 0.0;
-            int got = lock_acquire(k, op[1], key, op[2] >= 0, slot, at);
+            int got = lock_acquire(k, op[1], key, op[2] >= 0, op[3], slot, at);
             if (got < 0) return -1;
             if (!got) return 0;
             continue;
@@ -976,8 +1165,7 @@ static int advance(K *k, int32_t slot) {
             if (r->node == 0) k->req[k->hc[r->hcall].parent].gwait = r->gwait;  /* the call's wait (recorded) */
             if (draw(k, op[2], &demand)) return -1;
             k->req[slot].pc += 3;
-            if (h->cpu_type == CPU_FIFO) return fifo_enter(k, h->cpu, demand, slot);
-            if (h->cpu_type == CPU_PS) return ps_submit(k, h->cpu, demand, slot);
+            if (h->cpu_type >= 0) return cpu_submit(k, h->cpu_type, h->cpu, 0, demand, slot);  /* fifo or ps */
             return push(k, k->now + demand, EV_RESUME, slot, 0);
         }
         case OP_HFIN:  /* hierarchy, the node block's start */
@@ -1036,6 +1224,7 @@ static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t cl
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
     r->item = r->ritem = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
+    r->root = slot; r->owner = ++k->owners;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -1051,6 +1240,25 @@ static int step(K *k, Event e) {
         if (draw(k, k->wl[e.a].stream, &after)) return -1;
         if (after < INFINITY) return push(k, k->now + after, EV_ARRIVE, e.a, 0);
         return 0;
+    }
+    case EV_TICK: {  /* workloads.Periodic.start's tick: the copies (items 0..), at once or after their jitter */
+        Workload *wl = &k->wl[e.a];
+        if (wl->n >= wl->count) return 0;
+        wl->n += 1;
+        double next, delay;
+        if (draw(k, wl->stream, &next)) return -1;
+        for (int64_t c = 0; c < k->wl[e.a].copies; c++) {
+            wl = &k->wl[e.a];
+            if (draw(k, wl->jitter, &delay)) return -1;
+            if (delay != 0.0 ? push(k, k->now + delay, EV_COPY, e.a, c)
+                             : start_request(k, e.a, wl->entry, wl->cls, -1, c, -1, 0, k->now, -1)) return -1;
+        }
+        if (next < INFINITY) return push(k, k->now + (next - k->now), EV_TICK, e.a, 0);
+        return 0;
+    }
+    case EV_COPY: {  /* workloads._start_copy */
+        Workload *wl = &k->wl[e.a];
+        return start_request(k, e.a, wl->entry, wl->cls, -1, e.b, -1, 0, k->now, -1);
     }
     case EV_CYCLE: {  /* workloads._client.cycle */
         Client *cl = &k->cl[e.a];
@@ -1081,15 +1289,14 @@ static int step(K *k, Event e) {
     }
     case EV_PS:
         return ps_finish(k, e.a, e.b);
+    case EV_PRIO:
+        return prio_finish(k, e.a, e.b);
     case EV_RESUME:
         return advance(k, e.a);
-    case EV_WARM:  /* Meter.reset at the end of warm-up */
-        for (Py_ssize_t i = 0; i < k->nmt; i++) {
-            Meter *s = &k->mt[i];
-            touch(s, k->now);
-            s->start = k->now; s->busy_area = 0.0; s->queue_area = 0.0; s->held_area = 0.0;
-            s->max_queue = s->queue; s->arrivals = 0; s->drops = 0;
-        }
+    case EV_WARM:  /* Meter.reset at the end of warm-up: the meters there are then (a level once a thread ran) */
+        for (Py_ssize_t i = 0; i < k->nmt; i++) reset(&k->mt[i], k->now);
+        for (Py_ssize_t h = 0; h < k->npr; h++)
+            for (Py_ssize_t i = 0; i < k->pr[h].nlv; i++) if (k->pr[h].made[i]) reset(&k->pr[h].lv[i], k->now);
         return 0;
     }
     PyErr_SetString(PyExc_ValueError, "bad native event");
@@ -1102,6 +1309,11 @@ static void release(K *k) {
     free(k->heap); free(k->req); free(k->freelist); free(k->done);
     for (Py_ssize_t i = 0; k->st && i < k->nst; i++) free(k->st[i].q);
     for (Py_ssize_t i = 0; k->ps && i < k->nps; i++) free(k->ps[i].h);
+    for (Py_ssize_t i = 0; k->pr && i < k->npr; i++) {
+        Prio *P = &k->pr[i];
+        free(P->run); free(P->ready); free(P->idle); free(P->lvp); free(P->lv); free(P->made);
+    }
+    free(k->pr);
     for (Py_ssize_t i = 0; k->pl && i < k->npl; i++) free_line(&k->pl[i].line);
     for (Py_ssize_t i = 0; k->lk && i < k->nlk; i++) {
         for (Py_ssize_t j = 0; j < k->lk[i].kcap; j++) free_line(&k->lk[i].keys[j].line);
@@ -1118,7 +1330,7 @@ static void release(K *k) {
     free(k->sm); free(k->wl); free(k->cl); free(k->code); free(k->consts);
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
     free(k->s_id); free(k->s_cls); free(k->s_name); free(k->s_comp); free(k->s_start); free(k->s_wait);
-    free(k->s_svc); free(k->s_end);
+    free(k->s_svc); free(k->s_end); free(k->late);
 }
 
 static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
@@ -1128,12 +1340,20 @@ static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
 /* Every operand of the code within the arrays it indexes, every jump, branch and entry onto the
  * start of an instruction (the code comes from native.py; a mistake there is an exception, not a
  * wild read). ``starts`` (ncode + 1 bytes) marks the instructions' starts. */
+/* a priority host runs only the priorities it lists (its levels) */
+static int prio_known(const K *k, int32_t type, int32_t host, int32_t priority) {
+    if (type != CPU_PRIO) return 1;
+    for (Py_ssize_t i = 0; i < k->pr[host].nlv; i++) if (k->pr[host].lvp[i] == priority) return 1;
+    return 0;
+}
+
 static int check_code(K *k, char *starts) {
     const int32_t *c = k->code;
     Py_ssize_t n = k->ncode, pc = 0;
     memset(starts, 0, (size_t)n + 1);
 #define RANGE(v, lo, hi) ((v) >= (lo) && (Py_ssize_t)(v) < (hi))
-#define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS && RANGE(h, 0, k->nps))
+#define HOST_OK(t, h) ((t) == CPU_FIFO ? RANGE(h, 0, k->nst) : (t) == CPU_PS ? RANGE(h, 0, k->nps) \
+                       : (t) == CPU_PRIO && RANGE(h, 0, k->npr))
     while (pc < n) {
         Py_ssize_t len;
         int ok = 1;
@@ -1153,15 +1373,16 @@ static int check_code(K *k, char *starts) {
         case OP_STEP: len = 5; ok = pc + len <= n && RANGE(c[pc + 1], ROW_JOB, ROW_DB + 1) && RANGE(c[pc + 2], 0, MARKS - (c[pc + 1] == ROW_DB))
                                  && c[pc + 3] >= 0 && c[pc + 4] >= 0; break;
         case OP_CPU:
-            len = 6;
+            len = 7;
             ok = pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && RANGE(c[pc + 3], 0, k->nsm)
-                 && (c[pc + 4] < 0 || (RANGE(c[pc + 4], 0, k->nsm) && RANGE(c[pc + 5], 0, k->nconsts)));
+                 && (c[pc + 4] < 0 || (RANGE(c[pc + 4], 0, k->nsm) && RANGE(c[pc + 5], 0, k->nconsts)))
+                 && prio_known(k, c[pc + 1], c[pc + 2], c[pc + 6]);
             break;
         case OP_FCPU:
-            ok = pc + 4 <= n && c[pc + 3] >= 0;
-            len = ok ? 4 + c[pc + 3] : 1;
-            ok = ok && pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]);
-            for (Py_ssize_t i = 0; ok && i < c[pc + 3]; i++) ok = RANGE(c[pc + 4 + i], 0, k->nsm);
+            ok = pc + 5 <= n && c[pc + 3] >= 0;
+            len = ok ? 5 + c[pc + 3] : 1;
+            ok = ok && pc + len <= n && HOST_OK(c[pc + 1], c[pc + 2]) && prio_known(k, c[pc + 1], c[pc + 2], c[pc + 4]);
+            for (Py_ssize_t i = 0; ok && i < c[pc + 3]; i++) ok = RANGE(c[pc + 5 + i], 0, k->nsm);
             break;
         case OP_LINK:
             len = 4;
@@ -1169,8 +1390,14 @@ static int check_code(K *k, char *starts) {
                  && (c[pc + 3] < 0 || RANGE(c[pc + 3], 0, k->nsm));
             break;
         case OP_XFER: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps); break;
-        case OP_HOLDP: case OP_RELP: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl); break;
-        case OP_HOLDL: case OP_RELL: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
+        case OP_HOLDP: case OP_RELP:
+            len = c[pc] == OP_HOLDP ? 4 : 3;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->npl) && RANGE(c[pc + len - 1], 0, MARKS)
+                 && (c[pc] == OP_RELP || RANGE(c[pc + 2], 0, n)); break;
+        case OP_FAILED: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, n); break;
+        case OP_DEADLINE: len = 4; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nconsts) && c[pc + 2] >= 0; break;
+        case OP_HOLDL: case OP_RELL:
+            len = 3 + (c[pc] == OP_HOLDL); ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nlk) && c[pc + 2] >= -2; break;
         case OP_SPAWN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0; break;
         case OP_PAR:
             len = 4;
@@ -1205,8 +1432,8 @@ static int check_code(K *k, char *starts) {
         if (!starts[pc]) continue;
         int ok = 1;
         switch (c[pc]) {
-        case OP_JUMP: ok = starts[c[pc + 1]]; break;
-        case OP_SPAWN: ok = starts[c[pc + 1]]; break;
+        case OP_JUMP: case OP_SPAWN: case OP_FAILED: ok = starts[c[pc + 1]]; break;
+        case OP_HOLDP: ok = starts[c[pc + 2]]; break;
         case OP_PAR: ok = starts[c[pc + 3]]; break;
         case OP_HCALL: case OP_HFIN: ok = starts[c[pc + 3 - (c[pc] == OP_HFIN)]]; break;
         case OP_CHOOSE: for (int32_t i = 0; ok && i < c[pc + 2]; i++) ok = starts[c[pc + 4 + i]]; break;
@@ -1280,36 +1507,96 @@ static int meter_index(K *k, PyObject *o, int32_t *out) {
     return 0;
 }
 
+/* (cores, speed, meter, the spinner's meter or -1, the priorities its threads run at) */
+static int read_prio(K *k, Prio *P, PyObject *t) {
+    P->cores = PyFloat_AsDouble(ITEM(t, 0));
+    P->speed = PyFloat_AsDouble(ITEM(t, 1));
+    P->spin = -1;
+    if (meter_index(k, ITEM(t, 2), &P->m) || (PyLong_AsLong(ITEM(t, 3)) >= 0 && meter_index(k, ITEM(t, 3), &P->spin)))
+        return -1;
+    if (!(P->cores >= 1.0 && P->cores <= 1e6) || !PyList_Check(ITEM(t, 4))) {
+        PyErr_SetString(PyExc_ValueError, "native run: a priority host's cores or levels are wrong");
+        return -1;
+    }
+    Py_ssize_t cores = (Py_ssize_t)ceil(P->cores);  /* at most this many run at once */
+    P->lvp = ints(ITEM(t, 4), &P->nlv);
+    P->lv = calloc((size_t)P->nlv + 1, sizeof(Meter));
+    P->made = calloc((size_t)P->nlv + 1, sizeof(int));
+    P->run = malloc((size_t)cores * sizeof(int32_t));
+    P->idle = calloc((size_t)cores, sizeof(double));  /* IdleMeter: every core idle since 0 */
+    if (!P->lvp || !P->lv || !P->made || !P->run || !P->idle) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    if (P->spin >= 0) {
+        P->nidle = cores;
+        k->mt[P->m].busy = P->cores;  /* the spinner keeps every core busy */
+    }
+    return 0;
+}
+
+/* what PriorityCpu keeps at the end: (running (priority, started), idle since, levels run (priority, meter)) */
+static PyObject *meter_state(const Meter *s) {
+    return Py_BuildValue("(dLLLdddddL)", s->busy, (long long)s->queue, (long long)s->max_queue, (long long)s->arrivals,
+                         s->t, s->start, s->busy_area, s->queue_area, s->held_area, (long long)s->drops);
+}
+
+static PyObject *prio_state(const K *k, const Prio *P) {
+    PyObject *run = PyList_New(P->nrun), *idle = PyList_New(P->nidle), *levels = PyList_New(0);
+    for (Py_ssize_t i = 0; run && i < P->nrun; i++) {
+        const Req *r = &k->req[P->run[i]];
+        PyObject *t = Py_BuildValue("(id)", (int)r->jprio, r->jstart);
+        if (!t) { Py_CLEAR(run); break; }
+        PyList_SET_ITEM(run, i, t);
+    }
+    for (Py_ssize_t i = 0; idle && i < P->nidle; i++) {
+        PyObject *f = PyFloat_FromDouble(P->idle[i]);
+        if (!f) { Py_CLEAR(idle); break; }
+        PyList_SET_ITEM(idle, i, f);
+    }
+    for (Py_ssize_t i = 0; levels && i < P->nlv; i++) {
+        if (!P->made[i]) continue;
+        PyObject *t = Py_BuildValue("(iN)", (int)P->lvp[i], meter_state(&P->lv[i]));
+        if (!t || PyList_Append(levels, t) < 0) Py_CLEAR(levels);
+        Py_XDECREF(t);
+    }
+    if (!run || !idle || !levels) { Py_XDECREF(run); Py_XDECREF(idle); Py_XDECREF(levels); return NULL; }
+    return Py_BuildValue("(NNN)", run, idle, levels);
+}
+
 /* run(code, consts, meters, stations, shared, pools, locks, dbs, queues, hiers, plans, streams, workloads, until,
  *     warm)
  *   code: list of int (the opcodes above); consts: list of float (choice bounds, per-byte costs);
  *   meters: list of keyed (bool): a per-key lock's meter also keeps the time any key is held;
  *   stations: list of (servers, speed, meter); shared: list of (servers, rate, cap, meter);
- *   pools: list of (size, meter); locks: list of (meter,);
+ *   prios: list of (cores, speed, meter, the idle spinner's meter or -1, the priorities its threads run at);
+ *   pools: list of (size, meter, line's capacity, the reason of a request turned away); locks: list of (meter,);
  *   dbs: list of (pool, link or -1, growth: bool, per, factor, stored);
  *   queues: list of (consumers, capacity, drop: bool, meter, handler's entry, its class, its workload, reason);
  *   hiers: list of (pool, cpu type (-1 none), cpu); plans: list of (parents, starts, children): lists of int;
  *   streams: list of (sort: 0 drawn, 1 constant, 2 indexed; value: float;
  *             refill: callable (drawn), a list of floats (indexed) or None);
  *   workloads: list of (closed, entry, cls, item, count, start, streams: list of int, protocol warm-up runs
- *     or -1); open: one stream (inter-arrival); closed: one think stream per client (a protocol: one);
+ *     or -1, periodic copies or 0); open: one stream (inter-arrival); closed: one think stream per client (a
+ *     protocol: one); periodic: the tick times, then the jitter, start its phase;
  *   until: float or None; warm: float (<= 0: none).
- * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits): meters are
+ * Returns (now, events, dry, next_id, started, in_system, meters, columns, waits, steps, lates, prios): meters are
  * (busy, queue, max queue, arrivals, t, start, busy area, queue area, held area, drops); columns are
  * (id, class, workload, item, start, end, parent, warm-up run, reason: 0 ok, else the queue's refusal)
  * in completion order; waits the requests still
- * waiting for a hold, as (order, id, class, hold's pc, since). */
+ * waiting for a hold, as (order, id, class, hold's pc, since); lates the missed deadlines, as (id, class,
+ * step's name, deadline, time from the request's start); prios each priority host's end (prio_state). */
 static PyObject *run(PyObject *self, PyObject *args) {
-    PyObject *code, *consts, *meters, *stations, *shared, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
+    PyObject *code, *consts, *meters, *stations, *shared, *prios, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
              *workloads, *until_o;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
-                          &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+                          &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared, &PyList_Type, &prios,
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
                           &PyList_Type, &workloads, &until_o, &warm)) return NULL;
-    if (tuples(stations, 3) || tuples(shared, 4) || tuples(pools, 2) || tuples(locks, 1) || tuples(dbs, 6)
-        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 8))
+    if (tuples(stations, 3) || tuples(shared, 4) || tuples(prios, 5) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
+        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9))
         return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
@@ -1323,6 +1610,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.st = calloc((size_t)k.nst + 1, sizeof(Station));
     k.nps = PyList_GET_SIZE(shared);
     k.ps = calloc((size_t)k.nps + 1, sizeof(Shared));
+    k.npr = PyList_GET_SIZE(prios);
+    k.pr = calloc((size_t)k.npr + 1, sizeof(Prio));
     k.npl = PyList_GET_SIZE(pools);
     k.pl = calloc((size_t)k.npl + 1, sizeof(Pool));
     k.nlk = PyList_GET_SIZE(locks);
@@ -1339,7 +1628,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
-    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
+    if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pr || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < k.ncode; i++) k.code[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(code, i));
@@ -1352,6 +1641,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         k.st[i].speed = PyFloat_AsDouble(ITEM(t, 1));
         bad = meter_index(&k, ITEM(t, 2), &k.st[i].m);
     }
+    for (Py_ssize_t i = 0; i < k.npr && !bad; i++) bad = read_prio(&k, &k.pr[i], PyList_GET_ITEM(prios, i));
     for (Py_ssize_t i = 0; i < k.nps && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(shared, i);
         k.ps[i].servers = PyFloat_AsDouble(ITEM(t, 0));
@@ -1362,6 +1652,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < k.npl && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(pools, i);
         k.pl[i].size = PyFloat_AsDouble(ITEM(t, 0));
+        k.pl[i].capacity = PyFloat_AsDouble(ITEM(t, 2));
+        k.pl[i].reason = (int32_t)PyLong_AsLong(ITEM(t, 3));
         bad = meter_index(&k, ITEM(t, 1), &k.pl[i].m);
     }
     for (Py_ssize_t i = 0; i < k.nlk && !bad; i++) bad = meter_index(&k, ITEM(PyList_GET_ITEM(locks, i), 0), &k.lk[i].m);
@@ -1439,8 +1731,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
         w->count = PyFloat_AsDouble(ITEM(t, 4));
         w->start = PyFloat_AsDouble(ITEM(t, 5));
         w->protocol_warm = PyLong_AsLongLong(ITEM(t, 7));
+        w->copies = PyLong_AsLongLong(ITEM(t, 8));
         PyObject *ss = ITEM(t, 6);
-        if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1) || w->entry < 0 || w->entry >= k.ncode) {
+        if (!PyList_Check(ss) || (!w->closed && PyList_GET_SIZE(ss) != 1 + (w->copies > 0)) || w->copies < 0
+            || (w->closed && w->copies) || w->entry < 0 || w->entry >= k.ncode) {
             PyErr_SetString(PyExc_ValueError, "native run: a workload's streams or entry are wrong");
             bad = 1;
             break;
@@ -1451,7 +1745,10 @@ static PyObject *run(PyObject *self, PyObject *args) {
             k.ncl += w->clients;
         } else {
             w->stream = (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, 0));
-            if (w->stream < 0 || w->stream >= k.nsm) { PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1; }
+            w->jitter = w->copies ? (int32_t)PyLong_AsLong(PyList_GET_ITEM(ss, 1)) : 0;
+            if (w->stream < 0 || w->stream >= k.nsm || w->jitter < 0 || w->jitter >= k.nsm) {
+                PyErr_SetString(PyExc_ValueError, "native run: bad stream"); bad = 1;
+            }
         }
     }
     if (!bad) k.cl = calloc((size_t)k.ncl + 1, sizeof(Client));
@@ -1476,6 +1773,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         Workload *w = &k.wl[i];
         if (w->closed) {
             for (int32_t c = 0; c < w->clients && !bad; c++) bad = push(&k, w->start, EV_CYCLE, w->first_client + c, 0);
+        } else if (w->copies) {
+            bad = push(&k, w->start, EV_TICK, (int32_t)i, 0);
         } else {
             double first;
             bad = draw(&k, w->stream, &first);
@@ -1506,9 +1805,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     if (!mt || !waits) { Py_XDECREF(mt); Py_XDECREF(waits); release(&k); return NULL; }
     for (Py_ssize_t i = 0; i < k.nmt; i++) {
         Meter *s = &k.mt[i];
-        PyList_SET_ITEM(mt, i, Py_BuildValue("(dLLLdddddL)", s->busy, (long long)s->queue, (long long)s->max_queue,
-                                             (long long)s->arrivals, s->t, s->start, s->busy_area, s->queue_area,
-                                             s->held_area, (long long)s->drops));
+        PyList_SET_ITEM(mt, i, meter_state(s));
     }
     for (Py_ssize_t i = 0; i < k.rcap; i++) {
         Req *r = &k.req[i];
@@ -1527,10 +1824,26 @@ static PyObject *run(PyObject *self, PyObject *args) {
                                     bytes_of(k.s_name, k.sn, 4), bytes_of(k.s_comp, k.sn, 4),
                                     bytes_of(k.s_start, k.sn, 8), bytes_of(k.s_wait, k.sn, 8),
                                     bytes_of(k.s_svc, k.sn, 8), bytes_of(k.s_end, k.sn, 8));
-    PyObject *out = cols && steps ? Py_BuildValue("(dKiLLLNNNN)", k.now, (unsigned long long)k.eid, dry,
-                                                  (long long)k.next_id, (long long)k.started, (long long)k.in_system,
-                                                  mt, cols, waits, steps) : NULL;
-    if (!out) { Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); }
+    PyObject *lates = PyList_New(k.nlate);
+    for (Py_ssize_t i = 0; lates && i < k.nlate; i++) {
+        Late *l = &k.late[i];
+        PyObject *t = Py_BuildValue("(Liidd)", (long long)l->id, (int)l->cls, (int)l->name, l->deadline, l->after);
+        if (!t) { Py_CLEAR(lates); break; }
+        PyList_SET_ITEM(lates, i, t);
+    }
+    PyObject *hosts = PyList_New(k.npr);
+    for (Py_ssize_t i = 0; hosts && i < k.npr; i++) {
+        PyObject *h = prio_state(&k, &k.pr[i]);
+        if (!h) { Py_CLEAR(hosts); break; }
+        PyList_SET_ITEM(hosts, i, h);
+    }
+    PyObject *out = cols && steps && lates && hosts
+        ? Py_BuildValue("(dKiLLLNNNNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
+                        (long long)k.started, (long long)k.in_system, mt, cols, waits, steps, lates, hosts)
+        : NULL;
+    if (!out) {
+        Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); Py_XDECREF(lates); Py_XDECREF(hosts);
+    }
     release(&k);
     return out;
 }

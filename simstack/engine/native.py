@@ -2,14 +2,17 @@
 kernel's (docs/engine.md).
 
 ``why_not`` says whether a model is in the subset the C loop runs and, when not, why: then the
-whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed and
-protocol workloads; hosts of ``fifo`` or ``ps`` cores; FIFO stations, thread pools, write locks,
-links, databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
-``parallel``, delays, probabilistic choices and ``steps:`` blocks; step records (not into a summary), no trace.
+whole run stays on the SimPy kernel. The subset (docs/engine.md lists it): open, closed,
+protocol and periodic workloads; hosts of ``fifo``, ``ps`` or ``priority`` cores; FIFO stations,
+thread pools (blocking or dropping), write locks (first come or most urgent first), links,
+databases, queues and hierarchies; calls, sub-request calls, sends, ``cpu:``, ``hold:``,
+``parallel``, delays, probabilistic choices, fixed repeats and ``steps:`` blocks, deadlines;
+step records (not into a summary), no trace.
 ``run`` compiles the model (``simstack.engine.nativecode``), runs the loop, and hands back what a
-SimPy replication leaves: the resources' meters written back into their ``Meter`` objects, the
-finished requests (and recorded steps) appended to the same recorder in completion order, the holds still waiting
-listed in ``r.waits``. ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
+SimPy replication leaves: the resources' meters written back into their ``Meter`` objects (a
+priority host's levels and idle spinner through ``PriorityCpu.restore``), the finished requests
+(and recorded steps) appended to the same recorder in completion order, the missed deadlines to
+its list, the holds still waiting listed in ``r.waits``. ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
 (``simstack.engine.kernel``).
 """
 
@@ -18,14 +21,17 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from simstack.engine import kernel
-from simstack.engine.nativecode import HOSTS, MARKS, Compiler
+from simstack.engine.control import UNROLL_STEPS
+from simstack.engine.nativecode import MARKS, Compiler
+from simstack.engine.nativetables import HOSTS, NONE
 from simstack.errors import ModelError
-from simstack.lang.samplers import Attribute, Indexed
+from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
     Call,
@@ -37,7 +43,9 @@ from simstack.lang.spec import (
     ModelSpec,
     OpenWorkload,
     Parallel,
+    PeriodicWorkload,
     ProtocolWorkload,
+    Repeat,
     Send,
     Sequence,
     Step,
@@ -74,6 +82,8 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
                                                                   else "")
     for c in spec.components.values():
         why = _component_why(c.kind, c.settings)
+        if c.kind == "hierarchy" and c.host and spec.hosts[c.host].discipline == "priority":
+            why = "calculates on priority cores"
         if why:
             return f"component {c.name!r} {why}"
     for wl in spec.workloads.values():
@@ -83,42 +93,64 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
             dist = wl.think
         elif type(wl) is ProtocolWorkload:
             dist = wl.gap
+        elif type(wl) is PeriodicWorkload and wl.schedule is None:
+            dist = wl.jitter
         else:
-            return f"workload {wl.name!r} is not a stationary open, closed or protocol one"
+            return f"workload {wl.name!r} is not a stationary open, closed, protocol or periodic one"
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
     for req in spec.requests.values():
-        why = _steps_why(spec, req.body)
+        why = _steps_why(spec, req.body) or _depth_why(spec, req.body, 0, _thread_levels(spec), "holds a thread")
         if why:
             return f"request {req.name!r}: {why}"
         if record_steps:
-            why = _recorded_why(spec, req.body, 0)
+            why = _depth_why(spec, req.body, 0, _recorded_levels, "is recorded")
             if why:
                 return f"request {req.name!r}: {why}"
     return ""
 
 
-def _recorded_why(spec: ModelSpec, body: tuple[Step, ...], depth: int) -> str:
-    """Why the loop cannot record these steps' rows: recorded steps nested too deep for its
-    ``MARKS`` levels."""
+def _recorded_levels(step: Step) -> tuple[int, int]:
+    """A recorded step takes a ``MARK`` level around its body (a database call one more)."""
+    g = step.guard
+    recorded = int(isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps")
+                   or (type(step) is Choose and g.name != "choose")
+                   or (isinstance(step, Repeat) and g.name != "repeat"))
+    return recorded, recorded
+
+
+def _thread_levels(spec: ModelSpec) -> Callable[[Step], tuple[int, int]]:
+    """A hold of a thread pool keeps its caller's identity (a priority CPU's ``owner``) a level."""
+    def levels(step: Step) -> tuple[int, int]:
+        kind = spec.components[step.target].kind if isinstance(step, Hold) and step.target in spec.components else ""
+        return int(kind == "threads"), 0
+    return levels
+
+
+def _depth_why(spec: ModelSpec, body: tuple[Step, ...], depth: int, levels: Callable[[Step], tuple[int, int]],
+               what: str) -> str:
+    """Why these steps nest too deep for the loop's ``MARKS`` levels: ``levels(step)`` is (the
+    levels a step keeps around its body, the ones more it takes itself)."""
     for step in body:
-        g = step.guard
-        inner: list[tuple[Step, ...]] = []
-        recorded = isinstance(step, Cpu | Hold | Call) or (isinstance(step, Sequence) and g.name != "steps") \
-            or (type(step) is Choose and g.name != "choose")
-        if depth + 2 * recorded > MARKS:  # a database call takes two levels
-            return f"step {g.name!r} is recorded inside {MARKS} recorded steps"
-        if isinstance(step, Call) and step.target in spec.requests:
-            inner = [spec.requests[step.target].body]
-        elif isinstance(step, Hold | Sequence | Parallel):
-            inner = [step.body]
-        elif type(step) is Choose:
-            inner = [b.body for b in step.branches]
-        for steps in inner:
-            why = _recorded_why(spec, steps, depth + recorded)
+        around, more = levels(step)
+        if depth + around + more > MARKS:
+            return f"step {step.guard.name!r} {what} inside {MARKS} others"
+        for steps in _inner(spec, step):
+            why = _depth_why(spec, steps, depth + around, levels, what)
             if why:
                 return why
     return ""
+
+
+def _inner(spec: ModelSpec, step: Step) -> list[tuple[Step, ...]]:
+    """The bodies a step runs, a called class's own included."""
+    if isinstance(step, Call) and step.target in spec.requests:
+        return [spec.requests[step.target].body]
+    if isinstance(step, Hold | Sequence | Parallel | Repeat):
+        return [step.body]
+    if type(step) is Choose:
+        return [b.body for b in step.branches]
+    return []
 
 
 def _component_why(kind: str, s: Any) -> str:
@@ -126,11 +158,11 @@ def _component_why(kind: str, s: Any) -> str:
         if s["load_dependent"] is not None or s["order"] != "fifo" or math.isfinite(s["capacity"]):
             return "is not a plain FIFO server station"
     elif kind == "threads":
-        if isinstance(s["size"], SizeSchedule) or s["group"] is not None or s["when_full"] == "drop":
-            return "is a thread pool with a size schedule, a fair-share group or a bounded line"
+        if isinstance(s["size"], SizeSchedule) or s["group"] is not None:
+            return "is a thread pool with a size schedule or a fair-share group"
     elif kind == "lock":
-        if s["readers"] or s["order"] != "fifo":
-            return "is a read-write or priority lock"
+        if s["readers"]:  # order: writers needs readers (LockKind.validate)
+            return "is a read-write lock"
     elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
@@ -152,8 +184,6 @@ def _plain(dist: Any) -> bool:
 def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
     for step in body:
         g = step.guard
-        if g.deadline is not None:
-            return f"step {g.name!r} has a deadline"
         if isinstance(step, Call):
             if step.target in spec.requests:
                 if set(step.options):
@@ -182,7 +212,10 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
             why = _steps_why(spec, step.body)
             if why:
                 return why
-        elif isinstance(step, Sequence | Parallel):
+        elif isinstance(step, Repeat) and not (isinstance(step.count, Const)
+                                               and step.count.value * max(len(step.body), 1) <= UNROLL_STEPS):
+            return f"step {g.name!r} repeats a drawn or too large count (the loop writes a fixed repeat out)"
+        elif isinstance(step, Sequence | Parallel | Repeat):
             why = _steps_why(spec, step.body)
             if why:
                 return why
@@ -204,27 +237,31 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     workloads: list[tuple] = []
     names = list(r.spec.workloads)
     for wl in r.spec.workloads.values():
-        entry = comp.entry(wl.request, "", None)  # a class with a host runs on it (Replication.root)
+        entry = comp.entry(wl.request, "", (NONE, 0, r.spec.requests[wl.request].priority))  # Replication.root
         cls = comp.cls(wl.request)
         if isinstance(wl, OpenWorkload):
             s = [comp.stream(f"workloads.{wl.name}.interarrival", wl.interarrival)]
-            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s, -1))
+            workloads.append((False, entry, cls, wl.item, float(wl.count), wl.start, s, -1, 0))
         elif isinstance(wl, ProtocolWorkload):  # one client; its runs numbered, the first ``warmup`` warm
             s = [comp.stream(f"workloads.{wl.name}.gap", wl.gap)]
-            workloads.append((True, entry, cls, 0, float(wl.warmup + wl.repeat), 0.0, s, wl.warmup))
+            workloads.append((True, entry, cls, 0, float(wl.warmup + wl.repeat), 0.0, s, wl.warmup, 0))
+        elif isinstance(wl, PeriodicWorkload):  # the tick times, then each copy's jitter
+            s = [comp.ticks(wl.phase, wl.period), comp.stream(f"workloads.{wl.name}.jitter", wl.jitter)]
+            workloads.append((False, entry, cls, 0, float(wl.count), wl.phase, s, -1, wl.copies))
         else:
             s = [comp.stream(f"workloads.{wl.name}.think.{c}", wl.think) for c in range(wl.clients)]
-            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1))
+            workloads.append((True, entry, cls, 0, float(wl.count), wl.start, s, -1, 0))
     comp.spawns()
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
-                   comp.rates, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues], comp.hiers,
-                   comp.plans, comp.streams, workloads, None if horizon is None else float(horizon), float(warmup))
+                   comp.rates, comp.prios, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues],
+                   comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
+                   float(warmup))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits, steps = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates, prios = out
     del out
     step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
     del steps
@@ -247,6 +284,9 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     if r.rec.record_steps:
         _record_steps(r.rec, step_cols, comp.classes, comp.names)
     _waits(r, waits, comp)
+    _lates(r, lates, comp)
+    for cpu, (running, idle, levels) in zip(comp.prio_cpus, prios, strict=True):
+        cpu.restore(running, idle, {p: state[:8] for p, state in levels})
     return now, events, bool(dry)
 
 
@@ -283,6 +323,14 @@ def _waits(r: Any, waits: list[tuple], comp: Compiler) -> None:
         step, target = comp.holds[pc]
         req = Request(rid, comp.classes[cls], "", -1, since, False, 0)
         r.waits[(rid, pc)] = (req, step, target, since)
+
+
+def _lates(r: Any, lates: list[tuple], comp: Compiler) -> None:
+    """The missed deadlines, in the order they were missed, as ``DeadlineRunner`` records them."""
+    from simstack.engine.replication import Request
+    for rid, cls, name, deadline, after in lates:
+        r.rec.deadline(req=Request(rid, comp.classes[cls], "", -1, 0.0, False, 0), step=comp.names[name],
+                       deadline=deadline, finished_after=after)
 
 
 def _by_first(pair: np.ndarray, m: int) -> list[int]:

@@ -1,5 +1,5 @@
 """The model as the native loop's arrays (``eventloop.c``): a flat instruction array per
-request class, the resources with their meters, the streams. ``Compiler`` mirrors
+request class, on the resources, meters and streams of ``nativetables``. ``Compiler`` mirrors
 ``Replication``'s compilation step for step (the same streams, the same CPU-step fusion, the same
 call-site chains), so the loop draws and schedules what the SimPy runners would;
 ``simstack.engine.native`` decides whether a model is in the subset and runs it."""
@@ -7,70 +7,55 @@ call-site chains), so the loop draws and schedules what the SimPy runners would;
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Any
 
 from simstack.engine.callsites import shared_classes, site_of
+from simstack.engine.control import unrollable
+from simstack.engine.nativetables import NONE, Scope, Tables
 from simstack.kinds.hierarchy import changed_parameter
-from simstack.lang.samplers import Const, Indexed
-from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Send, Sequence, Step
-from simstack.resources.meter import Meter
+from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP = range(1, 29)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE = range(1, 31)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
-FIFO, PS = 0, 1
-HOSTS = {"fifo": FIFO, "ps": PS}
 
 
 def _flatten(body: tuple[Step, ...]) -> list[Step]:
-    """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in."""
+    """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in, short
+    fixed repeats written out (``control.unrollable``)."""
     out: list[Step] = []
     for step in body:
         if isinstance(step, Sequence) and step.guard.name == "steps" and step.guard.deadline is None:
             out += _flatten(step.body)
+        elif unrollable(step):
+            out += _flatten(step.body) * int(step.count.value)  # type: ignore[union-attr]
         else:
             out.append(step)
     return out
 
 
-Scope = tuple[int, int] | None  # (FIFO or PS, the host's index) of the CPU steps, or none
 
 
-class Compiler:
-    """The model as the C loop's arrays: code, constants, resources with their meters, streams."""
+class Compiler(Tables):
+    """The model as the C loop's arrays: code and constants, on the resources and streams of
+    ``Tables``."""
 
     def __init__(self, r: Any):
-        self.r = r
-        self.spec: ModelSpec = r.spec
+        super().__init__(r)
         self.shared = shared_classes(r.spec)
         self.code: list[int] = []
         self.consts: list[float] = []
-        self.streams: list[tuple[int, float, Any]] = []
-        self.stream_ids: dict[int, int] = {}
-        self.meters: list[Meter] = []
-        self.meter_ids: dict[int, int] = {}
-        self.stations: list[tuple[float, float, int]] = []
-        self.rates: list[tuple[float, float, float, int]] = []
-        self.dbs: list[tuple[int, int, bool, float, float, float]] = []
-        self.pools: list[tuple[float, int]] = []
-        self.locks: list[tuple[int]] = []
-        self.index: dict[tuple[str, int], int] = {}  # (what, id of its runtime): its index
-        self.fusing: dict[Scope, bool] = {None: False}  # a host's CPU fuses consecutive steps exactly
+        self.threads = 0  # thread-pool holds open around the step being compiled (HOLDP's depth)
+        self.failing = _failing(r.spec)  # a request may fail and end its steps early: bodies check
         self.keys: dict[str, int] = {}  # a lock's fixed keys, numbered
         self.holds: dict[int, tuple[str, str]] = {}  # a hold's pc: (step, component), for r.waits
         self.classes: list[str] = []
         self.entries: dict[tuple[str, str, Scope], int] = {}
         self.pending: list[tuple[int, str, str, Scope]] = []  # spawn operands to fill: (at, class, site, scope)
-        self.queues: list[list[Any]] = []  # (consumers, capacity, drop, meter, entry, class, workload, reason)
         self.workloads: list[str] = list(r.spec.workloads)  # and the queues, whose name a handler's request carries
-        self.reasons: list[str] = [""]  # a refused request's reason (0: none, the request is ok)
         self.queue_names: list[str] = []
-        self.hiers: list[tuple[int, int, int]] = []
-        self.plans: list[tuple[list[int], list[int], list[int]]] = []
-        self.site = ""
         self.recording = bool(r.rec.record_steps)  # steps recorded: rows as recorded.py's runners make them
         self.depth = 0  # recorded steps open around the one being compiled
         self.names: list[str] = []  # the step table's step and component names, numbered
@@ -91,69 +76,22 @@ class Compiler:
         self.depth = level
         self.code += [STEP, kind, level, self.name(step), self.name(component)]
 
-    def stream(self, name: str, dist: Any) -> int:
-        """A stream the SimPy kernel would draw from under ``name`` (``Replication.sampler``)."""
-        if isinstance(dist, Const):
-            self.streams.append((1, float(dist.value), None))
-            return len(self.streams) - 1
-        if isinstance(dist, Indexed):  # ``Indexed.at(ctx.item)``: the row of the request's item
-            self.streams.append((2, 0.0, [float(v) for v in dist.values]))
-            return len(self.streams) - 1
-        sampler = self.r.sampler(self.site + name, dist)
-        known = self.stream_ids.get(id(sampler))
-        if known is not None:
-            return known
-        self.streams.append((0, 0.0, _refill(sampler)))
-        self.stream_ids[id(sampler)] = len(self.streams) - 1
-        return len(self.streams) - 1
-
-    def meter(self, meter: Meter) -> int:
-        if id(meter) not in self.meter_ids:
-            self.meter_ids[id(meter)] = len(self.meters)
-            self.meters.append(meter)
-        return self.meter_ids[id(meter)]
-
-    def resource(self, what: str, runtime: Any, entry: Any) -> int:
-        """The index of ``runtime`` among the resources of its sort, added as ``entry()`` once."""
-        key = (what, id(runtime))
-        if key not in self.index:
-            tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "pool": self.pools,
-                                            "lock": self.locks, "db": self.dbs, "queue": self.queues,
-                                            "hier": self.hiers, "plan": self.plans}
-            table = tables[what]
-            self.index[key] = len(table)
-            table.append(entry())
-        return self.index[key]
-
-    def fifo(self, cpu: Any) -> int:
-        return self.resource("station", cpu, lambda: (float(cpu.cores), float(cpu.speed), self.meter(cpu.meter)))
-
-    def rate(self, shared: Any) -> int:
-        return self.resource("rate", shared, lambda: (float(shared.servers), float(shared.rate), float(shared.cap),
-                                                      self.meter(shared.meter)))
-
-    def host(self, name: str) -> tuple[int, int]:
-        cpu = self.r.cpus[name]
-        kind = HOSTS[self.spec.hosts[name].discipline]
-        scope = kind, self.fifo(cpu) if kind == FIFO else self.rate(cpu)
-        self.fusing[scope] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
-        return scope
-
     def entry(self, request: str, site: str, scope: Scope) -> int:
         """Where the compiled body of ``request`` starts (``Replication.root``)."""
         req = self.spec.requests[request]
         if request not in self.shared:
             site = ""
         if req.host:
-            scope = self.host(req.host)
+            scope = self.host(req.host, req.priority)
         key = (request, site, scope)
         if key not in self.entries:
             self.entries[key] = len(self.code)
             outer, self.site = self.site, site
             depth, self.depth = self.depth, 0  # a request of its own: its recorded steps from level 0
+            threads, self.threads = self.threads, 0
             self.body(req.body, scope)
             self.code.append(END)
-            self.site, self.depth = outer, depth
+            self.site, self.depth, self.threads = outer, depth, threads
         return self.entries[key]
 
     def cls(self, request: str) -> int:
@@ -164,36 +102,40 @@ class Compiler:
     def body(self, steps: tuple[Step, ...], scope: Scope) -> None:
         """``Replication.compile_body``: on a host whose scheduler fuses exactly (``ps``),
         consecutive CPU steps without bytes are one demand, their draws summed in order."""
-        fusing = self.fusing[scope]
-        fused: list[int] | None = None
+        fusing = self.fusing[scope[:2]]
+        runners: list[list[Step]] = []  # the body's runners: a step, or CPU steps fused into one
         for step in (_flatten(steps) if fusing else steps):
-            if fusing and isinstance(step, Cpu) and step.bytes is None:
-                g = step.guard
-                s = self.stream(f"{g.path}:{g.name}", step.demand)
-                if fused is None:
-                    assert scope is not None
-                    fused = [FCPU, scope[0], scope[1], 0]
-                    self.code += fused
-                    at = len(self.code) - 4
-                self.code.append(s)
-                self.code[at + 3] += 1
-                continue
-            fused = None
-            self.step(step, scope)
+            if fusing and _fusible(step) and runners and _fusible(runners[-1][0]):
+                runners[-1].append(step)
+            else:
+                runners.append([step])
+        ends = []  # a sequence of runners (runners.Cursor) ends early for a failed request
+        for run in runners:
+            if self.failing and len(runners) > 1:
+                self.code += [FAILED, 0]
+                ends.append(len(self.code) - 1)
+            if fusing and _fusible(run[0]):
+                draws = [self.stream(f"{s.guard.path}:{s.guard.name}", s.demand) for s in run]  # type: ignore[union-attr]
+                self.code += [FCPU, *self.cpu(scope), len(draws), scope[2], *draws]
+            else:
+                self.step(run[0], scope)
+                self.deadline(run[0])
+        for at in ends:
+            self.code[at] = len(self.code)
 
     def step(self, step: Step, scope: Scope) -> None:
         code, g = self.code, step.guard
         stream = f"{g.path}:{g.name}"
         if isinstance(step, Cpu):
-            assert scope is not None, f"{g.path}: CPU work outside any host"  # load_model refuses it
+            assert scope[0] != NONE, f"{g.path}: CPU work outside any host"  # load_model refuses it
             level = self.mark() if self.recording else -1
             demand = self.stream(stream, step.demand)
             if step.bytes is None:
-                code += [CPU, scope[0], scope[1], demand, -1, 0]
+                code += [CPU, *self.cpu(scope), demand, -1, 0, scope[2]]
             else:
                 nbytes = self.stream(stream + ".bytes", step.bytes)
                 self.consts.append(float(step.per_byte))
-                code += [CPU, scope[0], scope[1], demand, nbytes, len(self.consts) - 1]
+                code += [CPU, *self.cpu(scope), demand, nbytes, len(self.consts) - 1, scope[2]]
             if self.recording:
                 self.row(ROW_JOB, level, g.name, "cpu")
         elif isinstance(step, Delay):
@@ -218,6 +160,19 @@ class Compiler:
             self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Sequence):
             self.body(step.body, scope)
+        elif isinstance(step, Repeat):  # control.RepeatRunner, a fixed count (native.why_not): written out
+            named = self.recording and g.name != "repeat"  # a named repeat is a stage
+            level = self.mark() if named else -1
+            ends = []
+            for _ in range(int(step.count.value)):  # type: ignore[attr-defined]
+                if self.failing:  # its Cursor checks before each pass
+                    code += [FAILED, 0]
+                    ends.append(len(code) - 1)
+                self.body(step.body, scope)
+            for at in ends:
+                code[at] = len(code)
+            if named:
+                self.row(ROW_SPAN, level, g.name, "stage")
         elif isinstance(step, Parallel):  # runners.ParallelRunner: the branches' body out of line
             self.consts.append(float(step.limit))
             at = len(code)
@@ -233,13 +188,27 @@ class Compiler:
             if named:
                 self.row(ROW_SPAN, level, g.name, "stage")
 
+    def deadline(self, step: Step) -> None:
+        """``runners.DeadlineRunner``: once the step has ended, a miss is recorded (and fails the
+        request with ``on_miss: fail``)."""
+        g = step.guard
+        if g.deadline is None:
+            return
+        reason = -1
+        if g.on_miss == "fail":
+            if f"deadline missed: {g.name}" not in self.reasons:
+                self.reasons.append(f"deadline missed: {g.name}")
+            reason = self.reasons.index(f"deadline missed: {g.name}")
+        self.consts.append(float(g.deadline))
+        self.code += [DEADLINE, len(self.consts) - 1, self.name(g.name), reason]
+
     def entry_inline(self, request: str, site: str, scope: Scope) -> None:
         """``SubRequestRunner``: the called class's body, in the caller's request."""
         req = self.spec.requests[request]
         if request not in self.shared:
             site = ""
         outer, self.site = self.site, site
-        self.body(req.body, self.host(req.host) if req.host else scope)
+        self.body(req.body, self.host(req.host, req.priority) if req.host else scope)
         self.site = outer
 
     def call(self, step: Call, stream: str) -> None:
@@ -273,7 +242,7 @@ class Compiler:
         """``DatabaseKind.bind_call``: a connection, the latency (times the growth's slowdown), the
         bytes through the shared link if there is one, the stored volume grown by a write."""
         def entry() -> tuple[int, int, bool, float, float, float]:
-            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            pool = self.pool(runtime.slots, runtime.meter)
             link = self.rate(runtime.link) if runtime.link is not None else -1
             per, factor = runtime.growth if runtime.growth is not None else (1.0, 0.0)
             return pool, link, runtime.growth is not None, float(per), float(factor), float(runtime.stored)
@@ -293,9 +262,9 @@ class Compiler:
         """``HierarchyKind.bind_call``: the changed node and its descendants, each calculated on a
         thread of the pool once its parents are done (a fiber per node, at a block of its own)."""
         def entry() -> tuple[int, int, int]:
-            pool = self.resource("pool", runtime.slots, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
+            pool = self.pool(runtime.slots, runtime.meter)
             host = self.spec.components[runtime.meter.name].host
-            kind, cpu = self.host(host) if host else (-1, 0)
+            kind, cpu, _ = self.host(host, 0) if host else (NONE, 0, 0)
             return pool, kind, cpu
         hier = self.resource("hier", runtime, entry)
         plan = runtime.plan(changed_parameter(runtime.graph, step.options, runtime.meter.name, stream))
@@ -340,18 +309,22 @@ class Compiler:
         at = len(self.code)
         self.holds[at] = (step.guard.name, step.target)
         if comp.kind == "threads":
-            pool = self.resource("pool", runtime, lambda: (float(runtime.slots.size), self.meter(runtime.meter)))
-            self.code += [HOLDP, pool] + ([GRANT, level] if self.recording else [])
-            self.body(step.body, self.host(_host(comp)))
-            self.code += [RELP, pool]
+            pool = self.pool(runtime.slots, runtime.meter, f"{step.target} full")
+            self.code += [HOLDP, pool, 0, self.threads] + ([GRANT, level] if self.recording else [])
+            self.threads += 1
+            self.body(step.body, self.host(_host(comp), comp.settings["priority"]))
+            self.threads -= 1
+            self.code += [RELP, pool, self.threads]
             if self.recording:
                 self.row(ROW_HOLD, level, step.guard.name, step.target)
+            self.code[at + 2] = len(self.code)  # a request turned away goes on here, failed
             return
         lock = self.resource("lock", runtime, lambda: (self.meter(runtime.meter),))
         per = comp.settings["per"]  # kinds.locks.LockKind.bind_hold: a global lock ignores the key
         key = -1 if per and step.key == "item" else -2 if per and step.key == "request" else \
             self.keys.setdefault(repr(step.key if per else None), len(self.keys))  # Ctx.item, Ctx.req.item
-        self.code += [HOLDL, lock, key] + ([GRANT, level] if self.recording else [])
+        rank = -scope[2] if comp.settings["order"] == "priority" else 0  # LockRuntime.acquire: (rank, seq)
+        self.code += [HOLDL, lock, key, rank] + ([GRANT, level] if self.recording else [])
         self.body(step.body, scope)
         self.code += [RELL, lock, key]
         if self.recording:
@@ -388,8 +361,33 @@ class Compiler:
                 continue
             name = self.queue_names[done]
             comp = self.spec.components[name]
-            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>", self.host(_host(comp)))
+            self.queues[done][4] = self.entry(comp.settings["handler"], f"components.{name}>",
+                                              self.host(_host(comp), comp.settings["priority"]))
             done += 1
+
+
+def _steps(body: tuple[Step, ...]) -> Any:
+    """Every step of ``body``, nested ones too."""
+    for step in body:
+        yield step
+        if isinstance(step, Choose):
+            for branch in step.branches:
+                yield from _steps(branch.body)
+        elif hasattr(step, "body"):
+            yield from _steps(step.body)  # type: ignore[union-attr]
+
+
+def _failing(spec: ModelSpec) -> bool:
+    """Whether a request can fail while it runs: a pool's full line turns it away, or it misses
+    a deadline that fails it."""
+    return any(c.kind == "threads" and c.settings["when_full"] == "drop" for c in spec.components.values()) or \
+        any(s.guard.deadline is not None and s.guard.on_miss == "fail"
+            for req in spec.requests.values() for s in _steps(req.body))
+
+
+def _fusible(step: Step) -> bool:
+    """``replication._fusible``: a CPU step without bytes or a deadline."""
+    return isinstance(step, Cpu) and step.bytes is None and step.guard.deadline is None
 
 
 def _host(comp: Any) -> str:
@@ -404,12 +402,3 @@ def _uniform() -> Any:
 
 
 _UNIFORM = _uniform()
-
-
-def _refill(sampler: Any) -> Any:
-    """The next block of a ``BlockSampler``'s stream: ``dist.sample(rng, BLOCK)`` itself (the C
-    loop reads its numbers as doubles, as ``tolist`` and Python's arithmetic would)."""
-    from simstack.engine.replication import BLOCK
-    return partial(sampler.dist.sample, sampler.rng, BLOCK)
-
-

@@ -311,6 +311,21 @@ class PriorityCpu:
             if ready:
                 self._fill(now)
 
+    def restore(self, running: list[tuple[int, float]], idle: list[float], levels: dict[int, tuple]) -> None:
+        """Take the state the native kernel kept (``engine.native``): the threads still running
+        (priority, when they last started), read by the levels at the end; when each idle core
+        fell idle; the levels that ran, with their meters' state (``Meter.restore``'s arguments)."""
+        for priority, started in running:
+            job = _Job(priority, 0, 0.0, started, None, None)
+            job.started = started
+            self._running.append(job)
+        if self._spinner is not None:
+            self._spinner.restore_idle(idle)
+        for priority, state in levels.items():
+            level = self._levels[priority] = LevelMeter(f"{self._name}[priority {priority}]", self.cores,
+                                                        self._running, priority)
+            level.restore(*state)
+
     def _queue_changed(self) -> None:
         meter = self.meter
         meter.queue = len(self._ready)

@@ -170,6 +170,10 @@ class IdleMeter(Meter):
         """A core falls idle: the spinner runs on it from ``now``."""
         self._idle.append(now)
 
+    def restore_idle(self, idle: list[float]) -> None:
+        """With ``restore``: when each idle core fell idle, as the native kernel kept it."""
+        self._idle = list(idle)
+
 
 @dataclass(frozen=True)
 class ResourceSummary:

@@ -15,8 +15,6 @@ from simstack.engine import kernel, native
 from simstack.testing.fingerprints import digest, load, runs, tables
 
 KNOWN = load()
-# outside the native kernel's subset (priority CPUs, periodic workloads, repeats, deadlines): SimPy runs them
-ON_SIMPY = {"slac_bsa", "slac_bsa_unrecorded"}
 
 
 @pytest.mark.parametrize("which", ["native", "simpy"])
@@ -26,8 +24,7 @@ def test_model_fingerprint_unchanged(name: str, which: str, monkeypatch: pytest.
         pytest.skip("native kernel not built here")
     monkeypatch.setenv(kernel.ENV, "" if which == "native" else "simpy")
     result = runs()[name]()
-    assert result.kernel == "native" if which == "native" and name not in ON_SIMPY else result.kernel.startswith(
-        "SimPy ("), result.kernel
+    assert result.kernel == "native" if which == "native" else result.kernel.startswith("SimPy ("), result.kernel
     assert digest(tables(result)) == KNOWN[name], (
         f"{name}: summary tables differ from tests/data/fingerprints.json for the same seed ({result.kernel})")
 

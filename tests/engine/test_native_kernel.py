@@ -96,6 +96,114 @@ MODELS = {
                             "submit": [{"send": "jobs"}, {"delay": "const(0.01)"}, {"send": "audit"}]},
                "workloads": {"users": {"type": "closed", "request": "submit", "clients": 4, "think": "exp(0.5)"},
                              "burst": {"type": "open", "request": "submit", "interarrival": "const(0.4)"}}},
+    # fixed repeats: written out and fused with the CPU steps around them on a ps host, a named
+    # one (a stage) around a lock on a fifo host, one nested in another, one of no passes
+    "repeats": {"hosts": {"app": {"cores": 2, "discipline": "ps"}, "db": {"cores": 1, "discipline": "fifo"}},
+                "components": {"gil": {"kind": "lock"}, "pool": {"kind": "threads", "host": "db", "size": 2}},
+                "requests": {"op": {"host": "app", "steps": [
+                    {"cpu": "exp(0.01)"}, {"repeat": 3, "steps": [{"cpu": "exp(0.005)"}, {"cpu": "const(0.002)"}]},
+                    {"cpu": "const(0.001)"}, {"repeat": 0, "steps": [{"cpu": "exp(1)"}]},
+                    {"call": "sync"}]},
+                    "sync": [{"hold": "pool", "steps": [
+                        {"name": "passes", "repeat": 2, "steps": [
+                            {"hold": "gil", "steps": [{"cpu": "exp(0.004)"}, {"repeat": 2, "steps": [
+                                {"delay": "exp(0.001)"}]}]}]}]}]},
+                "workloads": {"users": {"type": "closed", "request": "op", "clients": 6, "think": "exp(0.05)"}}},
+    # periodic ticks: two rates whose ticks coincide to the bit, copies (their items) started at
+    # once or after a drawn jitter, a tick count, a phase
+    "periodic": {"hosts": {"ioc": {"cores": 1, "discipline": "fifo"}},
+                 "components": {"dev": {"kind": "lock", "per": "device"}, "pool": {"kind": "threads", "host": "ioc",
+                                                                                   "size": 2}},
+                 "requests": {"fiducial": [{"hold": "pool", "steps": [{"cpu": "exp(0.0005)"}]}],
+                              "update": [{"hold": "dev", "key": "item", "steps": [
+                                  {"hold": "pool", "steps": [{"cpu": "exp(0.0003)"}]}]}]},
+                 "workloads": {"fiducials": {"type": "periodic", "request": "fiducial", "frequency": "360Hz"},
+                               "beam": {"type": "periodic", "request": "update", "frequency": "120Hz", "copies": 4},
+                               "late": {"type": "periodic", "request": "update", "period": "0.1s", "phase": "0.05s",
+                                        "jitter": "exp(0.002)", "copies": 3, "count": 300}}},
+    # priority-ordered locks: waiters by the priority of the threads they run on (pools of two
+    # priorities, a request's own), then first come; global and per key, with a FIFO lock beside
+    "prio_locks": {"hosts": {"app": {"cores": 2, "discipline": "ps"}, "io": {"cores": 1, "discipline": "fifo"}},
+                   "components": {"hi": {"kind": "threads", "host": "app", "size": 2, "priority": 5},
+                                  "lo": {"kind": "threads", "host": "io", "size": 4, "priority": 1},
+                                  "db": {"kind": "lock", "order": "priority"},
+                                  "dev": {"kind": "lock", "per": "device", "order": "priority"},
+                                  "log": {"kind": "lock"}},
+                   "requests": {"fast": [{"hold": "hi", "steps": [{"hold": "db", "steps": [{"cpu": "exp(0.02)"}]},
+                                                                  {"hold": "dev", "key": "item", "steps": [
+                                                                      {"cpu": "const(0.01)"}]}]}],
+                                "slow": [{"hold": "lo", "steps": [{"hold": "db", "steps": [
+                                    {"cpu": "exp(0.03)"}, {"hold": "dev", "key": "item", "steps": [
+                                        {"delay": "exp(0.02)"}]}]},
+                                    {"hold": "log", "steps": [{"cpu": "const(0.005)"}]}]}],
+                                "admin": {"host": "io", "priority": 9, "steps": [
+                                    {"hold": "db", "steps": [{"cpu": "const(0.01)"}]}]}},
+                   "workloads": {"f": {"type": "open", "request": "fast", "rate": 12.0},
+                                 "s": {"type": "closed", "request": "slow", "clients": 6, "think": "exp(0.1)"},
+                                 "a": {"type": "open", "request": "admin", "interarrival": "const(0.5)"}}},
+    # pools that turn work away when their line is full: the request fails ("front full") and its
+    # steps end at the next step of each sequence around (a parallel branch's too), holds given back
+    "drops": {"hosts": {"app": {"cores": 1, "discipline": "ps"}, "io": {"cores": 1, "discipline": "fifo"}},
+              "components": {"front": {"kind": "threads", "host": "app", "size": 1, "queue_capacity": 2,
+                                       "when_full": "drop"},
+                             "back": {"kind": "threads", "host": "io", "size": 2, "queue_capacity": 1,
+                                      "when_full": "drop"},
+                             "gil": {"kind": "lock"}},
+              "requests": {"op": [{"delay": "exp(0.01)"},
+                                  {"hold": "front", "steps": [{"cpu": "exp(0.05)"}, {"cpu": "const(0.01)"},
+                                                              {"hold": "gil", "steps": [{"cpu": "exp(0.01)"}]}]},
+                                  {"delay": "const(0.01)"},
+                                  {"parallel": {"count": 3, "limit": 2}, "steps": [
+                                      {"hold": "back", "steps": [{"cpu": "exp(0.02)"}, {"delay": "exp(0.01)"}]},
+                                      {"delay": "const(0.005)"}]},
+                                  {"repeat": 2, "steps": [{"delay": "const(0.001)"}, {"call": "sub"}]}],
+                           "sub": [{"hold": "back", "steps": [{"cpu": "exp(0.01)"}]}, {"delay": "const(0.002)"}]},
+              "workloads": {"a": {"type": "open", "request": "op", "rate": 12.0},
+                            "b": {"type": "closed", "request": "op", "clients": 5, "think": "exp(0.05)"}}},
+    # deadlines from the request's start: a CPU step's miss fails the request (its later steps
+    # skipped), a named stage's and a hold's misses are only recorded; on a ps host (fused steps
+    # around them) with a pool that turns work away
+    "deadlines": {"hosts": {"app": {"cores": 1, "discipline": "ps"}},
+                  "components": {"pool": {"kind": "threads", "host": "app", "size": 2, "queue_capacity": 3,
+                                          "when_full": "drop"}},
+                  "requests": {"op": {"host": "app", "steps": [
+                      {"cpu": "exp(0.01)"},
+                      {"name": "match", "cpu": "exp(0.005)", "deadline": "30ms", "on_miss": "fail"},
+                      {"cpu": "const(0.002)"},
+                      {"name": "stage", "deadline": "80ms", "steps": [
+                          {"hold": "pool", "deadline": "60ms", "steps": [{"cpu": "exp(0.01)"}]},
+                          {"delay": "const(0.001)"}]},
+                      {"cpu": "exp(0.003)"}]}},
+                  "workloads": {"a": {"type": "open", "request": "op", "rate": 30.0},
+                                "b": {"type": "closed", "request": "op", "clients": 2, "think": "exp(0.1)"}}},
+    # priority cores (SCHED_FIFO): threads of pools at three priorities and a request's own on one
+    # core with an idle spinner (preemption, a thread keeping its core between steps, fused steps),
+    # on two cores without; a priority lock between them, a pool that turns work away
+    "priority": {"hosts": {"ioc": {"cores": 1, "discipline": "priority", "idle_spinner": 1},
+                           "two": {"cores": 2, "discipline": "priority"}},
+                 "components": {"evr": {"kind": "threads", "host": "ioc", "size": 1, "priority": 90},
+                                "cb": {"kind": "threads", "host": "ioc", "size": 2, "priority": 70,
+                                       "queue_capacity": 20, "when_full": "drop"},
+                                "low": {"kind": "threads", "host": "two", "size": 3, "priority": 10},
+                                "mid": {"kind": "threads", "host": "two", "size": 2, "priority": 40},
+                                "db": {"kind": "lock", "order": "priority"}},
+                 "requests": {"tick": [{"hold": "evr", "steps": [{"cpu": "const(0.0002)"}]}],
+                              "update": [{"delay": "const(0.00002)"},
+                                         {"hold": "cb", "steps": [
+                                             {"cpu": "exp(0.0001)"}, {"cpu": "exp(0.0002)"},
+                                             {"hold": "db", "steps": [{"cpu": "exp(0.0003)"}, {"delay": "exp(0.0001)"},
+                                                                      {"cpu": "const(0.0001)"}]},
+                                             {"repeat": 2, "steps": [{"cpu": "exp(0.0001)"}]}]}],
+                              "batch": [{"hold": "low", "steps": [{"cpu": "exp(0.01)"}, {"delay": "exp(0.002)"},
+                                                                  {"cpu": "exp(0.004)"}]},
+                                        {"hold": "mid", "steps": [{"cpu": "exp(0.003)"}, {"hold": "db", "steps": [
+                                            {"delay": "const(0.0005)"}]}]}],
+                              "admin": {"host": "ioc", "priority": 80, "steps": [{"cpu": "exp(0.0004)"},
+                                                                                {"cpu": "const(0.0001)"}]}},
+                 "workloads": {"fiducials": {"type": "periodic", "request": "tick", "frequency": "360Hz"},
+                               "beam": {"type": "periodic", "request": "update", "frequency": "120Hz", "copies": 8},
+                               "jobs": {"type": "closed", "request": "batch", "clients": 6, "think": "exp(0.01)"},
+                               "ops": {"type": "open", "request": "admin", "rate": 50.0}}},
     # a settings hierarchy (a DAG with shared parents) recalculated on few threads by trims of
     # two levels at once, on a fifo host and as elapsed time
     "hierarchy": {"hosts": {"calc": {"cores": 2, "discipline": "fifo"}},
@@ -114,9 +222,11 @@ MODELS = {
 def _run(monkeypatch: pytest.MonkeyPatch, which: str, model: str, record: str,
          steps: bool = False) -> simstack.RunResult:
     monkeypatch.setenv(kernel.ENV, which)
-    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0}.get(model, 400.0)
+    horizon = {"mm1": None, "threads": 100.0, "hierarchy": 60.0, "periodic": 40.0, "prio_locks": 100.0,
+               "drops": 100.0, "deadlines": 100.0, "priority": 24.0,
+               "repeats": 100.0}.get(model, 400.0)
     if steps:  # shorter: a row per step
-        horizon = {"mm1": None, "threads": 30.0}.get(model, 60.0)
+        horizon = {"mm1": None, "threads": 30.0, "periodic": 25.0, "priority": 22.0}.get(model, 60.0)
     return simstack.simulate(build_spec(MODELS[model], None), seed=7, replications=2, horizon=horizon,
                              warmup=20.0, record_steps=steps, record=record)
 
@@ -133,10 +243,12 @@ def test_native_tables_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, 
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
     pd.testing.assert_frame_equal(fast.accounting, reference.accounting, check_exact=True)
     pd.testing.assert_frame_equal(fast.summary(), reference.summary(), check_exact=True)
+    pd.testing.assert_frame_equal(fast.deadlines, reference.deadlines, check_exact=True)
 
 
 @needs_native
-@pytest.mark.parametrize("model", ["central", "fanout", "hierarchy", "queues", "threads"])
+@pytest.mark.parametrize("model", ["central", "deadlines", "drops", "fanout", "hierarchy", "periodic", "prio_locks",
+                                   "priority", "queues", "repeats", "threads"])
 def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     """Steps recorded: the step table (CPU steps, station, link, database and hierarchy calls,
     holds, named stages and sub-requests) row for row, in the same order, to the last bit."""
@@ -147,6 +259,7 @@ def test_recorded_steps_equal_simpy_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
     pd.testing.assert_frame_equal(fast.steps, reference.steps, check_exact=True)
     pd.testing.assert_frame_equal(fast.requests, reference.requests, check_exact=True)
     pd.testing.assert_frame_equal(fast.resources, reference.resources, check_exact=True)
+    pd.testing.assert_frame_equal(fast.deadlines, reference.deadlines, check_exact=True)
 
 
 @needs_native
@@ -177,32 +290,44 @@ def test_holds_still_waiting_at_the_end_are_listed_as_on_simpy(monkeypatch: pyte
     ("cms_conditions", {"seed": 2}, True),
     ("pipeline", {"seed": 3, "horizon": 10.0, "warmup": 2.0}, True),
     ("gsi_fair", {"seed": 4, "horizon": 30.0, "warmup": 5.0}, True),
+    # priority cores with the idle spinner, priority locks, dropping pools, periodic beams, deadlines
+    ("slac_bsa", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, False),
+    ("slac_bsa:prototype_32core", {"seed": 5, "horizon": 1.0, "warmup": 0.1}, True),
+    ("slac_bsa:prototype_1core", {"seed": 6, "horizon": 0.4, "warmup": 0.1, "parameters": {"n_pvs": 300}}, False),
+    ("slac_bsa:calibration", {"seed": 6, "horizon": 1.0, "warmup": 0.1, "parameters": {"n_pvs": 60}}, False),
 ])
 def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[str, Any], steps: bool,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A whole facility model on both kernels, steps recorded or not (then CPU steps fuse):
     every table the same to the last bit."""
-    spec = simstack.load_model(model)
+    name, _, scenario = model.partition(":")
+    settings = dict(settings)
+    spec = simstack.load_model(name, scenario=scenario or None, parameters=settings.pop("parameters", None))
     runs = []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
         runs.append(simstack.simulate(spec, replications=2, record_steps=steps, **settings))
     assert runs[1].kernel == "native"
     assert not steps or len(runs[0].steps) > 100
-    for table in ("requests", "resources", "accounting", "steps"):
+    for table in ("requests", "resources", "accounting", "steps", "deadlines"):
         pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
 
 
 @needs_native
-@pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0]])
+@pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0],
+                                  [29, 9, 5], [29, 1, 5], [30, 0, 0, -1, 5], [6, 2, 0, 0, -1, 0, 7, 5],
+                                  [7, 0, 0, 2, 0, 0, 5]])
 def test_the_loop_refuses_code_it_could_not_run_safely(code: list[int]) -> None:
     """An unknown opcode, an operand out of its array, a jump into an instruction or a body that
-    runs off the end: a ValueError (the first four before the loop starts), never a wild read."""
+    runs off the end, a failure check jumping out of the code or into an instruction, a deadline
+    without its constant, CPU work on a priority host that is not there, a fused CPU job's
+    stream missing: a ValueError (all but the fifth and sixth before the loop starts), never a
+    wild read."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [(1, 1.0, None)],
-                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+        eventloop.run(code, [], [False], [(1.0, 1.0, 0)], [], [], [], [], [], [], [], [], [(1, 1.0, None)],
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
 @needs_native
@@ -211,8 +336,9 @@ def test_the_loop_refuses_a_malformed_hierarchy_plan(plan: tuple) -> None:
     """A child out of the plan, starts that do not cover the children: refused before the run."""
     from simstack.engine import eventloop  # type: ignore[attr-defined]
     with pytest.raises(ValueError):
-        eventloop.run([5], [], [False], [], [], [(1.0, 0)], [], [], [], [(0, -1, 0)], [plan], [(1, 1.0, None)],
-                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1)], 3.0, 0.0)
+        eventloop.run([5], [], [False], [], [], [], [(1.0, 0, float("inf"), 0)], [], [], [], [(0, -1, 0)], [plan],
+                      [(1, 1.0, None)],
+                      [(False, 0, 0, 0, 1.0, 0.0, [0], -1, 0)], 3.0, 0.0)
 
 
 def test_outside_the_subset_falls_back_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
