@@ -52,6 +52,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))  # the service module beside this script
 
+from otel_blocks import Case, keep_spans, measure_blocks, paired_ratio  # noqa: E402
 from otel_client import Remote, drive_records  # noqa: E402
 from scipy import stats  # noqa: E402
 
@@ -75,10 +76,25 @@ class Outcome:
     measured: float
     measured_half_width: float  # by batch means
     independent_half_width: float  # as if the responses were independent (too narrow: for comparison)
+    base: float  # the measured load's measured mean (s): the ratios' denominator
+    paired_ratio: float | None = None  # alternating blocks: the mean of the per-round ratios to the base
+    paired_half_width: float = 0.0  # its 95 % half-width over the rounds
+
+    @property
+    def predicted_ratio(self) -> float:
+        return self.predicted / self.base
+
+    @property
+    def measured_ratio(self) -> float:
+        return self.measured / self.base if self.paired_ratio is None else self.paired_ratio
 
     @property
     def holds(self) -> bool:
-        return abs(self.predicted - self.measured) <= self.half_width + self.measured_half_width
+        """Consecutive phases: the means' intervals; alternating blocks: the ratios', the prediction's
+        interval taken relative to the base."""
+        if self.paired_ratio is None:
+            return abs(self.predicted - self.measured) <= self.half_width + self.measured_half_width
+        return abs(self.predicted_ratio - self.paired_ratio) <= self.half_width / self.base + self.paired_half_width
 
 
 def _mean_ci(values: np.ndarray) -> tuple[float, float]:
@@ -149,36 +165,87 @@ def predict(folder: Path, doc: dict[str, Any], *, scale: float = 1.0, workers: i
     return _mean_ci(means)
 
 
+def drafted_model(src: Path, folder: Path) -> dict[str, Any]:
+    """``simstack import`` of the base's spans into ``folder``, the critical section refined into
+    a lock; the draft's stretch line is printed (slow stretches drafted as modes or not)."""
+    spans = read_otlp(src)
+    graph = call_graph(spans, src.name)
+    write_draft(draft(graph, "gateway_draft"), graph, folder, src.name)
+    for line in (folder / "NOTES.md").read_text().splitlines():
+        if line.startswith("Holds of"):
+            print(line)
+    doc = yaml.safe_load((folder / "model.yaml").read_text())
+    refine_lock(doc, uncontended(spans, "critical section"))
+    return doc
+
+
 def run(out: Path, *, rate: float, duration: float, workers: int, fresh: bool = False) -> list[Outcome]:
     """The base, the draft and the three what-ifs. Each what-if is measured under the arrivals the
     draft replays (the base's Poisson draws; twice the load: the same draws at twice the rate for
     half the time), so prediction and measurement differ by the model, not by one path of
     arrivals against another; ``fresh``: each under arrivals of its own (seeds 2, 3, 4)."""
     base = measure(out / "base", rate=rate, duration=duration, workers=workers, lock=True, seed=1)
-    src = out / "base" / "traces.jsonl"
-    spans = read_otlp(src)
-    graph = call_graph(spans, src.name)
-    drafted = draft(graph, "gateway_draft")
-    write_draft(drafted, graph, out / "draft", src.name)
-    for line in (out / "draft" / "NOTES.md").read_text().splitlines():
-        if line.startswith("Holds of"):  # slow stretches in the base's holds, drafted as modes or not
-            print(line)
-    doc = yaml.safe_load((out / "draft" / "model.yaml").read_text())
-    refine_lock(doc, uncontended(spans, "critical section"))
+    doc = drafted_model(out / "base" / "traces.jsonl", out / "draft")
     simulated_base, base_hw = predict(out / "draft", doc)
     offset = base.mean_ci()[0] - simulated_base  # the client's side of the HTTP round trip no span covers
     twice = {"rate": 2 * rate, "duration": duration if fresh else duration / 2}
     cases = [("twice the load", {"scale": 0.5}, twice),
              ("twice the workers", {"workers": 2 * workers}, {"workers": 2 * workers}),
              ("the lock removed", {"lock": False}, {"lock": False})]
+    base_mean = base.mean_ci()[0]
     outcomes = [Outcome("measured load", simulated_base + offset, base_hw, *base.mean_ci(),
-                        base.independent_half_width())]
+                        base.independent_half_width(), base_mean)]
     for i, (name, model_change, service_change) in enumerate(cases, start=2):
         predicted, hw = predict(out / "draft", doc, **model_change)  # type: ignore[arg-type]
         settings = {"rate": rate, "duration": duration, "workers": workers, "lock": True, **service_change}
         measured = measure(out / f"case{i}", seed=i if fresh else 1, **settings)  # type: ignore[arg-type]
         outcomes.append(Outcome(name, predicted + offset, hw, *measured.mean_ci(),
-                                measured.independent_half_width()))
+                                measured.independent_half_width(), base_mean))
+    return outcomes
+
+
+CASES = ("twice the load", "twice the workers", "the lock removed")
+
+
+def run_alternating(out: Path, *, rate: float, block: float, rounds: int, workers: int, warmup: float = 1.0,
+                    seed: int = 1) -> list[Outcome]:
+    """The base and the three what-ifs in alternating blocks (``otel_blocks``): each round one
+    block of each, in an order shuffled per round, the blocks of a round under the same arrival
+    draws (twice the load: compressed to twice the rate, for half the block). The draft is made
+    from the base blocks' kept spans only, pooled; each what-if is predicted from it as in ``run``
+    and its measured ratio to the base is the mean of the per-round paired ratios."""
+    cases = [Case("base", workers), Case("twice the load", workers, scale=0.5),
+             Case("twice the workers", 2 * workers), Case("the lock removed", workers, lock=False)]
+    blocks = measure_blocks(out, cases, rate=rate, block=block, warmup=warmup, rounds=rounds, seed=seed,
+                            work=WORK, critical=CRITICAL)
+    print(f"slowest service start {blocks.start_s:.2f} s (what a restart per block would cost; each case "
+          "keeps its service for the run)")
+    (out / "draft_spans").mkdir(parents=True, exist_ok=True)
+    src = out / "draft_spans" / "traces.jsonl"
+    keep_spans(out / "base" / "traces.jsonl", src, {r.stamp for r in blocks.records["base"]})
+    doc = drafted_model(src, out / "draft")
+
+    def measured(name: str) -> Measured:
+        records = blocks.records[name]
+        due = np.array([r.due for r in records])
+        return Measured(due - due[0], np.array([r.done - r.due for r in records]))
+
+    base = measured("base")
+    base_mean, base_measured_hw = base.mean_ci()
+    simulated_base, base_hw = predict(out / "draft", doc)
+    offset = base_mean - simulated_base  # the client's side of the HTTP round trip no span covers
+    outcomes = [Outcome("measured load", simulated_base + offset, base_hw, base_mean, base_measured_hw,
+                        base.independent_half_width(), base_mean, 1.0, 0.0)]
+    changes = {"twice the load": {"scale": 0.5}, "twice the workers": {"workers": 2 * workers},
+               "the lock removed": {"lock": False}}
+    for name in CASES:
+        predicted, hw = predict(out / "draft", doc, **changes[name])  # type: ignore[arg-type]
+        m = measured(name)
+        ratio, ratio_hw = paired_ratio(blocks.means[name], blocks.means["base"])
+        outcomes.append(Outcome(name, predicted + offset, hw, *m.mean_ci(), m.independent_half_width(),
+                                base_mean, ratio, ratio_hw))
+    for name, means in blocks.means.items():
+        print(f"  per round, {name:18}", " ".join(f"{1e3 * v:6.2f}" for v in means), "ms")
     return outcomes
 
 
@@ -188,18 +255,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--block", type=float, default=10.0, help="s per block (alternating design)")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of blocks (alternating design)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="s discarded at each block's start")
+    parser.add_argument("--seed", type=int, default=1, help="the rounds' orders and arrival draws")
+    parser.add_argument("--consecutive", action="store_true",
+                        help="the old design: the base, then each what-if, one phase of --duration s each")
     parser.add_argument("--fresh-arrivals", action="store_true",
-                        help="measure each what-if under arrivals of its own, not the ones the draft replays")
+                        help="(consecutive) each what-if under arrivals of its own, not the ones the draft replays")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="otel_real_system_"))
-    outcomes = run(out, rate=args.rate, duration=args.duration, workers=args.workers, fresh=args.fresh_arrivals)
-    base = outcomes[0].measured
-    print(f"{'case':20} {'predicted ms':>14} {'measured ms':>14} {'pred/base':>10} {'meas/base':>10}  holds  "
+    if args.consecutive:
+        outcomes = run(out, rate=args.rate, duration=args.duration, workers=args.workers, fresh=args.fresh_arrivals)
+    else:
+        outcomes = run_alternating(out, rate=args.rate, block=args.block, rounds=args.rounds, workers=args.workers,
+                                   warmup=args.warmup, seed=args.seed)
+    print(f"{'case':20} {'predicted ms':>14} {'measured ms':>14} {'pred/base':>14} {'meas/base':>14}  holds  "
           "(measured ± as if independent)")
     for o in outcomes:
+        ratio_hw = f"±{o.paired_half_width:4.2f}" if o.paired_ratio is not None else " " * 5
         print(f"{o.name:20} {o.predicted * 1e3:8.2f} ±{o.half_width * 1e3:5.2f} {o.measured * 1e3:8.2f} "
-              f"±{o.measured_half_width * 1e3:5.2f} {o.predicted / base:10.2f} {o.measured / base:10.2f}  "
-              f"{o.holds!s:5}  (±{o.independent_half_width * 1e3:.2f})")
+              f"±{o.measured_half_width * 1e3:5.2f} {o.predicted_ratio:8.2f} ±{o.half_width / o.base:4.2f} "
+              f"{o.measured_ratio:8.2f} {ratio_hw}  {o.holds!s:5}  (±{o.independent_half_width * 1e3:.2f})")
     print(f"(draft and spans in {out})")
     return 0 if all(o.holds for o in outcomes) else 1
 
