@@ -3,33 +3,43 @@ three what-ifs, measure them, and say whether each prediction's interval holds t
 
     make bench-otel                      # its own venv with opentelemetry-sdk, then the run below
     SIMSTACK_OTEL_PYTHON=.venv-otel/bin/python .venv/bin/python benchmarks/otel_real_system.py \
-        [--rate 60] [--duration 20] [--workers 2] [--out DIR] [--fresh-arrivals]
+        [--rate 60] [--workers 2] [--rounds 6] [--block 10] [--warmup 1] [--seed 1] [--out DIR]
+        [--consecutive [--duration 20] [--fresh-arrivals]]
 
 The service runs in a child process under ``SIMSTACK_OTEL_PYTHON`` (default: this interpreter),
 the only one that needs ``opentelemetry-sdk``; this driver needs simstack only.
 
 1. The service of ``benchmarks/otel_service.py`` (a pool of ``--workers`` threads, an
    exponential 8 ms of work, a 2 ms critical section under a global lock, a SQLite read) runs on
-   127.0.0.1 under Poisson load at ``--rate`` for ``--duration`` seconds; its spans are written
-   as OTLP JSON and the client records every response time.
-2. ``simstack import`` drafts the model from the spans (with two operating modes when the
-   base's worker holds come in slow stretches: docs/otel.md). The client stamps each request with
-   ``X-Request-Start`` (as a front end does) and the service captures it on its server span, so
-   the draft's arrivals are the receive times and its pool holds the worker's hand-off (docs/otel.md).
-   The draft's critical section is a measured delay (lock waits included); for the lock what-if
-   it is refined as a user would (docs/otel.md): a ``lock`` component held for the mean of the
-   critical sections that began while no other was open (they did not wait for the lock).
+   127.0.0.1 under Poisson load at ``--rate``; its spans are written as OTLP JSON and the client
+   records every response time. By default (``otel_blocks``) the base and the three what-ifs
+   are measured in alternating blocks: ``--rounds`` rounds of one ``--block`` s block each, in an
+   order shuffled per round, each block's first ``--warmup`` s discarded, so that the shared
+   machine's disturbances fall on every case alike; ``--consecutive``: the base, then each
+   what-if, one ``--duration`` s phase each (the design before; a disturbance in one phase
+   decides its ratio).
+2. ``simstack import`` drafts the model from the base's spans (the base blocks' kept spans,
+   pooled; with two operating modes when the base's worker holds come in slow stretches:
+   docs/otel.md). The client stamps each request with ``X-Request-Start`` (as a front end does)
+   and the service captures it on its server span, so the draft's arrivals are the receive
+   times and its pool holds the worker's hand-off (docs/otel.md). The draft's critical section
+   is a measured delay (lock waits included); for the lock what-if it is refined as a user
+   would (docs/otel.md): a ``lock`` component held for the mean of the critical sections that
+   began while no other was open (they did not wait for the lock).
 3. Each what-if (twice the load: the recorded arrivals replayed at ``scale: 0.5``; twice the
    workers; the lock removed) is simulated (10 replications) and measured on the service, under
    the same Poisson draws as the base (twice the load: the same draws at twice the rate, for
-   half the time: the arrivals the draft replays), or with ``--fresh-arrivals`` under draws of
-   its own, where one 20 s path against another moves the mean wait at twice the load by a
-   standard deviation of 1.3-1.6 ms (benchmarks/README.md).
+   half the time: the arrivals the draft replays; in blocks, each round's draws of its own), or
+   with ``--consecutive --fresh-arrivals`` under draws of its own, where one 20 s path against
+   another moves the mean wait at twice the load by a standard deviation of 1.3-1.6 ms
+   (benchmarks/README.md).
 
 The client's response time includes the HTTP round trip that no span covers; the offset
 between the measured and the simulated mean at the measured load is added to every
 prediction (calibrated once, at the load that was measured). A prediction holds when its 95 %
-interval, widened by the measured mean's own 95 % half-width, contains the measured mean. The
+interval, widened by the measured mean's own 95 % half-width, contains the measured mean; in
+blocks, when the predicted ratio to the base is within the paired ratio's interval over the
+rounds widened by the prediction's relative half-width (``otel_blocks``: why paired). The
 measured mean's interval is by batch means over 1 s of arrivals (Student's t): responses that
 queue behind one another are correlated, and an interval that treats them as independent is
 several times too narrow near saturation (benchmarks/README.md, A real system in the loop).
