@@ -26,7 +26,7 @@ pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'
 
 from simstack.testing.raycluster import LocalCluster, Node, wheel_python  # noqa: E402
 
-pytestmark = pytest.mark.slow  # starts a three-node Ray cluster and builds the wheel
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # starts a three-node Ray cluster and builds the wheel
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "mm1_study"
 SIMSTACK = Path(sys.executable).parent / "simstack"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.slow  # three sweeps of a few simulated minutes each
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # three sweeps of a few simulated minutes each
 
 SWEEP = ("-m", "model=pipeline", "+parameters.consoles=2,4,6", "sim.replications=1", "sim.horizon=400",
          "sim.warmup=0", "output.tables=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")

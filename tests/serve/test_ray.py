@@ -52,6 +52,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a Ray cluster of its own (the command line's Ray runs are in make test: tests/cli/test_ray.py)
 def test_the_precise_answer_on_ray_is_the_same_as_in_the_worker(cluster: str) -> None:
     from simstack.engine.raypool import RayCluster
 

@@ -84,9 +84,11 @@ QUEUES = {
     "M/M/1 sojourn": (_mm1, 1.0 / (MU - LAM), mm1_sojourn_quantile(LAM, MU, 0.9), 2301, 4601),
     "M/M/3 wait": (_mmc, mmc_mean_wait(LAM_C, MU_C, C), mmc_wait_quantile(LAM_C, MU_C, C, 0.9), 2302, 4602),
 }
+# M/M/1 in every run; the M/M/3 grid (about 45 s of CPU) in the long tier (`make test-long`)
+CASES = [pytest.param(name, marks=pytest.mark.long) if name == "M/M/3 wait" else name for name in QUEUES]
 
 
-@pytest.fixture(scope="module", params=list(QUEUES))
+@pytest.fixture(scope="module", params=CASES)
 def replicated(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Interval]]]:
     """Per seed: the intervals from 10 independent replications of 1,000 customers."""
     name = request.param
@@ -104,7 +106,7 @@ def replicated(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Inte
     return name, out
 
 
-@pytest.fixture(scope="module", params=list(QUEUES))
+@pytest.fixture(scope="module", params=CASES)
 def batched(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Interval]]]:
     """Per seed: the intervals from one run of 20,000 customers, by batches."""
     name = request.param
