@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simstack.load.otel import stretches
 from simstack.load.otel.otlp import read_otlp
 
 SHUFFLES = 50
@@ -52,18 +53,9 @@ def lag1(x: np.ndarray) -> float:
 
 
 def window_means(start: np.ndarray, hold: np.ndarray, window: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per window of ``window`` s of starts (windows with at least 5 holds): mean hold, count."""
-    index = np.floor(start / window).astype(int)
-    counts = np.bincount(index)
-    sums = np.bincount(index, weights=hold)
-    keep = counts >= 5
-    return sums[keep] / counts[keep], counts[keep]
-
-
-def dispersion(means: np.ndarray, counts: np.ndarray, hold: np.ndarray) -> float:
-    """Variance of the window means over what independent holds give (var / n per window)."""
-    expected = float(np.mean(hold.var(ddof=1) / counts))
-    return float(means.var(ddof=1) / expected)
+    """Per window of ``window`` s of starts (the importer's windows, of enough holds): mean hold, count."""
+    _, means, counts = stretches.window_means(np.floor(start / window).astype(np.int64), hold)
+    return means, counts
 
 
 def fifo_wait(arrivals: np.ndarray, holds: np.ndarray, servers: int) -> float:
@@ -110,7 +102,7 @@ def report(path: Path, window: float, rng: np.random.Generator, *, shuffles: int
     null = []
     for _ in range(null_shuffles):
         shuffled = rng.permutation(hold)
-        null.append(dispersion(*window_means(start, shuffled, window), shuffled))
+        null.append(stretches.variance_ratio(*window_means(start, shuffled, window), shuffled))
     servers = servers_of(start, hold)
     out = {"holds": float(hold.size), "mean hold ms": 1e3 * float(hold.mean()),
            "squared CV": float(hold.var() / hold.mean() ** 2), "servers": float(servers),
@@ -118,7 +110,7 @@ def report(path: Path, window: float, rng: np.random.Generator, *, shuffles: int
            f"{window:g} s windows": float(means.size),
            "window means' lag-1 autocorrelation": lag1(means), "+- independent (windows)": 1.96 / np.sqrt(means.size),
            "window means' CV %": 100 * float(means.std(ddof=1) / means.mean()),
-           "variance ratio": dispersion(means, counts, hold),
+           "variance ratio": stretches.variance_ratio(means, counts, hold),
            "variance ratio, shuffled 2.5 %": float(np.quantile(null, 0.025)),
            "variance ratio, shuffled 97.5 %": float(np.quantile(null, 0.975))}
     out.update(by_load(received, start, hold))

@@ -55,14 +55,17 @@ class Stretches:
         return int((start_ns - self.origin_ns) // int(WINDOW * 1e9)) not in self.slow_windows
 
 
-def _windows(index: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def window_means(index: np.ndarray, hold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The windows (of ``index``, each hold's window number) with at least ``MIN_PER_WINDOW``
+    holds: their numbers, mean holds and counts."""
     counts = np.bincount(index)
     sums = np.bincount(index, weights=hold)
     keep = np.flatnonzero(counts >= MIN_PER_WINDOW)
     return keep, sums[keep] / counts[keep], counts[keep]
 
 
-def _ratio(means: np.ndarray, counts: np.ndarray, hold: np.ndarray) -> float:
+def variance_ratio(means: np.ndarray, counts: np.ndarray, hold: np.ndarray) -> float:
+    """The variance of the window means over what independent holds give (var / n per window)."""
     return float(means.var(ddof=1) / np.mean(hold.var(ddof=1) / counts))
 
 
@@ -111,16 +114,16 @@ def find_stretches(service: str, holds: list[tuple[int, float]], seed: int = 1) 
     index = np.array([(t - origin) // int(WINDOW * 1e9) for t, _ in holds], dtype=np.int64)
     hold = np.array([h for _, h in holds], dtype=float)
     logs = np.log(np.maximum(hold, 1e-9))
-    keep, means, counts = _windows(index, logs) if holds else (np.array([]), np.array([]), np.array([]))
+    keep, means, counts = window_means(index, logs) if holds else (np.array([]), np.array([]), np.array([]))
     if means.size < MIN_WINDOWS:
         return Stretches(service, int(means.size), float("nan"), float("nan"), False, origin_ns=origin)
-    ratio = _ratio(means, counts, logs)
+    ratio = variance_ratio(means, counts, logs)
     rng = np.random.default_rng(seed)
     reached = 0
     for _ in range(SHUFFLES):
         shuffled = rng.permutation(logs)
-        _, m, c = _windows(index, shuffled)
-        reached += _ratio(m, c, shuffled) >= ratio
+        _, m, c = window_means(index, shuffled)
+        reached += variance_ratio(m, c, shuffled) >= ratio
     p_value = (1 + reached) / (1 + SHUFFLES)
     slow = _two_classes(means)
     if p_value > LEVEL or slow.sum() < 2 or (~slow).sum() < 2:
