@@ -81,7 +81,7 @@ class Environment:
 
 
 def read_environment(raw: object, open_workloads: AbstractSet[str], pools: AbstractSet[str],
-                     hosts: AbstractSet[str] = frozenset()) -> Environment:
+                     hosts: AbstractSet[str]) -> Environment:
     """The ``environment:`` section; ``open_workloads`` are the ones a mode's ``load`` may name,
     ``pools`` the thread pools and semaphores of fixed size its ``sizes`` may set, ``hosts`` the
     hosts its ``speed`` may slow."""
