@@ -28,8 +28,10 @@ enum {
     OP_XFER = 9, OP_HOLDP = 10, OP_RELP = 11, OP_HOLDL = 12, OP_RELL = 13, OP_SPAWN = 14, OP_PAR = 15,
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
-    OP_DEADLINE = 30
+    OP_DEADLINE = 30, OP_READ = 31, OP_SGET = 32, OP_SLAT = 33, OP_SXFER = 34, OP_SREL = 35, OP_FRET = 36,
+    OP_CGET = 37, OP_CFILL = 38, OP_ALLOC = 39, OP_WMEM = 40, OP_BYITEM = 41
 };
+enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
        EV_PRIO = 8 };
 enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
@@ -96,6 +98,13 @@ typedef struct {  /* kinds.database.DatabaseRuntime: a pool of connections, a sh
 
 typedef struct { int64_t item, parent; double since; int32_t sender; } Item;
 
+/* kinds.fileserver.Store: threads (a pool), the latency and per-lookup latency (each: a constant
+ * lookup cost, NaN when each lookup is drawn from its stream), the shared bandwidth (a rate or -1) */
+typedef struct { int32_t pool, link, lat, look; double each; } Store;
+
+/* a cache's file (kinds.fileserver.Cache.files): 0 not there, 1 being fetched (its waiters), 2 held */
+typedef struct { int state; int32_t *w; Py_ssize_t n, cap; } CFile;
+
 typedef struct { int64_t id; int32_t cls, name; double deadline, after; } Late;  /* a missed deadline's row */
 
 typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, blocked senders for room */
@@ -128,7 +137,8 @@ typedef struct {
     int32_t root, reason;
     int32_t jhost, jlv, jprio; int64_t jseq, jtoken; double jrem, jstart;  /* its job on a priority CPU */
     int64_t owner, owners[MARKS];  /* Ctx identity (a pool's thread runs under its own), outer ones by depth */
-    int live, warm;
+    int live, warm, mem;  /* mem: the request took memory (a process of MemoryState) */
+    double fbytes; int64_t flook; int32_t fret;  /* a file operation's bytes and lookups; where it goes on */
     double start, scratch, wait_since;
     double svc, arr, gwait, mk[2 * MARKS];  /* step records: the job's service and arrival, a hold's wait;
                                               per level its start and wait */
@@ -172,6 +182,10 @@ typedef struct {
     int64_t *s_id; int32_t *s_cls, *s_name, *s_comp; double *s_start, *s_wait, *s_svc, *s_end;
     Py_ssize_t sn, scap;
     Late *late; Py_ssize_t nlate, latecap;  /* missed deadlines (Recorder.deadline), in order */
+    Store *so; Py_ssize_t nso; CFile *cf; Py_ssize_t nfiles;  /* file stores; caches' files (store * nfiles + file) */
+    /* memory steps (engine/lifecycle.py), replayed into MemoryState in this order: op, time, request,
+     * class, item, step (its host picker), value */
+    int32_t *m_op, *m_cls, *m_pick; int64_t *m_id, *m_item; double *m_t, *m_val; Py_ssize_t mn, mcap;
     int error; int32_t err_wl;
 } K;
 
@@ -729,6 +743,34 @@ static int lock_release(K *k, int32_t li, int64_t key, int fixed) {
     return 0;
 }
 
+/* one memory step, or the end of a request that took memory (Request.finish: MemoryState.end) */
+static int mem_log(K *k, int32_t op, const Req *r, int32_t pick, double value) {
+    if (k->mn == k->mcap) {
+        Py_ssize_t cap = k->mcap ? k->mcap * 2 : 4096;
+        if (resize((void **)&k->m_op, cap, sizeof(int32_t)) || resize((void **)&k->m_cls, cap, sizeof(int32_t)) ||
+            resize((void **)&k->m_pick, cap, sizeof(int32_t)) || resize((void **)&k->m_id, cap, sizeof(int64_t)) ||
+            resize((void **)&k->m_item, cap, sizeof(int64_t)) || resize((void **)&k->m_t, cap, sizeof(double)) ||
+            resize((void **)&k->m_val, cap, sizeof(double))) return -1;
+        k->mcap = cap;
+    }
+    Py_ssize_t i = k->mn++;
+    k->m_op[i] = op; k->m_t[i] = k->now; k->m_id[i] = r->id; k->m_cls[i] = r->cls; k->m_item[i] = r->item;
+    k->m_pick[i] = pick; k->m_val[i] = value;
+    return 0;
+}
+
+/* Cache.fetch's fill: the file is held; every waiter (the fetching request first) serves it locally */
+static int cache_fill(K *k, int32_t slot, int32_t store, int32_t file, int32_t local) {
+    CFile *f = &k->cf[(Py_ssize_t)store * k->nfiles + file];
+    int32_t *w = f->w;
+    Py_ssize_t n = f->n;
+    f->state = 2; f->w = NULL; f->n = f->cap = 0;
+    k->req[slot].pc = local;
+    for (Py_ssize_t i = 0; i < n; i++) if (advance(k, w[i])) { free(w); return -1; }
+    free(w);
+    return 0;
+}
+
 static int record(K *k, Req *r) {
     if (k->on == k->ocap) {
         Py_ssize_t cap = k->ocap ? k->ocap * 2 : 4096;
@@ -1199,9 +1241,94 @@ static int advance(K *k, int32_t slot) {
             }
             continue;
         }
+        case OP_READ: {  /* bytes stream or -1, lookups (a count, or -1: drawn), lookup stream, path entries, files,
+                            n, n store blocks: FileRunner.run (the block of store item mod n) */
+            double nbytes = 0.0, u;
+            int64_t look = op[2];
+            if (op[1] >= 0 && draw(k, op[1], &nbytes)) return -1;
+            if (look < 0) {  /* fileserver.lookup_counter: min(entries, int(u * entries) + 1) per file */
+                look = 0;
+                for (int32_t i = 0; i < op[5]; i++) {
+                    if (draw(k, op[3], &u)) return -1;
+                    int64_t at = (int64_t)(u * (double)op[4]) + 1;
+                    look += at < op[4] ? at : op[4];
+                }
+            }
+            r = &k->req[slot];
+            r->fbytes = nbytes; r->flook = look; r->fret = r->pc + 7 + op[6];
+            int64_t i = r->item % op[6];
+            r->pc = op[7 + (i < 0 ? i + op[6] : i)];
+            continue;
+        }
+        case OP_SGET: {  /* store: a thread (Store.serve: Slots.acquire) */
+            r->pc += 2;
+            int got = pool_acquire(k, k->so[op[1]].pool, slot, -1);
+            if (got < 0) return -1;
+            if (!got) return 0;
+            continue;
+        }
+        case OP_SLAT: {  /* store: granted: the latency, then the lookups (no event when it all takes no time) */
+            Store *so = &k->so[op[1]];
+            double delay, d;
+            if (draw(k, so->lat, &delay)) return -1;
+            if (!isnan(so->each)) delay += (double)k->req[slot].flook * so->each;
+            else for (int64_t i = 0; i < k->req[slot].flook; i++) {
+                if (draw(k, so->look, &d)) return -1;
+                delay += d;
+            }
+            r = &k->req[slot];
+            r->pc += 2;
+            if (delay != 0.0) return push(k, k->now + delay, EV_RESUME, slot, 0);
+            continue;
+        }
+        case OP_SXFER: {  /* store: the bytes through its shared bandwidth, if any */
+            int32_t link = k->so[op[1]].link;
+            r->pc += 2;
+            if (r->fbytes != 0.0 && link >= 0) return ps_submit(k, link, r->fbytes, slot);
+            continue;
+        }
+        case OP_SREL:  /* store: the thread goes back (its longest waiter served first) */
+            r->pc += 2;
+            if (pool_release(k, k->so[op[1]].pool)) return -1;
+            continue;
+        case OP_FRET:  /* the file operation is done: the step after it */
+            r->pc = r->fret;
+            continue;
+        case OP_CGET: {  /* cache, file, local block: held, served here; being fetched, wait; else fetch it */
+            CFile *f = &k->cf[(Py_ssize_t)op[1] * k->nfiles + op[2]];
+            if (f->state == 2) { r->pc = op[3]; continue; }
+            if (f->n == f->cap && grow((void **)&f->w, &f->cap, f->n + 1, sizeof(int32_t))) return -1;
+            f->w[f->n++] = slot;
+            if (f->state == 1) { r->pc = op[3]; return 0; }
+            f->state = 1;
+            r->pc += 4;
+            continue;
+        }
+        case OP_CFILL:  /* cache, file, local block: fetched */
+            return cache_fill(k, slot, op[1], op[2], op[3]);
+        case OP_ALLOC: {  /* step, bytes stream: AllocRunner (its size rounded and booked by the replay) */
+            double nbytes;
+            if (draw(k, op[2], &nbytes)) return -1;
+            r = &k->req[slot];
+            r->pc += 3;
+            k->req[r->root].mem = 1;
+            if (mem_log(k, MEM_ALLOC, r, op[1], nbytes)) return -1;
+            continue;
+        }
+        case OP_WMEM:  /* step, fraction const: WriteRunner's piece */
+            r->pc += 3;
+            k->req[r->root].mem = 1;
+            if (mem_log(k, MEM_WRITE, r, op[1], k->consts[op[2]])) return -1;
+            continue;
+        case OP_BYITEM: {  /* n, n blocks: runners.ByItemRunner, the replica item mod n */
+            int64_t i = r->item % op[1];
+            r->pc = op[2 + (i < 0 ? i + op[1] : i)];
+            continue;
+        }
         case OP_END: {
             if (record(k, r)) return -1;
             r = &k->req[slot];
+            if (r->mem && mem_log(k, MEM_END, r, -1, 0.0)) return -1;
             k->in_system--;
             int32_t client = r->client, queue = r->queue;
             r->live = 0;
@@ -1331,6 +1458,9 @@ static void release(K *k) {
     free(k->o_id); free(k->o_item); free(k->o_parent); free(k->o_cls); free(k->o_wl); free(k->o_start); free(k->o_end);
     free(k->s_id); free(k->s_cls); free(k->s_name); free(k->s_comp); free(k->s_start); free(k->s_wait);
     free(k->s_svc); free(k->s_end); free(k->late);
+    for (Py_ssize_t i = 0; k->cf && i < k->nso * k->nfiles; i++) free(k->cf[i].w);
+    free(k->so); free(k->cf);
+    free(k->m_op); free(k->m_cls); free(k->m_pick); free(k->m_id); free(k->m_item); free(k->m_t); free(k->m_val);
 }
 
 static PyObject *bytes_of(const void *p, Py_ssize_t n, size_t size) {
@@ -1419,6 +1549,27 @@ static int check_code(K *k, char *starts) {
         case OP_HACQ: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi); break;
         case OP_HRUN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi) && RANGE(c[pc + 2], 0, k->nsm); break;
         case OP_HFIN: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nhi) && RANGE(c[pc + 2], 0, n); break;
+        case OP_READ:
+            ok = pc + 7 <= n && c[pc + 6] > 0;
+            len = ok ? 7 + c[pc + 6] : 1;
+            ok = ok && pc + len <= n && (c[pc + 1] < 0 || RANGE(c[pc + 1], 0, k->nsm))
+                 && (c[pc + 2] >= 0 || (RANGE(c[pc + 3], 0, k->nsm) && c[pc + 4] > 0 && c[pc + 5] >= 0));
+            for (Py_ssize_t i = 0; ok && i < c[pc + 6]; i++) ok = RANGE(c[pc + 7 + i], 0, n);
+            break;
+        case OP_SGET: case OP_SLAT: case OP_SXFER: case OP_SREL: len = 2; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso); break;
+        case OP_FRET: len = 1; break;
+        case OP_CGET: case OP_CFILL:
+            len = 4;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso) && RANGE(c[pc + 2], 0, k->nfiles) && RANGE(c[pc + 3], 0, n);
+            break;
+        case OP_ALLOC: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nsm); break;
+        case OP_WMEM: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nconsts); break;
+        case OP_BYITEM:
+            ok = pc + 2 <= n && c[pc + 1] > 0;
+            len = ok ? 2 + c[pc + 1] : 1;
+            ok = ok && pc + len <= n;
+            for (Py_ssize_t i = 0; ok && i < c[pc + 1]; i++) ok = RANGE(c[pc + 2 + i], 0, n);
+            break;
         default: len = 1; ok = 0;
         }
         if (!ok) {
@@ -1437,6 +1588,9 @@ static int check_code(K *k, char *starts) {
         case OP_PAR: ok = starts[c[pc + 3]]; break;
         case OP_HCALL: case OP_HFIN: ok = starts[c[pc + 3 - (c[pc] == OP_HFIN)]]; break;
         case OP_CHOOSE: for (int32_t i = 0; ok && i < c[pc + 2]; i++) ok = starts[c[pc + 4 + i]]; break;
+        case OP_READ: for (int32_t i = 0; ok && i < c[pc + 6]; i++) ok = starts[c[pc + 7 + i]]; break;
+        case OP_BYITEM: for (int32_t i = 0; ok && i < c[pc + 1]; i++) ok = starts[c[pc + 2 + i]]; break;
+        case OP_CGET: case OP_CFILL: ok = starts[c[pc + 3]]; break;
         default: break;
         }
         if (!ok) {
@@ -1588,15 +1742,18 @@ static PyObject *prio_state(const K *k, const Prio *P) {
  * step's name, deadline, time from the request's start); prios each priority host's end (prio_state). */
 static PyObject *run(PyObject *self, PyObject *args) {
     PyObject *code, *consts, *meters, *stations, *shared, *prios, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
-             *workloads, *until_o;
+             *workloads, *until_o, *stores = NULL;
     double warm;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od", &PyList_Type, &code, &PyList_Type, &consts,
+    Py_ssize_t nfiles = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od|O!n", &PyList_Type, &code, &PyList_Type, &consts,
                           &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared, &PyList_Type, &prios,
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
-                          &PyList_Type, &workloads, &until_o, &warm)) return NULL;
+                          &PyList_Type, &workloads, &until_o, &warm, &PyList_Type, &stores, &nfiles)) return NULL;
+    if (nfiles < 0) { PyErr_SetString(PyExc_ValueError, "native run: a negative number of files"); return NULL; }
     if (tuples(stations, 3) || tuples(shared, 4) || tuples(prios, 5) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
-        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9))
+        || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9)
+        || (stores && tuples(stores, 5)))
         return NULL;
     K k; memset(&k, 0, sizeof k);
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
@@ -1628,6 +1785,11 @@ static PyObject *run(PyObject *self, PyObject *args) {
     k.sm = calloc((size_t)k.nsm + 1, sizeof(Stream));
     k.nwl = PyList_GET_SIZE(workloads);
     k.wl = calloc((size_t)k.nwl + 1, sizeof(Workload));
+    k.nso = stores ? PyList_GET_SIZE(stores) : 0;
+    k.nfiles = nfiles;
+    k.so = calloc((size_t)k.nso + 1, sizeof(Store));
+    k.cf = calloc((size_t)(k.nso * nfiles) + 1, sizeof(CFile));
+    if (!k.so || !k.cf) { release(&k); return PyErr_NoMemory(); }
     if (!k.code || !k.consts || !k.mt || !k.st || !k.ps || !k.pr || !k.pl || !k.lk || !k.db || !k.qu || !k.hi || !k.pn || !k.sm || !k.wl) {
         release(&k); return PyErr_NoMemory();
     }
@@ -1700,6 +1862,20 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t i = 0; i < k.npn && !bad; i++) bad = read_plan(&k.pn[i], PyList_GET_ITEM(plans, i));
+    for (Py_ssize_t i = 0; i < k.nso && !bad; i++) {
+        PyObject *t = PyList_GET_ITEM(stores, i);
+        Store *so = &k.so[i];
+        so->pool = (int32_t)PyLong_AsLong(ITEM(t, 0));
+        so->link = (int32_t)PyLong_AsLong(ITEM(t, 1));
+        so->lat = (int32_t)PyLong_AsLong(ITEM(t, 2));
+        so->look = (int32_t)PyLong_AsLong(ITEM(t, 3));
+        so->each = PyFloat_AsDouble(ITEM(t, 4));
+        if (so->pool < 0 || so->pool >= k.npl || so->link < -1 || so->link >= k.nps || so->lat < 0
+            || so->lat >= k.nsm || so->look < 0 || so->look >= k.nsm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a store's pool, link or stream out of range");
+            bad = 1;
+        }
+    }
     for (Py_ssize_t i = 0; i < k.nsm && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(streams, i);
         k.sm[i].constant = (int)PyLong_AsLong(ITEM(t, 0));
@@ -1837,12 +2013,16 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (!h) { Py_CLEAR(hosts); break; }
         PyList_SET_ITEM(hosts, i, h);
     }
-    PyObject *out = cols && steps && lates && hosts
-        ? Py_BuildValue("(dKiLLLNNNNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
-                        (long long)k.started, (long long)k.in_system, mt, cols, waits, steps, lates, hosts)
+    PyObject *mem = Py_BuildValue("(NNNNNNN)", bytes_of(k.m_op, k.mn, 4), bytes_of(k.m_t, k.mn, 8),
+                                  bytes_of(k.m_id, k.mn, 8), bytes_of(k.m_cls, k.mn, 4), bytes_of(k.m_item, k.mn, 8),
+                                  bytes_of(k.m_pick, k.mn, 4), bytes_of(k.m_val, k.mn, 8));
+    PyObject *out = cols && steps && lates && hosts && mem
+        ? Py_BuildValue("(dKiLLLNNNNNNN)", k.now, (unsigned long long)k.eid, dry, (long long)k.next_id,
+                        (long long)k.started, (long long)k.in_system, mt, cols, waits, steps, lates, hosts, mem)
         : NULL;
     if (!out) {
         Py_DECREF(mt); Py_DECREF(waits); Py_XDECREF(cols); Py_XDECREF(steps); Py_XDECREF(lates); Py_XDECREF(hosts);
+        Py_XDECREF(mem);
     }
     release(&k);
     return out;

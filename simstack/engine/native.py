@@ -34,11 +34,14 @@ from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (
+    Alloc,
     Call,
     Choose,
     ClosedWorkload,
     Cpu,
     Delay,
+    FileOp,
+    ForkProcess,
     Hold,
     ModelSpec,
     OpenWorkload,
@@ -46,10 +49,13 @@ from simstack.lang.spec import (
     PeriodicWorkload,
     ProtocolWorkload,
     Repeat,
+    Restore,
     Send,
     Sequence,
     Step,
+    WriteMemory,
 )
+from simstack.load import replicas
 from simstack.resources.meter import KeyedMeter, Meter
 from simstack.tables.records import Recorder
 from simstack.tables.streamstats import SummaryRecorder
@@ -74,14 +80,24 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
         return "a load trace is taken"
     if spec.environment is not None:
         return "operating modes switch rates"
-    if spec.replicas:
-        return "replicated components"
+    reached = [spec.requests[name] for name in _reached(spec)]
+    memory = any(isinstance(s, Alloc | WriteMemory) for req in reached for s in _all(req.body))
+    for h in spec.hosts.values():
+        if memory and math.isfinite(h.memory):
+            return f"host {h.name!r} has a memory capacity (a step may run out of it)"
+    if record_steps and any(isinstance(s, FileOp) for req in reached for s in _all(req.body)):
+        return "file steps are recorded"
     for h in spec.hosts.values():
         if h.discipline not in HOSTS or not math.isfinite(h.cores) or h.cores_schedule is not None:
             return f"host {h.name!r} has {h.discipline} cores" + (", not a finite number" if h.discipline in HOSTS
                                                                   else "")
+    stored = _stores_read(spec, reached)
     for c in spec.components.values():
+        if c.kind in ("fileserver", "cache", "swarm") and c.name not in stored:
+            continue  # a store no step reads: passive, its meters stay at zero on either kernel
         why = _component_why(c.kind, c.settings)
+        if c.kind == "cache" and spec.components[c.settings["backing"]].kind not in ("fileserver", "cache"):
+            why = f"is backed by a {spec.components[c.settings['backing']].kind}"
         if c.kind == "hierarchy" and c.host and spec.hosts[c.host].discipline == "priority":
             why = "calculates on priority cores"
         if why:
@@ -99,7 +115,7 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
             return f"workload {wl.name!r} is not a stationary open, closed, protocol or periodic one"
         if isinstance(dist, Indexed | Attribute):
             return f"workload {wl.name!r} draws from a request's item or attribute"
-    for req in spec.requests.values():
+    for req in reached:
         why = _steps_why(spec, req.body) or _depth_why(spec, req.body, 0, _thread_levels(spec), "holds a thread")
         if why:
             return f"request {req.name!r}: {why}"
@@ -122,8 +138,8 @@ def _recorded_levels(step: Step) -> tuple[int, int]:
 def _thread_levels(spec: ModelSpec) -> Callable[[Step], tuple[int, int]]:
     """A hold of a thread pool keeps its caller's identity (a priority CPU's ``owner``) a level."""
     def levels(step: Step) -> tuple[int, int]:
-        kind = spec.components[step.target].kind if isinstance(step, Hold) and step.target in spec.components else ""
-        return int(kind == "threads"), 0
+        comp = _component(spec, step.target) if isinstance(step, Hold) else None
+        return int(comp is not None and comp.kind == "threads"), 0
     return levels
 
 
@@ -166,6 +182,9 @@ def _component_why(kind: str, s: Any) -> str:
     elif kind in ("link", "database"):
         if not _plain(s["latency"]):
             return "draws from a request's attribute"
+    elif kind in ("fileserver", "cache"):
+        if s["record_load"]:
+            return "records its load"
     elif kind in ("queue", "refusal"):
         pass  # a queue's handler class is checked with the others; a call of a refusal stops the load
     elif kind == "hierarchy":
@@ -181,6 +200,58 @@ def _plain(dist: Any) -> bool:
     return not isinstance(dist, Attribute)
 
 
+def _all(body: tuple[Step, ...]) -> Any:
+    """Every step of ``body``, nested ones too."""
+    for step in body:
+        yield step
+        if type(step) is Choose:
+            for branch in step.branches:
+                yield from _all(branch.body)
+        elif isinstance(step, Hold | Sequence | Parallel | Repeat):
+            yield from _all(step.body)
+
+
+def _reached(spec: ModelSpec) -> list[str]:
+    """The request classes a run can start: the workloads' and queue handlers', and the ones
+    they call, send or fork (a class no run reaches is never compiled, on either kernel)."""
+    names = [getattr(wl, "request", "") for wl in spec.workloads.values()] + \
+        [c.settings["handler"] for c in spec.components.values() if c.kind == "queue"]
+    seen: list[str] = []
+    while names:
+        name = names.pop()
+        if name in seen or name not in spec.requests:
+            continue
+        seen.append(name)
+        for step in _all(spec.requests[name].body):
+            if isinstance(step, Call | Send) and step.target in spec.requests:
+                names.append(step.target)
+            elif isinstance(step, ForkProcess):
+                names.append(step.request)
+    return sorted(seen, key=list(spec.requests).index)
+
+
+def _stores_read(spec: ModelSpec, reached: list[Any]) -> set[str]:
+    """The stores the file steps reach (every replica of ``name[item]``), backing stores included."""
+    names = [s.store for req in reached for s in _all(req.body) if isinstance(s, FileOp)] + \
+        [s.read.store for req in reached for s in _all(req.body) if isinstance(s, Restore)]
+    seen: set[str] = set()
+    while names:
+        name = names.pop()
+        for member in replicas.group(name, spec.replicas) or [name]:
+            if member not in seen and member in spec.components:
+                seen.add(member)
+                backing = spec.components[member].settings.get("backing")
+                if backing:
+                    names.append(backing)
+    return seen
+
+
+def _component(spec: ModelSpec, name: str) -> Any:
+    """The component a step names: ``name[item]`` is any of its replicas (the same kind and settings)."""
+    members = replicas.group(name, spec.replicas)
+    return spec.components.get(members[0] if members else name)
+
+
 def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
     for step in body:
         g = step.guard
@@ -189,7 +260,7 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
                 if set(step.options):
                     return f"step {g.name!r} is a sub-request call with options"
                 continue  # its class's own steps are checked as a class
-            comp = spec.components.get(step.target)
+            comp = _component(spec, step.target)
             allowed = {"server": {"service"}, "link": {"bytes"}, "database": {"bytes", "write", "latency"},
                        "hierarchy": {"changed", "level", "index"}}.get(comp.kind if comp else "")
             if comp is None or allowed is None or set(step.options) - allowed:
@@ -199,14 +270,24 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
             if not all(_plain(d) for d in dists):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Send):
-            if step.target not in spec.requests and spec.components[step.target].kind != "queue":
-                return f"step {g.name!r} sends to a {spec.components[step.target].kind}"
+            if step.target not in spec.requests and _component(spec, step.target).kind != "queue":
+                return f"step {g.name!r} sends to a {_component(spec, step.target).kind}"
+        elif isinstance(step, FileOp):
+            kind = _component(spec, step.store).kind
+            if step.write or kind not in ("fileserver", "cache"):
+                return f"step {g.name!r} " + ("writes a file" if step.write else f"reads from a {kind}")
+            if not _plain(step.bytes):
+                return f"step {g.name!r} draws from a request's attribute"
+        elif isinstance(step, Alloc | WriteMemory):
+            if isinstance(step, Alloc) and not _plain(step.bytes):
+                return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Delay | Cpu):
             dists = [step.duration] if isinstance(step, Delay) else [step.demand, step.bytes]
             if not all(_plain(d) for d in dists if d is not None):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Hold):
-            kind = spec.components[step.target].kind if step.target in spec.components else ""
+            comp = _component(spec, step.target)
+            kind = comp.kind if comp is not None else ""
             if kind not in ("threads", "lock") or step.mode != "write":
                 return f"step {g.name!r} holds a {kind or step.target} (not a thread pool or a write lock)"
             why = _steps_why(spec, step.body)
@@ -255,14 +336,15 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
                    comp.rates, comp.prios, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues],
                    comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
-                   float(warmup))
+                   float(warmup), comp.stores, len(comp.files))
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
                          f"take no time, so its clients would cycle for ever at t = {out[2]:g} s",
                          path=f"workloads.{wl.name}")
-    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates, prios = out
+    now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates, prios, memory = out
     del out
+    _memory(r, memory, comp)
     step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
     del steps
     for meter, state in zip(comp.meters, kept, strict=True):
@@ -288,6 +370,40 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     for cpu, (running, idle, levels) in zip(comp.prio_cpus, prios, strict=True):
         cpu.restore(running, idle, {p: state[:8] for p, state in levels})
     return now, events, bool(dry)
+
+
+MEM_ALLOC, MEM_WRITE, MEM_END = range(3)
+
+
+def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
+    """The memory steps the loop logged, in order, into the replication's ``MemoryState`` as
+    ``lifecycle``'s runners book them (each at its time; a request's end frees its process)."""
+    mem = r.memory
+    if mem is None or not cols[0]:
+        return
+    types = (np.int32, np.float64, np.int64, np.int32, np.int64, np.int32, np.float64)
+    env = r.env
+    rows = zip(*(np.frombuffer(col, dtype=t).tolist() for col, t in zip(cols, types, strict=True)), strict=True)
+    for op, t, rid, cls, item, pick, value in rows:
+        env._now = t
+        if op == MEM_END:
+            mem.end(rid)
+            continue
+        hosts, path, shared = comp.pickers[pick]
+        proc = mem.processes.get(rid)
+        if proc is None:  # lifecycle._HostPicker.process
+            if not hosts:
+                raise ModelError("a memory step needs a host: give host: in the step, or run it on a host's "
+                                 "CPU (a request with host:, or inside a hold of a thread pool)", path=path)
+            proc = mem.process(rid, comp.classes[cls], hosts[item % len(hosts)])
+        if op == MEM_WRITE:
+            mem.write(proc, value, "writing copy-on-write pages")
+            continue
+        nbytes = round(value)
+        if shared is None:
+            mem.alloc(proc, nbytes, f"alloc of {nbytes} B")
+        else:
+            mem.map_shared(proc, shared, nbytes, False, f"mapping {shared!r}")
 
 
 def _record_steps(rec: Recorder, cols: list[bytes | None], classes: list[str], names: list[str]) -> None:

@@ -12,11 +12,29 @@ from typing import Any
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import unrollable
 from simstack.engine.nativetables import NONE, Scope, Tables
+from simstack.kinds.fileserver import Cache
 from simstack.kinds.hierarchy import changed_parameter
-from simstack.lang.spec import Call, Choose, Cpu, Delay, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
+from simstack.lang.spec import (
+    Alloc,
+    Call,
+    Choose,
+    Cpu,
+    Delay,
+    FileOp,
+    Hold,
+    ModelSpec,
+    Parallel,
+    Repeat,
+    Send,
+    Sequence,
+    Step,
+    WriteMemory,
+)
+from simstack.load import replicas
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE = range(1, 31)
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
+    CGET, CFILL, ALLOC, WMEM, BYITEM = range(1, 42)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -59,6 +77,9 @@ class Compiler(Tables):
         self.recording = bool(r.rec.record_steps)  # steps recorded: rows as recorded.py's runners make them
         self.depth = 0  # recorded steps open around the one being compiled
         self.names: list[str] = []  # the step table's step and component names, numbered
+        self.residue: tuple[int, int] | None = None  # (n, i): the item is i mod n here (a replica's body)
+        self.blocks: dict[tuple[int, str], int] = {}  # a store's fetch of a file: where its block starts
+        self.pickers: list[tuple[list[str], str, str | None]] = []  # a memory step's hosts, path, shared name
 
     def name(self, name: str) -> int:
         if name not in self.names:
@@ -89,9 +110,10 @@ class Compiler(Tables):
             outer, self.site = self.site, site
             depth, self.depth = self.depth, 0  # a request of its own: its recorded steps from level 0
             threads, self.threads = self.threads, 0
+            residue, self.residue = self.residue, None  # a request of its own: any item
             self.body(req.body, scope)
             self.code.append(END)
-            self.site, self.depth, self.threads = outer, depth, threads
+            self.site, self.depth, self.threads, self.residue = outer, depth, threads, residue
         return self.entries[key]
 
     def cls(self, request: str) -> int:
@@ -126,7 +148,25 @@ class Compiler(Tables):
     def step(self, step: Step, scope: Scope) -> None:
         code, g = self.code, step.guard
         stream = f"{g.path}:{g.name}"
-        if isinstance(step, Cpu):
+        members = replicas.group(step.target, self.spec.replicas) if isinstance(step, Hold | Call | Send) else None
+        if members is not None:
+            self.by_item(step, members, scope)  # type: ignore[arg-type]
+        elif isinstance(step, FileOp):
+            self.read(step, stream)
+        elif isinstance(step, Alloc):
+            self.r.memory_state()
+            pick = self.picker(step, scope)
+            code += [ALLOC, pick, self.stream(f"{stream}.bytes", step.bytes)]
+        elif isinstance(step, WriteMemory):  # lifecycle.WriteRunner: a piece, then the gap, ...
+            self.r.memory_state()
+            pick = self.picker(step, scope)
+            self.consts.append(step.fraction / step.pieces)
+            gap = self.stream(f"{stream}.gap", _const(step.over / step.pieces))
+            if step.over / step.pieces:
+                code += [DELAY, gap]
+            for i in range(step.pieces):
+                code += [WMEM, pick, len(self.consts) - 1] + ([DELAY, gap] if i < step.pieces - 1 else [])
+        elif isinstance(step, Cpu):
             assert scope[0] != NONE, f"{g.path}: CPU work outside any host"  # load_model refuses it
             level = self.mark() if self.recording else -1
             demand = self.stream(stream, step.demand)
@@ -177,7 +217,9 @@ class Compiler(Tables):
             self.consts.append(float(step.limit))
             at = len(code)
             code += [PAR, step.count, len(self.consts) - 1, at + 6, JUMP, 0]
+            residue, self.residue = self.residue, None  # each branch has an item of its own
             self.body(step.body, scope)
+            self.residue = residue
             code.append(BEND)
             code[at + 5] = len(code)
         else:
@@ -187,6 +229,80 @@ class Compiler(Tables):
             self.choose(step, stream, scope)
             if named:
                 self.row(ROW_SPAN, level, g.name, "stage")
+
+    def by_item(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> None:
+        """``runners.ByItemRunner``: the step on replica item mod n, each compiled as
+        ``replicas.on`` aims it (its own streams); where the item's residue is known (inside a
+        replica of a multiple of n), that replica alone."""
+        n = len(members)
+        if self.residue is not None and self.residue[0] % n == 0:
+            self.step(replicas.on(step, members[self.residue[1] % n]), scope)
+            return
+        code = self.code
+        at = len(code)
+        code += [BYITEM, n] + [0] * n
+        ends = []
+        residue = self.residue
+        for i, member in enumerate(members):
+            code[at + 2 + i] = len(code)
+            self.residue = (n, i)
+            self.step(replicas.on(step, member), scope)
+            ends.append(len(code))
+            code += [JUMP, 0]
+        self.residue = residue
+        for j in ends:
+            code[j + 1] = len(code)
+
+    def read(self, step: FileOp, stream: str) -> None:
+        """``files.FileRunner``: the bytes and the lookups drawn, then the fetch of store item
+        mod n (a block per store and file, shared by every step that reads it there)."""
+        stores = self.r.index.stores(step.store, step.guard.path)
+        if self.residue is not None and self.residue[0] % len(stores) == 0:
+            stores = [stores[self.residue[1] % len(stores)]]
+        nbytes = self.stream(f"{stream}.bytes", step.bytes) if step.bytes is not None else -1
+        count, draws, entries = 0, 0, 0
+        if step.lookups is not None:  # fileserver.lookup_counter
+            entries, hit = step.lookups
+            if hit is not None:
+                count = step.files * hit
+            else:
+                count, draws = -1, self.stream(f"{stream}.lookups", _UNIFORM)
+        code = self.code
+        at = len(code)
+        code += [READ, nbytes, count, draws, entries, step.files, len(stores)] + [0] * len(stores) + [JUMP, 0]
+        for i, runtime in enumerate(stores):
+            code[at + 7 + i] = self.block(runtime, step.file)
+        code[at + 8 + len(stores)] = len(code)
+
+    def block(self, runtime: Any, file: str) -> int:
+        key = (id(runtime), file)
+        if key not in self.blocks:
+            self.blocks[key] = len(self.code)
+            self.fetch(runtime, file)
+            self.code.append(FRET)
+        return self.blocks[key]
+
+    def fetch(self, runtime: Any, file: str) -> None:
+        """``Store.fetch`` (serve) or ``Cache.fetch`` (held: served here; being fetched: wait for
+        it; else fetched from the backing store first), inline."""
+        code = self.code
+        if isinstance(runtime, Cache):
+            store, f = self.store(runtime), self.file(file)
+            at = len(code)
+            code += [CGET, store, f, 0]
+            self.fetch(runtime.backing, file)
+            code += [CFILL, store, f, len(code) + 4]
+            code[at + 3] = len(code)
+        store = self.store(runtime)
+        code += [SGET, store, SLAT, store, SXFER, store, SREL, store]
+
+    def picker(self, step: Alloc | WriteMemory, scope: Scope) -> int:
+        """``lifecycle._HostPicker``: the hosts a request's process may start on."""
+        host = step.host if isinstance(step, Alloc) else None
+        hosts = self.r.index.resolved("hosts", host) if host is not None else \
+            [self.host_names[scope[:2]]] if scope[0] != NONE else []
+        self.pickers.append((hosts, step.guard.path, step.shared if isinstance(step, Alloc) else None))
+        return len(self.pickers) - 1
 
     def deadline(self, step: Step) -> None:
         """``runners.DeadlineRunner``: once the step has ended, a miss is recorded (and fails the
@@ -394,6 +510,11 @@ def _host(comp: Any) -> str:
     """The host of a kind that needs one (a pool's, a queue's consumers'): checked at load."""
     assert comp.host is not None, f"components.{comp.name}: no host"
     return str(comp.host)
+
+
+def _const(value: float) -> Any:
+    from simstack.lang.samplers import Const
+    return Const(value)
 
 
 def _uniform() -> Any:

@@ -44,6 +44,9 @@ class Tables:
         self.hiers: list[tuple[int, int, int]] = []
         self.plans: list[tuple[list[int], list[int], list[int]]] = []
         self.reasons: list[str] = [""]  # a failed request's reason (0: none, the request is ok)
+        self.stores: list[tuple[int, int, int, int, float]] = []  # (pool, link, latency, lookup stream, each)
+        self.files: dict[str, int] = {}  # the files caches hold, numbered
+        self.host_names: dict[tuple[int, int], str] = {}  # a scope's (kind, index): its host
 
     def stream(self, name: str, dist: Any) -> int:
         """A stream the SimPy kernel would draw from under ``name`` (``Replication.sampler``)."""
@@ -80,7 +83,7 @@ class Tables:
             tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "prio": self.prios,
                                             "pool": self.pools,
                                             "lock": self.locks, "db": self.dbs, "queue": self.queues,
-                                            "hier": self.hiers, "plan": self.plans}
+                                            "hier": self.hiers, "plan": self.plans, "store": self.stores}
             table = tables[what]
             self.index[key] = len(table)
             table.append(entry())
@@ -122,7 +125,25 @@ class Tables:
         kind = HOSTS[self.spec.hosts[name].discipline]
         index = self.fifo(cpu) if kind == FIFO else self.rate(cpu) if kind == PS else self.prio(cpu)
         self.fusing[kind, index] = bool(cpu.exact_fusion) and not self.r.rec.record_steps
+        self.host_names[kind, index] = name
         return kind, index, priority
+
+    def store(self, runtime: Any) -> int:
+        """``fileserver.Store`` (a cache too): its threads, latencies (its own streams, opened at
+        the first draw outside any call site: ``Deferred``) and shared bandwidth."""
+        def entry() -> tuple[int, int, int, int, float]:
+            site, self.site = self.site, ""
+            latency = self.stream(runtime.latency.stream, runtime.latency.dist)
+            each = runtime.lookup_each
+            lookup = latency if each is not None else self.stream(runtime.lookup.stream, runtime.lookup.dist)
+            self.site = site
+            link = self.rate(runtime.link) if runtime.link is not None else -1
+            return (self.pool(runtime.slots, runtime.meter), link, latency, lookup,
+                    math.nan if each is None else float(each))
+        return self.resource("store", runtime, entry)
+
+    def file(self, name: str) -> int:
+        return self.files.setdefault(name, len(self.files))
 
 
 class _Ticks:

@@ -314,6 +314,56 @@ def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[s
     pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
 
 
+# a farm of replicated nodes (lhcb_hlt's constructs): a thread pool per node held by [item], a
+# shared file server with drawn latencies and path-search lookups (a fixed and a uniform hit),
+# a node cache backed by a shared cache backed by the server (misses waiting for one fetch),
+# memory allocated and written on the node (host and per-process records), sends, a fixed repeat
+FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "host", "replicas": 3},
+                  "solo": {"cores": 1, "discipline": "fifo"}},
+        "components": {"nfs": {"kind": "fileserver", "threads": 2, "latency": "exp(0.01)",
+                               "lookup_latency": "exp(0.001)", "bandwidth": "100MB/s", "stream_bandwidth": "60MB/s"},
+                       "quick": {"kind": "fileserver", "latency": 0, "lookup_latency": "const(0.0001)"},
+                       "mid": {"kind": "cache", "backing": "nfs", "clients": 2, "bandwidth": "200MB/s"},
+                       "pc": {"kind": "cache", "host": "node", "backing": "mid", "bandwidth": "1GB/s", "replicas": 3},
+                       "slots": {"kind": "threads", "host": "node", "size": 1, "replicas": 3},
+                       "box": {"kind": "threads", "host": "solo", "size": 2}},
+        "requests": {"launch": [{"repeat": 2, "steps": [{"send": "work"}]}, {"send": "solo"}],
+                     "work": [{"hold": "slots[item]", "steps": [
+                         {"read": {"from": "nfs", "file": "search", "files": 3,
+                                   "lookups": {"path_entries": 4, "hit_at": "uniform"}}},
+                         {"read": {"from": "pc[item]", "file": "lib", "bytes": "exp(1e6)"}},
+                         {"cpu": "exp(0.05)"}, {"alloc": "const(1.5e6)"}]},
+                         {"read": {"from": "quick", "file": "x", "lookups": {"path_entries": 5, "hit_at": 2}}},
+                         {"read": {"from": "pc[item]", "file": "conf", "bytes": "const(5e5)"}},
+                         {"write_memory": {"fraction": 0.5, "over": "0.1s", "pieces": 2}},
+                         {"alloc": "uniform(1e5, 2e5)"}, {"delay": "exp(0.2)"}],
+                     "solo": [{"hold": "box", "steps": [{"read": {"from": "mid", "file": "lib", "bytes": "const(1e6)"}},
+                                                        {"alloc": "const(2e6)"}, {"cpu": "exp(0.02)"}]}]},
+        "workloads": {"farm": {"type": "closed", "request": "launch", "clients": 5, "think": "exp(0.5)",
+                               "count": 4}}}
+
+
+@needs_native
+@pytest.mark.parametrize("record", ["full", "summary"])
+def test_replicated_farm_with_files_and_memory_runs_natively_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
+                                                                         record: str) -> None:
+    """Replicas picked by item, file servers and caches (fetches shared by waiting misses, the
+    bandwidth shared), memory steps: every table the same to the last bit, memory's too."""
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(build_spec(FARM, None), seed=7, replications=2, horizon=30.0, warmup=0.5,
+                                      record_steps=False, record=record))
+    assert runs[0].kernel.startswith("SimPy") and runs[1].kernel == "native"
+    assert len(runs[0].tables["memory"]) > 100
+    for table in ("requests", "resources", "accounting"):
+        pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
+    pd.testing.assert_frame_equal(runs[1].summary(), runs[0].summary(), check_exact=True)
+    assert set(runs[1].tables) == set(runs[0].tables)
+    for name, frame in runs[0].tables.items():
+        pd.testing.assert_frame_equal(runs[1].tables[name], frame, check_exact=True)
+
+
 @needs_native
 @pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0],
                                   [29, 9, 5], [29, 1, 5], [30, 0, 0, -1, 5], [6, 2, 0, 0, -1, 0, 7, 5],
