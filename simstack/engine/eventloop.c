@@ -29,9 +29,10 @@ enum {
     OP_BEND = 16, OP_DBGET = 17, OP_DBQ = 18, OP_DBX = 19, OP_DBEND = 20, OP_QPUT = 21, OP_HCALL = 22,
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
     OP_DEADLINE = 30, OP_READ = 31, OP_SGET = 32, OP_SLAT = 33, OP_SXFER = 34, OP_SREL = 35, OP_FRET = 36,
-    OP_CGET = 37, OP_CFILL = 38, OP_ALLOC = 39, OP_WMEM = 40, OP_BYITEM = 41
+    OP_CGET = 37, OP_CFILL = 38, OP_ALLOC = 39, OP_WMEM = 40, OP_BYITEM = 41,
+    OP_RESTORE = 42
 };
-enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2 };
+enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2, MEM_RESTORE = 3 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
        EV_PRIO = 8 };
 enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
@@ -1306,13 +1307,15 @@ static int advance(K *k, int32_t slot) {
         }
         case OP_CFILL:  /* cache, file, local block: fetched */
             return cache_fill(k, slot, op[1], op[2], op[3]);
-        case OP_ALLOC: {  /* step, bytes stream: AllocRunner (its size rounded and booked by the replay) */
+        case OP_ALLOC: case OP_RESTORE: {  /* step, size stream: AllocRunner, RestoreRunner's mapping once read
+                                              (the size rounded and booked by the replay) */
             double nbytes;
+            int32_t what = op[0] == OP_ALLOC ? MEM_ALLOC : MEM_RESTORE;
             if (draw(k, op[2], &nbytes)) return -1;
             r = &k->req[slot];
             r->pc += 3;
             k->req[r->root].mem = 1;
-            if (mem_log(k, MEM_ALLOC, r, op[1], nbytes)) return -1;
+            if (mem_log(k, what, r, op[1], nbytes)) return -1;
             continue;
         }
         case OP_WMEM:  /* step, fraction const: WriteRunner's piece */
@@ -1562,7 +1565,7 @@ static int check_code(K *k, char *starts) {
             len = 4;
             ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso) && RANGE(c[pc + 2], 0, k->nfiles) && RANGE(c[pc + 3], 0, n);
             break;
-        case OP_ALLOC: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nsm); break;
+        case OP_ALLOC: case OP_RESTORE: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nsm); break;
         case OP_WMEM: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nconsts); break;
         case OP_BYITEM:
             ok = pc + 2 <= n && c[pc + 1] > 0;

@@ -81,11 +81,11 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
     if spec.environment is not None:
         return "operating modes switch rates"
     reached = [spec.requests[name] for name in _reached(spec)]
-    memory = any(isinstance(s, Alloc | WriteMemory) for req in reached for s in _all(req.body))
+    memory = any(isinstance(s, Alloc | WriteMemory | Restore) for req in reached for s in _all(req.body))
     for h in spec.hosts.values():
         if memory and math.isfinite(h.memory):
             return f"host {h.name!r} has a memory capacity (a step may run out of it)"
-    if record_steps and any(isinstance(s, FileOp) for req in reached for s in _all(req.body)):
+    if record_steps and any(isinstance(s, FileOp | Restore) for req in reached for s in _all(req.body)):
         return "file steps are recorded"
     for h in spec.hosts.values():
         if h.discipline not in HOSTS or not math.isfinite(h.cores) or h.cores_schedule is not None:
@@ -281,6 +281,10 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
         elif isinstance(step, Alloc | WriteMemory):
             if isinstance(step, Alloc) and not _plain(step.bytes):
                 return f"step {g.name!r} draws from a request's attribute"
+        elif isinstance(step, Restore):
+            why = _steps_why(spec, (step.read,))
+            if why or not _plain(step.memory):
+                return why or f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Delay | Cpu):
             dists = [step.duration] if isinstance(step, Delay) else [step.demand, step.bytes]
             if not all(_plain(d) for d in dists if d is not None):
@@ -372,7 +376,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     return now, events, bool(dry)
 
 
-MEM_ALLOC, MEM_WRITE, MEM_END = range(3)
+MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE = range(4)
 
 
 def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
@@ -398,6 +402,13 @@ def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
             proc = mem.process(rid, comp.classes[cls], hosts[item % len(hosts)])
         if op == MEM_WRITE:
             mem.write(proc, value, "writing copy-on-write pages")
+            continue
+        if op == MEM_RESTORE:  # the image shared copy-on-write by the host's restored processes, the rest private
+            total = round(value)
+            image = round(shared * total)
+            if image:
+                mem.map_shared(proc, f"checkpoint:{comp.restored[pick]}", image, True, "restoring the image")
+            mem.alloc(proc, total - image, "restoring private memory")
             continue
         nbytes = round(value)
         if shared is None:

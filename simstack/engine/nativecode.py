@@ -25,6 +25,7 @@ from simstack.lang.spec import (
     ModelSpec,
     Parallel,
     Repeat,
+    Restore,
     Send,
     Sequence,
     Step,
@@ -34,7 +35,7 @@ from simstack.load import replicas
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
     DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
-    CGET, CFILL, ALLOC, WMEM, BYITEM = range(1, 42)
+    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE = range(1, 43)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -79,7 +80,8 @@ class Compiler(Tables):
         self.names: list[str] = []  # the step table's step and component names, numbered
         self.residue: tuple[int, int] | None = None  # (n, i): the item is i mod n here (a replica's body)
         self.blocks: dict[tuple[int, str], int] = {}  # a store's fetch of a file: where its block starts
-        self.pickers: list[tuple[list[str], str, str | None]] = []  # a memory step's hosts, path, shared name
+        self.pickers: list[tuple[list[str], str, Any]] = []  # a memory step's hosts, path, shared name
+        self.restored: dict[int, str] = {}  # a restore's picker: the checkpoint file it maps
 
     def name(self, name: str) -> int:
         if name not in self.names:
@@ -153,6 +155,12 @@ class Compiler(Tables):
             self.by_item(step, members, scope)  # type: ignore[arg-type]
         elif isinstance(step, FileOp):
             self.read(step, stream)
+        elif isinstance(step, Restore):  # lifecycle.RestoreRunner: the read, then its memory mapped
+            self.r.memory_state()
+            self.read(step.read, stream)
+            pick = self.picker(step, scope)
+            self.restored[pick] = step.read.file
+            code += [RESTORE, pick, self.stream(f"{stream}.memory", step.memory)]
         elif isinstance(step, Alloc):
             self.r.memory_state()
             pick = self.picker(step, scope)
@@ -296,12 +304,13 @@ class Compiler(Tables):
         store = self.store(runtime)
         code += [SGET, store, SLAT, store, SXFER, store, SREL, store]
 
-    def picker(self, step: Alloc | WriteMemory, scope: Scope) -> int:
-        """``lifecycle._HostPicker``: the hosts a request's process may start on."""
-        host = step.host if isinstance(step, Alloc) else None
+    def picker(self, step: Alloc | WriteMemory | Restore, scope: Scope) -> int:
+        """``lifecycle._HostPicker``: the hosts a request's process may start on (and an alloc's
+        shared segment, a restore's shared fraction)."""
+        host = step.host if isinstance(step, Alloc | Restore) else None
         hosts = self.r.index.resolved("hosts", host) if host is not None else \
             [self.host_names[scope[:2]]] if scope[0] != NONE else []
-        self.pickers.append((hosts, step.guard.path, step.shared if isinstance(step, Alloc) else None))
+        self.pickers.append((hosts, step.guard.path, step.shared if isinstance(step, Alloc | Restore) else None))
         return len(self.pickers) - 1
 
     def deadline(self, step: Step) -> None:

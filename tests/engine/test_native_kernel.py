@@ -317,7 +317,8 @@ def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[s
 # a farm of replicated nodes (lhcb_hlt's constructs): a thread pool per node held by [item], a
 # shared file server with drawn latencies and path-search lookups (a fixed and a uniform hit),
 # a node cache backed by a shared cache backed by the server (misses waiting for one fetch),
-# memory allocated and written on the node (host and per-process records), sends, a fixed repeat
+# memory allocated, restored (an image shared copy-on-write) and written on the node (host and
+# per-process records), sends, a fixed repeat
 FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "host", "replicas": 3},
                   "solo": {"cores": 1, "discipline": "fifo"}},
         "components": {"nfs": {"kind": "fileserver", "threads": 2, "latency": "exp(0.01)",
@@ -335,6 +336,8 @@ FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "hos
                          {"cpu": "exp(0.05)"}, {"alloc": "const(1.5e6)"}]},
                          {"read": {"from": "quick", "file": "x", "lookups": {"path_entries": 5, "hit_at": 2}}},
                          {"read": {"from": "pc[item]", "file": "conf", "bytes": "const(5e5)"}},
+                         {"restore": {"from": "pc[item]", "file": "snap", "bytes": "const(2e6)",
+                                      "memory": "exp(3e6)", "shared": 0.6}},
                          {"write_memory": {"fraction": 0.5, "over": "0.1s", "pieces": 2}},
                          {"alloc": "uniform(1e5, 2e5)"}, {"delay": "exp(0.2)"}],
                      "solo": [{"hold": "box", "steps": [{"read": {"from": "mid", "file": "lib", "bytes": "const(1e6)"}},
