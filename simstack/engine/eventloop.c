@@ -30,9 +30,9 @@ enum {
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
     OP_DEADLINE = 30, OP_READ = 31, OP_SGET = 32, OP_SLAT = 33, OP_SXFER = 34, OP_SREL = 35, OP_FRET = 36,
     OP_CGET = 37, OP_CFILL = 38, OP_ALLOC = 39, OP_WMEM = 40, OP_BYITEM = 41,
-    OP_RESTORE = 42
+    OP_RESTORE = 42, OP_FORK = 43, OP_CSTORED = 44
 };
-enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2, MEM_RESTORE = 3 };
+enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2, MEM_RESTORE = 3, MEM_FORK = 4 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
        EV_PRIO = 8 };
 enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
@@ -106,6 +106,10 @@ typedef struct { int32_t pool, link, lat, look; double each; } Store;
 /* a cache's file (kinds.fileserver.Cache.files): 0 not there, 1 being fetched (its waiters), 2 held */
 typedef struct { int state; int32_t *w; Py_ssize_t n, cap; } CFile;
 
+/* lifecycle._Brood: the children of a fork step that waits for them (the parent fiber), and the
+ * replacements it may still fork as they end (respawn) */
+typedef struct { int32_t parent, entry, cls, pick; int64_t running; double respawn; int used; } Brood;
+
 typedef struct { int64_t id; int32_t cls, name; double deadline, after; } Late;  /* a missed deadline's row */
 
 typedef struct {  /* kinds.queues.QueueRuntime: items wait for a consumer, blocked senders for room */
@@ -135,7 +139,7 @@ typedef struct {  /* runners._FanOut: a parallel step's branches, each a fiber o
  * (Ctx.item); root: the request's own fiber, whose reason (0: none) says it failed (Request.fail). */
 typedef struct {
     int64_t id, parent, item, ritem, wait_seq; int32_t pc, wl, cls, client, wait_pc, fan, queue, hcall, node;
-    int32_t root, reason;
+    int32_t root, reason, brood;  /* brood: the fork that waits for this request to end, -1 none */
     int32_t jhost, jlv, jprio; int64_t jseq, jtoken; double jrem, jstart;  /* its job on a priority CPU */
     int64_t owner, owners[MARKS];  /* Ctx identity (a pool's thread runs under its own), outer ones by depth */
     int live, warm, mem;  /* mem: the request took memory (a process of MemoryState) */
@@ -187,6 +191,8 @@ typedef struct {
     /* memory steps (engine/lifecycle.py), replayed into MemoryState in this order: op, time, request,
      * class, item, step (its host picker), value */
     int32_t *m_op, *m_cls, *m_pick; int64_t *m_id, *m_item; double *m_t, *m_val; Py_ssize_t mn, mcap;
+    int memall;  /* a fork gives requests processes: every request's end is logged */
+    Brood *br; Py_ssize_t nbr, brcap; int32_t next_brood;  /* next_brood: the brood of the request started next */
     int error; int32_t err_wl;
 } K;
 
@@ -772,6 +778,33 @@ static int cache_fill(K *k, int32_t slot, int32_t store, int32_t file, int32_t l
     return 0;
 }
 
+/* _Brood.fork: the child's process shares the parent's pages (logged before it starts, as it gets
+ * the next id), then the child starts with the parent's workload, item and warm-up */
+static int fork_one(K *k, int32_t slot, int32_t entry, int32_t cls, int32_t pick, int32_t b) {
+    Req *p = &k->req[slot];
+    if (b >= 0) k->br[b].running += 1;
+    if (mem_log(k, MEM_FORK, p, pick, (double)(k->next_id + 1))) return -1;
+    p = &k->req[slot];
+    k->next_brood = b;
+    return start_request(k, p->wl, entry, cls, -1, p->item, p->id, p->warm, k->now, -1);
+}
+
+/* _Brood.ended: a replacement while respawns are left and the parent has not failed; the parent
+ * goes on once the last child has ended */
+static int brood_ended(K *k, int32_t b) {
+    Brood *B = &k->br[b];
+    B->running -= 1;
+    if (B->respawn > 0 && !k->req[k->req[B->parent].root].reason) {
+        B->respawn -= 1;
+        return fork_one(k, B->parent, B->entry, B->cls, B->pick, b);
+    }
+    if (B->running == 0) {
+        B->used = 0;
+        return advance(k, B->parent);
+    }
+    return 0;
+}
+
 static int record(K *k, Req *r) {
     if (k->on == k->ocap) {
         Py_ssize_t cap = k->ocap ? k->ocap * 2 : 4096;
@@ -1323,6 +1356,30 @@ static int advance(K *k, int32_t slot) {
             k->req[r->root].mem = 1;
             if (mem_log(k, MEM_WRITE, r, op[1], k->consts[op[2]])) return -1;
             continue;
+        case OP_FORK: {  /* entry, class, count, respawn const, wait, step: ForkRunner */
+            int32_t b = -1;
+            r->pc += 7;
+            if (op[5]) {  /* a brood the children's ends report to */
+                b = 0;
+                while (b < k->nbr && k->br[b].used) b++;
+                if (b == k->nbr) {
+                    if (grow((void **)&k->br, &k->brcap, k->nbr + 1, sizeof(Brood))) return -1;
+                    k->nbr++;
+                }
+                k->br[b] = (Brood){slot, op[1], op[2], op[6], 0, k->consts[op[4]], 1};
+            }
+            for (int32_t i = 0; i < op[3]; i++) if (fork_one(k, slot, op[1], op[2], op[6], b)) return -1;
+            if (op[5]) return 0;
+            continue;
+        }
+        case OP_CSTORED: {  /* cache, file: Cache.fetch's write stored: the file is held (readers waiting for
+                               it would be served now, before the fetch they wait for ends: not run here) */
+            CFile *f = &k->cf[(Py_ssize_t)op[1] * k->nfiles + op[2]];
+            if (f->state == 1) { k->error = 2; PyErr_SetString(PyExc_RuntimeError, "outside"); return -1; }
+            f->state = 2;
+            r->pc += 3;
+            continue;
+        }
         case OP_BYITEM: {  /* n, n blocks: runners.ByItemRunner, the replica item mod n */
             int64_t i = r->item % op[1];
             r->pc = op[2 + (i < 0 ? i + op[1] : i)];
@@ -1331,11 +1388,12 @@ static int advance(K *k, int32_t slot) {
         case OP_END: {
             if (record(k, r)) return -1;
             r = &k->req[slot];
-            if (r->mem && mem_log(k, MEM_END, r, -1, 0.0)) return -1;
+            if ((r->mem || k->memall) && mem_log(k, MEM_END, r, -1, 0.0)) return -1;
             k->in_system--;
-            int32_t client = r->client, queue = r->queue;
+            int32_t client = r->client, queue = r->queue, brood = r->brood;
             r->live = 0;
             k->freelist[k->nfree++] = slot;
+            if (brood >= 0) return brood_ended(k, brood);  /* Request.finish: on_end, the fork's */
             if (client >= 0) return client_after(k, client);
             if (queue >= 0) return q_finished(k, queue);
             return 0;
@@ -1354,7 +1412,8 @@ static int start_request(K *k, int32_t w, int32_t entry, int32_t cls, int32_t cl
     Req *r = &k->req[slot];
     r->id = ++k->next_id; r->pc = entry; r->wl = w; r->cls = cls; r->client = client; r->fan = -1;
     r->item = r->ritem = item; r->parent = parent; r->start = start; r->warm = warm; r->queue = queue;
-    r->root = slot; r->owner = ++k->owners;
+    r->root = slot; r->owner = ++k->owners; r->brood = k->next_brood;
+    k->next_brood = -1;
     k->in_system++; k->started++;
     return advance(k, slot);
 }
@@ -1462,7 +1521,7 @@ static void release(K *k) {
     free(k->s_id); free(k->s_cls); free(k->s_name); free(k->s_comp); free(k->s_start); free(k->s_wait);
     free(k->s_svc); free(k->s_end); free(k->late);
     for (Py_ssize_t i = 0; k->cf && i < k->nso * k->nfiles; i++) free(k->cf[i].w);
-    free(k->so); free(k->cf);
+    free(k->so); free(k->cf); free(k->br);
     free(k->m_op); free(k->m_cls); free(k->m_pick); free(k->m_id); free(k->m_item); free(k->m_t); free(k->m_val);
 }
 
@@ -1565,6 +1624,13 @@ static int check_code(K *k, char *starts) {
             len = 4;
             ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso) && RANGE(c[pc + 2], 0, k->nfiles) && RANGE(c[pc + 3], 0, n);
             break;
+        case OP_FORK:
+            len = 7;
+            ok = pc + len <= n && RANGE(c[pc + 1], 0, n) && c[pc + 2] >= 0 && c[pc + 3] >= 0
+                 && RANGE(c[pc + 4], 0, k->nconsts) && c[pc + 6] >= 0;
+            k->memall = 1;
+            break;
+        case OP_CSTORED: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso) && RANGE(c[pc + 2], 0, k->nfiles); break;
         case OP_ALLOC: case OP_RESTORE: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nsm); break;
         case OP_WMEM: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nconsts); break;
         case OP_BYITEM:
@@ -1586,7 +1652,7 @@ static int check_code(K *k, char *starts) {
         if (!starts[pc]) continue;
         int ok = 1;
         switch (c[pc]) {
-        case OP_JUMP: case OP_SPAWN: case OP_FAILED: ok = starts[c[pc + 1]]; break;
+        case OP_JUMP: case OP_SPAWN: case OP_FAILED: case OP_FORK: ok = starts[c[pc + 1]]; break;
         case OP_HOLDP: ok = starts[c[pc + 2]]; break;
         case OP_PAR: ok = starts[c[pc + 3]]; break;
         case OP_HCALL: case OP_HFIN: ok = starts[c[pc + 3 - (c[pc] == OP_HFIN)]]; break;
@@ -1759,6 +1825,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         || (stores && tuples(stores, 5)))
         return NULL;
     K k; memset(&k, 0, sizeof k);
+    k.next_brood = -1;
     double until = until_o == Py_None ? INFINITY : PyFloat_AsDouble(until_o);
     if (PyErr_Occurred()) return NULL;
     k.ncode = PyList_GET_SIZE(code);
@@ -1968,7 +2035,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     if (bad) {
         if (k.error) {
-            PyObject *r = Py_BuildValue("(sid)", "zero-time", (int)k.err_wl, k.now);
+            PyObject *r = Py_BuildValue("(sid)", k.error == 2 ? "outside" : "zero-time", (int)k.err_wl, k.now);
             release(&k);
             PyErr_Clear();
             return r;

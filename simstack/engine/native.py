@@ -81,7 +81,7 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
     if spec.environment is not None:
         return "operating modes switch rates"
     reached = [spec.requests[name] for name in _reached(spec)]
-    memory = any(isinstance(s, Alloc | WriteMemory | Restore) for req in reached for s in _all(req.body))
+    memory = any(isinstance(s, Alloc | WriteMemory | Restore | ForkProcess) for req in reached for s in _all(req.body))
     for h in spec.hosts.values():
         if memory and math.isfinite(h.memory):
             return f"host {h.name!r} has a memory capacity (a step may run out of it)"
@@ -274,11 +274,11 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
                 return f"step {g.name!r} sends to a {_component(spec, step.target).kind}"
         elif isinstance(step, FileOp):
             kind = _component(spec, step.store).kind
-            if step.write or kind not in ("fileserver", "cache"):
-                return f"step {g.name!r} " + ("writes a file" if step.write else f"reads from a {kind}")
+            if kind not in ("fileserver", "cache"):
+                return f"step {g.name!r} " + ("writes to" if step.write else "reads from") + f" a {kind}"
             if not _plain(step.bytes):
                 return f"step {g.name!r} draws from a request's attribute"
-        elif isinstance(step, Alloc | WriteMemory):
+        elif isinstance(step, Alloc | WriteMemory | ForkProcess):
             if isinstance(step, Alloc) and not _plain(step.bytes):
                 return f"step {g.name!r} draws from a request's attribute"
         elif isinstance(step, Restore):
@@ -341,6 +341,8 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
                    comp.rates, comp.prios, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues],
                    comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
                    float(warmup), comp.stores, len(comp.files))
+    if out[0] == "outside":
+        raise Outside("a cached file is written while a read fetches it")
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
@@ -376,7 +378,12 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     return now, events, bool(dry)
 
 
-MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE = range(4)
+MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE, MEM_FORK = range(5)
+
+
+class Outside(Exception):
+    """The run reached something the loop does not reproduce (a cached file written while a read
+    fetches it): the replication runs again on the SimPy kernel, saying why."""
 
 
 def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
@@ -395,6 +402,8 @@ def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
             continue
         hosts, path, shared = comp.pickers[pick]
         proc = mem.processes.get(rid)
+        if op == MEM_FORK and proc is None and not hosts:  # ForkRunner: no process, no pages to share
+            continue
         if proc is None:  # lifecycle._HostPicker.process
             if not hosts:
                 raise ModelError("a memory step needs a host: give host: in the step, or run it on a host's "
@@ -402,6 +411,9 @@ def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
             proc = mem.process(rid, comp.classes[cls], hosts[item % len(hosts)])
         if op == MEM_WRITE:
             mem.write(proc, value, "writing copy-on-write pages")
+            continue
+        if op == MEM_FORK:  # the child (the next id) maps the parent's pages copy-on-write
+            mem.fork(proc, [int(value)], shared)
             continue
         if op == MEM_RESTORE:  # the image shared copy-on-write by the host's restored processes, the rest private
             total = round(value)

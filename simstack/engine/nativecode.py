@@ -21,6 +21,7 @@ from simstack.lang.spec import (
     Cpu,
     Delay,
     FileOp,
+    ForkProcess,
     Hold,
     ModelSpec,
     Parallel,
@@ -35,7 +36,7 @@ from simstack.load import replicas
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
     DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
-    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE = range(1, 43)
+    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE, FORK, CSTORED = range(1, 45)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -79,7 +80,7 @@ class Compiler(Tables):
         self.depth = 0  # recorded steps open around the one being compiled
         self.names: list[str] = []  # the step table's step and component names, numbered
         self.residue: tuple[int, int] | None = None  # (n, i): the item is i mod n here (a replica's body)
-        self.blocks: dict[tuple[int, str], int] = {}  # a store's fetch of a file: where its block starts
+        self.blocks: dict[tuple[int, str, bool], int] = {}  # a store's fetch of a file: where its block starts
         self.pickers: list[tuple[list[str], str, Any]] = []  # a memory step's hosts, path, shared name
         self.restored: dict[int, str] = {}  # a restore's picker: the checkpoint file it maps
 
@@ -155,6 +156,12 @@ class Compiler(Tables):
             self.by_item(step, members, scope)  # type: ignore[arg-type]
         elif isinstance(step, FileOp):
             self.read(step, stream)
+        elif isinstance(step, ForkProcess):  # lifecycle.ForkRunner: children compiled after the bodies
+            self.r.memory_state()
+            self.consts.append(float(step.respawn))
+            code += [FORK, 0, self.cls(step.request), step.count, len(self.consts) - 1, int(step.wait),
+                     self.picker(step, scope)]
+            self.pending.append((len(code) - 6, step.request, site_of(self.site, g.path), scope))
         elif isinstance(step, Restore):  # lifecycle.RestoreRunner: the read, then its memory mapped
             self.r.memory_state()
             self.read(step.read, stream)
@@ -279,16 +286,26 @@ class Compiler(Tables):
         at = len(code)
         code += [READ, nbytes, count, draws, entries, step.files, len(stores)] + [0] * len(stores) + [JUMP, 0]
         for i, runtime in enumerate(stores):
-            code[at + 7 + i] = self.block(runtime, step.file)
+            code[at + 7 + i] = self.block(runtime, step.file, step.write)
         code[at + 8 + len(stores)] = len(code)
 
-    def block(self, runtime: Any, file: str) -> int:
-        key = (id(runtime), file)
+    def block(self, runtime: Any, file: str, write: bool) -> int:
+        key = (id(runtime), file, write)
         if key not in self.blocks:
             self.blocks[key] = len(self.code)
-            self.fetch(runtime, file)
+            if write:  # Cache.fetch's write: served, then held; a file server's: served
+                self.serve(runtime)
+                if isinstance(runtime, Cache):
+                    self.code += [CSTORED, self.store(runtime), self.file(file)]
+            else:
+                self.fetch(runtime, file)
             self.code.append(FRET)
         return self.blocks[key]
+
+    def serve(self, runtime: Any) -> None:
+        """``Store.serve``: a thread, the latency and lookups, the bytes, the thread back."""
+        store = self.store(runtime)
+        self.code += [SGET, store, SLAT, store, SXFER, store, SREL, store]
 
     def fetch(self, runtime: Any, file: str) -> None:
         """``Store.fetch`` (serve) or ``Cache.fetch`` (held: served here; being fetched: wait for
@@ -301,16 +318,17 @@ class Compiler(Tables):
             self.fetch(runtime.backing, file)
             code += [CFILL, store, f, len(code) + 4]
             code[at + 3] = len(code)
-        store = self.store(runtime)
-        code += [SGET, store, SLAT, store, SXFER, store, SREL, store]
+        self.serve(runtime)
 
-    def picker(self, step: Alloc | WriteMemory | Restore, scope: Scope) -> int:
+    def picker(self, step: Alloc | WriteMemory | Restore | ForkProcess, scope: Scope) -> int:
         """``lifecycle._HostPicker``: the hosts a request's process may start on (and an alloc's
-        shared segment, a restore's shared fraction)."""
+        shared segment, a restore's shared fraction, a fork's child class)."""
         host = step.host if isinstance(step, Alloc | Restore) else None
         hosts = self.r.index.resolved("hosts", host) if host is not None else \
             [self.host_names[scope[:2]]] if scope[0] != NONE else []
-        self.pickers.append((hosts, step.guard.path, step.shared if isinstance(step, Alloc | Restore) else None))
+        extra = step.shared if isinstance(step, Alloc | Restore) else \
+            step.request if isinstance(step, ForkProcess) else None
+        self.pickers.append((hosts, step.guard.path, extra))
         return len(self.pickers) - 1
 
     def deadline(self, step: Step) -> None:

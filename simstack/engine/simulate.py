@@ -326,9 +326,13 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
         if r.env._queue:  # a host or component that schedules events of its own: SimPy runs them
             why = "a component schedules its own events"
         else:
-            now, _events, dry = native.run(r, horizon, warm, _meters(r))
-            # as SimPy's heap, which keeps the marker of a horizon: only a run without one runs dry
-            return _outcome(r, now if horizon is None else horizon, dry and horizon is None, None, "native")
+            try:
+                now, _events, dry = native.run(r, horizon, warm, _meters(r))
+            except native.Outside as outside:  # found while running: the whole run again on SimPy
+                why = str(outside)
+            else:
+                # as SimPy's heap, which keeps the marker of a horizon: only a run without one runs dry
+                return _outcome(r, now if horizon is None else horizon, dry and horizon is None, None, "native")
     live = LiveReplication(spec, seed, rep, horizon=horizon, warmup=warmup, record_steps=record_steps,
                            record=record, trace=trace)
     live.advance(horizon)

@@ -318,7 +318,8 @@ def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[s
 # shared file server with drawn latencies and path-search lookups (a fixed and a uniform hit),
 # a node cache backed by a shared cache backed by the server (misses waiting for one fetch),
 # memory allocated, restored (an image shared copy-on-write) and written on the node (host and
-# per-process records), sends, a fixed repeat
+# per-process records), a checkpoint written into a cache, children forked sharing their parent's
+# pages (waited for, respawned as they end), sends, a fixed repeat
 FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "host", "replicas": 3},
                   "solo": {"cores": 1, "discipline": "fifo"}},
         "components": {"nfs": {"kind": "fileserver", "threads": 2, "latency": "exp(0.01)",
@@ -328,7 +329,12 @@ FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "hos
                        "pc": {"kind": "cache", "host": "node", "backing": "mid", "bandwidth": "1GB/s", "replicas": 3},
                        "slots": {"kind": "threads", "host": "node", "size": 1, "replicas": 3},
                        "box": {"kind": "threads", "host": "solo", "size": 2}},
-        "requests": {"launch": [{"repeat": 2, "steps": [{"send": "work"}]}, {"send": "solo"}],
+        "requests": {"launch": [{"repeat": 2, "steps": [{"send": "work"}]}, {"send": "solo"}, {"send": "watch"}],
+                     "watch": [{"hold": "slots[item]", "steps": [{"cpu": "exp(0.01)"}, {"alloc": "const(4e6)"}]},
+                               {"checkpoint": {"to": "pc[item]", "file": "img", "bytes": "const(1e6)"}},
+                               {"fork": {"request": "kid", "count": 2, "wait": True, "respawn": 3}}],
+                     "kid": [{"write_memory": 0.3}, {"read": {"from": "pc[item]", "file": "img", "bytes": "const(1e5)"}},
+                             {"delay": "exp(0.5)"}],
                      "work": [{"hold": "slots[item]", "steps": [
                          {"read": {"from": "nfs", "file": "search", "files": 3,
                                    "lookups": {"path_entries": 4, "hit_at": "uniform"}}},
@@ -365,6 +371,26 @@ def test_replicated_farm_with_files_and_memory_runs_natively_bit_for_bit(monkeyp
     assert set(runs[1].tables) == set(runs[0].tables)
     for name, frame in runs[0].tables.items():
         pd.testing.assert_frame_equal(runs[1].tables[name], frame, check_exact=True)
+    assert record == "summary" or (runs[0].requests.request == "kid").sum() > 20
+
+
+@needs_native
+def test_a_file_written_while_it_is_fetched_runs_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint lands in a cache while a read of it is still fetched: the readers waiting are
+    served at once, the fetch runs on (two continuations of one request the loop does not make):
+    the replication runs again on SimPy, which says so, with SimPy's tables."""
+    doc = {"components": {"far": {"kind": "fileserver", "latency": "const(1)"},
+                          "near": {"kind": "cache", "backing": "far"}},
+           "requests": {"get": [{"read": {"from": "near", "file": "f", "bytes": "const(10)"}}],
+                        "put": [{"delay": "const(0.5)"}, {"checkpoint": {"to": "near", "file": "f", "bytes": "const(10)"}}],
+                        "both": [{"send": "get"}, {"send": "put"}]},
+           "workloads": {"w": {"type": "closed", "request": "both", "clients": 1, "count": 1}}}
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(build_spec(doc, None), seed=1, record_steps=False))
+    assert runs[1].kernel == "SimPy (a cached file is written while a read fetches it)"
+    pd.testing.assert_frame_equal(runs[1].requests, runs[0].requests, check_exact=True)
 
 
 @needs_native
