@@ -333,7 +333,8 @@ FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "hos
                      "watch": [{"hold": "slots[item]", "steps": [{"cpu": "exp(0.01)"}, {"alloc": "const(4e6)"}]},
                                {"checkpoint": {"to": "pc[item]", "file": "img", "bytes": "const(1e6)"}},
                                {"fork": {"request": "kid", "count": 2, "wait": True, "respawn": 3}}],
-                     "kid": [{"write_memory": 0.3}, {"read": {"from": "pc[item]", "file": "img", "bytes": "const(1e5)"}},
+                     "kid": [{"write_memory": 0.3},
+                             {"read": {"from": "pc[item]", "file": "img", "bytes": "const(1e5)"}},
                              {"delay": "exp(0.5)"}],
                      "work": [{"hold": "slots[item]", "steps": [
                          {"read": {"from": "nfs", "file": "search", "files": 3,
@@ -382,7 +383,8 @@ def test_a_file_written_while_it_is_fetched_runs_on_simpy(monkeypatch: pytest.Mo
     doc = {"components": {"far": {"kind": "fileserver", "latency": "const(1)"},
                           "near": {"kind": "cache", "backing": "far"}},
            "requests": {"get": [{"read": {"from": "near", "file": "f", "bytes": "const(10)"}}],
-                        "put": [{"delay": "const(0.5)"}, {"checkpoint": {"to": "near", "file": "f", "bytes": "const(10)"}}],
+                        "put": [{"delay": "const(0.5)"},
+                                {"checkpoint": {"to": "near", "file": "f", "bytes": "const(10)"}}],
                         "both": [{"send": "get"}, {"send": "put"}]},
            "workloads": {"w": {"type": "closed", "request": "both", "clients": 1, "count": 1}}}
     runs = []
