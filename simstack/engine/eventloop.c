@@ -30,11 +30,11 @@ enum {
     OP_HACQ = 23, OP_HRUN = 24, OP_HFIN = 25, OP_MARK = 26, OP_GRANT = 27, OP_STEP = 28, OP_FAILED = 29,
     OP_DEADLINE = 30, OP_READ = 31, OP_SGET = 32, OP_SLAT = 33, OP_SXFER = 34, OP_SREL = 35, OP_FRET = 36,
     OP_CGET = 37, OP_CFILL = 38, OP_ALLOC = 39, OP_WMEM = 40, OP_BYITEM = 41,
-    OP_RESTORE = 42, OP_FORK = 43, OP_CSTORED = 44
+    OP_RESTORE = 42, OP_FORK = 43, OP_CSTORED = 44, OP_SWGET = 45, OP_SWSEEDED = 46
 };
 enum { MEM_ALLOC = 0, MEM_WRITE = 1, MEM_END = 2, MEM_RESTORE = 3, MEM_FORK = 4 };
 enum { EV_ARRIVE = 0, EV_CYCLE = 1, EV_FINISH = 2, EV_RESUME = 3, EV_WARM = 4, EV_PS = 5, EV_TICK = 6, EV_COPY = 7,
-       EV_PRIO = 8 };
+       EV_PRIO = 8, EV_SWLEAVE = 9 };
 enum { CPU_FIFO = 0, CPU_PS = 1, CPU_PRIO = 2 };
 /* OP_STEP's kinds: a CPU or station job, a job of a pure delay station, a hold (or a hierarchy call), a
  * named stage (or a sub-request call), a link call, a database call */
@@ -58,9 +58,19 @@ typedef struct {  /* cpu.FifoCpu */
 
 typedef struct { double tag; int64_t seq; int32_t slot; } Tag;
 
-typedef struct {  /* sharing.SharedRate with no share or on_leave */
+typedef struct { int32_t *w; Py_ssize_t n, cap; int fetching; } NodeWait;  /* Swarm.fetching[node] */
+
+typedef struct {  /* kinds.swarm.Swarm: the fluid's share of a SharedRate whose jobs are nodes */
+    int32_t ps, linger; int64_t peers;  /* linger: a stream, -1 for the rest of the run */
+    double upload, download, seed_rate, eff, lingering;
+    int backed, seeding;  /* backed: the seeds fetch the file first (Swarm.pending is not None) */
+    char *held; NodeWait *nodes;
+    int64_t *pnode; double *pbytes; Py_ssize_t np, npcap;  /* Swarm.pending: (node, bytes) */
+} Swarm;
+
+typedef struct {  /* sharing.SharedRate; with a swarm (sw), its share and on_leave hooks */
     double servers, rate, cap, virt, last; int64_t token, seq; int32_t m;
-    Tag *h; Py_ssize_t hn, hcap;
+    Tag *h; Py_ssize_t hn, hcap; Swarm *sw;
 } Shared;
 
 typedef struct {  /* cpu.PriorityCpu: preemptive-resume by priority; levels metered per run; an idle spinner */
@@ -192,6 +202,7 @@ typedef struct {
      * class, item, step (its host picker), value */
     int32_t *m_op, *m_cls, *m_pick; int64_t *m_id, *m_item; double *m_t, *m_val; Py_ssize_t mn, mcap;
     int memall;  /* a fork gives requests processes: every request's end is logged */
+    Swarm *sw; Py_ssize_t nsw;
     Brood *br; Py_ssize_t nbr, brcap; int32_t next_brood;  /* next_brood: the brood of the request started next */
     int error; int32_t err_wl;
 } K;
@@ -386,6 +397,12 @@ static inline int tag_less(const Tag *x, const Tag *y) {
 
 static inline double ps_rate(const Shared *p, Py_ssize_t n) {  /* _per_job_rate */
     if (!n) return 0.0;
+    if (p->sw) {  /* Swarm._share */
+        const Swarm *w = p->sw;
+        double total = w->seed_rate + w->upload * (w->eff * (double)n + w->lingering);
+        double each = total / (double)n;
+        return w->download < each ? w->download : each;
+    }
     double share = p->servers / (double)n;
     double v = p->rate * (share < 1.0 ? share : 1.0);
     return p->cap < v ? p->cap : v;
@@ -456,12 +473,50 @@ static int ps_submit(K *k, int32_t pi, double work, int32_t slot) {
     touch(m, now);
     ps_advance(p, now);
     p->seq += 1;
-    k->req[slot].svc = work / p->rate;
-    k->req[slot].arr = now;
+    if (!p->sw) {  /* a swarm's jobs are its nodes, not fibers */
+        k->req[slot].svc = work / p->rate;
+        k->req[slot].arr = now;
+    }
     if (tag_push(&p->h, &p->hn, &p->hcap, (Tag){p->virt + work, p->seq, slot})) return -1;
     ps_account(k, p);
     return ps_schedule(k, pi, now);
 }
+
+/* Swarm._seeding (on_leave): the node holds the file and seeds for its linger */
+static int sw_leave(K *k, int32_t pi, int32_t node) {
+    Swarm *w = k->ps[pi].sw;
+    w->held[node] = 1;
+    double stay = INFINITY;
+    if (w->linger >= 0) {
+        int64_t item = k->item;
+        k->item = node;  /* Ctx(None, node) */
+        if (draw(k, w->linger, &stay)) return -1;
+        k->item = item;
+    }
+    if (stay <= 0) return 0;
+    w->lingering += 1;
+    if (isfinite(stay)) return push(k, k->now + stay, EV_SWLEAVE, pi, 0);
+    return 0;
+}
+
+/* Swarm._join's delivered: every request waiting for the node goes on, in the order they came */
+static int sw_delivered_all(K *k, Swarm *w, Py_ssize_t nd) {
+    int32_t *gone = malloc((size_t)(nd ? nd : 1) * sizeof(int32_t));
+    if (!gone) { PyErr_NoMemory(); return -1; }
+    memcpy(gone, k->done, (size_t)nd * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        NodeWait *q = &w->nodes[gone[i]];
+        int32_t *ws = q->w;
+        Py_ssize_t n = q->n;
+        q->w = NULL; q->n = q->cap = 0; q->fetching = 0;
+        for (Py_ssize_t j = 0; j < n; j++) if (advance(k, ws[j])) { free(ws); free(gone); return -1; }
+        free(ws);
+    }
+    free(gone);
+    return 0;
+}
+
+static int ps_submit(K *k, int32_t pi, double work, int32_t slot);
 
 /* SharedRate._finish: everything whose tag is reached leaves, then each goes on in that order. */
 static int ps_finish(K *k, int32_t pi, int64_t token) {
@@ -478,8 +533,11 @@ static int ps_finish(K *k, int32_t pi, int64_t token) {
         if (nd == k->dcap && grow((void **)&k->done, &k->dcap, nd + 1, sizeof(int32_t))) return -1;
         k->done[nd++] = tag_pop(p->h, &p->hn).slot;
     }
+    if (p->sw) for (Py_ssize_t i = 0; i < nd; i++) if (sw_leave(k, pi, k->done[i])) return -1;
+    p = &k->ps[pi];
     ps_account(k, p);
     if (ps_schedule(k, pi, now)) return -1;
+    if (p->sw) return sw_delivered_all(k, p->sw, nd);
     if (nd == 1) return advance(k, k->done[0]);
     /* the jobs go on one by one; what they do cannot reach another PS departure (those are events) */
     int32_t *gone = malloc((size_t)(nd ? nd : 1) * sizeof(int32_t));
@@ -1380,6 +1438,46 @@ static int advance(K *k, int32_t slot) {
             r->pc += 3;
             continue;
         }
+        case OP_SWGET: {  /* swarm, where the request goes on once its node has the file: Swarm.fetch */
+            Swarm *w = k->ps[op[1]].sw;
+            int64_t node = r->item % w->peers;
+            if (node < 0) node += w->peers;
+            NodeWait *q = &w->nodes[node];
+            if (w->held[node]) { r->pc = op[2]; continue; }
+            if (q->n == q->cap && grow((void **)&q->w, &q->cap, q->n + 1, sizeof(int32_t))) return -1;
+            q->w[q->n++] = slot;
+            r->pc = op[2];
+            if (q->fetching) return 0;
+            q->fetching = 1;
+            if (w->backed) {  /* the seeds do not have the file yet: wait; the first fetches it for them */
+                if (w->np == w->npcap) {
+                    Py_ssize_t cap = w->npcap ? w->npcap * 2 : 64;
+                    if (resize((void **)&w->pnode, cap, sizeof(int64_t)) || resize((void **)&w->pbytes, cap, sizeof(double)))
+                        return -1;
+                    w->npcap = cap;
+                }
+                w->pnode[w->np] = node; w->pbytes[w->np] = r->fbytes; w->np++;
+                if (w->np == 1 && !w->seeding) {
+                    w->seeding = 1;
+                    r->pc = (int32_t)(op - k->code) + 3;  /* the backing fetch, inline */
+                    continue;
+                }
+                return 0;
+            }
+            return ps_submit(k, op[1], r->fbytes, (int32_t)node);
+        }
+        case OP_SWSEEDED: {  /* swarm, where the request goes on: Swarm._seeded, every pending node joins */
+            Swarm *w = k->ps[op[1]].sw;
+            r->pc = op[2];
+            w->backed = 0;
+            Py_ssize_t n = w->np;
+            int64_t *nodes = w->pnode; double *bytes = w->pbytes;
+            w->pnode = NULL; w->pbytes = NULL; w->np = w->npcap = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (ps_submit(k, op[1], bytes[i], (int32_t)nodes[i])) { free(nodes); free(bytes); return -1; }
+            free(nodes); free(bytes);
+            return 0;
+        }
         case OP_BYITEM: {  /* n, n blocks: runners.ByItemRunner, the replica item mod n */
             int64_t i = r->item % op[1];
             r->pc = op[2 + (i < 0 ? i + op[1] : i)];
@@ -1482,6 +1580,13 @@ static int step(K *k, Event e) {
         return prio_finish(k, e.a, e.b);
     case EV_RESUME:
         return advance(k, e.a);
+    case EV_SWLEAVE: {  /* a finished node stops seeding: SharedRate.reshare(Swarm._leave) */
+        Shared *p = &k->ps[e.a];
+        touch(&k->mt[p->m], k->now);
+        ps_advance(p, k->now);
+        p->sw->lingering -= 1;
+        return ps_schedule(k, e.a, k->now);
+    }
     case EV_WARM:  /* Meter.reset at the end of warm-up: the meters there are then (a level once a thread ran) */
         for (Py_ssize_t i = 0; i < k->nmt; i++) reset(&k->mt[i], k->now);
         for (Py_ssize_t h = 0; h < k->npr; h++)
@@ -1522,6 +1627,12 @@ static void release(K *k) {
     free(k->s_svc); free(k->s_end); free(k->late);
     for (Py_ssize_t i = 0; k->cf && i < k->nso * k->nfiles; i++) free(k->cf[i].w);
     free(k->so); free(k->cf); free(k->br);
+    for (Py_ssize_t i = 0; k->sw && i < k->nsw; i++) {
+        Swarm *w = &k->sw[i];
+        for (int64_t j = 0; w->nodes && j < w->peers; j++) free(w->nodes[j].w);
+        free(w->nodes); free(w->held); free(w->pnode); free(w->pbytes);
+    }
+    free(k->sw);
     free(k->m_op); free(k->m_cls); free(k->m_pick); free(k->m_id); free(k->m_item); free(k->m_t); free(k->m_val);
 }
 
@@ -1630,6 +1741,8 @@ static int check_code(K *k, char *starts) {
                  && RANGE(c[pc + 4], 0, k->nconsts) && c[pc + 6] >= 0;
             k->memall = 1;
             break;
+        case OP_SWGET: case OP_SWSEEDED:
+            len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nps) && k->ps[c[pc + 1]].sw && RANGE(c[pc + 2], 0, n); break;
         case OP_CSTORED: len = 3; ok = pc + len <= n && RANGE(c[pc + 1], 0, k->nso) && RANGE(c[pc + 2], 0, k->nfiles); break;
         case OP_ALLOC: case OP_RESTORE: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nsm); break;
         case OP_WMEM: len = 3; ok = pc + len <= n && c[pc + 1] >= 0 && RANGE(c[pc + 2], 0, k->nconsts); break;
@@ -1660,6 +1773,7 @@ static int check_code(K *k, char *starts) {
         case OP_READ: for (int32_t i = 0; ok && i < c[pc + 6]; i++) ok = starts[c[pc + 7 + i]]; break;
         case OP_BYITEM: for (int32_t i = 0; ok && i < c[pc + 1]; i++) ok = starts[c[pc + 2 + i]]; break;
         case OP_CGET: case OP_CFILL: ok = starts[c[pc + 3]]; break;
+        case OP_SWGET: case OP_SWSEEDED: ok = starts[c[pc + 2]]; break;
         default: break;
         }
         if (!ok) {
@@ -1811,18 +1925,18 @@ static PyObject *prio_state(const K *k, const Prio *P) {
  * step's name, deadline, time from the request's start); prios each priority host's end (prio_state). */
 static PyObject *run(PyObject *self, PyObject *args) {
     PyObject *code, *consts, *meters, *stations, *shared, *prios, *pools, *locks, *dbs, *queues, *hiers, *plans, *streams,
-             *workloads, *until_o, *stores = NULL;
+             *workloads, *until_o, *stores = NULL, *swarms = NULL;
     double warm;
     Py_ssize_t nfiles = 0;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od|O!n", &PyList_Type, &code, &PyList_Type, &consts,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!Od|O!nO!", &PyList_Type, &code, &PyList_Type, &consts,
                           &PyList_Type, &meters, &PyList_Type, &stations, &PyList_Type, &shared, &PyList_Type, &prios,
                           &PyList_Type, &pools, &PyList_Type, &locks, &PyList_Type, &dbs, &PyList_Type, &queues,
                           &PyList_Type, &hiers, &PyList_Type, &plans, &PyList_Type, &streams,
-                          &PyList_Type, &workloads, &until_o, &warm, &PyList_Type, &stores, &nfiles)) return NULL;
+                          &PyList_Type, &workloads, &until_o, &warm, &PyList_Type, &stores, &nfiles, &PyList_Type, &swarms)) return NULL;
     if (nfiles < 0) { PyErr_SetString(PyExc_ValueError, "native run: a negative number of files"); return NULL; }
     if (tuples(stations, 3) || tuples(shared, 4) || tuples(prios, 5) || tuples(pools, 4) || tuples(locks, 1) || tuples(dbs, 6)
         || tuples(queues, 8) || tuples(hiers, 3) || tuples(plans, 3) || tuples(streams, 3) || tuples(workloads, 9)
-        || (stores && tuples(stores, 5)))
+        || (stores && tuples(stores, 5)) || (swarms && tuples(swarms, 8)))
         return NULL;
     K k; memset(&k, 0, sizeof k);
     k.next_brood = -1;
@@ -1932,6 +2046,31 @@ static PyObject *run(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t i = 0; i < k.npn && !bad; i++) bad = read_plan(&k.pn[i], PyList_GET_ITEM(plans, i));
+    k.nsw = swarms ? PyList_GET_SIZE(swarms) : 0;
+    k.sw = calloc((size_t)k.nsw + 1, sizeof(Swarm));
+    if (!k.sw) { PyErr_NoMemory(); bad = 1; }
+    for (Py_ssize_t i = 0; i < k.nsw && !bad; i++) {  /* (rate, peers, upload, download, seed rate, efficiency, linger, backed) */
+        PyObject *t = PyList_GET_ITEM(swarms, i);
+        Swarm *w = &k.sw[i];
+        w->ps = (int32_t)PyLong_AsLong(ITEM(t, 0));
+        w->peers = PyLong_AsLongLong(ITEM(t, 1));
+        w->upload = PyFloat_AsDouble(ITEM(t, 2));
+        w->download = PyFloat_AsDouble(ITEM(t, 3));
+        w->seed_rate = PyFloat_AsDouble(ITEM(t, 4));
+        w->eff = PyFloat_AsDouble(ITEM(t, 5));
+        w->linger = (int32_t)PyLong_AsLong(ITEM(t, 6));
+        w->backed = PyObject_IsTrue(ITEM(t, 7));
+        if (PyErr_Occurred() || w->ps < 0 || w->ps >= k.nps || k.ps[w->ps].sw || w->peers <= 0 || w->peers > (1 << 30)
+            || w->linger < -1 || w->linger >= k.nsm) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "native run: a swarm's rate, peers or linger out of range");
+            bad = 1;
+            break;
+        }
+        w->held = calloc((size_t)w->peers, 1);
+        w->nodes = calloc((size_t)w->peers, sizeof(NodeWait));
+        if (!w->held || !w->nodes) { PyErr_NoMemory(); bad = 1; break; }
+        k.ps[w->ps].sw = w;
+    }
     for (Py_ssize_t i = 0; i < k.nso && !bad; i++) {
         PyObject *t = PyList_GET_ITEM(stores, i);
         Store *so = &k.so[i];

@@ -96,8 +96,9 @@ def why_not(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = 
         if c.kind in ("fileserver", "cache", "swarm") and c.name not in stored:
             continue  # a store no step reads: passive, its meters stay at zero on either kernel
         why = _component_why(c.kind, c.settings)
-        if c.kind == "cache" and spec.components[c.settings["backing"]].kind not in ("fileserver", "cache"):
-            why = f"is backed by a {spec.components[c.settings['backing']].kind}"
+        backing = c.settings.get("backing") if c.kind in ("cache", "swarm") else None
+        if backing and spec.components[backing].kind not in ("fileserver", "cache", "swarm"):
+            why = f"is backed by a {spec.components[backing].kind}"
         if c.kind == "hierarchy" and c.host and spec.hosts[c.host].discipline == "priority":
             why = "calculates on priority cores"
         if why:
@@ -185,6 +186,11 @@ def _component_why(kind: str, s: Any) -> str:
     elif kind in ("fileserver", "cache"):
         if s["record_load"]:
             return "records its load"
+    elif kind == "swarm":
+        if not math.isfinite(s["peers"]):
+            return "has no number of peers (each request a node of its own)"
+        if s["linger"] is not None and not _plain(s["linger"]):
+            return "draws from a request's attribute"
     elif kind in ("queue", "refusal"):
         pass  # a queue's handler class is checked with the others; a call of a refusal stops the load
     elif kind == "hierarchy":
@@ -274,7 +280,7 @@ def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:
                 return f"step {g.name!r} sends to a {_component(spec, step.target).kind}"
         elif isinstance(step, FileOp):
             kind = _component(spec, step.store).kind
-            if kind not in ("fileserver", "cache"):
+            if kind not in ("fileserver", "cache", "swarm"):
                 return f"step {g.name!r} " + ("writes to" if step.write else "reads from") + f" a {kind}"
             if not _plain(step.bytes):
                 return f"step {g.name!r} draws from a request's attribute"
@@ -340,7 +346,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     out = loop.run(comp.code, comp.consts, [isinstance(m, KeyedMeter) for m in comp.meters], comp.stations,
                    comp.rates, comp.prios, comp.pools, comp.locks, comp.dbs, [tuple(q) for q in comp.queues],
                    comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
-                   float(warmup), comp.stores, len(comp.files))
+                   float(warmup), comp.stores, len(comp.files), comp.swarms)
     if out[0] == "outside":
         raise Outside("a cached file is written while a read fetches it")
     if out[0] == "zero-time":

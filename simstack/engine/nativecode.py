@@ -14,6 +14,7 @@ from simstack.engine.control import unrollable
 from simstack.engine.nativetables import NONE, Scope, Tables
 from simstack.kinds.fileserver import Cache
 from simstack.kinds.hierarchy import changed_parameter
+from simstack.kinds.swarm import Swarm
 from simstack.lang.spec import (
     Alloc,
     Call,
@@ -36,7 +37,7 @@ from simstack.load import replicas
 
 CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
     DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
-    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE, FORK, CSTORED = range(1, 45)
+    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE, FORK, CSTORED, SWGET, SWSEEDED = range(1, 47)
 # OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
 ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
 MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
@@ -293,7 +294,7 @@ class Compiler(Tables):
         key = (id(runtime), file, write)
         if key not in self.blocks:
             self.blocks[key] = len(self.code)
-            if write:  # Cache.fetch's write: served, then held; a file server's: served
+            if write and not isinstance(runtime, Swarm):  # a cache's write: served, then held; a server's: served
                 self.serve(runtime)
                 if isinstance(runtime, Cache):
                     self.code += [CSTORED, self.store(runtime), self.file(file)]
@@ -311,6 +312,16 @@ class Compiler(Tables):
         """``Store.fetch`` (serve) or ``Cache.fetch`` (held: served here; being fetched: wait for
         it; else fetched from the backing store first), inline."""
         code = self.code
+        if isinstance(runtime, Swarm):  # its node's copy: held, being fetched, or joining the swarm
+            swarm = self.swarm(runtime)
+            at = len(code)
+            code += [SWGET, swarm, 0]
+            if runtime.pending is not None:  # the first fetch of all fetches it for the seeds
+                self.fetch(runtime.backing, file)
+                code += [SWSEEDED, swarm, 0]
+                code[len(code) - 1] = len(code)
+            code[at + 2] = len(code)
+            return
         if isinstance(runtime, Cache):
             store, f = self.store(runtime), self.file(file)
             at = len(code)

@@ -46,6 +46,7 @@ class Tables:
         self.reasons: list[str] = [""]  # a failed request's reason (0: none, the request is ok)
         self.stores: list[tuple[int, int, int, int, float]] = []  # (pool, link, latency, lookup stream, each)
         self.files: dict[str, int] = {}  # the files caches hold, numbered
+        self.swarms: list[tuple[int, int, float, float, float, float, int, bool]] = []
         self.host_names: dict[tuple[int, int], str] = {}  # a scope's (kind, index): its host
 
     def stream(self, name: str, dist: Any) -> int:
@@ -83,7 +84,8 @@ class Tables:
             tables: dict[str, list[Any]] = {"station": self.stations, "rate": self.rates, "prio": self.prios,
                                             "pool": self.pools,
                                             "lock": self.locks, "db": self.dbs, "queue": self.queues,
-                                            "hier": self.hiers, "plan": self.plans, "store": self.stores}
+                                            "hier": self.hiers, "plan": self.plans, "store": self.stores,
+                                            "swarm": self.swarms}
             table = tables[what]
             self.index[key] = len(table)
             table.append(entry())
@@ -141,6 +143,22 @@ class Tables:
             return (self.pool(runtime.slots, runtime.meter), link, latency, lookup,
                     math.nan if each is None else float(each))
         return self.resource("store", runtime, entry)
+
+    def swarm(self, runtime: Any) -> int:
+        """``swarm.Swarm``: its ``SharedRate`` (the loop adds the fluid's share and the seeding of a
+        node that finishes), its peers, rates, linger (a stream, -1: the rest of the run) and whether
+        the seeds fetch the file first. Its index is its rate's."""
+        def entry() -> tuple[int, int, float, float, float, float, int, bool]:
+            linger = -1
+            setting = self.spec.components[runtime.name].settings["linger"]
+            if setting is not None:
+                site, self.site = self.site, ""
+                linger = self.stream(f"components.{runtime.name}.linger", setting)
+                self.site = site
+            return (self.rate(runtime.shared), int(runtime.peers), float(runtime.upload), float(runtime.download),
+                    float(runtime.seed_rate), float(runtime.efficiency), linger, runtime.pending is not None)
+        self.resource("swarm", runtime, entry)
+        return self.rate(runtime.shared)
 
     def file(self, name: str) -> int:
         return self.files.setdefault(name, len(self.files))

@@ -319,7 +319,8 @@ def test_a_facility_model_runs_natively_bit_for_bit(model: str, settings: dict[s
 # a node cache backed by a shared cache backed by the server (misses waiting for one fetch),
 # memory allocated, restored (an image shared copy-on-write) and written on the node (host and
 # per-process records), a checkpoint written into a cache, children forked sharing their parent's
-# pages (waited for, respawned as they end), sends, a fixed repeat
+# pages (waited for, respawned as they end), a swarm whose seeds fetch the file from a cache first
+# (nodes lingering a drawn time), sends, a fixed repeat
 FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "host", "replicas": 3},
                   "solo": {"cores": 1, "discipline": "fifo"}},
         "components": {"nfs": {"kind": "fileserver", "threads": 2, "latency": "exp(0.01)",
@@ -328,9 +329,12 @@ FARM = {"hosts": {"node": {"cores": 2, "discipline": "ps", "memory_record": "hos
                        "mid": {"kind": "cache", "backing": "nfs", "clients": 2, "bandwidth": "200MB/s"},
                        "pc": {"kind": "cache", "host": "node", "backing": "mid", "bandwidth": "1GB/s", "replicas": 3},
                        "slots": {"kind": "threads", "host": "node", "size": 1, "replicas": 3},
+                       "tor": {"kind": "swarm", "backing": "mid", "peers": 5, "upload": "10MB/s", "download": "40MB/s",
+                               "seed_upload": "20MB/s", "efficiency": 0.5, "linger": "exp(0.3)"},
                        "box": {"kind": "threads", "host": "solo", "size": 2}},
         "requests": {"launch": [{"repeat": 2, "steps": [{"send": "work"}]}, {"send": "solo"}, {"send": "watch"}],
-                     "watch": [{"hold": "slots[item]", "steps": [{"cpu": "exp(0.01)"}, {"alloc": "const(4e6)"}]},
+                     "watch": [{"read": {"from": "tor", "file": "ck", "bytes": "exp(2e7)"}},
+                               {"hold": "slots[item]", "steps": [{"cpu": "exp(0.01)"}, {"alloc": "const(4e6)"}]},
                                {"checkpoint": {"to": "pc[item]", "file": "img", "bytes": "const(1e6)"}},
                                {"fork": {"request": "kid", "count": 2, "wait": True, "respawn": 3}}],
                      "kid": [{"write_memory": 0.3},
