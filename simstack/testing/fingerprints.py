@@ -40,6 +40,13 @@ def runs() -> dict[str, Callable[[], RunResult]]:
         # Without step records the engine fuses consecutive CPU steps: a path of its own.
         "slac_bsa_unrecorded": lambda: simulate(load_model("slac_bsa"), seed=17, horizon=0.5,
                                                 record_steps=False),
+        # replicated nodes, file servers, caches, memory (6 subfarms): as measured, and with fork,
+        # checkpoints and the swarm (the model has no draws: one replication)
+        "lhcb_hlt": lambda: simulate(load_model("lhcb_hlt", parameters={"subfarms": 6}), seed=1,
+                                     horizon=3 * 3600.0, record_steps=False),
+        "lhcb_hlt_optimised": lambda: simulate(load_model("lhcb_hlt", parameters={"subfarms": 6}, flags=[
+            "local_cache", "fork", "checkpoint", "distribution", "swarm"]), seed=1, horizon=3 * 3600.0,
+            record_steps=False),
     }
 
 

@@ -380,6 +380,25 @@ def test_replicated_farm_with_files_and_memory_runs_natively_bit_for_bit(monkeyp
 
 
 @needs_native
+@pytest.mark.parametrize("flags", [[], ["local_cache"], ["checkpoint"], ["fork", "distribution"],
+                                   ["local_cache", "fork", "checkpoint", "distribution"],
+                                   ["fork", "checkpoint", "distribution", "swarm"]])
+def test_lhcb_hlt_runs_natively_bit_for_bit(flags: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LHCb farm (3 subfarms of 4 nodes) with each optimisation: requests, resources and the
+    memory per node the same to the last bit."""
+    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 3, "nodes_per_subfarm": 4}, flags=flags)
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
+    assert runs[1].kernel == "native"
+    for table in ("requests", "resources", "accounting"):
+        pd.testing.assert_frame_equal(getattr(runs[1], table), getattr(runs[0], table), check_exact=True)
+    for name, frame in runs[0].tables.items():
+        pd.testing.assert_frame_equal(runs[1].tables[name], frame, check_exact=True)
+
+
+@needs_native
 def test_a_file_written_while_it_is_fetched_runs_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """A checkpoint lands in a cache while a read of it is still fetched: the readers waiting are
     served at once, the fetch runs on (two continuations of one request the loop does not make):
