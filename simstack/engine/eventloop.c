@@ -13,8 +13,11 @@
  * Resources: FIFO stations (a `server` station, a host's `fifo` cores: cpu.FifoCpu), processor
  * sharing (a host's `ps` cores, a link's bandwidth: sharing.SharedRate), priority cores
  * (cpu.PriorityCpu), thread pools (slots.Slots, a full line turning work away) and write locks,
- * global or per key, first come or by priority (kinds/locks.LockRuntime). Each keeps its
- * accounting in a Meter here, written back into the Python Meter objects at the end.
+ * global or per key, first come or by priority (kinds/locks.LockRuntime), file servers and caches
+ * (kinds/fileserver.py: a block of code per store and file), swarms (kinds/swarm.py: a shared rate
+ * whose jobs are nodes). Each keeps its accounting in a Meter here, written back into the Python
+ * Meter objects at the end. Memory steps and forks are logged in order (mem_log) and replayed into
+ * MemoryState by native.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
