@@ -121,7 +121,7 @@ typedef struct { int state; int32_t *w; Py_ssize_t n, cap; } CFile;
 
 /* lifecycle._Brood: the children of a fork step that waits for them (the parent fiber), and the
  * replacements it may still fork as they end (respawn) */
-typedef struct { int32_t parent, entry, cls, pick; int64_t running; double respawn; int used; } Brood;
+typedef struct { int32_t parent, entry, cls, pick; int64_t running; double respawn; int used, forking; } Brood;
 
 typedef struct { int64_t id; int32_t cls, name; double deadline, after; } Late;  /* a missed deadline's row */
 
@@ -860,6 +860,11 @@ static int brood_ended(K *k, int32_t b) {
         return fork_one(k, B->parent, B->entry, B->cls, B->pick, b);
     }
     if (B->running == 0) {
+        if (B->forking) {  /* the last child ended before its parent forked them all: not run here */
+            k->error = 3;
+            PyErr_SetString(PyExc_RuntimeError, "outside");
+            return -1;
+        }
         B->used = 0;
         return advance(k, B->parent);
     }
@@ -1427,11 +1432,12 @@ static int advance(K *k, int32_t slot) {
                     if (grow((void **)&k->br, &k->brcap, k->nbr + 1, sizeof(Brood))) return -1;
                     k->nbr++;
                 }
-                k->br[b] = (Brood){slot, op[1], op[2], op[6], 0, k->consts[op[4]], 1};
+                k->br[b] = (Brood){slot, op[1], op[2], op[6], 0, k->consts[op[4]], 1, 1};
             }
             for (int32_t i = 0; i < op[3]; i++) if (fork_one(k, slot, op[1], op[2], op[6], b)) return -1;
-            if (op[5]) return 0;
-            continue;
+            if (!op[5]) continue;
+            k->br[b].forking = 0;
+            return 0;
         }
         case OP_CSTORED: {  /* cache, file: Cache.fetch's write stored: the file is held (readers waiting for
                                it would be served now, before the fetch they wait for ends: not run here) */
@@ -2177,7 +2183,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     if (bad) {
         if (k.error) {
-            PyObject *r = Py_BuildValue("(sid)", k.error == 2 ? "outside" : "zero-time", (int)k.err_wl, k.now);
+            PyObject *r = Py_BuildValue("(sid)", k.error >= 2 ? "outside" : "zero-time", k.error >= 2 ? k.error : (int)k.err_wl,
+                                        k.now);
             release(&k);
             PyErr_Clear();
             return r;

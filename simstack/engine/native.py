@@ -351,7 +351,8 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
                    comp.hiers, comp.plans, comp.streams, workloads, None if horizon is None else float(horizon),
                    float(warmup), comp.stores, len(comp.files), comp.swarms)
     if out[0] == "outside":
-        raise Outside("a cached file is written while a read fetches it")
+        raise Outside("a cached file is written while a read fetches it" if out[1] == 2 else
+                      "a forked child ends before its parent has forked them all")
     if out[0] == "zero-time":
         wl = r.spec.workloads[names[out[1]]]
         raise ModelError(f"closed workload {wl.name!r}: request {wl.request!r} and the think time both "
@@ -392,7 +393,8 @@ MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE, MEM_FORK = range(5)
 
 class Outside(Exception):
     """The run reached something the loop does not reproduce (a cached file written while a read
-    fetches it): the replication runs again on the SimPy kernel, saying why."""
+    fetches it; every child of a waiting fork ended before the last was forked, when SimPy's
+    parent goes on inside its fork loop): the replication runs again on the SimPy kernel, saying why."""
 
 
 def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:

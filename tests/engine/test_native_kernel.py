@@ -419,6 +419,25 @@ def test_a_file_written_while_it_is_fetched_runs_on_simpy(monkeypatch: pytest.Mo
 
 
 @needs_native
+def test_children_ending_while_their_parent_forks_run_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Children that end at once (no step takes time): SimPy's parent goes on inside its fork
+    loop when the first ends, and forks on after; the replication runs on SimPy, saying so."""
+    doc = {"hosts": {"h": {"cores": 1, "discipline": "ps"}},
+           "components": {"p": {"kind": "threads", "host": "h", "size": 1}},
+           "requests": {"par": [{"hold": "p", "steps": [{"alloc": "const(1e6)"}]},
+                                {"fork": {"request": "kid", "count": 3, "wait": True}}],
+                        "kid": [{"write_memory": 0.5}]},
+           "workloads": {"w": {"type": "closed", "request": "par", "clients": 2, "count": 2, "think": "const(1)"}}}
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(build_spec(doc, None), seed=1, record_steps=False))
+    assert runs[1].kernel == "SimPy (a forked child ends before its parent has forked them all)"
+    pd.testing.assert_frame_equal(runs[1].requests, runs[0].requests, check_exact=True)
+    pd.testing.assert_frame_equal(runs[1].tables["memory"], runs[0].tables["memory"], check_exact=True)
+
+
+@needs_native
 @pytest.mark.parametrize("code", [[99], [1, 5, 0, 5], [4, 1, 5], [2, 0, 4, 1, 5], [15, 3, 7, 0, 16], [1, 0, 0],
                                   [29, 9, 5], [29, 1, 5], [30, 0, 0, -1, 5], [6, 2, 0, 0, -1, 0, 7, 5],
                                   [7, 0, 0, 2, 0, 0, 5]])
