@@ -11,10 +11,49 @@ from typing import Any
 
 from simstack.engine.callsites import shared_classes, site_of
 from simstack.engine.control import unrollable
-from simstack.engine.nativetables import NONE, Scope, Tables
-from simstack.kinds.fileserver import Cache
+from simstack.engine.nativefiles import UNIFORM, Files
+from simstack.engine.nativetables import (
+    BEND,
+    CALL,
+    CHOOSE,
+    CPU,
+    DBEND,
+    DBGET,
+    DBQ,
+    DBX,
+    DEADLINE,
+    DELAY,
+    END,
+    FAILED,
+    FCPU,
+    FORK,
+    GRANT,
+    HACQ,
+    HCALL,
+    HFIN,
+    HOLDL,
+    HOLDP,
+    HRUN,
+    JUMP,
+    LINK,
+    MARK,
+    NONE,
+    PAR,
+    QPUT,
+    RELL,
+    RELP,
+    ROW_DB,
+    ROW_DELAY,
+    ROW_HOLD,
+    ROW_JOB,
+    ROW_LINK,
+    ROW_SPAN,
+    SPAWN,
+    STEP,
+    XFER,
+    Scope,
+)
 from simstack.kinds.hierarchy import changed_parameter
-from simstack.kinds.swarm import Swarm
 from simstack.lang.spec import (
     Alloc,
     Call,
@@ -35,13 +74,6 @@ from simstack.lang.spec import (
 )
 from simstack.load import replicas
 
-CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
-    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
-    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE, FORK, CSTORED, SWGET, SWSEEDED = range(1, 47)
-# OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
-ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
-MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
-
 
 def _flatten(body: tuple[Step, ...]) -> list[Step]:
     """As ``Replication.compile_body`` when it fuses: unnamed ``steps:`` blocks spliced in, short
@@ -59,15 +91,13 @@ def _flatten(body: tuple[Step, ...]) -> list[Step]:
 
 
 
-class Compiler(Tables):
+class Compiler(Files):
     """The model as the C loop's arrays: code and constants, on the resources and streams of
-    ``Tables``."""
+    ``Tables`` (the file and memory steps' rules in ``Files``)."""
 
     def __init__(self, r: Any):
         super().__init__(r)
         self.shared = shared_classes(r.spec)
-        self.code: list[int] = []
-        self.consts: list[float] = []
         self.threads = 0  # thread-pool holds open around the step being compiled (HOLDP's depth)
         self.failing = _failing(r.spec)  # a request may fail and end its steps early: bodies check
         self.keys: dict[str, int] = {}  # a lock's fixed keys, numbered
@@ -80,10 +110,6 @@ class Compiler(Tables):
         self.recording = bool(r.rec.record_steps)  # steps recorded: rows as recorded.py's runners make them
         self.depth = 0  # recorded steps open around the one being compiled
         self.names: list[str] = []  # the step table's step and component names, numbered
-        self.residue: tuple[int, int] | None = None  # (n, i): the item is i mod n here (a replica's body)
-        self.blocks: dict[tuple[int, str, bool], int] = {}  # a store's fetch of a file: where its block starts
-        self.pickers: list[tuple[list[str], str, Any]] = []  # a memory step's hosts, path, shared name
-        self.restored: dict[int, str] = {}  # a restore's picker: the checkpoint file it maps
 
     def name(self, name: str) -> int:
         if name not in self.names:
@@ -163,25 +189,8 @@ class Compiler(Tables):
             code += [FORK, 0, self.cls(step.request), step.count, len(self.consts) - 1, int(step.wait),
                      self.picker(step, scope)]
             self.pending.append((len(code) - 6, step.request, site_of(self.site, g.path), scope))
-        elif isinstance(step, Restore):  # lifecycle.RestoreRunner: the read, then its memory mapped
-            self.r.memory_state()
-            self.read(step.read, stream)
-            pick = self.picker(step, scope)
-            self.restored[pick] = step.read.file
-            code += [RESTORE, pick, self.stream(f"{stream}.memory", step.memory)]
-        elif isinstance(step, Alloc):
-            self.r.memory_state()
-            pick = self.picker(step, scope)
-            code += [ALLOC, pick, self.stream(f"{stream}.bytes", step.bytes)]
-        elif isinstance(step, WriteMemory):  # lifecycle.WriteRunner: a piece, then the gap, ...
-            self.r.memory_state()
-            pick = self.picker(step, scope)
-            self.consts.append(step.fraction / step.pieces)
-            gap = self.stream(f"{stream}.gap", _const(step.over / step.pieces))
-            if step.over / step.pieces:
-                code += [DELAY, gap]
-            for i in range(step.pieces):
-                code += [WMEM, pick, len(self.consts) - 1] + ([DELAY, gap] if i < step.pieces - 1 else [])
+        elif isinstance(step, Restore | Alloc | WriteMemory):
+            self.memory(step, scope, stream)
         elif isinstance(step, Cpu):
             assert scope[0] != NONE, f"{g.path}: CPU work outside any host"  # load_model refuses it
             level = self.mark() if self.recording else -1
@@ -245,102 +254,6 @@ class Compiler(Tables):
             self.choose(step, stream, scope)
             if named:
                 self.row(ROW_SPAN, level, g.name, "stage")
-
-    def by_item(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> None:
-        """``runners.ByItemRunner``: the step on replica item mod n, each compiled as
-        ``replicas.on`` aims it (its own streams); where the item's residue is known (inside a
-        replica of a multiple of n), that replica alone."""
-        n = len(members)
-        if self.residue is not None and self.residue[0] % n == 0:
-            self.step(replicas.on(step, members[self.residue[1] % n]), scope)
-            return
-        code = self.code
-        at = len(code)
-        code += [BYITEM, n] + [0] * n
-        ends = []
-        residue = self.residue
-        for i, member in enumerate(members):
-            code[at + 2 + i] = len(code)
-            self.residue = (n, i)
-            self.step(replicas.on(step, member), scope)
-            ends.append(len(code))
-            code += [JUMP, 0]
-        self.residue = residue
-        for j in ends:
-            code[j + 1] = len(code)
-
-    def read(self, step: FileOp, stream: str) -> None:
-        """``files.FileRunner``: the bytes and the lookups drawn, then the fetch of store item
-        mod n (a block per store and file, shared by every step that reads it there)."""
-        stores = self.r.index.stores(step.store, step.guard.path)
-        if self.residue is not None and self.residue[0] % len(stores) == 0:
-            stores = [stores[self.residue[1] % len(stores)]]
-        nbytes = self.stream(f"{stream}.bytes", step.bytes) if step.bytes is not None else -1
-        count, draws, entries = 0, 0, 0
-        if step.lookups is not None:  # fileserver.lookup_counter
-            entries, hit = step.lookups
-            if hit is not None:
-                count = step.files * hit
-            else:
-                count, draws = -1, self.stream(f"{stream}.lookups", _UNIFORM)
-        code = self.code
-        at = len(code)
-        code += [READ, nbytes, count, draws, entries, step.files, len(stores)] + [0] * len(stores) + [JUMP, 0]
-        for i, runtime in enumerate(stores):
-            code[at + 7 + i] = self.block(runtime, step.file, step.write)
-        code[at + 8 + len(stores)] = len(code)
-
-    def block(self, runtime: Any, file: str, write: bool) -> int:
-        key = (id(runtime), file, write)
-        if key not in self.blocks:
-            self.blocks[key] = len(self.code)
-            if write and not isinstance(runtime, Swarm):  # a cache's write: served, then held; a server's: served
-                self.serve(runtime)
-                if isinstance(runtime, Cache):
-                    self.code += [CSTORED, self.store(runtime), self.file(file)]
-            else:
-                self.fetch(runtime, file)
-            self.code.append(FRET)
-        return self.blocks[key]
-
-    def serve(self, runtime: Any) -> None:
-        """``Store.serve``: a thread, the latency and lookups, the bytes, the thread back."""
-        store = self.store(runtime)
-        self.code += [SGET, store, SLAT, store, SXFER, store, SREL, store]
-
-    def fetch(self, runtime: Any, file: str) -> None:
-        """``Store.fetch`` (serve) or ``Cache.fetch`` (held: served here; being fetched: wait for
-        it; else fetched from the backing store first), inline."""
-        code = self.code
-        if isinstance(runtime, Swarm):  # its node's copy: held, being fetched, or joining the swarm
-            swarm = self.swarm(runtime)
-            at = len(code)
-            code += [SWGET, swarm, 0]
-            if runtime.pending is not None:  # the first fetch of all fetches it for the seeds
-                self.fetch(runtime.backing, file)
-                code += [SWSEEDED, swarm, 0]
-                code[len(code) - 1] = len(code)
-            code[at + 2] = len(code)
-            return
-        if isinstance(runtime, Cache):
-            store, f = self.store(runtime), self.file(file)
-            at = len(code)
-            code += [CGET, store, f, 0]
-            self.fetch(runtime.backing, file)
-            code += [CFILL, store, f, len(code) + 4]
-            code[at + 3] = len(code)
-        self.serve(runtime)
-
-    def picker(self, step: Alloc | WriteMemory | Restore | ForkProcess, scope: Scope) -> int:
-        """``lifecycle._HostPicker``: the hosts a request's process may start on (and an alloc's
-        shared segment, a restore's shared fraction, a fork's child class)."""
-        host = step.host if isinstance(step, Alloc | Restore) else None
-        hosts = self.r.index.resolved("hosts", host) if host is not None else \
-            [self.host_names[scope[:2]]] if scope[0] != NONE else []
-        extra = step.shared if isinstance(step, Alloc | Restore) else \
-            step.request if isinstance(step, ForkProcess) else None
-        self.pickers.append((hosts, step.guard.path, extra))
-        return len(self.pickers) - 1
 
     def deadline(self, step: Step) -> None:
         """``runners.DeadlineRunner``: once the step has ended, a miss is recorded (and fails the
@@ -494,7 +407,7 @@ class Compiler(Tables):
         cum[-1] = math.inf
         n = len(step.branches)
         at = len(code)
-        code += [CHOOSE, self.stream(stream + ".choice", _UNIFORM), n, len(self.consts)] + [0] * n
+        code += [CHOOSE, self.stream(stream + ".choice", UNIFORM), n, len(self.consts)] + [0] * n
         self.consts += cum
         jumps = []
         for i, branch in enumerate(step.branches):
@@ -550,14 +463,3 @@ def _host(comp: Any) -> str:
     return str(comp.host)
 
 
-def _const(value: float) -> Any:
-    from simstack.lang.samplers import Const
-    return Const(value)
-
-
-def _uniform() -> Any:
-    from simstack.lang.samplers import Uniform
-    return Uniform(0.0, 1.0)
-
-
-_UNIFORM = _uniform()

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from simstack.engine.control import UNROLL_STEPS
-from simstack.engine.nativecode import MARKS
-from simstack.engine.nativetables import HOSTS
+from simstack.engine.nativetables import HOSTS, MARKS
 from simstack.lang.samplers import Attribute, Const, Indexed
 from simstack.lang.sizes import SizeSchedule
 from simstack.lang.spec import (

@@ -17,6 +17,13 @@ from simstack.resources.meter import IdleMeter, Meter
 FIFO, PS, PRIO = 0, 1, 2
 HOSTS = {"fifo": FIFO, "ps": PS, "priority": PRIO}
 NONE = -1  # no host: steps outside any thread run no CPU work
+# the loop's opcodes (eventloop.c's OP_*)
+CALL, DELAY, CHOOSE, JUMP, END, CPU, FCPU, LINK, XFER, HOLDP, RELP, HOLDL, RELL, SPAWN, PAR, BEND, DBGET, DBQ, DBX, \
+    DBEND, QPUT, HCALL, HACQ, HRUN, HFIN, MARK, GRANT, STEP, FAILED, DEADLINE, READ, SGET, SLAT, SXFER, SREL, FRET, \
+    CGET, CFILL, ALLOC, WMEM, BYITEM, RESTORE, FORK, CSTORED, SWGET, SWSEEDED = range(1, 47)
+# OP_STEP's kinds: how a step row's wait and service are made (recorded.py's runners)
+ROW_JOB, ROW_DELAY, ROW_HOLD, ROW_SPAN, ROW_LINK, ROW_DB = range(6)
+MARKS = 8  # recorded steps nested at most this deep (eventloop.c)
 Scope = tuple[int, int, int]  # (FIFO, PS, PRIO or NONE, the host's index, the threads' priority): ``runners.Scope``
 
 
