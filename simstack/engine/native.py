@@ -4,12 +4,13 @@ kernel's (docs/engine.md).
 ``why_not`` says whether a model is in the subset the C loop runs and, when not, why
 (``simstack.engine.nativesubset``): then the whole run stays on the SimPy kernel. The subset
 (docs/engine.md lists it): open, closed, protocol and periodic workloads; hosts of ``fifo``,
-``ps`` or ``priority`` cores, replicated or not; FIFO stations, thread pools (blocking or dropping), write locks (first come or most urgent
-first), links, databases, queues, hierarchies, file servers, caches and swarms, replicas by
-``[item]``; calls, sub-request calls, sends, ``cpu:``, ``hold:``, ``parallel``, delays,
-probabilistic choices, fixed repeats and ``steps:`` blocks, deadlines, file reads and
-checkpoints, ``alloc``, ``write_memory``, ``restore`` and ``fork``; step records (not into a
-summary, not of file steps), no trace. Only the request classes a run reaches are asked about.
+``ps`` or ``priority`` cores, replicated or not; FIFO stations, thread pools (blocking or
+dropping), write locks (first come or most urgent first), links, databases, queues, hierarchies,
+file servers, caches and swarms, replicas by ``[item]``; calls, sub-request calls, sends,
+``cpu:``, ``hold:``, ``parallel``, delays, probabilistic choices, fixed repeats and ``steps:``
+blocks, deadlines, file reads and checkpoints, ``alloc``, ``write_memory``, ``restore`` and
+``fork``; step records (not into a summary, not of file steps), no trace. Only the request
+classes a run reaches are asked about.
 ``run`` compiles the model (``simstack.engine.nativecode``), runs the loop, and hands back what a
 SimPy replication leaves: the resources' meters written back into their ``Meter`` objects (a
 priority host's levels and idle spinner through ``PriorityCpu.restore``), the finished requests
