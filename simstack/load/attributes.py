@@ -18,7 +18,7 @@ from simstack.errors import ModelError
 from simstack.lang.samplers import Attribute
 from simstack.lang.spec import Call, ModelSpec, Step, TraceWorkload
 from simstack.load.graph import walk
-from simstack.load.replicas import ITEM
+from simstack.load.replicas import ITEM, copies
 
 
 def _named(values: Iterable[object]) -> Iterator[str]:
@@ -45,7 +45,11 @@ def check(spec: ModelSpec) -> None:
     reads: dict[str, list[tuple[str, str]]] = {}  # class -> (attribute, step path)
     calls: dict[str, set[str]] = {}
     started: set[str] = set()  # classes started other than by a synchronous call
-    components = {c.name: list(_named(c.settings.values())) for c in spec.components.values()}
+    components: dict[str, list[str]] = {}
+    firsts = copies(spec.replicas)  # a replica's settings are its first's (but its host): read once
+    for c in spec.components.values():
+        first = firsts.get(c.name)
+        components[c.name] = components[first] if first in components else list(_named(c.settings.values()))
     components = {name: names for name, names in components.items() if names}
     for req in spec.requests.values():
         for step in walk(req.body):

@@ -81,10 +81,11 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     settings = section.settings(or_empty(body, "settings", {}))  # first: its limits bound what is built
     bounds = limits.limits_of(settings)
     raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts", bounds)
-    hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"))
+    hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"), host_counts)
     limits.check_hosts(hosts, bounds)
     raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
-    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds)
+    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds,
+                                    counts)
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",

@@ -34,6 +34,17 @@ def member(name: str, index: int) -> str:
     return f"{name}[{index}]"
 
 
+def copies(counts: Mapping[str, int]) -> dict[str, str]:
+    """Each replica after the first -> the first (``node[7]`` -> ``node[0]``): written once in
+    the file, a replica is its first's copy but for its name and the index of its host, so the
+    sections read and check the first and stamp the others."""
+    out: dict[str, str] = {}
+    for base, count in counts.items():
+        first = member(base, 0)
+        out.update((member(base, i), first) for i in range(1, count))
+    return out
+
+
 def split(raw: object, section: str, limits: Limits) -> tuple[object, dict[str, int]]:
     """The section without its ``replicas:`` keys, and the count of each replicated entry
     (at most ``limits.count``: checked before any replica is made)."""
@@ -80,21 +91,40 @@ def place(components: object, counts: Mapping[str, int], hosts: Mapping[str, int
     expanded = expand(components, counts, "components")
     if not isinstance(expanded, Mapping):
         return expanded
+    assert isinstance(components, Mapping)  # expand returns anything else as it is
     out: dict[Any, Any] = {}
-    for name, spec in expanded.items():
+    for name, spec in components.items():
         host = spec.get("host") if isinstance(spec, Mapping) else None
-        if isinstance(host, str) and host in hosts:
-            base = _INDEXED.sub("", name) if _INDEXED.search(str(name)) else name
-            where = f"components.{base}.host"
-            if counts.get(base) != hosts[host]:
-                mine = f"{counts[base]} replicas" if base in counts else "no replicas"
-                raise ModelError(f"host {host!r} has {hosts[host]} replicas and the component {mine}: give it "
-                                 f"replicas: {hosts[host]} to put one on each, or name one host such as "
-                                 f"{member(host, 0)}", path=where)
-            index = int(str(name)[len(base) + 1:-1])
-            spec = {**spec, "host": member(host, index)}
-        out[name] = spec
+        if name not in counts or not (isinstance(host, str) and host in hosts):
+            out.update((n, _placed(n, s, counts, hosts)) for n, s in _replicas(expanded, name, counts))
+            continue
+        _check_placed(name, host, counts, hosts)  # the same for every replica: once
+        out.update((member(name, i), {**spec, "host": member(host, i)}) for i in range(counts[name]))
     return out
+
+
+def _replicas(expanded: Mapping[Any, Any], name: Any, counts: Mapping[str, int]) -> list[tuple[Any, Any]]:
+    names = [member(name, i) for i in range(counts[name])] if name in counts else [name]
+    return [(n, expanded[n]) for n in names]
+
+
+def _placed(name: Any, spec: Any, counts: Mapping[str, int], hosts: Mapping[str, int]) -> Any:
+    """One entry of the expanded section, on the replica of its host its index names."""
+    host = spec.get("host") if isinstance(spec, Mapping) else None
+    if not (isinstance(host, str) and host in hosts):
+        return spec
+    base = _INDEXED.sub("", name) if _INDEXED.search(str(name)) else name
+    _check_placed(base, host, counts, hosts)
+    index = int(str(name)[len(base) + 1:-1])
+    return {**spec, "host": member(host, index)}
+
+
+def _check_placed(base: Any, host: str, counts: Mapping[str, int], hosts: Mapping[str, int]) -> None:
+    if counts.get(base) != hosts[host]:
+        mine = f"{counts[base]} replicas" if base in counts else "no replicas"
+        raise ModelError(f"host {host!r} has {hosts[host]} replicas and the component {mine}: give it "
+                         f"replicas: {hosts[host]} to put one on each, or name one host such as "
+                         f"{member(host, 0)}", path=f"components.{base}.host")
 
 
 def streams(workloads: Mapping[str, Workload], counts: Mapping[str, int]) -> dict[str, Workload]:

@@ -23,6 +23,7 @@ from simstack.lang.sizes import SizeSchedule, read_size
 from simstack.lang.spec import ComponentSpec, HostSpec, Workload
 from simstack.lang.units import non_negative, parse_count, parse_number, parse_size, parse_time, positive
 from simstack.load.limits import Limits, check_component, read_limits
+from simstack.load.replicas import copies
 from simstack.resources.disciplines import DISCIPLINES
 from simstack.resources.scheduled_cpu import RESIZABLE
 
@@ -54,8 +55,10 @@ def settings(raw: object) -> dict[str, Any]:
     return {k: values[k] for k in raw}
 
 
-def hosts(raw: object) -> dict[str, HostSpec]:
-    """The ``hosts`` section (replicas already expanded)."""
+def hosts(raw: object, replicated: Mapping[str, int] | None = None) -> dict[str, HostSpec]:
+    """The ``hosts`` section (replicas already expanded). A replica of a ``replicated`` entry
+    after the first is the first's copy under its own name: its entry is the same, read and
+    checked once."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of host names, got {raw!r}", path="hosts")
 
@@ -77,8 +80,13 @@ def hosts(raw: object) -> dict[str, HostSpec]:
         "groups": Field(lambda v: v, None, "fair-share groups: {name: {share, cap}} (discipline: fair)"),
         "doc": Field(text, ""),
     }
-    out = {}
+    out: dict[str, HostSpec] = {}
+    firsts = copies(replicated or {})
     for name, spec in raw.items():
+        first = firsts.get(name)
+        if first is not None and first in out:
+            out[name] = HostSpec(**{**vars(out[first]), "name": name})  # dataclasses.replace took 4x as long
+            continue
         values = read_fields(spec, fields, f"hosts.{name}")
         groups = _groups(values["groups"], values["discipline"], f"hosts.{name}")
         if values["idle_spinner"] is not None and values["discipline"] != "priority":
@@ -135,13 +143,22 @@ def _boolean(value: object) -> bool:
 
 
 def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None,
-               bounds: Limits = DEFAULT_LIMITS) -> dict[str, ComponentSpec]:
+               bounds: Limits = DEFAULT_LIMITS,
+               replicated: Mapping[str, int] | None = None) -> dict[str, ComponentSpec]:
     """The ``components`` section: each kind's own fields and checks (``simstack.kinds``); its
-    counts are bounded before the kind's checks build anything from them (a hierarchy's graph)."""
+    counts are bounded before the kind's checks build anything from them (a hierarchy's graph).
+    A replica of a ``replicated`` entry after the first (placed by ``replicas.place``) is the
+    first's copy with its own name and host: the same entry, read and checked once (reading
+    each of the LHCb farm's 4 x 1,482 replicas again was half of loading it)."""
     if not isinstance(raw, Mapping):
         raise ModelError(f"expected a mapping of component names, got {raw!r}", path="components")
-    out = {}
+    out: dict[str, ComponentSpec] = {}
+    firsts = copies(replicated or {})
     for name, spec in raw.items():
+        first = firsts.get(name)
+        if first is not None and first in out and isinstance(spec, Mapping):
+            out[name] = _copy(out[first], name, spec.get("host"), hosts)
+            continue
         where = f"components.{name}"
         known = ", ".join(sorted(REGISTRY))
         if not isinstance(spec, Mapping) or spec.get("kind") is None:
@@ -168,6 +185,15 @@ def components(raw: object, hosts: Mapping[str, HostSpec], base_dir: Path | None
             raise (exc if exc.path and exc.path.startswith(where) else exc.at(path=where)) from None
         out[name] = component
     return out
+
+
+def _copy(first: ComponentSpec, name: str, host: object, hosts: Mapping[str, HostSpec]) -> ComponentSpec:
+    """A replica of ``first``: its settings, with the replica's own host (``node[i]``)."""
+    if host is not None and (not isinstance(host, str) or host not in hosts):
+        raise ModelError(f"unknown host {host!r}{suggest(host, hosts)}; hosts: {', '.join(hosts) or '(none)'}",
+                         path=f"components.{name}.host")
+    settings = first.settings if host == first.host else {**first.settings, "host": host}
+    return ComponentSpec(name, first.kind, host if isinstance(host, str) else None, settings)
 
 
 def workloads(raw: object, requests: set[str], base_dir: Path | None) -> dict[str, Workload]:

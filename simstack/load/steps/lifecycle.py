@@ -30,7 +30,9 @@ def members(name: str, names: Any) -> list[str]:
     """The replicas ``base[0]``, ``base[1]``, ... that ``base[item]`` may reach, in index order."""
     base = name[: -len(ITEM)]
     pattern = re.compile(re.escape(base) + r"\[(\d+)\]$")
-    found = [(int(m.group(1)), n) for n in names if isinstance(n, str) and (m := pattern.match(n))]
+    prefix = f"{base}["  # the pattern's start, tested first: the cheap test for most of a farm's names
+    found = [(int(m.group(1)), n) for n in names
+             if isinstance(n, str) and n.startswith(prefix) and (m := pattern.match(n))]
     return [n for _i, n in sorted(found)]
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simstack.studies.evaluate.metrics import Evaluator
+from simstack.studies.evaluate.run_values import values_by_replication
 from simstack.studies.schema.metric_types import DifferenceMetric, Metric, RatioMetric, RunMetric, with_precision
 from simstack.studies.schema.selection import RunSelection, merge
 from simstack.studies.schema.study import CheckSpec
@@ -72,6 +73,9 @@ def per_replication(ev: Evaluator, metric: RunMetric, sel: RunSelection | None =
         # reads (the same run, the same rows). Cutting the tables and reading them again was a
         # third of a CMS prediction's time (77 one-replication readings per thread count).
         return np.asarray([ev.statistic(metric, sel)], dtype=float)
+    split = values_by_replication(metric, result)  # a latency's: one pass over the tables, not one per replication
+    if split is not None:
+        return split
     values = []
     for rep in range(result.replications):
         one = ev.in_replication(metric, result, rep)  # a percentile: the replication's latencies

@@ -106,12 +106,58 @@ def latencies_of(metric: RunMetric, result: RunResult, ok: pd.DataFrame | None =
     return np.asarray(durations, dtype=float)
 
 
+def values_by_replication(metric: RunMetric, result: RunResult) -> np.ndarray | None:
+    """A latency, quantile or end-time metric's value in each replication of ``result`` alone
+    (a percentile: the replication's own), bit for bit what reading each replication's cut
+    tables gives (``run_statistic``, or ``np.quantile`` of ``latencies_of``); None for a metric
+    of another type or tables without replication numbers."""
+    split = latencies_by_replication(metric, result) if metric.type in REQUESTS_ONLY else None
+    if split is None:
+        return None
+    if metric.q is not None:
+        return np.asarray([float(np.quantile(d, metric.q)) if len(d) else np.nan for d in split], dtype=float)
+    return np.asarray([_stat(d, metric.stat) for d in split], dtype=float)
+
+
+def latencies_by_replication(metric: RunMetric, result: RunResult) -> list[np.ndarray] | None:
+    """What ``latencies_of`` reads in each replication 0 .. R-1 of ``result`` alone (a latency,
+    quantile or end-time metric), in one pass over the tables: the same values in the same
+    order as ``latencies_of(metric, metric_in_replication(metric, result, rep))``, which
+    filtered the whole requests (and steps) table once per replication. None for tables
+    without replication numbers."""
+    req, steps = result.requests, result.steps
+    if "rep" not in req.columns or (metric.step is not None and len(steps) and "rep" not in steps.columns):
+        return None
+    if metric.q is None and metric.request is not None and metric.request not in result.model.requests:
+        run_statistic(metric, result)  # its error, as each replication's reading raised it
+    ok = req[~req["warmup"] & req["ok"]]
+    if metric.request is not None:
+        ok = ok[ok["request"] == metric.request]
+    reps = range(result.replications)
+    if metric.step is None:
+        durations = np.asarray(ok["end" if metric.type == "end_time" else "latency"].to_numpy(), dtype=float)
+        rep = ok["rep"].to_numpy(np.int64)
+        return [durations[rep == r] for r in reps]
+    found = _spans(steps, ok, metric.step) if len(steps) else None
+    out = [found[1][found[0] == r] for r in reps] if found is not None else []
+    if len(out) < len(reps) or not all(len(spans) for spans in out):  # a replication without the step
+        raise ModelError(f"metric {metric.name!r}: no recorded step named {metric.step!r} in "
+                         f"{metric.request or 'any request'}")
+    return out
+
+
 def _step_spans(steps: pd.DataFrame, ok: pd.DataFrame, step: str) -> np.ndarray | None:
     """Per request of ``ok`` that ran ``step``, in (rep, id) order, the step's whole span (a step
     run several times in one request, a fan-out, counts from its first start to its last end);
     None when no such request ran it. What a merge with ``ok`` and a pandas group-by gave, value
     for value and in the same order, in NumPy: those were two thirds of a CMS prediction's
     reading of its runs."""
+    found = _spans(steps, ok, step)
+    return None if found is None else found[1]
+
+
+def _spans(steps: pd.DataFrame, ok: pd.DataFrame, step: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_step_spans`` with the replication of each span."""
     named = steps[steps["step"] == step]
     rep, rid = named["rep"].to_numpy(np.int64), named["id"].to_numpy(np.int64)
     ok_rep, ok_id = ok["rep"].to_numpy(np.int64), ok["id"].to_numpy(np.int64)
@@ -127,7 +173,8 @@ def _step_spans(steps: pd.DataFrame, ok: pd.DataFrame, step: str) -> np.ndarray 
     rep, rid = rep[keep][order], rid[keep][order]
     start, end = named["start"].to_numpy(float)[keep][order], named["end"].to_numpy(float)[keep][order]
     first = np.flatnonzero(np.r_[True, (rep[1:] != rep[:-1]) | (rid[1:] != rid[:-1])])
-    return np.fmax.reduceat(end, first) - np.fmin.reduceat(start, first)  # NaN skipped, as pandas' min and max
+    return rep[first], np.fmax.reduceat(end, first) - np.fmin.reduceat(start, first)  # NaN skipped, as pandas'
+
 
 
 def _memory_peak(metric: RunMetric, result: RunResult) -> float:
