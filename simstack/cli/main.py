@@ -275,7 +275,11 @@ def _quiet_hydra(task: str) -> list[str]:
 
 def _read_chosen_files(chosen: Mapping[str, list[str]]) -> None:
     """Read every model and what-if a run or sweep names before Hydra creates a directory,
-    so a missing or hostile file is refused with nothing written."""
+    so a missing or hostile file is refused with nothing written. A command line Hydra
+    interprets itself (``--help``, ``--cfg``) names none: the model language is not imported
+    for it (NumPy, networkx and SimPy: about half a second of ``simstack --help``)."""
+    if not chosen.get("model"):
+        return
     from simstack.load.loader import resolve_model_path  # the model language: loaded once a run is asked for
     from simstack.load.whatif import load_whatif
 

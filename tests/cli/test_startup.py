@@ -52,6 +52,15 @@ def test_a_verb_that_needs_no_model_loads_neither_engine_nor_studies(argv: list[
         assert status == 2  # refused by the override check, before Hydra, the model or the task
 
 
+def test_the_help_loads_no_model_language() -> None:
+    """``simstack --help`` names no model: Hydra prints the help from the composed config, and
+    reading the model files a run names (``cli.main``) imports nothing (it imported the model
+    language, NumPy, networkx and SimPy: about half a second of the help)."""
+    loaded, out, status = _loaded_after(["--help"], (*HEAVY, "numpy", "simstack.load"))
+    assert status == 0 and "simstack [task] [override ...]" in out
+    assert loaded == [], loaded
+
+
 def test_a_plain_run_loads_neither_the_fits_nor_the_report(tmp_path) -> None:
     """A run (and every sweep job, which is one) needs the engine and the tables, not the
     study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up."""
