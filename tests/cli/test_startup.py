@@ -109,3 +109,34 @@ def test_hydras_plugin_scan_does_not_import_joblib() -> None:
     launchers, loaded = json.loads(done.stdout)
     assert "FaultTolerantJoblibLauncher" in launchers  # the plugin module was imported
     assert loaded == []
+
+
+def _collector_around(argv: list[str], cwd: str) -> dict[str, object]:
+    """Python's cyclic collector seen from ``simstack ARGV`` in a fresh interpreter: how many
+    collections ran between ``main()`` and the task's import, and its state afterwards."""
+    code = ("import gc, io, json, sys\nimport simstack.cli.main as cli\n"
+            "seen = {}\ncount = lambda: sum(s['collections'] for s in gc.get_stats())\nnamed = cli.task_named\n"
+            "def task_named(name):\n    seen['during'] = count() - seen['before']\n    return named(name)\n"
+            "cli.task_named = task_named\n"
+            f"sys.argv = ['simstack', *{argv!r}]\nsys.stdout, real = io.StringIO(), sys.stdout\n"
+            "seen['before'] = count()\n"
+            "try:\n    cli.main()\n    seen['status'] = 0\n"
+            "except SystemExit as exc:\n    seen['status'] = exc.code or 0\n"
+            "seen['enabled'], seen['frozen'] = gc.isenabled(), gc.get_freeze_count()\n"
+            "real.write(json.dumps(seen))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd)
+    assert done.stdout, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_the_collector_waits_until_the_task_is_imported(tmp_path) -> None:
+    """A single command's start-up (the override check, Hydra's compositions, the task's
+    modules) runs with the cyclic collector off: it rescanned the start-up's long-lived objects
+    about 330 times, 0.3 s of a CMS check (issue 34). The task then runs collected, with the
+    start-up's objects frozen; a refused command leaves the collector as it found it."""
+    run = _collector_around(["model=pipeline", "sim.horizon=10"], str(tmp_path))
+    assert run["status"] == 0 and run["during"] == 0, run
+    assert run["enabled"] and run["frozen"] > 100_000, run
+    refused = _collector_around(["check", "modle=pipeline"], str(tmp_path))
+    assert refused["status"] == 2 and "during" not in refused, refused
+    assert refused["enabled"] and refused["frozen"] == 0, refused
