@@ -99,6 +99,18 @@ def test_the_study_tasks_load_no_optimiser_statistics_or_report() -> None:
     assert json.loads(done.stdout) == []
 
 
+def test_the_study_tasks_load_only_what_a_check_needs() -> None:
+    """The fits, the predictions, the cross-check and the analytic solver are imported by the
+    task that uses them: a check (every regression run) imported them all with the tasks, 34
+    modules and about 0.05 s of its start (issue 34)."""
+    others = ("simstack.studies.fit", "simstack.studies.predict", "simstack.studies.crosscheck",
+              "simstack.studies.analysis", "simstack.studies.intervals")
+    code = ("import json, sys\nimport simstack.cli.tasks\n"
+            f"print(json.dumps([m for m in {others!r} if m in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) == []
+
+
 def test_hydras_plugin_scan_does_not_import_joblib() -> None:
     """Hydra imports every plugin module at the start of every command; the joblib launcher's
     module imports joblib when a sweep launches on it, not then (about 0.2 s of every start)."""
