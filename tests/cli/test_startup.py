@@ -144,7 +144,7 @@ def _collector_around(argv: list[str], cwd: str) -> dict[str, object]:
 def test_the_collector_waits_until_the_task_is_imported(tmp_path) -> None:
     """A single command's start-up (the override check, Hydra's compositions, the task's
     modules) runs with the cyclic collector off: it rescanned the start-up's long-lived objects
-    about 330 times, 0.3 s of a CMS check (issue 34). The task then runs collected, with the
+    about 230 times, 0.3 s of a CMS check (issue 34). The task then runs collected, with the
     start-up's objects frozen; a refused command leaves the collector as it found it."""
     run = _collector_around(["model=pipeline", "sim.horizon=10"], str(tmp_path))
     assert run["status"] == 0 and run["during"] == 0, run
