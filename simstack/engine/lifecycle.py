@@ -117,24 +117,40 @@ class WriteRunner:
         self.path = step.guard.path
 
     def run(self, ctx: Ctx, k: K) -> None:
-        proc = self.here.process(self.mem, ctx)
-        left = [self.pieces]
-
-        def one(_event: object = None) -> None:
-            try:
-                self.mem.write(proc, self.piece, "writing copy-on-write pages")
-            except OutOfMemory as exc:
-                _fail(ctx, exc, self.path, k)
-                return
-            left[0] -= 1
-            if left[0]:
-                Wake(self.r.env, self.gap, one)
-            else:
-                k()
+        writes = _Writes(self, ctx, self.here.process(self.mem, ctx), k)
         if self.gap:
-            Wake(self.r.env, self.gap, one)
+            Wake(self.r.env, self.gap, writes.one)
         else:
-            one()
+            writes.one()
+
+
+class _Writes:
+    """The pieces of one ``write_memory`` step still to write. An object whose bound method is
+    the wake-up, rather than a closure that wakes itself: that closure was a reference cycle
+    per step (function, its cells, the state it closed over), left for the cyclic collector:
+    25,194 of them, 274,000 objects, in one LHCb farm run with fork."""
+
+    __slots__ = ("w", "ctx", "proc", "k", "left")
+
+    def __init__(self, w: WriteRunner, ctx: Ctx, proc: Process, k: K):
+        self.w = w
+        self.ctx = ctx
+        self.proc = proc
+        self.k = k
+        self.left = w.pieces
+
+    def one(self, _event: object = None) -> None:
+        w = self.w
+        try:
+            w.mem.write(self.proc, w.piece, "writing copy-on-write pages")
+        except OutOfMemory as exc:
+            _fail(self.ctx, exc, w.path, self.k)
+            return
+        self.left -= 1
+        if self.left:
+            Wake(w.r.env, w.gap, self.one)
+        else:
+            self.k()
 
 
 class ForkRunner:

@@ -260,8 +260,9 @@ class LiveReplication:
         self.rep = rep
         warm = float(warmup) if isinstance(warmup, int | float) else 0.0
         recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
-        r = self.r = Replication(spec, seed, rep, record_steps, recorder)
-        start_workloads(r)
+        with _fewer_collections():  # a farm's build makes 100,000s of objects, as a run does
+            r = self.r = Replication(spec, seed, rep, record_steps, recorder)
+            start_workloads(r)
         if warm > 0:
             _reset_meters_at(r, warm)
         self.tracer = None if trace is None else LoadTrace(r.env, rep, trace, _meters(r), horizon)
@@ -392,8 +393,10 @@ def _fewer_collections(young: int = 50_000) -> Iterator[None]:
 
     A run allocates millions of short-lived events and keeps a growing list of records;
     with the default threshold (700 allocations) the collector rescans them so often that it
-    costs 20-35 % of a long run. A young-generation threshold of 50,000 removes most of that
-    (cycles are still collected) for a few percent more peak memory. Restored afterwards.
+    costs 20-35 % of a long run. A replication's build is the same: an LHCb farm's (1,482
+    nodes' stores, pools, links and meters) made 108 young collections, 60 % of its time.
+    A young-generation threshold of 50,000 removes most of that (cycles are still collected)
+    for a few percent more peak memory. Restored afterwards.
     """
     before = gc.get_threshold()
     gc.set_threshold(max(young, before[0]), *before[1:])

@@ -116,47 +116,67 @@ class Store:
 
     def serve(self, ctx: Ctx, nbytes: float, lookups: int, done: Done) -> None:
         """One operation: a thread, the lookups, the latency, the transfer."""
-        env = self.env
-
-        def granted(wait: float) -> None:
-            began = env._now
-            delay = self.latency(ctx)
-            if self.lookup_each is not None:
-                delay += lookups * self.lookup_each
-            else:
-                for _ in range(lookups):
-                    delay += self.lookup(ctx)
-            self._sample()
-
-            def finish(*_args: object) -> None:
-                self.slots.release()
-                self.reads += 1
-                self.bytes_served += nbytes
-                self._sample()
-                done(wait, env._now - began)
-
-            def moved(*_args: object) -> None:
-                self.transfers -= 1
-                finish()
-
-            def transfer(_event: object) -> None:
-                if nbytes and self.link is not None:
-                    self.transfers += 1
-                    self._sample()
-                    self.link.submit(nbytes, 0, moved)
-                else:
-                    finish()
-            if delay:
-                Wake(env, delay, transfer)
-            else:  # a local hit with no latency costs no event
-                transfer(None)
-        if not self.slots.acquire(granted):  # pragma: no cover - thread lines are unbounded
+        if not self.slots.acquire(_Operation(self, ctx, nbytes, lookups, done).granted):  # pragma: no cover
             raise AssertionError("a store's line of waiting callers is unbounded")
         if self.meter.queue:
             self._sample()
 
     def fetch(self, ctx: Ctx, file: str, nbytes: float, lookups: int, write: bool, done: Done) -> None:
         self.serve(ctx, nbytes, lookups, done)
+
+
+class _Operation:
+    """One operation of a store, from its thread to its end. Its bound methods are the
+    callbacks (a thread granted, the latency over, the bytes moved): one object per operation
+    where four closures and their cells were, 182,000 operations in an LHCb check."""
+
+    __slots__ = ("store", "ctx", "nbytes", "lookups", "done", "wait", "began")
+
+    def __init__(self, store: Store, ctx: Ctx, nbytes: float, lookups: int, done: Done):
+        self.store = store
+        self.ctx = ctx
+        self.nbytes = nbytes
+        self.lookups = lookups
+        self.done = done
+        self.wait = 0.0
+        self.began = 0.0
+
+    def granted(self, wait: float) -> None:
+        store = self.store
+        self.wait = wait
+        self.began = store.env._now
+        delay = store.latency(self.ctx)
+        if store.lookup_each is not None:
+            delay += self.lookups * store.lookup_each
+        else:
+            for _ in range(self.lookups):
+                delay += store.lookup(self.ctx)
+        store._sample()
+        if delay:
+            Wake(store.env, delay, self.transfer)
+        else:  # a local hit with no latency costs no event
+            self.transfer(None)
+
+    def transfer(self, _event: object) -> None:
+        store = self.store
+        if self.nbytes and store.link is not None:
+            store.transfers += 1
+            store._sample()
+            store.link.submit(self.nbytes, 0, self.moved)
+        else:
+            self.finish()
+
+    def moved(self, _wait: float, _service: float) -> None:
+        self.store.transfers -= 1
+        self.finish()
+
+    def finish(self) -> None:
+        store = self.store
+        store.slots.release()
+        store.reads += 1
+        store.bytes_served += self.nbytes
+        store._sample()
+        self.done(self.wait, store.env._now - self.began)
 
 
 class Cache(Store):

@@ -36,18 +36,53 @@ class OutOfMemory(Exception):
 
 
 class Segment:
-    """Physical pages mapped by several processes (``holders``: pid -> bytes written)."""
+    """Physical pages mapped by several processes (``holders``: pid -> bytes written).
 
-    __slots__ = ("name", "size", "cow", "holders")
+    ``levels`` counts the holders at each write level, so what is resident (``size`` minus
+    the lowest level) is known from the few distinct levels, not from every holder: a node's
+    17 forked children write one after another, each against the other 17 holders. Holders
+    change only through ``hold``, ``grow`` and ``leave``, which keep the two in step."""
+
+    __slots__ = ("name", "size", "cow", "holders", "levels")
 
     def __init__(self, name: str, size: int, cow: bool):
         self.name = name
         self.size = size
         self.cow = cow  # copy-on-write (written pages become private); else read-only
         self.holders: dict[int, int] = {}
+        self.levels: dict[int, int] = {}  # bytes written -> holders that wrote that much
+
+    def hold(self, pid: int, written: int) -> None:
+        """``pid`` maps the segment, having written its first ``written`` bytes."""
+        self.holders[pid] = written
+        self.levels[written] = self.levels.get(written, 0) + 1
+
+    def grow(self, pid: int, grown: int) -> None:
+        """``pid`` wrote ``grown`` bytes more."""
+        self._leave_level(self.holders[pid])
+        self.hold(pid, self.holders[pid] + grown)
+
+    def leave(self, pid: int) -> None:
+        self._leave_level(self.holders.pop(pid))
+
+    def _leave_level(self, written: int) -> None:
+        left = self.levels[written] - 1
+        if left:
+            self.levels[written] = left
+        else:
+            del self.levels[written]
 
     def resident(self) -> int:
-        return self.size - min(self.holders.values()) if self.holders else 0
+        return self.size - min(self.levels) if self.levels else 0
+
+    def resident_after(self, pid: int, new: int) -> int:
+        """What would be resident once ``pid`` has written up to ``new`` (more than now)."""
+        levels = self.levels
+        low = min(levels)
+        old = self.holders[pid]
+        if old != low or levels[old] > 1:  # another holder stays at the lowest level (below new)
+            return self.size - low
+        return self.size - min([v for v in levels if v != old] + [new])
 
     def shares(self) -> dict[int, float]:
         """Each holder's proportional share (its PSS part) of this segment, in bytes.
@@ -55,10 +90,8 @@ class Segment:
         Between two consecutive write levels v_j < v_j+1 the pages are mapped by the C_j
         holders that wrote at most v_j; a holder at level v_m gets sum_{j>=m} (v_j+1 - v_j) / C_j.
         """
-        levels = sorted(set(self.holders.values()))
-        counts: dict[int, int] = {}
-        for w in self.holders.values():
-            counts[w] = counts.get(w, 0) + 1
+        levels = sorted(self.levels)
+        counts = self.levels
         cumulative = list(itertools.accumulate(counts[v] for v in levels))
         share_from: dict[int, float] = {}
         tail = 0.0
@@ -149,7 +182,7 @@ class MemoryState:
             host.need(nbytes, what)
             seg = host.named[name] = Segment(name, nbytes, cow)
         before = seg.resident()
-        seg.holders[proc.pid] = 0
+        seg.hold(proc.pid, 0)
         proc.maps.append(seg)
         self._changed(host, seg.resident() - before, [proc])
 
@@ -166,13 +199,11 @@ class MemoryState:
             new = min(seg.size, old + round(fraction * seg.size))
             if new == old:
                 continue
-            others = [w for pid, w in seg.holders.items() if pid != proc.pid]
-            resident_after = seg.size - min(others + [new])
-            extra += (new - old) + resident_after - seg.resident()
+            extra += (new - old) + seg.resident_after(proc.pid, new) - seg.resident()
             plan.append((seg, new - old))
         host.need(extra, what)
         for seg, grown in plan:
-            seg.holders[proc.pid] += grown
+            seg.grow(proc.pid, grown)
             proc.private += grown
         self._changed(host, extra, [proc])
 
@@ -185,13 +216,13 @@ class MemoryState:
             self.processes[child.pid] = host.processes[child.pid] = child
         if parent.private:
             seg = Segment(f"fork:{parent.pid}", parent.private, True)
-            seg.holders[parent.pid] = 0
+            seg.hold(parent.pid, 0)
             parent.maps.append(seg)
             parent.private = 0
         for seg in parent.maps:
             written = seg.holders[parent.pid]
             for child in children:
-                seg.holders[child.pid] = written
+                seg.hold(child.pid, written)
                 child.maps.append(seg)
         self._changed(host, 0, [parent, *children])
         return children
@@ -206,7 +237,7 @@ class MemoryState:
         freed = proc.private
         for seg in proc.maps:
             before = seg.resident()
-            del seg.holders[pid]
+            seg.leave(pid)
             freed += before - seg.resident()
             if not seg.holders and host.named.get(seg.name) is seg:
                 del host.named[seg.name]

@@ -65,7 +65,9 @@ class SharedRate:
         share = self.share
         if share is not None:
             return share(n)
-        return min(self.cap, self.rate * min(1.0, self.servers / n)) if n else 0.0
+        if n <= self.servers:  # a server each: servers / n >= 1, so the rate is the same float
+            return min(self.cap, self.rate) if n else 0.0
+        return min(self.cap, self.rate * min(1.0, self.servers / n))
 
     def _advance(self, now: float) -> None:
         n = len(self._tags)
@@ -111,13 +113,12 @@ class SharedRate:
         rate = self._per_job_rate(len(self._tags))
         if rate <= 0.0:  # nothing moves (nobody to upload): no departure until the rate changes
             return
-        token = self._token
         delay = max(0.0, (self._tags[0][0] - self._virtual) / rate)
         delay = max(delay, max(abs(now), 1.0) * 1e-12)  # never a wake the clock cannot tell from now
-        Wake(self.env, delay, lambda _e: self._finish(token))
+        Wake(self.env, delay, self._finish, self._token)  # the token rides on the wake: no closure
 
-    def _finish(self, token: int) -> None:
-        if token != self._token:
+    def _finish(self, wake: Wake) -> None:
+        if wake.job != self._token:  # a later change rescheduled the departure
             return
         now = self.env._now
         self.meter.touch(now)
