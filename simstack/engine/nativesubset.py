@@ -35,6 +35,7 @@ from simstack.lang.spec import (
     WriteMemory,
 )
 from simstack.load import replicas
+from simstack.load.steps.lifecycle import ITEM, members
 
 
 def outside_subset(spec: ModelSpec, *, record_steps: bool, trace: Any, summary: bool = False) -> str:
@@ -218,9 +219,10 @@ def _stores_read(spec: ModelSpec, reached: list[Any]) -> set[str]:
 
 
 def _component(spec: ModelSpec, name: str) -> Any:
-    """The component a step names: ``name[item]`` is any of its replicas (the same kind and settings)."""
-    members = replicas.group(name, spec.replicas)
-    return spec.components.get(members[0] if members else name)
+    """The component a step names: ``name[item]`` is any of its replicas (the same kind and settings),
+    whether ``replicas: N`` made them or the file names them ``name[0]``, ``name[1]``, ..."""
+    group = replicas.group(name, spec.replicas) or (members(name, spec.components) if name.endswith(ITEM) else None)
+    return spec.components.get(group[0] if group else name)
 
 
 def _steps_why(spec: ModelSpec, body: tuple[Step, ...]) -> str:

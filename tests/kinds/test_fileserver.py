@@ -8,9 +8,11 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from simstack import simulate
+from simstack.engine import kernel, native
 from simstack.engine.simulate import RunResult
 from simstack.errors import ModelError
 from simstack.load.loader import build_spec
@@ -200,3 +202,15 @@ def test_a_set_of_files_costs_a_path_search_for_each() -> None:
     se = lookups.std(ddof=1) / math.sqrt(lookups.size)
     assert abs(lookups.mean() - 20 * 5) < 4 * se  # 20 files, mean position (9 + 1) / 2
     assert lookups.min() >= 20 and lookups.max() <= 180
+
+
+@pytest.mark.skipif(bool(native.MISSING or kernel.unusable()), reason="native kernel not built here")
+def test_replicas_named_in_the_file_run_natively_as_on_simpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cache[item]`` over components written ``cache[0]``, ``cache[1]`` (no ``replicas:``) is in
+    the native subset, with SimPy's tables to the bit (its subset check once failed on the name)."""
+    results = {}
+    for which in ("native", "simpy"):
+        monkeypatch.setenv(kernel.ENV, which)
+        results[which] = _cached(clients=4, think="exp(0.1)", count=3)
+    assert results["native"].kernel == "native"
+    pd.testing.assert_frame_equal(results["native"].requests, results["simpy"].requests)
