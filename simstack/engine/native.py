@@ -16,7 +16,7 @@ SimPy replication leaves: the resources' meters written back into their ``Meter`
 priority host's levels and idle spinner through ``PriorityCpu.restore``), the finished requests
 (and recorded steps) appended to the same recorder in completion order, the missed deadlines to
 its list, the holds still waiting listed in ``r.waits``, the memory steps replayed into the
-replication's ``MemoryState`` (``_memory``). ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
+replication's ``MemoryState`` (``nativememory``). ``SIMSTACK_KERNEL=simpy`` forces the reference kernel
 (``simstack.engine.kernel``).
 """
 
@@ -30,6 +30,7 @@ import numpy as np
 
 from simstack.engine import kernel
 from simstack.engine.nativecode import Compiler
+from simstack.engine.nativememory import replay
 from simstack.engine.nativesubset import outside_subset
 from simstack.engine.nativetables import NONE
 from simstack.errors import ModelError
@@ -90,7 +91,7 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
                          path=f"workloads.{wl.name}")
     now, events, dry, next_id, started, in_system, kept, cols, waits, steps, lates, prios, memory = out
     del out
-    _memory(r, memory, comp)
+    replay(r, memory, comp)
     step_cols = list(steps)  # each column freed once copied into the recorder (the peak: one column more)
     del steps
     for meter, state in zip(comp.meters, kept, strict=True):
@@ -118,56 +119,10 @@ def run(r: Any, horizon: float | None, warmup: float, meters: list[Meter]) -> tu
     return now, events, bool(dry)
 
 
-MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE, MEM_FORK = range(5)
-
-
 class Outside(Exception):
     """The run reached something the loop does not reproduce (a cached file written while a read
     fetches it; every child of a waiting fork ended before the last was forked, when SimPy's
     parent goes on inside its fork loop): the replication runs again on the SimPy kernel, saying why."""
-
-
-def _memory(r: Any, cols: tuple[bytes, ...], comp: Compiler) -> None:
-    """The memory steps the loop logged, in order, into the replication's ``MemoryState`` as
-    ``lifecycle``'s runners book them (each at its time; a request's end frees its process)."""
-    mem = r.memory
-    if mem is None or not cols[0]:
-        return
-    types = (np.int32, np.float64, np.int64, np.int32, np.int64, np.int32, np.float64)
-    env = r.env
-    rows = zip(*(np.frombuffer(col, dtype=t).tolist() for col, t in zip(cols, types, strict=True)), strict=True)
-    for op, t, rid, cls, item, pick, value in rows:
-        env._now = t
-        if op == MEM_END:
-            mem.end(rid)
-            continue
-        hosts, path, shared = comp.pickers[pick]
-        proc = mem.processes.get(rid)
-        if op == MEM_FORK and proc is None and not hosts:  # ForkRunner: no process, no pages to share
-            continue
-        if proc is None:  # lifecycle._HostPicker.process
-            if not hosts:
-                raise ModelError("a memory step needs a host: give host: in the step, or run it on a host's "
-                                 "CPU (a request with host:, or inside a hold of a thread pool)", path=path)
-            proc = mem.process(rid, comp.classes[cls], hosts[item % len(hosts)])
-        if op == MEM_WRITE:
-            mem.write(proc, value, "writing copy-on-write pages")
-            continue
-        if op == MEM_FORK:  # the child (the next id) maps the parent's pages copy-on-write
-            mem.fork(proc, [int(value)], shared)
-            continue
-        if op == MEM_RESTORE:  # the image shared copy-on-write by the host's restored processes, the rest private
-            total = round(value)
-            image = round(shared * total)
-            if image:
-                mem.map_shared(proc, f"checkpoint:{comp.restored[pick]}", image, True, "restoring the image")
-            mem.alloc(proc, total - image, "restoring private memory")
-            continue
-        nbytes = round(value)
-        if shared is None:
-            mem.alloc(proc, nbytes, f"alloc of {nbytes} B")
-        else:
-            mem.map_shared(proc, shared, nbytes, False, f"mapping {shared!r}")
 
 
 def _record_steps(rec: Recorder, cols: list[bytes | None], classes: list[str], names: list[str]) -> None:

@@ -1,7 +1,7 @@
 """The file, memory and replica steps as the native loop's code (``eventloop.c``): a store's
 fetch of a file as a block of code shared by every step that reads it there (``files.FileRunner``
 on ``fileserver.Store``/``Cache`` and ``swarm.Swarm``), memory steps as entries of the loop's
-log (``lifecycle``'s runners, replayed by ``native``), ``name[item]`` steps by replica
+log (``lifecycle``'s runners, replayed by ``nativememory``), ``name[item]`` steps by replica
 (``runners.ByItemRunner``). ``nativecode.Compiler`` builds on it."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Files(Tables):
 
     def memory(self, step: Restore | Alloc | WriteMemory, scope: Scope, stream: str) -> None:
         """``lifecycle``'s Restore, Alloc and Write runners: logged by the loop, replayed into
-        ``MemoryState`` by ``native._memory``."""
+        ``MemoryState`` by ``nativememory.replay``."""
         self.r.memory_state()
         code = self.code
         if isinstance(step, Restore):  # the read, then its memory mapped

@@ -515,3 +515,31 @@ def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: 
         pytest.skip("no C compiler here")
     assert hatch_build.build_native(tmp_path) is None
     assert list((tmp_path / "simstack" / "engine").glob("eventloop.*.so"))
+
+
+@needs_native
+def test_a_farm_of_host_totals_replays_its_allocs_and_ends_without_memory_state_calls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LHCb farm records each node's total (``memory_record: host``, no capacity): the native
+    replay books its private allocs and its processes' ends as sums and rows
+    (``nativememory``), not through ``MemoryState.alloc``/``end``; the memory tables the same bits."""
+    from simstack.resources.memory import MemoryState
+    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0})
+    calls = {"alloc": 0, "end": 0}
+    for name in calls:
+        def counted(self: Any, *args: Any, _name: str = name, _f: Any = getattr(MemoryState, name)) -> Any:
+            calls[_name] += 1
+            return _f(self, *args)
+        monkeypatch.setattr(MemoryState, name, counted)
+    runs = []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
+        if not which:
+            assert calls == {"alloc": 0, "end": 0}
+        else:
+            assert calls["alloc"] > 0 and calls["end"] > 0  # SimPy's runners: allocs, and processes ending
+            calls.update(alloc=0, end=0)
+    assert runs[1].kernel == "native"
+    for name in ("memory", "memory_peaks"):
+        pd.testing.assert_frame_equal(runs[1].tables[name], runs[0].tables[name], check_exact=True)
