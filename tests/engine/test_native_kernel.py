@@ -526,11 +526,16 @@ def test_a_farm_of_host_totals_replays_its_allocs_and_ends_without_memory_state_
     from simstack.resources.memory import MemoryState
     spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0})
     calls = {"alloc": 0, "end": 0}
+
+    def counting(name: str) -> Any:
+        method = getattr(MemoryState, name)
+
+        def counted(self: Any, *args: Any) -> Any:
+            calls[name] += 1
+            return method(self, *args)
+        return counted
     for name in calls:
-        def counted(self: Any, *args: Any, _name: str = name, _f: Any = getattr(MemoryState, name)) -> Any:
-            calls[_name] += 1
-            return _f(self, *args)
-        monkeypatch.setattr(MemoryState, name, counted)
+        monkeypatch.setattr(MemoryState, name, counting(name))
     runs = []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
