@@ -1,13 +1,14 @@
 """The native loop's memory log replayed into the replication's ``MemoryState``, as
 ``lifecycle``'s runners book each step at its time (a request's end frees its process).
 
-Most entries of a large farm are a private ``alloc`` and a process's end on a host that records
-only its total (``memory_record: host``) and has no capacity (the native subset's rule): each
-is then a sum and a row, booked here without ``MemoryState``'s calls (``alloc`` checks the
-capacity and formats what it is for; ``_changed`` looks for other processes to record). Every
-other entry goes through ``MemoryState`` itself, so the rows, peaks and state are the same. The
-cyclic collector pauses meanwhile: the replay's objects (a process per request, a row per
-entry) are none of them garbage, and its passes over them took a fifth of the replay."""
+Most entries of a large farm are a private ``alloc`` (or a ``restore``'s private part) and a
+process's end on a host that records only its total (``memory_record: host``) and has no
+capacity (the native subset's rule): each is then a sum and a row, booked here without
+``MemoryState``'s calls (``alloc`` checks the capacity and formats what it is for; ``_changed``
+looks for other processes to record). Every other entry goes through ``MemoryState`` itself, so
+the rows, peaks and state are the same. The cyclic collector pauses meanwhile: the replay's
+objects (a process per request, a row per entry) are none of them garbage, and its passes over
+them took a fifth of the replay."""
 
 from __future__ import annotations
 
@@ -69,25 +70,28 @@ def _entries(mem: Any, env: Any, cols: tuple[bytes, ...], comp: Any, plain: set[
             proc = mem.process(rid, classes[cls], hosts[item % len(hosts)])
         if op == MEM_ALLOC and shared is None:
             nbytes = round(value)
-            host = proc.host
-            if host.name not in plain:
-                mem.alloc(proc, nbytes, f"alloc of {nbytes} B")
-                continue
-            proc.private += nbytes  # MemoryState.alloc on a host without capacity or detail
-            used = host.used = host.used + nbytes
-            if used > host.peak:
-                host.peak, host.peak_time = used, t
-            rows.append((rep, t, host.name, -1, "", 0, 0.0, used))
-        elif op == MEM_ALLOC:
-            nbytes = round(value)
-            mem.map_shared(proc, shared, nbytes, False, f"mapping {shared!r}")
-        elif op == MEM_WRITE:
-            mem.write(proc, value, "writing copy-on-write pages")
-        elif op == MEM_FORK:  # the child (the next id) maps the parent's pages copy-on-write
-            mem.fork(proc, [int(value)], shared)
-        else:  # MEM_RESTORE: the image shared copy-on-write by the host's restored processes, the rest private
+            what = "alloc"
+        elif op == MEM_RESTORE:  # the image shared copy-on-write by the host's restored processes, the rest private
             total = round(value)
             image = round(shared * total)
             if image:
                 mem.map_shared(proc, f"checkpoint:{comp.restored[pick]}", image, True, "restoring the image")
-            mem.alloc(proc, total - image, "restoring private memory")
+            nbytes = total - image
+            what = "restore"
+        else:
+            if op == MEM_ALLOC:
+                mem.map_shared(proc, shared, round(value), False, f"mapping {shared!r}")
+            elif op == MEM_WRITE:
+                mem.write(proc, value, "writing copy-on-write pages")
+            else:  # MEM_FORK: the child (the next id) maps the parent's pages copy-on-write
+                mem.fork(proc, [int(value)], shared)
+            continue
+        host = proc.host  # the private bytes of an alloc or a restore
+        if host.name not in plain:
+            mem.alloc(proc, nbytes, f"alloc of {nbytes} B" if what == "alloc" else "restoring private memory")
+            continue
+        proc.private += nbytes  # MemoryState.alloc on a host without capacity or detail
+        used = host.used = host.used + nbytes
+        if used > host.peak:
+            host.peak, host.peak_time = used, t
+        rows.append((rep, t, host.name, -1, "", 0, 0.0, used))

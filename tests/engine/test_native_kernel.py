@@ -518,13 +518,15 @@ def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: 
 
 
 @needs_native
+@pytest.mark.parametrize("flags", [[], ["checkpoint"]])
 def test_a_farm_of_host_totals_replays_its_allocs_and_ends_without_memory_state_calls(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        flags: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The LHCb farm records each node's total (``memory_record: host``, no capacity): the native
-    replay books its private allocs and its processes' ends as sums and rows
+    replay books its private allocs (a restore's too) and its processes' ends as sums and rows
     (``nativememory``), not through ``MemoryState.alloc``/``end``; the memory tables the same bits."""
     from simstack.resources.memory import MemoryState
-    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0})
+    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
+                               flags=flags)
     calls = {"alloc": 0, "end": 0}
 
     def counting(name: str) -> Any:

@@ -325,3 +325,33 @@ def test_a_memory_peak_in_one_replication_is_that_replications_own() -> None:
     peaks = res.table("memory_peaks").sort_values("rep")["peak_used"].to_numpy() / GB
     assert each == pytest.approx(list(peaks)) and len(set(each)) > 1
     assert run_statistic(metric, res) == pytest.approx(sum(each) / 4)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_forks_and_writes_book_exactly_the_physical_pages(seed: int) -> None:
+    """``write`` books only the change of the pages in use (its private copies, and the shared
+    part shrinking when the writer alone had written least): after any mix of forks, writes of
+    random fractions and ends, the host's total is every private page plus each segment's
+    resident part, counted afresh."""
+    import random
+    rng = random.Random(seed)
+    state = MemoryState(0, lambda: 0.0, [("h", float("inf"), True)])
+    root = state.process(1, "p", "h")
+    state.alloc(root, 10**6, "alloc")
+    pids = [1]
+    for step in range(200):
+        proc = state.processes[rng.choice(pids)]
+        roll = rng.random()
+        if roll < 0.2:
+            child = max(state.processes) + 1
+            state.fork(proc, [child], "c")
+            pids.append(child)
+        elif roll < 0.9:
+            state.write(proc, rng.choice([0.05, 0.1, 0.3, 1.0]), "write")
+        elif len(pids) > 1:
+            state.end(proc.pid)
+            pids.remove(proc.pid)
+        host = state.hosts["h"]
+        segments = {id(s): s for p in state.processes.values() for s in p.maps}
+        assert host.used == sum(p.private for p in state.processes.values()) + \
+            sum(s.resident() for s in segments.values()), step
