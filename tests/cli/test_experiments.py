@@ -137,6 +137,7 @@ def test_a_ratio_and_a_crossing_are_read_from_the_file(tmp_path: Path) -> None:
     assert crossing == Crossing("parameters.consoles", ("flags.cache", "true", "false"), "write_audit", "p99")
 
 
+@pytest.mark.long  # make test-long: CI's 20 minutes
 def test_an_experiment_runs_end_to_end_into_one_table_and_one_report(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     done = subprocess.run([str(SIMSTACK), "-m", "+experiment=cms_phases_threads", f"hydra.sweep.dir={sweep}"],

@@ -57,6 +57,7 @@ def test_the_walkthrough_runs_as_written(site: Path) -> None:
     assert page.stat().st_size > 100_000 and "Archiver retrieval" in page.read_text()
 
 
+@pytest.mark.long  # make test-long: CI's 20 minutes
 def test_a_second_measurement_as_the_page_advises_keeps_the_checks_and_warns_of_the_fit(site: Path) -> None:
     """The page says: add new measurements as rows; the example check still names one row,
     and a calibration fitted to the old file is said to be stale, on runs and checks alike."""
