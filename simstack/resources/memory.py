@@ -20,12 +20,16 @@ page count is the same either way.)
 Out of memory: a request that would take a host past its capacity fails with a message
 naming the host, the step and the sizes (the run goes on; nothing is swapped). Its memory
 is freed when it ends, like every process's.
+
+Every change is booked at a time its caller gives (``now``, the first argument): SimPy's
+runners pass the clock, the native loop's replay (``simstack.engine.nativememory``) the time
+it logged each step at. Both book through these same methods, so there is one account.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 MEMORY_COLUMNS = ("rep", "time", "host", "process", "request", "rss", "pss", "used")
 PEAK_COLUMNS = ("rep", "host", "capacity", "peak_used", "peak_time", "final_used", "out_of_memory")
@@ -149,9 +153,8 @@ class MemoryState:
 
     TABLES = {"memory": MEMORY_COLUMNS, "memory_peaks": PEAK_COLUMNS}  # the result tables it adds
 
-    def __init__(self, rep: int, now: Callable[[], float], hosts: Iterable[tuple[str, float, bool]]):
+    def __init__(self, rep: int, hosts: Iterable[tuple[str, float, bool]]):
         self.rep = rep
-        self.now = now
         self.hosts = {name: HostMemory(name, capacity, detail) for name, capacity, detail in hosts}
         self.processes: dict[int, Process] = {}
         self.rows: list[tuple] = []
@@ -164,13 +167,26 @@ class MemoryState:
             proc = self.processes[pid] = mem.processes[pid] = Process(pid, request, mem)
         return proc
 
-    def alloc(self, proc: Process, nbytes: int, what: str) -> None:
-        """``nbytes`` of new private memory (heap growth, data read into memory)."""
-        proc.host.need(nbytes, what)
-        proc.private += nbytes
-        self._changed(proc.host, nbytes, [proc])
+    def alloc(self, now: float, proc: Process, nbytes: int, what: str | None = None) -> None:
+        """``nbytes`` of new private memory (heap growth, data read into memory); ``what`` names
+        it in an out-of-memory message (an ``alloc of N B`` when not given).
 
-    def map_shared(self, proc: Process, name: str, nbytes: int, cow: bool, what: str) -> None:
+        The commonest change of a large farm (a node recording its total, no capacity), so its
+        path is short: the capacity is checked only where there is one (a host's is infinite
+        without ``memory:``), and a host of totals takes a sum and a row, not ``_changed``."""
+        host = proc.host
+        if nbytes > 0 and host.used + nbytes > host.capacity:
+            host.need(nbytes, f"alloc of {nbytes} B" if what is None else what)
+        proc.private += nbytes
+        if host.detail:
+            self._changed(now, host, nbytes, [proc])
+            return
+        used = host.used = host.used + nbytes
+        if used > host.peak:
+            host.peak, host.peak_time = used, now
+        self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
+
+    def map_shared(self, now: float, proc: Process, name: str, nbytes: int, cow: bool, what: str) -> None:
         """Map the host-wide segment ``name`` (a library image: read-only; a checkpoint image:
         copy-on-write); the first mapper on the host brings it into memory (and fixes its
         size), later ones share it."""
@@ -184,9 +200,9 @@ class MemoryState:
         before = seg.resident()
         seg.hold(proc.pid, 0)
         proc.maps.append(seg)
-        self._changed(host, seg.resident() - before, [proc])
+        self._changed(now, host, seg.resident() - before, [proc])
 
-    def write(self, proc: Process, fraction: float, what: str) -> None:
+    def write(self, now: float, proc: Process, fraction: float, what: str) -> None:
         """The process writes ``fraction`` of every copy-on-write segment it maps (the same
         pages as every other holder, from the start): those pages become private copies."""
         host = proc.host
@@ -205,9 +221,9 @@ class MemoryState:
         for seg, grown in plan:
             seg.grow(proc.pid, grown)
             proc.private += grown
-        self._changed(host, extra, [proc])
+        self._changed(now, host, extra, [proc])
 
-    def fork(self, parent: Process, child_pids: list[int], request: str) -> list[Process]:
+    def fork(self, now: float, parent: Process, child_pids: list[int], request: str) -> list[Process]:
         """Children that map everything the parent maps, copy-on-write: the parent's private
         pages become one segment held by the parent and every child (no memory is copied)."""
         host = parent.host
@@ -224,17 +240,23 @@ class MemoryState:
             for child in children:
                 seg.hold(child.pid, written)
                 child.maps.append(seg)
-        self._changed(host, 0, [parent, *children])
+        self._changed(now, host, 0, [parent, *children])
         return children
 
-    def end(self, pid: int) -> None:
-        """A process ended: its private pages are freed and it leaves every segment."""
+    def end(self, now: float, pid: int) -> None:
+        """A process ended: its private pages are freed and it leaves every segment. (A pid
+        with no memory is no process here: nothing happens.)"""
         proc = self.processes.pop(pid, None)
         if proc is None:
             return
         host = proc.host
         del host.processes[pid]
         freed = proc.private
+        if not proc.maps and not host.detail:  # private pages only, on a host of totals: a sum and a row
+            proc.private = 0
+            used = host.used = host.used - freed
+            self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
+            return
         for seg in proc.maps:
             before = seg.resident()
             seg.leave(pid)
@@ -244,14 +266,13 @@ class MemoryState:
         left = proc.maps
         proc.private = 0
         proc.maps = []
-        self._changed(host, -freed, [], left, ended=proc)
+        self._changed(now, host, -freed, [], left, ended=proc)
 
     # -- records ---------------------------------------------------------------------------
-    def _changed(self, host: HostMemory, delta: int, touched: list[Process],
+    def _changed(self, now: float, host: HostMemory, delta: int, touched: list[Process],
                  segments: Iterable[Segment] = (), ended: Process | None = None) -> None:
         """Book ``delta`` bytes on the host and record every process whose RSS or PSS moved:
         the ones named and everyone sharing a segment with them."""
-        now = self.now()
         host.used += delta
         if host.used > host.peak:
             host.peak, host.peak_time = host.used, now
