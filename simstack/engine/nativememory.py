@@ -42,7 +42,8 @@ def _entries(mem: Any, cols: tuple[bytes, ...], comp: Any) -> None:
     data = zip(*(np.frombuffer(col, dtype=t).tolist() for col, t in zip(cols, TYPES, strict=True)), strict=True)
     for op, t, rid, cls, item, pick, value in data:
         if op == MEM_END:
-            end(t, rid)
+            if rid in processes:  # most requests of a fork run end holding no memory: no call
+                end(t, rid)
             continue
         proc = processes.get(rid)
         hosts, path, shared = pickers[pick]

@@ -62,9 +62,17 @@ class Segment:
         self.levels[written] = self.levels.get(written, 0) + 1
 
     def grow(self, pid: int, grown: int) -> None:
-        """``pid`` wrote ``grown`` bytes more."""
-        self._leave_level(self.holders[pid])
-        self.hold(pid, self.holders[pid] + grown)
+        """``pid`` wrote ``grown`` bytes more (``_leave_level`` and ``hold`` in one: a fork run's
+        every child writes once)."""
+        holders, levels = self.holders, self.levels
+        old = holders[pid]
+        left = levels[old] - 1
+        if left:
+            levels[old] = left
+        else:
+            del levels[old]
+        new = holders[pid] = old + grown
+        levels[new] = levels.get(new, 0) + 1
 
     def leave(self, pid: int) -> None:
         self._leave_level(self.holders.pop(pid))
@@ -79,14 +87,15 @@ class Segment:
     def resident(self) -> int:
         return self.size - min(self.levels) if self.levels else 0
 
-    def resident_after(self, pid: int, new: int) -> int:
-        """What would be resident once ``pid`` has written up to ``new`` (more than now)."""
+    def shrinks_by(self, pid: int, new: int) -> int:
+        """How much less would be resident once ``pid`` has written up to ``new`` (more than
+        now): nothing while another holder stays at the lowest level; else the pages up to the
+        next level (or to ``new``), which ``pid`` alone mapped and now has as its own."""
         levels = self.levels
-        low = min(levels)
         old = self.holders[pid]
-        if old != low or levels[old] > 1:  # another holder stays at the lowest level (below new)
-            return self.size - low
-        return self.size - min([v for v in levels if v != old] + [new])
+        if levels[old] > 1 or old != min(levels):
+            return 0
+        return min([v for v in levels if v != old] + [new]) - old
 
     def shares(self) -> dict[int, float]:
         """Each holder's proportional share (its PSS part) of this segment, in bytes.
@@ -172,16 +181,18 @@ class MemoryState:
         it in an out-of-memory message (an ``alloc of N B`` when not given).
 
         The commonest change of a large farm (a node recording its total, no capacity), so its
-        path is short: the capacity is checked only where there is one (a host's is infinite
-        without ``memory:``), and a host of totals takes a sum and a row, not ``_changed``."""
+        path is short: the capacity is one comparison (``need``, which counts the failure and
+        says what ran out, is called only past it), and a host of totals takes a sum and a row,
+        as ``_changed`` books one, without the call."""
         host = proc.host
-        if nbytes > 0 and host.used + nbytes > host.capacity:
+        used = host.used + nbytes
+        if used > host.capacity and nbytes > 0:
             host.need(nbytes, f"alloc of {nbytes} B" if what is None else what)
         proc.private += nbytes
         if host.detail:
             self._changed(now, host, nbytes, [proc])
             return
-        used = host.used = host.used + nbytes
+        host.used = used
         if used > host.peak:
             host.peak, host.peak_time = used, now
         self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
@@ -215,9 +226,10 @@ class MemoryState:
             new = min(seg.size, old + round(fraction * seg.size))
             if new == old:
                 continue
-            extra += (new - old) + seg.resident_after(proc.pid, new) - seg.resident()
+            extra += (new - old) - seg.shrinks_by(proc.pid, new)
             plan.append((seg, new - old))
-        host.need(extra, what)
+        if extra > 0 and host.used + extra > host.capacity:
+            host.need(extra, what)
         for seg, grown in plan:
             seg.grow(proc.pid, grown)
             proc.private += grown

@@ -517,6 +517,16 @@ def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: 
     assert list((tmp_path / "simstack" / "engine").glob("eventloop.*.so"))
 
 
+def _count_calls(monkeypatch: pytest.MonkeyPatch, calls: dict[str, int], owner: type, name: str) -> None:
+    """Count the calls of ``owner.name`` in ``calls[name]`` for the test's length."""
+    method = getattr(owner, name)
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[name] += 1
+        return method(self, *args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+
+
 @needs_native
 @pytest.mark.parametrize("flags", [[], ["checkpoint"]])
 def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_alone(
@@ -533,17 +543,9 @@ def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_al
     spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
                                flags=flags)
     calls = {"alloc": 0, "end": 0, "_changed": 0, "need": 0}
-
-    def counting(owner: type, name: str) -> None:
-        method = getattr(owner, name)
-
-        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            calls[name] += 1
-            return method(self, *args, **kwargs)
-        monkeypatch.setattr(owner, name, counted)
     for name in ("alloc", "end", "_changed"):
-        counting(MemoryState, name)
-    counting(HostMemory, "need")
+        _count_calls(monkeypatch, calls, MemoryState, name)
+    _count_calls(monkeypatch, calls, HostMemory, "need")
     clocks: list[tuple[float, float]] = []
     replay = native.replay
 
@@ -565,5 +567,29 @@ def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_al
     assert native_calls["_changed"] == simpy_calls["_changed"] == 0
     assert native_calls["need"] == simpy_calls["need"] == 0
     assert len(clocks) == 1 and clocks[0][1] == clocks[0][0]
+    for name in ("memory", "memory_peaks"):
+        pd.testing.assert_frame_equal(runs[1].tables[name], runs[0].tables[name], check_exact=True)
+
+
+@needs_native
+def test_a_forking_farm_checks_no_capacity_its_nodes_do_not_have(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fork each node's children share the parent's pages, then each writes its part of them
+    and allocates its own: on the farm's nodes (no memory capacity) none of those writes and
+    allocs asks ``HostMemory.need``, on either kernel, and both kernels book the same writes
+    through ``MemoryState.write``; the memory tables are the same bits."""
+    from simstack.resources.memory import HostMemory, MemoryState
+    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
+                               flags=["fork"])
+    calls = {"write": 0, "need": 0}
+    _count_calls(monkeypatch, calls, MemoryState, "write")
+    _count_calls(monkeypatch, calls, HostMemory, "need")
+    runs, counts = [], []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
+        counts.append(dict(calls))
+        calls.update(write=0, need=0)
+    assert runs[1].kernel == "native"
+    assert counts[0] == counts[1] and counts[0]["write"] > 6 * 17 and counts[0]["need"] == 0  # 6 nodes, 17 children
     for name in ("memory", "memory_peaks"):
         pd.testing.assert_frame_equal(runs[1].tables[name], runs[0].tables[name], check_exact=True)

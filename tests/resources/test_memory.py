@@ -376,3 +376,24 @@ def test_every_change_is_booked_at_the_time_its_caller_gives() -> None:
     with pytest.raises(OutOfMemory, match=r"host 'small': alloc of 600 B needs 600 B more, 600 B of 1 KB in use"):
         state.alloc(3.0, c, 600)
     assert c.private == 600 and state.peaks()[1] == (0, "small", 1000.0, 600, 1.0, 600, 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_writes_shrink_of_the_shared_pages_is_read_from_the_levels(seed: int) -> None:
+    """``Segment.shrinks_by`` (what ``write`` books as the shared part's change, from the few
+    write levels) is the drop of the resident pages counted afresh from every holder
+    (``size`` minus the least any holder wrote), for any holder and any larger write."""
+    import random
+    rng = random.Random(seed)
+    for _ in range(300):
+        seg = Segment("s", 1000, True)
+        for pid in range(rng.randint(1, 6)):
+            seg.hold(pid, rng.choice([0, 100, 250, 400]))
+        pid = rng.choice(list(seg.holders))
+        new = rng.randint(seg.holders[pid] + 1, 1000)
+        before = seg.size - min(seg.holders.values())
+        shrink = seg.shrinks_by(pid, new)
+        seg.grow(pid, new - seg.holders[pid])
+        assert shrink == before - (seg.size - min(seg.holders.values()))
+        assert seg.resident() == seg.size - min(seg.holders.values())
+        assert sum(seg.levels.values()) == len(seg.holders)
