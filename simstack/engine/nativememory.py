@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from simstack.errors import ModelError
+from simstack.resources.memory import MemoryState
 
 MEM_ALLOC, MEM_WRITE, MEM_END, MEM_RESTORE, MEM_FORK = range(5)  # eventloop.c's log entries
 TYPES = (np.int32, np.float64, np.int64, np.int32, np.int64, np.int32, np.float64)
@@ -36,7 +37,7 @@ def replay(r: Any, cols: tuple[bytes, ...], comp: Any) -> None:
             gc.enable()
 
 
-def _entries(mem: Any, cols: tuple[bytes, ...], comp: Any) -> None:
+def _entries(mem: MemoryState, cols: tuple[bytes, ...], comp: Any) -> None:
     processes, alloc, end = mem.processes, mem.alloc, mem.end
     pickers, classes = comp.pickers, comp.classes
     data = zip(*(np.frombuffer(col, dtype=t).tolist() for col, t in zip(cols, TYPES, strict=True)), strict=True)
