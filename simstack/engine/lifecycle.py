@@ -43,11 +43,11 @@ def compile_step(r: Replication, step: Step, scope: Scope) -> Any:
         return ForkRunner(r, mem, step, scope)
     here = _HostPicker(r, step.host if isinstance(step, Alloc | Restore) else None, scope, step.guard.path)
     if isinstance(step, Alloc):
-        return AllocRunner(mem, here, r.sampler(f"{stream}.bytes", step.bytes), step.shared, step.guard.path)
+        return AllocRunner(r, mem, here, r.sampler(f"{stream}.bytes", step.bytes), step.shared, step.guard.path)
     if isinstance(step, WriteMemory):
         return WriteRunner(r, mem, here, step)
     assert isinstance(step, Restore)
-    return RestoreRunner(mem, here, file_runner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
+    return RestoreRunner(r, mem, here, file_runner(r, step.read, stream), r.sampler(f"{stream}.memory", step.memory),
                          step.shared, step.read.file, step.guard.path)
 
 
@@ -81,9 +81,11 @@ def _fail(ctx: Ctx, exc: OutOfMemory, path: str, k: K) -> None:
 
 
 class AllocRunner:
-    __slots__ = ("mem", "here", "size", "shared", "path")
+    __slots__ = ("r", "mem", "here", "size", "shared", "path")
 
-    def __init__(self, mem: MemoryState, here: _HostPicker, size: Any, shared: str | None, path: str):
+    def __init__(self, r: Replication, mem: MemoryState, here: _HostPicker, size: Any, shared: str | None,
+                 path: str):
+        self.r = r
         self.mem = mem
         self.here = here
         self.size = size
@@ -95,9 +97,9 @@ class AllocRunner:
         nbytes = round(self.size(ctx))
         try:
             if self.shared is None:
-                self.mem.alloc(proc, nbytes, f"alloc of {nbytes} B")
+                self.mem.alloc(self.r.env._now, proc, nbytes)
             else:
-                self.mem.map_shared(proc, self.shared, nbytes, False, f"mapping {self.shared!r}")
+                self.mem.map_shared(self.r.env._now, proc, self.shared, nbytes, False, f"mapping {self.shared!r}")
         except OutOfMemory as exc:
             _fail(ctx, exc, self.path, k)
             return
@@ -142,7 +144,7 @@ class _Writes:
     def one(self, _event: object = None) -> None:
         w = self.w
         try:
-            w.mem.write(self.proc, w.piece, "writing copy-on-write pages")
+            w.mem.write(w.r.env._now, self.proc, w.piece, "writing copy-on-write pages")
         except OutOfMemory as exc:
             _fail(self.ctx, exc, w.path, self.k)
             return
@@ -197,7 +199,7 @@ class _Brood:
         self.running += 1
         if self.parent is not None:
             # r.start gives the child the next id; its pages must be in place before it runs
-            f.mem.fork(self.parent, [r.next_id + 1], step.request)
+            f.mem.fork(r.env._now, self.parent, [r.next_id + 1], step.request)
         r.start(step.request, ctx.req.workload, ctx.item, f.scope, self.ended if step.wait else None,
                 parent=ctx.req.id, warmup=ctx.req.warmup, site=f.site)
 
@@ -215,10 +217,11 @@ class RestoreRunner:
     that checkpoint (copy-on-write, shared by every process restored from it on the host),
     the rest private."""
 
-    __slots__ = ("mem", "here", "read", "size", "shared", "file", "path")
+    __slots__ = ("r", "mem", "here", "read", "size", "shared", "file", "path")
 
-    def __init__(self, mem: MemoryState, here: _HostPicker, read: FileRunner, size: Any, shared: float,
-                 file: str, path: str):
+    def __init__(self, r: Replication, mem: MemoryState, here: _HostPicker, read: FileRunner, size: Any,
+                 shared: float, file: str, path: str):
+        self.r = r
         self.mem = mem
         self.here = here
         self.read = read
@@ -232,10 +235,11 @@ class RestoreRunner:
             proc = self.here.process(self.mem, ctx)
             total = round(self.size(ctx))
             image = round(self.shared * total)
+            now = self.r.env._now
             try:
                 if image:
-                    self.mem.map_shared(proc, f"checkpoint:{self.file}", image, True, "restoring the image")
-                self.mem.alloc(proc, total - image, "restoring private memory")
+                    self.mem.map_shared(now, proc, f"checkpoint:{self.file}", image, True, "restoring the image")
+                self.mem.alloc(now, proc, total - image, "restoring private memory")
             except OutOfMemory as exc:
                 _fail(ctx, exc, self.path, k)
                 return

@@ -102,7 +102,7 @@ class Request:
         assert r is not None
         r.in_system -= 1
         if r.memory is not None:  # a process ends: its memory is freed
-            r.memory.end(self.id)
+            r.memory.end(r.env._now, self.id)
         r.rec.request(request_row(req=self, parent=self.parent, request=self.cls, workload=self.workload,
                                   item=self.item, warmup=self.warmup, start=self.start, end=r.env._now,
                                   ok=not self.failed, reason=self.reason))
@@ -175,8 +175,7 @@ class Replication:
         and no memory tables)."""
         memory = self.memory
         if memory is None:
-            env = self.env
-            memory = self.memory = MemoryState(self.rep, lambda: env._now, (
+            memory = self.memory = MemoryState(self.rep, (
                 (h.name, h.memory, h.memory_record == "processes") for h in self.spec.hosts.values()))
         return memory
 

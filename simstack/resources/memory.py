@@ -20,12 +20,16 @@ page count is the same either way.)
 Out of memory: a request that would take a host past its capacity fails with a message
 naming the host, the step and the sizes (the run goes on; nothing is swapped). Its memory
 is freed when it ends, like every process's.
+
+Every change is booked at a time its caller gives (``now``, the first argument): SimPy's
+runners pass the clock, the native loop's replay (``simstack.engine.nativememory``) the time
+it logged each step at. Both book through these same methods, so there is one account.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 MEMORY_COLUMNS = ("rep", "time", "host", "process", "request", "rss", "pss", "used")
 PEAK_COLUMNS = ("rep", "host", "capacity", "peak_used", "peak_time", "final_used", "out_of_memory")
@@ -58,9 +62,17 @@ class Segment:
         self.levels[written] = self.levels.get(written, 0) + 1
 
     def grow(self, pid: int, grown: int) -> None:
-        """``pid`` wrote ``grown`` bytes more."""
-        self._leave_level(self.holders[pid])
-        self.hold(pid, self.holders[pid] + grown)
+        """``pid`` wrote ``grown`` bytes more (``_leave_level`` and ``hold`` in one: a fork run's
+        every child writes once)."""
+        holders, levels = self.holders, self.levels
+        old = holders[pid]
+        left = levels[old] - 1
+        if left:
+            levels[old] = left
+        else:
+            del levels[old]
+        new = holders[pid] = old + grown
+        levels[new] = levels.get(new, 0) + 1
 
     def leave(self, pid: int) -> None:
         self._leave_level(self.holders.pop(pid))
@@ -75,14 +87,15 @@ class Segment:
     def resident(self) -> int:
         return self.size - min(self.levels) if self.levels else 0
 
-    def resident_after(self, pid: int, new: int) -> int:
-        """What would be resident once ``pid`` has written up to ``new`` (more than now)."""
+    def shrinks_by(self, pid: int, new: int) -> int:
+        """How much less would be resident once ``pid`` has written up to ``new`` (more than
+        now): nothing while another holder stays at the lowest level; else the pages up to the
+        next level (or to ``new``), which ``pid`` alone mapped and now has as its own."""
         levels = self.levels
-        low = min(levels)
         old = self.holders[pid]
-        if old != low or levels[old] > 1:  # another holder stays at the lowest level (below new)
-            return self.size - low
-        return self.size - min([v for v in levels if v != old] + [new])
+        if levels[old] > 1 or old != min(levels):
+            return 0
+        return min([v for v in levels if v != old] + [new]) - old
 
     def shares(self) -> dict[int, float]:
         """Each holder's proportional share (its PSS part) of this segment, in bytes.
@@ -149,9 +162,8 @@ class MemoryState:
 
     TABLES = {"memory": MEMORY_COLUMNS, "memory_peaks": PEAK_COLUMNS}  # the result tables it adds
 
-    def __init__(self, rep: int, now: Callable[[], float], hosts: Iterable[tuple[str, float, bool]]):
+    def __init__(self, rep: int, hosts: Iterable[tuple[str, float, bool]]):
         self.rep = rep
-        self.now = now
         self.hosts = {name: HostMemory(name, capacity, detail) for name, capacity, detail in hosts}
         self.processes: dict[int, Process] = {}
         self.rows: list[tuple] = []
@@ -164,13 +176,28 @@ class MemoryState:
             proc = self.processes[pid] = mem.processes[pid] = Process(pid, request, mem)
         return proc
 
-    def alloc(self, proc: Process, nbytes: int, what: str) -> None:
-        """``nbytes`` of new private memory (heap growth, data read into memory)."""
-        proc.host.need(nbytes, what)
-        proc.private += nbytes
-        self._changed(proc.host, nbytes, [proc])
+    def alloc(self, now: float, proc: Process, nbytes: int, what: str | None = None) -> None:
+        """``nbytes`` of new private memory (heap growth, data read into memory); ``what`` names
+        it in an out-of-memory message (an ``alloc of N B`` when not given).
 
-    def map_shared(self, proc: Process, name: str, nbytes: int, cow: bool, what: str) -> None:
+        The commonest change of a large farm (a node recording its total, no capacity), so its
+        path is short: the capacity is one comparison (``need``, which counts the failure and
+        says what ran out, is called only past it), and a host of totals takes a sum and a row,
+        as ``_changed`` books one, without the call."""
+        host = proc.host
+        used = host.used + nbytes
+        if used > host.capacity and nbytes > 0:
+            host.need(nbytes, f"alloc of {nbytes} B" if what is None else what)
+        proc.private += nbytes
+        if host.detail:
+            self._changed(now, host, nbytes, [proc])
+            return
+        host.used = used
+        if used > host.peak:
+            host.peak, host.peak_time = used, now
+        self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
+
+    def map_shared(self, now: float, proc: Process, name: str, nbytes: int, cow: bool, what: str) -> None:
         """Map the host-wide segment ``name`` (a library image: read-only; a checkpoint image:
         copy-on-write); the first mapper on the host brings it into memory (and fixes its
         size), later ones share it."""
@@ -184,9 +211,9 @@ class MemoryState:
         before = seg.resident()
         seg.hold(proc.pid, 0)
         proc.maps.append(seg)
-        self._changed(host, seg.resident() - before, [proc])
+        self._changed(now, host, seg.resident() - before, [proc])
 
-    def write(self, proc: Process, fraction: float, what: str) -> None:
+    def write(self, now: float, proc: Process, fraction: float, what: str) -> None:
         """The process writes ``fraction`` of every copy-on-write segment it maps (the same
         pages as every other holder, from the start): those pages become private copies."""
         host = proc.host
@@ -199,15 +226,16 @@ class MemoryState:
             new = min(seg.size, old + round(fraction * seg.size))
             if new == old:
                 continue
-            extra += (new - old) + seg.resident_after(proc.pid, new) - seg.resident()
+            extra += (new - old) - seg.shrinks_by(proc.pid, new)
             plan.append((seg, new - old))
-        host.need(extra, what)
+        if extra > 0 and host.used + extra > host.capacity:
+            host.need(extra, what)
         for seg, grown in plan:
             seg.grow(proc.pid, grown)
             proc.private += grown
-        self._changed(host, extra, [proc])
+        self._changed(now, host, extra, [proc])
 
-    def fork(self, parent: Process, child_pids: list[int], request: str) -> list[Process]:
+    def fork(self, now: float, parent: Process, child_pids: list[int], request: str) -> list[Process]:
         """Children that map everything the parent maps, copy-on-write: the parent's private
         pages become one segment held by the parent and every child (no memory is copied)."""
         host = parent.host
@@ -224,17 +252,23 @@ class MemoryState:
             for child in children:
                 seg.hold(child.pid, written)
                 child.maps.append(seg)
-        self._changed(host, 0, [parent, *children])
+        self._changed(now, host, 0, [parent, *children])
         return children
 
-    def end(self, pid: int) -> None:
-        """A process ended: its private pages are freed and it leaves every segment."""
+    def end(self, now: float, pid: int) -> None:
+        """A process ended: its private pages are freed and it leaves every segment. (A pid
+        with no memory is no process here: nothing happens.)"""
         proc = self.processes.pop(pid, None)
         if proc is None:
             return
         host = proc.host
         del host.processes[pid]
         freed = proc.private
+        if not proc.maps and not host.detail:  # private pages only, on a host of totals: a sum and a row
+            proc.private = 0
+            used = host.used = host.used - freed
+            self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
+            return
         for seg in proc.maps:
             before = seg.resident()
             seg.leave(pid)
@@ -244,14 +278,13 @@ class MemoryState:
         left = proc.maps
         proc.private = 0
         proc.maps = []
-        self._changed(host, -freed, [], left, ended=proc)
+        self._changed(now, host, -freed, [], left, ended=proc)
 
     # -- records ---------------------------------------------------------------------------
-    def _changed(self, host: HostMemory, delta: int, touched: list[Process],
+    def _changed(self, now: float, host: HostMemory, delta: int, touched: list[Process],
                  segments: Iterable[Segment] = (), ended: Process | None = None) -> None:
         """Book ``delta`` bytes on the host and record every process whose RSS or PSS moved:
         the ones named and everyone sharing a segment with them."""
-        now = self.now()
         host.used += delta
         if host.used > host.peak:
             host.peak, host.peak_time = host.used, now

@@ -517,36 +517,79 @@ def test_the_install_builds_the_kernel_or_says_why(tmp_path: Path, monkeypatch: 
     assert list((tmp_path / "simstack" / "engine").glob("eventloop.*.so"))
 
 
+def _count_calls(monkeypatch: pytest.MonkeyPatch, calls: dict[str, int], owner: type, name: str) -> None:
+    """Count the calls of ``owner.name`` in ``calls[name]`` for the test's length."""
+    method = getattr(owner, name)
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[name] += 1
+        return method(self, *args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+
+
 @needs_native
 @pytest.mark.parametrize("flags", [[], ["checkpoint"]])
-def test_a_farm_of_host_totals_replays_its_allocs_and_ends_without_memory_state_calls(
+def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_alone(
         flags: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The LHCb farm records each node's total (``memory_record: host``, no capacity): the native
-    replay books its private allocs (a restore's too) and its processes' ends as sums and rows
-    (``nativememory``), not through ``MemoryState.alloc``/``end``; the memory tables the same bits."""
-    from simstack.resources.memory import MemoryState
+    """The LHCb farm records each node's total (``memory_record: host``, no capacity). The native
+    replay books its private allocs (a restore's too) and its processes' ends through
+    ``MemoryState.alloc``/``end``, the allocs call for call with SimPy's runners, and every row
+    of the memory table is one of those calls: the bookkeeping lives in one place. On these
+    nodes neither takes the general per-call path (``HostMemory.need``, the capacity check;
+    ``_changed``, which looks for other processes to record), on either kernel. The replay
+    passes each entry's time to ``MemoryState``: SimPy's clock is not moved by it. The memory
+    tables are the same bits."""
+    from simstack.resources.memory import HostMemory, MemoryState
     spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
                                flags=flags)
-    calls = {"alloc": 0, "end": 0}
+    calls = {"alloc": 0, "end": 0, "_changed": 0, "need": 0}
+    for name in ("alloc", "end", "_changed"):
+        _count_calls(monkeypatch, calls, MemoryState, name)
+    _count_calls(monkeypatch, calls, HostMemory, "need")
+    clocks: list[tuple[float, float]] = []
+    replay = native.replay
 
-    def counting(name: str) -> Any:
-        method = getattr(MemoryState, name)
-
-        def counted(self: Any, *args: Any) -> Any:
-            calls[name] += 1
-            return method(self, *args)
-        return counted
-    for name in calls:
-        monkeypatch.setattr(MemoryState, name, counting(name))
-    runs = []
+    def watched(r: Any, cols: Any, comp: Any) -> None:
+        before = r.env._now
+        replay(r, cols, comp)
+        clocks.append((before, r.env._now))
+    monkeypatch.setattr(native, "replay", watched)
+    runs, counts = [], []
     for which in ("simpy", ""):
         monkeypatch.setenv(kernel.ENV, which)
         runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
-        if not which:
-            assert calls == {"alloc": 0, "end": 0}
-        else:
-            assert calls["alloc"] > 0 and calls["end"] > 0  # SimPy's runners: allocs, and processes ending
-            calls.update(alloc=0, end=0)
+        counts.append(dict(calls))
+        calls.update(alloc=0, end=0, _changed=0, need=0)
     assert runs[1].kernel == "native"
+    simpy_calls, native_calls = counts
+    assert native_calls["alloc"] == simpy_calls["alloc"] > 0 and native_calls["end"] > 0
+    assert len(runs[1].tables["memory"]) == native_calls["alloc"] + native_calls["end"]
+    assert native_calls["_changed"] == simpy_calls["_changed"] == 0
+    assert native_calls["need"] == simpy_calls["need"] == 0
+    assert len(clocks) == 1 and clocks[0][1] == clocks[0][0]
+    for name in ("memory", "memory_peaks"):
+        pd.testing.assert_frame_equal(runs[1].tables[name], runs[0].tables[name], check_exact=True)
+
+
+@needs_native
+def test_a_forking_farm_checks_no_capacity_its_nodes_do_not_have(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fork each node's children share the parent's pages, then each writes its part of them
+    and allocates its own: on the farm's nodes (no memory capacity) none of those writes and
+    allocs asks ``HostMemory.need``, on either kernel, and both kernels book the same writes
+    through ``MemoryState.write``; the memory tables are the same bits."""
+    from simstack.resources.memory import HostMemory, MemoryState
+    spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
+                               flags=["fork"])
+    calls = {"write": 0, "need": 0}
+    _count_calls(monkeypatch, calls, MemoryState, "write")
+    _count_calls(monkeypatch, calls, HostMemory, "need")
+    runs, counts = [], []
+    for which in ("simpy", ""):
+        monkeypatch.setenv(kernel.ENV, which)
+        runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
+        counts.append(dict(calls))
+        calls.update(write=0, need=0)
+    assert runs[1].kernel == "native"
+    assert counts[0] == counts[1] and counts[0]["write"] > 6 * 17 and counts[0]["need"] == 0  # 6 nodes, 17 children
     for name in ("memory", "memory_peaks"):
         pd.testing.assert_frame_equal(runs[1].tables[name], runs[0].tables[name], check_exact=True)

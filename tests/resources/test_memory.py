@@ -167,23 +167,23 @@ def test_host_mode_records_only_the_hosts_total() -> None:
 def test_pss_always_adds_up_to_used() -> None:
     """Invariant on a random mix of segments: the PSS of all holders plus private bytes equals
     the host's used bytes, computed independently from the segments."""
-    state = MemoryState(0, lambda: 0.0, [("h", float("inf"), True)])
+    state = MemoryState(0, [("h", float("inf"), True)])
     parent = state.process(1, "p", "h")
-    state.alloc(parent, 1_000_003, "")
-    state.map_shared(parent, "libs", 77_777, False, "")
-    kids = state.fork(parent, [2, 3, 4], "c")
+    state.alloc(0.0, parent, 1_000_003, "")
+    state.map_shared(0.0, parent, "libs", 77_777, False, "")
+    kids = state.fork(0.0, parent, [2, 3, 4], "c")
     for kid, frac in zip(kids, (0.1, 0.35, 0.35), strict=True):
-        state.write(kid, frac, "")
-    state.alloc(kids[0], 5_000, "")
-    grand = state.fork(kids[1], [5], "g")[0]
-    state.write(grand, 0.9, "")
+        state.write(0.0, kid, frac, "")
+    state.alloc(0.0, kids[0], 5_000, "")
+    grand = state.fork(0.0, kids[1], [5], "g")[0]
+    state.write(0.0, grand, 0.9, "")
     pss = MemoryState._pss(state.processes.values())
     assert sum(pss.values()) == pytest.approx(state.hosts["h"].used, rel=1e-12)
-    state.end(3)
+    state.end(0.0, 3)
     pss = MemoryState._pss(state.processes.values())
     assert sum(pss.values()) == pytest.approx(state.hosts["h"].used, rel=1e-12)
     for pid in list(state.processes):
-        state.end(pid)
+        state.end(0.0, pid)
     assert state.hosts["h"].used == 0 and not state.hosts["h"].named
 
 
@@ -220,16 +220,16 @@ def test_a_write_costs_the_write_levels_not_a_pass_over_every_holder() -> None:
     600 MB), then the parent writes the same pages: it is their last mapper, so its write
     reuses them and costs nothing. No write goes over the 51 holders (a node's 17 children
     each went over all 18, and a farm has 25,000 of them)."""
-    state = MemoryState(0, lambda: 0.0, [("h", 1e15, False)])
+    state = MemoryState(0, [("h", 1e15, False)])
     parent = state.process(1, "parent", "h")
-    state.alloc(parent, 2 * GB, "image")
-    children = state.fork(parent, list(range(2, 52)), "child")
+    state.alloc(0.0, parent, 2 * GB, "image")
+    children = state.fork(0.0, parent, list(range(2, 52)), "child")
     seg = parent.maps[0]
     seg.holders = counted = _CountedHolders(seg.holders)
     for child in children:
-        state.write(child, 0.3, "own pages")
+        state.write(0.0, child, 0.3, "own pages")
     assert state.hosts["h"].used == 2 * GB + 50 * 600_000_000
-    state.write(parent, 0.3, "own pages")
+    state.write(0.0, parent, 0.3, "own pages")
     assert state.hosts["h"].used == 2 * GB + 50 * 600_000_000
     assert seg.resident() == 2 * GB - 600_000_000
     assert counted.passes == 0
@@ -335,23 +335,65 @@ def test_random_forks_and_writes_book_exactly_the_physical_pages(seed: int) -> N
     resident part, counted afresh."""
     import random
     rng = random.Random(seed)
-    state = MemoryState(0, lambda: 0.0, [("h", float("inf"), True)])
+    state = MemoryState(0, [("h", float("inf"), True)])
     root = state.process(1, "p", "h")
-    state.alloc(root, 10**6, "alloc")
+    state.alloc(0.0, root, 10**6, "alloc")
     pids = [1]
     for step in range(200):
         proc = state.processes[rng.choice(pids)]
         roll = rng.random()
         if roll < 0.2:
             child = max(state.processes) + 1
-            state.fork(proc, [child], "c")
+            state.fork(0.0, proc, [child], "c")
             pids.append(child)
         elif roll < 0.9:
-            state.write(proc, rng.choice([0.05, 0.1, 0.3, 1.0]), "write")
+            state.write(0.0, proc, rng.choice([0.05, 0.1, 0.3, 1.0]), "write")
         elif len(pids) > 1:
-            state.end(proc.pid)
+            state.end(0.0, proc.pid)
             pids.remove(proc.pid)
         host = state.hosts["h"]
         segments = {id(s): s for p in state.processes.values() for s in p.maps}
         assert host.used == sum(p.private for p in state.processes.values()) + \
             sum(s.resident() for s in segments.values()), step
+
+
+def test_every_change_is_booked_at_the_time_its_caller_gives() -> None:
+    """``MemoryState`` has no clock of its own: SimPy's runners pass theirs, the native replay the
+    time it logged each step at. On a host of totals an alloc and an end are a sum and a row at
+    that time; the peak carries it; a capacity is still checked, naming the alloc."""
+    from simstack.resources.memory import OutOfMemory
+    state = MemoryState(0, [("farm", float("inf"), False), ("small", 1000.0, False)])
+    a, b = state.process(1, "a", "farm"), state.process(2, "b", "farm")
+    state.alloc(2.0, a, 300)
+    state.alloc(5.0, b, 500)
+    state.end(7.5, 1)
+    state.end(9.0, 3)  # no such process: nothing booked
+    assert state.rows == [(0, 2.0, "farm", -1, "", 0, 0.0, 300), (0, 5.0, "farm", -1, "", 0, 0.0, 800),
+                          (0, 7.5, "farm", -1, "", 0, 0.0, 500)]
+    assert state.peaks()[0] == (0, "farm", float("inf"), 800, 5.0, 500, 0)
+    c = state.process(4, "c", "small")
+    state.alloc(1.0, c, 600)
+    with pytest.raises(OutOfMemory, match=r"host 'small': alloc of 600 B needs 600 B more, 600 B of 1 KB in use"):
+        state.alloc(3.0, c, 600)
+    assert c.private == 600 and state.peaks()[1] == (0, "small", 1000.0, 600, 1.0, 600, 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_writes_shrink_of_the_shared_pages_is_read_from_the_levels(seed: int) -> None:
+    """``Segment.shrinks_by`` (what ``write`` books as the shared part's change, from the few
+    write levels) is the drop of the resident pages counted afresh from every holder
+    (``size`` minus the least any holder wrote), for any holder and any larger write."""
+    import random
+    rng = random.Random(seed)
+    for _ in range(300):
+        seg = Segment("s", 1000, True)
+        for pid in range(rng.randint(1, 6)):
+            seg.hold(pid, rng.choice([0, 100, 250, 400]))
+        pid = rng.choice(list(seg.holders))
+        new = rng.randint(seg.holders[pid] + 1, 1000)
+        before = seg.size - min(seg.holders.values())
+        shrink = seg.shrinks_by(pid, new)
+        seg.grow(pid, new - seg.holders[pid])
+        assert shrink == before - (seg.size - min(seg.holders.values()))
+        assert seg.resident() == seg.size - min(seg.holders.values())
+        assert sum(seg.levels.values()) == len(seg.holders)
