@@ -63,8 +63,11 @@ def test_the_help_loads_no_model_language() -> None:
 
 def test_a_plain_run_loads_neither_the_fits_nor_the_report(tmp_path) -> None:
     """A run (and every sweep job, which is one) needs the engine and the tables, not the
-    study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up."""
-    study_only = ("scipy.stats", "scipy.optimize", "simstack.cli.tasks", "simstack.studies.fit", "simstack.report")
+    study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up.
+    Nor the gathering of a sweep (``cli.gather``), which Hydra's callback imported for every
+    command; a single command has no callback (``cli.single``)."""
+    study_only = ("scipy.stats", "scipy.optimize", "simstack.cli.tasks", "simstack.studies.fit", "simstack.report",
+                  "simstack.cli.gather")
     loaded, _, status = _loaded_after(["model=pipeline", "sim.horizon=10"], study_only, cwd=str(tmp_path))
     assert status == 0 and loaded == [], loaded
 
