@@ -36,7 +36,9 @@ from simstack.cli.sweep import (
     check_ray_addresses,
     claim_sweep_dir,
     record_sweep,
-    writable_run_dir,
+    refuse,
+    refuse_unwritable,
+    start_run,
 )
 from simstack.errors import SimstackError
 from simstack.io.outputs import FileGroup, csv_text
@@ -304,23 +306,6 @@ def _report(sweep_dir: Path, own: bool = False) -> int:
     return 0 if (table.drop_duplicates("job")["status"] == "ok").all() else 1
 
 
-def _refuse(exc: BaseException) -> None:
-    print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
-    sys.exit(2)
-
-
-def _refuse_unwritable(exc: BaseException, key: str, what: str) -> None:
-    """A folder that cannot be made or written, in one line; any other error as it was."""
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, OSError):
-        cause = cause.__cause__ or cause.__context__
-    if cause is None:
-        raise exc
-    assert isinstance(cause, OSError)
-    _refuse(SimstackError(f"{key}: {what} cannot be written ({cause.strerror or cause}"
-                          f"{': ' + str(cause.filename) if cause.filename else ''})"))
-
-
 class GatherSweep(Callback):
     """Claims the sweep's folder before any job runs, gathers the sweep once every job has
     finished (exit 1 if any job failed, 2 if the gathering could not be written), and makes a
@@ -328,23 +313,20 @@ class GatherSweep(Callback):
     and goes on, so each ends the command itself."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        try:
-            writable_run_dir(Path(str(config.hydra.run.dir)))
-        except Exception as exc:  # an OSError, or one raised by the resolver that makes outputs/DATE/TIME
-            _refuse_unwritable(exc, "hydra.run.dir", "the run's folder")
+        start_run(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             check_ray_addresses(config)  # before the claim: a refused sweep leaves its folder free
             claim_sweep_dir(Path(str(config.hydra.sweep.dir)))
         except SimstackError as exc:
-            _refuse(exc)
+            refuse(exc)
         except Exception as exc:
-            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
+            refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's folder")
         try:
             record_sweep(Path(str(config.hydra.sweep.dir)), config)
         except OSError as exc:
-            _refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's multirun.yaml")
+            refuse_unwritable(exc, "hydra.sweep.dir", "the sweep's multirun.yaml")
         # From here Hydra hands on what escapes the sweep instead of printing its traceback: a
         # full disk while it writes a job's .hydra/ is then said in one line (cli.main.main).
         os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -353,7 +335,7 @@ class GatherSweep(Callback):
         try:
             code = _report(Path(config.hydra.sweep.dir), own=True)
         except SimstackError as exc:
-            _refuse(exc)
+            refuse(exc)
         if code:
             sys.exit(code)
 

@@ -4,8 +4,10 @@
 ``--version``), expands ``+experiment=NAME`` into its sweep (``simstack.cli.experiments``),
 turns a leading task word into ``task=WORD`` and checks every override before Hydra sees it
 (``simstack.cli.overrides``), so a mistyped key is a simstack error (exit 2), not a Hydra
-one. The app dispatches the composed config to its task (``simstack.cli.tasks.TASKS``); a
-simstack error ends it with one line on standard error and exit code 2.
+one. A single command is composed once and run without ``hydra.main`` (``simstack.cli.single``);
+a sweep, and a command line Hydra interprets itself (``--help``, ``--cfg``), go through Hydra's
+app. Either way ``run_task`` dispatches the composed config to its task
+(``simstack.cli.tasks.TASKS``); a simstack error ends it with one line on standard error and exit code 2.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from simstack.cli.experiments import expand
 from simstack.cli.options import TASK_NAMES, backend
 from simstack.cli.overrides import check_overrides
+from simstack.cli.single import composable, compose_once, run_composed
 from simstack.cli.sweep import sweep_job
 from simstack.engine.parallel import using
 from simstack.errors import ConfigError, SimstackError
@@ -77,9 +80,9 @@ def task_named(name: str) -> Callable[[DictConfig], int]:
     return TASKS[name]
 
 
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 @sweep_job  # in a sweep: record each job's outcome in status.json, never abort the others
-def app(cfg: DictConfig) -> None:
+def run_task(cfg: DictConfig) -> None:
+    """The composed config's task, run; a simstack error ends the command in one line, exit 2."""
     try:
         task = task_named(str(cfg.task))
         started()
@@ -104,6 +107,10 @@ def app(cfg: DictConfig) -> None:
     _drop_empty_run_dir()  # a task that wrote nothing into Hydra's run folder (check, solve...) leaves none
     if code:
         sys.exit(code)
+
+
+# Hydra's app: a sweep, and a command line Hydra interprets itself (--help, --cfg, -m ...)
+app = hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")(run_task)
 
 
 @contextmanager
@@ -279,11 +286,13 @@ def _main() -> None:
     sweep = bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(sys.argv[1:])) or any(
         a.startswith("+experiment=") for a in sys.argv[1:])
     with collected_after_start_up(sweep):
-        _hydra_main()
+        _hydra_main(sweep)
 
 
-def _hydra_main() -> None:
-    """The overrides checked and the files a run names read, then Hydra's app."""
+def _hydra_main(sweep: bool) -> None:
+    """The overrides checked and the files a run names read, then the task: a single command's
+    composed once and run here (``simstack.cli.single``), anything else by Hydra's app."""
+    composed = None
     try:
         if "hydra/launcher=ray" in sys.argv[1:] and importlib.util.find_spec("ray") is None:
             raise ConfigError("hydra/launcher=ray runs the sweep on Ray, which is not installed here: "
@@ -292,16 +301,22 @@ def _hydra_main() -> None:
         if swept != sys.argv[1:]:
             print(printable(f"simstack {' '.join(swept)}", lines=False), file=sys.stderr, flush=True)
             sys.argv[1:] = swept
-        chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR))
         tasks = [a for a in sys.argv[1:] if a.startswith("task=")]
+        quiet = _quiet_hydra(tasks[-1] if tasks else "task=run")
+        if not sweep and composable(sys.argv[1:]):
+            composed = compose_once(CONFIG_DIR, [*sys.argv[1:], *quiet])
+        chosen = check_overrides(sys.argv[1:], Path(CONFIG_DIR), composed)
         if not tasks or tasks[-1] == "task=run":
             _read_chosen_files(chosen)
     except SimstackError as exc:
         _fail(exc)
+    if composed is not None:
+        run_composed(composed, run_task)
+        return
     if {"-m", "--multirun"} & set(sys.argv[1:]):  # a job's printout is its stdout.txt: no log beside it
         sys.argv[1:] = [*sys.argv[1:], "hydra/job_logging=none", "hydra/hydra_logging=warnings"]
     else:
-        sys.argv[1:] = [*sys.argv[1:], *_quiet_hydra(tasks[-1] if tasks else "task=run")]
+        sys.argv[1:] = [*sys.argv[1:], *quiet]
     app()
 
 

@@ -13,6 +13,13 @@ will compose them, so a key the launcher does not have or a value of the wrong t
 line too (Hydra said it in five, exit 1), and the values Hydra's sweeper and launcher only
 refuse once the sweep's folder is claimed (``hydra.sweeper.max_batch_size=-1``, the joblib
 launcher's ``n_jobs=0``: a traceback then) are checked here.
+
+The check compares the overrides with the default config, which costs a composition (about
+0.15 s). A single command hands it the config Hydra has already composed from the same
+overrides (``simstack.cli.single``): Hydra has then accepted every key and option, so only
+what Hydra lets through and simstack refuses is left to check (an interpolation, a ``+`` or
+``++`` outside the user's own keys, a key given twice), and the default config is composed
+only for those.
 """
 
 from __future__ import annotations
@@ -37,11 +44,13 @@ _ABSENT = object()
 OPEN = ("parameters", "flags", "where")
 
 
-def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str]]:
+def check_overrides(argv: Sequence[str], config_dir: Path, composed: DictConfig | None = None) -> dict[str, list[str]]:
     """Raise ``ConfigError`` for the first override Hydra would refuse (or read as an
     interpolation); do nothing for command lines Hydra must interpret itself. Returns the
     values each of ``model``, ``whatif`` and ``models_dir`` will take (all of a sweep's),
-    so the caller can read those files before Hydra creates any directory."""
+    so the caller can read those files before Hydra creates any directory. ``composed``:
+    the config Hydra composed from exactly these overrides (``hydra`` node included), when it
+    did; the default config is then composed only if an override needs it to be judged."""
     args, unknown = get_args_parser().parse_known_args(list(argv))
     if unknown or args.help or args.hydra_help or args.shell_completion or args.config_name or args.config_path \
             or args.config_dir or args.experimental_rerun:
@@ -60,13 +69,21 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
                               "write a number a model can use") from None
     ours = [o for o in parsed if not _is_hydra(o)]
     hydra_groups = sorted({o.key_or_group for o in parsed if o.key_or_group.startswith("hydra/")})
-    base, options = _compose(config_dir, hydra_groups)
+    if composed is None or _needs_default(ours):
+        base, options = _compose(config_dir, hydra_groups)
+    else:  # Hydra composed them all: every key and option exists (an unknown one was a composition error)
+        base, options = None, {}
     groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in config_dir.iterdir() if p.is_dir()}
     for override in parsed:  # e.g. hydra/launcher=joblib: the options installed plugins provide
         if override.key_or_group in options and override.type in (OverrideType.CHANGE, OverrideType.ADD):
             _check_option(override, options[override.key_or_group])
-    _check_hydra([o for o in parsed if _is_hydra(o) and not o.is_sweep_override()], config_dir)
-    chosen = {key: [] if base.get(key) is None else [str(base.get(key))] for key in ("model", "whatif", "models_dir")}
+    if composed is None:
+        _check_hydra([o for o in parsed if _is_hydra(o) and not o.is_sweep_override()], config_dir)
+    else:
+        _check_hydra_values(composed.hydra)
+    given = base if base is not None else composed
+    assert given is not None
+    chosen = {key: [] if given.get(key) is None else [str(given.get(key))] for key in ("model", "whatif", "models_dir")}
     for override in ours:
         _check_one(override, base, groups)
         if override.key_or_group in chosen and override.type != OverrideType.DEL:
@@ -77,6 +94,17 @@ def check_overrides(argv: Sequence[str], config_dir: Path) -> dict[str, list[str
 def _cut(text: str, limit: int = 80) -> str:
     """An override as an error echoes it: cut short (a 5,000-digit value need not be shown whole)."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _needs_default(ours: Sequence[Override]) -> bool:
+    """Overrides that Hydra composes but the check judges against the default config: a ``+``
+    or ``++`` outside the user's own keys (a new key there is a typo, an existing one is said to
+    need no ``+``), and a key given twice (``+parameters.x=1 parameters.x=2``: the second
+    would need its ``+``)."""
+    keys = [o.key_or_group for o in ours]
+    return len(set(keys)) < len(keys) or any(
+        o.type in (OverrideType.ADD, OverrideType.FORCE_ADD) and o.key_or_group.rpartition(".")[0] not in OPEN
+        for o in ours)
 
 
 def _is_hydra(override: Override) -> bool:
@@ -107,6 +135,11 @@ def _check_hydra(overrides: Sequence[Override], config_dir: Path) -> None:
             hydra = compose(config_name="config", overrides=lines, return_hydra_config=True).hydra
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(f"{_one_line(exc)} (in {', '.join(map(repr, map(_cut, lines)))})") from None
+    _check_hydra_values(hydra)
+
+
+def _check_hydra_values(hydra: DictConfig) -> None:
+    """The values Hydra composes but its sweeper and launcher refuse later, with a traceback."""
     batch = hydra.sweeper.get("max_batch_size")
     if batch is not None and batch < 1:
         raise ConfigError(f"hydra.sweeper.max_batch_size: must be a whole number of at least 1 (or null), got {batch}")
@@ -143,13 +176,17 @@ def _values(override: Override) -> list[str]:
     return [str(override.get_value_element_as_str())]
 
 
-def _check_one(override: Override, base: DictConfig, groups: dict[str, list[str]]) -> None:
+def _check_one(override: Override, base: DictConfig | None, groups: dict[str, list[str]]) -> None:
+    """``base``: the default config, or None where Hydra has composed the overrides (each key
+    then exists, or is a ``+`` into ``OPEN``: ``_needs_default``)."""
     key, line = override.key_or_group, override.input_line or ""
     if "${" in line:
         raise ConfigError(f"{key}: interpolation '${{...}}' is not allowed in simstack settings (got {line!r}); "
                           "write the value itself")
     if key in groups and override.type in (OverrideType.CHANGE, OverrideType.ADD):
         _check_option(override, groups[key])
+        return
+    if base is None:
         return
     current = OmegaConf.select(base, key, default=_ABSENT)
     if override.type == OverrideType.ADD and current is not _ABSENT:

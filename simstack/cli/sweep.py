@@ -153,6 +153,34 @@ def writable_run_dir(run_dir: Path) -> None:
         raise PermissionError(13, "Permission denied", str(run_dir))
 
 
+def start_run(config: DictConfig) -> None:
+    """A single run's folder (``hydra.run.dir``, resolved here: ``outputs/DATE/TIME`` is claimed
+    then) made before Hydra makes it; one that cannot be written ends the command in one line."""
+    try:
+        writable_run_dir(Path(str(config.hydra.run.dir)))
+    except Exception as exc:  # an OSError, or one raised by the resolver that makes outputs/DATE/TIME
+        refuse_unwritable(exc, "hydra.run.dir", "the run's folder")
+
+
+def refuse(exc: BaseException) -> None:
+    """End the command with one line and exit code 2 (from a callback, whose exception Hydra
+    would turn into a warning and go on)."""
+    print(f"simstack: error: {printable(str(exc), lines=False)}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def refuse_unwritable(exc: BaseException, key: str, what: str) -> None:
+    """A folder that cannot be made or written, in one line; any other error as it was."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        raise exc
+    assert isinstance(cause, OSError)
+    refuse(SimstackError(f"{key}: {what} cannot be written ({cause.strerror or cause}"
+                         f"{': ' + str(cause.filename) if cause.filename else ''})"))
+
+
 def _quiet(cfg: DictConfig) -> None:
     """Parallel jobs share one terminal: their progress bars would garble each other, so a
     job shows none and prints one line when it ends (its full printout goes to a file)."""

@@ -16,6 +16,7 @@ from hydra.errors import ConfigCompositionException
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.overrides import check_overrides
 from simstack.cli.run import run_settings
+from simstack.cli.single import composable, compose_once
 from simstack.errors import ConfigError, ModelError
 from simstack.load.loader import MODELS_DIR
 from simstack.load.precedence import stack_layers
@@ -90,7 +91,7 @@ def test_an_override_that_names_nothing_is_refused() -> None:
         _compose("sim.sed=3")
 
 
-@pytest.mark.parametrize(("argv", "message"), [
+REFUSED = [
     (["nonexistent=3"], r"^unknown setting 'nonexistent'; known settings are: .*\bsim\.seed\b.*\bmodel\b[^;]*$"),
     # issue 22 item 14: a + before a typo is the same typo (it ran with the default, silently)
     (["+sim.replicatons=3"], r"^unknown setting 'sim.replicatons' \(did you mean 'sim.replications'\?\); sim has: "
@@ -111,10 +112,22 @@ def test_an_override_that_names_nothing_is_refused() -> None:
     (["-m", "hydra/launcher=jobli"], r"^unknown hydra/launcher option 'jobli' \(did you mean 'joblib'\?\) in "
                                      r"'hydra/launcher=jobli'; hydra/launcher options: .*\bbasic\b.*\bjoblib\b"),
     (["+parameters.x=${oc.env:HOME}"], r"^parameters.x: interpolation '\$\{...\}' is not allowed"),
-])
+    (["+parameters.x=1", "parameters.x=2"], r"^unknown setting 'parameters.x'; .* write \+parameters.x=2$"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), REFUSED)
 def test_overrides_hydra_would_refuse_are_explained_first(argv: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         check_overrides(argv, Path(CONFIG_DIR))
+
+
+@pytest.mark.parametrize(("argv", "message"), [(a, m) for a, m in REFUSED if composable(a)])
+def test_a_single_command_composed_once_is_refused_alike(argv: list[str], message: str) -> None:
+    """A single command's check takes the config Hydra composed from its overrides (or none,
+    when Hydra refused them) and composes the default only where it must: the same refusals."""
+    with pytest.raises(ConfigError, match=message):
+        check_overrides(argv, Path(CONFIG_DIR), compose_once(CONFIG_DIR, argv))
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -145,6 +158,18 @@ def test_hydras_own_settings_are_refused_in_one_line_before_the_sweep(argv: list
 ])
 def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
     check_overrides(argv, Path(CONFIG_DIR))
+
+
+@pytest.mark.parametrize("argv", [
+    ["++parameters.x=1", "~output.tables", "+where.cores=32"],
+    ["model=pipeline", "whatif=[settings_cache,pipeline/double_workers]"],
+    ["sim=quick", "model=tango", "hydra.run.dir=x", "models_dir=/nowhere"], ["whatif=pipeline/settings_cache"],
+])
+def test_a_single_command_composed_once_passes_alike(argv: list[str]) -> None:
+    """The files a run will read are the same whether the check composed the default or not."""
+    composed = compose_once(CONFIG_DIR, argv)
+    assert composable(argv) and composed is not None
+    assert check_overrides(argv, Path(CONFIG_DIR), composed) == check_overrides(argv, Path(CONFIG_DIR))
 
 
 def _simstack(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -63,8 +63,11 @@ def test_the_help_loads_no_model_language() -> None:
 
 def test_a_plain_run_loads_neither_the_fits_nor_the_report(tmp_path) -> None:
     """A run (and every sweep job, which is one) needs the engine and the tables, not the
-    study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up."""
-    study_only = ("scipy.stats", "scipy.optimize", "simstack.cli.tasks", "simstack.studies.fit", "simstack.report")
+    study tasks: importing those and SciPy's statistics cost about 1 s of every run's start-up.
+    Nor the gathering of a sweep (``cli.gather``), which Hydra's callback imported for every
+    command; a single command has no callback (``cli.single``)."""
+    study_only = ("scipy.stats", "scipy.optimize", "simstack.cli.tasks", "simstack.studies.fit", "simstack.report",
+                  "simstack.cli.gather")
     loaded, _, status = _loaded_after(["model=pipeline", "sim.horizon=10"], study_only, cwd=str(tmp_path))
     assert status == 0 and loaded == [], loaded
 
@@ -152,3 +155,38 @@ def test_the_collector_waits_until_the_task_is_imported(tmp_path) -> None:
     refused = _collector_around(["check", "modle=pipeline"], str(tmp_path))
     assert refused["status"] == 2 and "during" not in refused, refused
     assert refused["enabled"] and refused["frozen"] == 0, refused
+
+
+def _compositions(argv: list[str], cwd: str) -> tuple[int, int]:
+    """How many times ``simstack ARGV`` had Hydra compose its config (every composition, the
+    Compose API's and ``hydra.main``'s, goes through the config loader), and its exit code."""
+    code = ("import io, json, sys\nfrom hydra._internal.config_loader_impl import ConfigLoaderImpl\n"
+            "load, seen = ConfigLoaderImpl.load_configuration, []\n"
+            "def counted(self, *args, **kwargs):\n    seen.append(1)\n    return load(self, *args, **kwargs)\n"
+            "ConfigLoaderImpl.load_configuration = counted\n"
+            f"sys.argv = ['simstack', *{argv!r}]\nsys.stdout, real = io.StringIO(), sys.stdout\n"
+            "from simstack.cli.main import main\n"
+            "try:\n    main()\n    status = 0\n"
+            "except SystemExit as exc:\n    status = exc.code or 0\n"
+            "real.write(json.dumps([len(seen), status]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert done.stdout, done.stderr[-2000:]
+    count, status = json.loads(done.stdout)
+    return count, status
+
+
+def test_a_single_command_composes_its_config_once(tmp_path) -> None:
+    """``hydra.main`` composed a single command's config twice (once only to read its mode)
+    and the override check a third time: 0.15 s each, a third of a CMS check's start (issue
+    34). A single command is composed once (``cli.single``) and runs as before: a study task
+    in the working folder, a run into ``outputs/DATE/TIME`` with its ``run.json``. A sweep
+    keeps ``hydra.main``, its compositions and its jobs."""
+    assert _compositions(["solve", "model=pipeline"], str(tmp_path)) == (1, 0)
+    assert not any(tmp_path.iterdir())  # a study task makes no folder
+    assert _compositions(["model=pipeline", "sim=quick", "sim.horizon=2"], str(tmp_path)) == (1, 0)
+    (run,) = (tmp_path / "outputs").glob("*/*")
+    assert (run / "run.json").is_file() and not (run / ".hydra").exists()
+    count, status = _compositions(["-m", "model=pipeline", "sim=quick", "sim.horizon=2,3"], str(tmp_path))
+    assert status == 0 and count > 1, count
+    jobs = sorted((tmp_path / "multirun").glob("*/*/*/status.json"))
+    assert [json.loads(p.read_text())["status"] for p in jobs] == ["ok", "ok"]
