@@ -2,7 +2,7 @@
 flag does not change read once for all of its flag sets.
 
 A regression check loads its model once per run, and its runs differ in flags and a few
-parameters: the LHCb farm's check loads it nine times, and its 1,482 hosts and 7,467
+parameters: the LHCb farm's check loaded it nine times, and its 1,482 hosts and 5,988
 components (57 x 26 replicated nodes) are the same each time, while the flags change only
 the request classes. Inside ``one_command()`` the loader keeps (``kept``):
 
@@ -13,8 +13,9 @@ the request classes. Inside ``one_command()`` the loader keeps (``kept``):
   second flag set reads and checks them no more.
 
 A part is kept only once it has been read and checked whole; a part that failed is read again
-and fails the same way, with the same error. Everything kept is frozen data (``lang.spec``),
-and each caller gets a container of its own. Outside a ``one_command()`` (a library call, the
+and fails the same way, with the same error. What is kept is frozen data (``lang.spec``): a
+model asked for again is the same ``ModelSpec`` (with its graph), and each model built from
+kept hosts and components has mappings of its own. Outside a ``one_command()`` (a library call, the
 interactive page) nothing is kept: every load reads the model, and any data file it names, as
 it is then. Inside, the files of a model folder are taken to be what they were when first read
 (``io.safeyaml`` still reads the model's text each time and reads a changed text anew, so a
