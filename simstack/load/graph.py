@@ -68,12 +68,13 @@ def build_graph(spec: ModelSpec) -> nx.DiGraph:
                                                     "discipline": host.discipline})
                          for host in spec.hosts.values())
     _add_components(graph, spec)
+    found: dict[str, list[str]] = {}  # name[item] -> the stores it reaches, found once per graph
     for req in spec.requests.values():
         graph.add_node(node("request", req.name), type="request")
         if req.host:
             graph.add_edge(node("request", req.name), node("host", req.host), relation="runs_on")
         for step in walk(req.body):
-            _add_step_edge(graph, spec, req.name, step)
+            _add_step_edge(graph, spec, req.name, step, found)
     for wl in spec.workloads.values():
         graph.add_node(node("workload", wl.name), type="workload")
         graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
@@ -132,7 +133,8 @@ def _check_idle_spinners(spec: ModelSpec) -> None:
                                  f"thread on its host", path=where)
 
 
-def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
+def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step,
+                   found: dict[str, list[str]]) -> None:
     if isinstance(step, Hold | Call | Send):  # a name[item] step reaches every replica: one batch
         src = node("request", source)
         targets = replicas.group(step.target, spec.replicas) or [step.target]
@@ -144,7 +146,7 @@ def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) 
         else:
             graph.add_edges_from(((src, _target(spec, name)) for name in targets), relation="sends", sync=False)
     else:
-        lifegraph.add_edges(graph, spec, source, step)  # fork, read, checkpoint, restore
+        lifegraph.add_edges(graph, spec, source, step, found)  # fork, read, checkpoint, restore
 
 
 def _target(spec: ModelSpec, name: str) -> str:

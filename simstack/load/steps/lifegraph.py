@@ -18,15 +18,22 @@ from simstack.load.steps.lifecycle import ITEM, members
 STORE_KINDS = ("fileserver", "cache", "swarm")
 
 
-def add_edges(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
-    """The edges of one step of request class ``source`` (nothing for other steps)."""
+def add_edges(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step,
+              found: dict[str, list[str]] | None = None) -> None:
+    """The edges of one step of request class ``source`` (nothing for other steps); ``found``
+    keeps the replicas each ``name[item]`` store reaches across one graph's steps."""
     src = f"request:{source}"
     if isinstance(step, ForkProcess):
         graph.add_edge(src, f"request:{step.request}", relation="sends", sync=False)
         return
     op = step.read if isinstance(step, Restore) else step
     if isinstance(op, FileOp):
-        names = members(op.store, spec.components) if op.store.endswith(ITEM) else [op.store]
+        names = [op.store]
+        if op.store.endswith(ITEM):
+            found = {} if found is None else found
+            if op.store not in found:
+                found[op.store] = members(op.store, spec.components)
+            names = found[op.store]
         graph.add_edges_from(((src, f"component:{name}") for name in names), relation="writes" if op.write else "reads",
                              sync=True)
 
