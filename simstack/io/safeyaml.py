@@ -5,7 +5,9 @@ customs officer opens a parcel: ``yaml.safe_load`` only (no tag can build an obj
 key once per mapping, a bounded size after aliases (no "billion laughs"), and none of
 Hydra's directives (``simstack.io.plaindata``). Every problem names the file and the line.
 
-A document that passed is kept, keyed by its text, so that a study which reads the same model
+A file's text is composed by libyaml once: the document is built from the nodes the checks
+walk (its events are counted once before, to stop an oversized document early). A document
+that passed is kept, keyed by its text, so that a study which reads the same model
 file for each of its runs parses and checks it once: the GSI check read its model 35 times, at
 about 20 ms each. Every caller gets a copy of its own (rebuilt from the kept pickle), so no
 caller can change what the next one reads, and any change to the file's text is a new key (the
@@ -49,12 +51,6 @@ def read_yaml(path: Path) -> Any:
     try:
         _check_count(source)  # before anything is built: a million-point list took minutes to refuse
         doc = _load(source)
-        # Composing builds only YAML nodes, never objects; libyaml's parser makes it cheap.
-        root = yaml.compose(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        _check_size(root)
-        _check_duplicate_keys(root, "")
-        refuse_directives(source)  # Hydra's directives, keys and interpolations: data only
-        refuse_config_nodes(root)
     except yaml.YAMLError as exc:
         raise ModelError(_yaml_problem(exc), file=str(path)) from None
     except RecursionError:
@@ -79,17 +75,44 @@ _PARSED: OrderedDict[tuple[bytes, int], bytes] = OrderedDict()  # (sha256 of the
 
 
 def _load(source: str) -> Any:
-    """The document through libyaml's parser and the safe constructor (the same objects as
-    ``yaml.safe_load``, whose pure-Python scanner took a third of a GSI check re-reading its
-    model files); a document libyaml refuses is read again by the pure loader, whose messages
-    and line marks are the ones simstack reports."""
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is None:
-        return yaml.safe_load(source)
+    """The checked document from one composition: libyaml composes the YAML nodes, which the
+    size, key and directive checks walk (``_checked``), and the safe constructor builds the
+    document from those same nodes, as ``yaml.safe_load`` does (the same objects; its
+    pure-Python scanner took a third of a GSI check re-reading its model files). The text was
+    composed twice before, once for the document and once for the checks. A document libyaml
+    refuses is read again by the pure loader, whose messages and line marks are the ones
+    simstack reports."""
+    loader_class = getattr(yaml, "CSafeLoader", None)
     try:
-        return yaml.load(source, Loader=fast)  # CSafeLoader: the safe constructor, no tag builds an object
+        return _checked(source, loader_class or yaml.SafeLoader)
     except yaml.YAMLError:
-        return yaml.safe_load(source)
+        if loader_class is None:
+            raise
+        return _checked(source, yaml.SafeLoader)
+
+
+def _checked(source: str, loader_class: Any) -> Any:
+    """``source`` composed once, its nodes checked, then built by the safe constructor. A
+    problem the checks find is raised after the construction, so a document the constructor
+    refuses (a tag, a 5,000-digit number) is refused for that, as when it was built first;
+    the checks walk the nodes before the constructor merges ``<<:`` keys into them."""
+    loader = loader_class(source)
+    try:
+        root = loader.get_single_node()
+        problem: Exception | None = None
+        try:
+            _check_size(root)
+            _check_duplicate_keys(root, "")
+            refuse_directives(source)  # Hydra's directives, keys and interpolations: data only
+            refuse_config_nodes(root)
+        except (ModelError, RecursionError) as exc:
+            problem = exc
+        doc = None if root is None else loader.construct_document(root)
+        if problem is not None:
+            raise problem
+        return doc
+    finally:
+        loader.dispose()
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

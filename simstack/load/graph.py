@@ -18,7 +18,20 @@ from simstack.errors import ModelError
 from simstack.kinds import lookup
 from simstack.kinds.threads import thread_scope
 from simstack.lang.sizes import SizeSchedule
-from simstack.lang.spec import Call, Choose, Cpu, Fork, Hold, ModelSpec, Parallel, Repeat, Send, Sequence, Step
+from simstack.lang.spec import (
+    Call,
+    Choose,
+    ComponentSpec,
+    Cpu,
+    Fork,
+    Hold,
+    ModelSpec,
+    Parallel,
+    Repeat,
+    Send,
+    Sequence,
+    Step,
+)
 from simstack.load import replicas
 from simstack.load.steps import lifegraph
 
@@ -49,36 +62,58 @@ def validated_graph(spec: ModelSpec) -> nx.DiGraph:
 def build_graph(spec: ModelSpec) -> nx.DiGraph:
     """Build the topology and validate it; raises ModelError naming the offending step."""
     graph = nx.DiGraph(name=spec.name)
-    for host in spec.hosts.values():
-        graph.add_node(node("host", host.name), type="host", cores=host.cores,
-                       discipline=host.discipline)
-    for comp in spec.components.values():
-        graph.add_node(node("component", comp.name), type="component", kind=comp.kind)
-        if comp.host:
-            graph.add_edge(node("component", comp.name), node("host", comp.host), relation="runs_on")
-        handler = comp.settings.get("handler")
-        if handler is not None:
-            if handler not in spec.requests:
-                raise ModelError(f"unknown request class {handler!r}; request classes: "
-                                 f"{', '.join(sorted(spec.requests))}", path=f"components.{comp.name}.handler")
-            graph.add_edge(node("component", comp.name), node("request", handler), relation="handles",
-                           sync=False)
+    # Nodes and edges by the batch (a farm's 1,482 hosts, 5,988 components and their edges, for
+    # each of a check's loads), in the order one call each made them: the same graph.
+    graph.add_nodes_from((node("host", host.name), {"type": "host", "cores": host.cores,
+                                                    "discipline": host.discipline})
+                         for host in spec.hosts.values())
+    _add_components(graph, spec)
+    found: dict[str, list[str]] = {}  # name[item] -> the stores it reaches, found once per graph
     for req in spec.requests.values():
         graph.add_node(node("request", req.name), type="request")
         if req.host:
             graph.add_edge(node("request", req.name), node("host", req.host), relation="runs_on")
         for step in walk(req.body):
-            _add_step_edge(graph, spec, req.name, step)
+            _add_step_edge(graph, spec, req.name, step, found)
     for wl in spec.workloads.values():
         graph.add_node(node("workload", wl.name), type="workload")
         graph.add_edge(node("workload", wl.name), node("request", wl.request), relation="drives")
     lifegraph.check_backing(graph, spec)
     _check_sync_cycles(graph)
-    _check_send_cycles(graph)
+    _check_send_cycles(graph, spec)
     _check_held_again(spec)
     _check_cpu_scopes(spec)
     _check_idle_spinners(spec)
     return graph
+
+
+def _add_components(graph: nx.DiGraph, spec: ModelSpec) -> None:
+    """The component nodes, each with its host edge and then its handler's: a run of components
+    without a handler is added as one batch of nodes and one of edges (its edges only reach
+    nodes made before it), a queue with a handler on its own (its edge may make the node of its
+    request class, which then comes before the components after it, as it always did)."""
+    batch: list[ComponentSpec] = []
+
+    def flush() -> None:
+        graph.add_nodes_from((node("component", c.name), {"type": "component", "kind": c.kind}) for c in batch)
+        graph.add_edges_from(((node("component", c.name), node("host", c.host)) for c in batch if c.host),
+                             relation="runs_on")
+        batch.clear()
+
+    for comp in spec.components.values():
+        handler = comp.settings.get("handler")
+        if handler is None:
+            batch.append(comp)
+            continue
+        flush()
+        graph.add_node(node("component", comp.name), type="component", kind=comp.kind)
+        if comp.host:
+            graph.add_edge(node("component", comp.name), node("host", comp.host), relation="runs_on")
+        if handler not in spec.requests:
+            raise ModelError(f"unknown request class {handler!r}; request classes: "
+                             f"{', '.join(sorted(spec.requests))}", path=f"components.{comp.name}.handler")
+        graph.add_edge(node("component", comp.name), node("request", handler), relation="handles", sync=False)
+    flush()
 
 
 def _check_idle_spinners(spec: ModelSpec) -> None:
@@ -98,29 +133,29 @@ def _check_idle_spinners(spec: ModelSpec) -> None:
                                  f"thread on its host", path=where)
 
 
-def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
-    if isinstance(step, Hold | Call | Send):  # a name[item] step reaches every replica
-        for target in replicas.group(step.target, spec.replicas) or [step.target]:
-            _add_edge(graph, spec, source, step, target)
+def _add_step_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step,
+                   found: dict[str, list[str]]) -> None:
+    if isinstance(step, Hold | Call | Send):  # a name[item] step reaches every replica: one batch
+        src = node("request", source)
+        targets = replicas.group(step.target, spec.replicas) or [step.target]
+        if isinstance(step, Hold):
+            graph.add_edges_from(((src, node("component", name)) for name in targets), relation="holds", sync=True)
+        elif isinstance(step, Call):
+            graph.add_edges_from(((src, _target(spec, name)) for name in targets), relation="calls", sync=True,
+                                 path=step.guard.path)
+        else:
+            graph.add_edges_from(((src, _target(spec, name)) for name in targets), relation="sends", sync=False)
     else:
-        lifegraph.add_edges(graph, spec, source, step)  # fork, read, checkpoint, restore
+        lifegraph.add_edges(graph, spec, source, step, found)  # fork, read, checkpoint, restore
 
 
-def _add_edge(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Hold | Call | Send, name: str) -> None:
-    src = node("request", source)
-    if isinstance(step, Hold):
-        graph.add_edge(src, node("component", name), relation="holds", sync=True)
-    elif isinstance(step, Call):
-        target = node("request" if name in spec.requests else "component", name)
-        graph.add_edge(src, target, relation="calls", sync=True, path=step.guard.path)
-    else:
-        target = node("request" if name in spec.requests else "component", name)
-        graph.add_edge(src, target, relation="sends", sync=False)
+def _target(spec: ModelSpec, name: str) -> str:
+    return node("request" if name in spec.requests else "component", name)
 
 
 def _check_sync_cycles(graph: nx.DiGraph) -> None:
-    calls = nx.DiGraph((u, v, d) for u, v, d in graph.edges(data=True)
-                       if d.get("relation") == "calls" and v.startswith("request:"))
+    calls = nx.DiGraph((u, v, d) for u, targets in graph.adjacency() if u.startswith("request:")  # a call's source
+                       for v, d in targets.items() if d.get("relation") == "calls" and v.startswith("request:"))
     try:
         cycle = nx.find_cycle(calls)
     except nx.NetworkXNoCycle:
@@ -131,10 +166,14 @@ def _check_sync_cycles(graph: nx.DiGraph) -> None:
                      path=first.get("path"))
 
 
-def _check_send_cycles(graph: nx.DiGraph) -> None:
+def _check_send_cycles(graph: nx.DiGraph, spec: ModelSpec) -> None:
     """Work that hands work to itself (directly or through a queue) would start requests
-    without end; a recurring activity is a periodic or closed workload instead."""
-    spawns = nx.DiGraph((u, v) for u, v, d in graph.edges(data=True)
+    without end; a recurring activity is a periodic or closed workload instead. Such edges
+    start at a request class or at a queue's handler edge: the other components' edges (a
+    farm's hosts and stores) are not walked."""
+    handlers = {node("component", c.name) for c in spec.components.values() if c.settings.get("handler") is not None}
+    spawns = nx.DiGraph((u, v) for u, targets in graph.adjacency() if u.startswith("request:") or u in handlers
+                        for v, d in targets.items()
                         if d.get("relation") in ("sends", "handles", "calls") and not v.startswith("host:"))
     for cycle in nx.simple_cycles(spawns):
         if any(graph.edges[u, v].get("relation") != "calls" for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True)):

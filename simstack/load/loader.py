@@ -18,11 +18,12 @@ from simstack.io.safeyaml import read_yaml
 from simstack.kinds.environment import modulated, pools_of, with_mode_sizes
 from simstack.lang.environment import read_environment
 from simstack.lang.schema import located, plain_keys_and_numbers, suggest, text
-from simstack.lang.spec import ModelSpec
+from simstack.lang.spec import ComponentSpec, HostSpec, ModelSpec
 from simstack.lang.units import parse_time
 from simstack.load import attributes, limits, liveness, replicas
 from simstack.load import sections as section
 from simstack.load.graph import validated_graph
+from simstack.load.kept import kept
 from simstack.load.parameters import or_empty, resolve_values, substitute
 from simstack.load.steps.requests import StepReader
 
@@ -50,11 +51,28 @@ def load_model(model: str | Path, *, scenario: str | None = None,
     path = resolve_model_path(model)
     doc = read_yaml(inside(path.parent, path.name, "model"))  # a received folder's model file: not a link out
     try:
-        spec = build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)
-        validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
+        return kept("model", (str(path.resolve()), doc, scenario, parameters, flags),  # one_command(): once a choice
+                    lambda: _validated(build_spec(doc, path, scenario=scenario, parameters=parameters, flags=flags)))
     except ModelError as exc:
         raise exc.at(file=str(path)) from None
+
+
+def _validated(spec: ModelSpec) -> ModelSpec:
+    validated_graph(spec)  # cycles, cpu work without a host: reported with the file, before any run
     return spec
+
+
+def _structure(body: Mapping[str, Any], bounds: limits.Limits, base_dir: Path | None
+               ) -> tuple[dict[str, HostSpec], dict[str, ComponentSpec], dict[str, int]]:
+    """The hosts and the components, replicas expanded, each checked; and each replicated
+    component's count. Flags never change them, parameters may."""
+    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts", bounds)
+    hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"), host_counts)
+    limits.check_hosts(hosts, bounds)
+    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
+    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds,
+                                    counts)
+    return hosts, components, counts
 
 
 def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
@@ -80,12 +98,10 @@ def build_spec(doc: Any, path: Path | None, *, scenario: str | None = None,
     base_dir = path.parent if path else None
     settings = section.settings(or_empty(body, "settings", {}))  # first: its limits bound what is built
     bounds = limits.limits_of(settings)
-    raw_hosts, host_counts = replicas.split(or_empty(body, "hosts", {}), "hosts", bounds)
-    hosts = section.hosts(replicas.expand(raw_hosts, host_counts, "hosts"), host_counts)
-    limits.check_hosts(hosts, bounds)
-    raw_components, counts = replicas.split(or_empty(body, "components", {}), "components", bounds)
-    components = section.components(replicas.place(raw_components, counts, host_counts), hosts, base_dir, bounds,
-                                    counts)
+    # The same for every flag set: kept across a command's loads (simstack.load.kept)
+    hosts, components, counts = kept("structure", (body.get("hosts"), body.get("components"), bounds, base_dir),
+                                     lambda: _structure(body, bounds, base_dir))
+    hosts, components = dict(hosts), dict(components)  # the caller's own containers of the frozen specs
     raw_requests = body.get("requests")
     if not isinstance(raw_requests, Mapping):
         raise ModelError(f"expected a mapping of request class names to steps, got {raw_requests!r}",

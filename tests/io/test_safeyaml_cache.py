@@ -78,3 +78,25 @@ def test_a_kept_document_reads_as_safe_load_reads_it(tmp_path: Path) -> None:
     first, second = read_yaml(path), read_yaml(path)
     assert first == second == yaml.safe_load(text)
     assert second["base"] is second["other"] and second["base"] is not first["base"]
+
+
+def test_a_new_text_goes_through_libyaml_twice_not_three_times(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once to count its values (stopping early at the limit) and once composed, the document
+    built from the nodes the checks walked: the document and the checks each composed it before."""
+    import yaml
+
+    passes: list[str] = []
+    real = yaml.CSafeLoader
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: str) -> None:
+            passes.append(stream)
+            super().__init__(stream)
+    monkeypatch.setattr(yaml, "CSafeLoader", Counted)
+    path = tmp_path / "model.yaml"
+    path.write_text(TEXT + "base: &b {x: 1}\nmerged: {<<: *b, y: 2}\n# passes\n", encoding="utf-8")
+    assert read_yaml(path)["merged"] == {"x": 1, "y": 2}
+    assert len(passes) == 2
+    read_yaml(path)  # kept: not read by libyaml again
+    assert len(passes) == 2

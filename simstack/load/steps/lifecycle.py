@@ -100,8 +100,8 @@ def read_fork(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: st
 
 def _store(reader: StepReader, name: object, path: str) -> str:
     comps = reader.components
-    if isinstance(name, str) and name.endswith(ITEM) and members(name, comps):
-        target = members(name, comps)[0]
+    if isinstance(name, str) and name.endswith(ITEM) and reader.replicas_of(name):
+        target = reader.replicas_of(name)[0]
     elif isinstance(name, str) and name in comps:
         target = name
     else:
@@ -135,7 +135,7 @@ def read_read(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: st
 def read_checkpoint(reader: StepReader, raw: Mapping[str, Any], guard: Guard, path: str) -> FileOp:
     reader._allowed(raw, "checkpoint", path, ())
     op, _v = _file_op(reader, raw, guard, path, "checkpoint", "to", True, {})
-    target = members(op.store, reader.components)[0] if op.store.endswith(ITEM) else op.store
+    target = reader.replicas_of(op.store)[0] if op.store.endswith(ITEM) else op.store
     if reader.components[target].kind == "swarm":
         raise ModelError(f"a checkpoint is written to a fileserver or cache, not to the swarm {op.store!r}",
                          path=f"{path}.checkpoint.to")

@@ -18,16 +18,24 @@ from simstack.load.steps.lifecycle import ITEM, members
 STORE_KINDS = ("fileserver", "cache", "swarm")
 
 
-def add_edges(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step) -> None:
-    """The edges of one step of request class ``source`` (nothing for other steps)."""
+def add_edges(graph: nx.DiGraph, spec: ModelSpec, source: str, step: Step,
+              found: dict[str, list[str]] | None = None) -> None:
+    """The edges of one step of request class ``source`` (nothing for other steps); ``found``
+    keeps the replicas each ``name[item]`` store reaches across one graph's steps."""
     src = f"request:{source}"
     if isinstance(step, ForkProcess):
         graph.add_edge(src, f"request:{step.request}", relation="sends", sync=False)
         return
     op = step.read if isinstance(step, Restore) else step
     if isinstance(op, FileOp):
-        for name in members(op.store, spec.components) if op.store.endswith(ITEM) else [op.store]:
-            graph.add_edge(src, f"component:{name}", relation="writes" if op.write else "reads", sync=True)
+        names = [op.store]
+        if op.store.endswith(ITEM):
+            found = {} if found is None else found
+            if op.store not in found:
+                found[op.store] = members(op.store, spec.components)
+            names = found[op.store]
+        graph.add_edges_from(((src, f"component:{name}") for name in names), relation="writes" if op.write else "reads",
+                             sync=True)
 
 
 def check_backing(graph: nx.DiGraph, spec: ModelSpec) -> None:
@@ -44,8 +52,9 @@ def check_backing(graph: nx.DiGraph, spec: ModelSpec) -> None:
             got = f"a {target.kind} component" if target is not None else "not a component"
             raise ModelError(f"backing {backing!r} is {got}{suggest(backing, stores)}; a backing store is a "
                              f"fileserver, cache or swarm: {', '.join(stores) or '(none)'}", path=where)
-        graph.add_edge(f"component:{comp.name}", f"component:{backing}", relation="fetches_from", sync=True)
         backs[comp.name] = backing
+    graph.add_edges_from(((f"component:{store}", f"component:{backing}") for store, backing in backs.items()),
+                         relation="fetches_from", sync=True)  # one batch, in the components' order
     if not _loops(backs):
         return
     fetches = nx.DiGraph((u, v) for u, v, d in graph.edges(data=True) if d.get("relation") == "fetches_from")

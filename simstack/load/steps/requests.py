@@ -34,6 +34,7 @@ from simstack.lang.spec import (
 from simstack.lang.units import non_negative, parse_count, parse_size, parse_time, positive
 from simstack.load.steps.control import read_all, read_calls, read_choose, read_repeat, read_switch
 from simstack.load.steps.lifecycle import READERS as LIFECYCLE
+from simstack.load.steps.lifecycle import members
 from simstack.load.steps.senders import mark_senders
 from simstack.load.steps.sync import check_replies, read_acquire, read_reply
 
@@ -58,6 +59,14 @@ class StepReader:
         self.base_dir = base_dir
         self._held: list[tuple[str, str | None, str]] = []  # (lock, key, step path) around the step being read
         self.reading = ""  # the request class being read
+        self._replicas: dict[str, list[str]] = {}  # name[item] -> its replicas, found once per reader
+
+    def replicas_of(self, name: str) -> list[str]:
+        """The components ``name[item]`` may reach (``lifecycle.members``), found once: a farm's
+        file steps each looked through its 5,988 component names three times."""
+        if name not in self._replicas:
+            self._replicas[name] = members(name, self.components)
+        return self._replicas[name]
 
     def request(self, name: str, raw: object) -> RequestSpec:
         path = f"requests.{name}"

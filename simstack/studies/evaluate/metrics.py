@@ -94,6 +94,7 @@ class Evaluator:
         self.intervals: dict[str, Interval] = {}  # the intervals paired comparisons stopped on
         self.spent: Counter[str] = Counter()  # runs, replications, simulated events, requests (this process)
         self._whatifs: dict[str, WhatIf] = {}
+        self._made: dict[str, int] = {}  # each run made, by key: its replications (kept when the run is dropped)
         self._start: int | None = None
 
     def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None,
@@ -226,9 +227,7 @@ class Evaluator:
     def run(self, sel: RunSelection, needs_steps: bool = False, precision: Precision | None = None) -> RunResult:
         """The run of a selection, cached; with ``precision``, as many replications (or as long
         one run) as it takes (``simstack.engine.precise``)."""
-        choice = self.choice(sel)
-        key = _key(choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
-                   sorted({**self.study.defaults, **sel.settings}.items()), needs_steps, repr(precision))
+        key = self._run_key(sel, needs_steps, precision)
         if key in self.runs:
             self.runs.move_to_end(key)
             return self.runs[key]
@@ -244,9 +243,22 @@ class Evaluator:
         if self.on_result:
             self.on_result(sel, result)
         self.runs[key] = result
+        self._made[key] = result.replications
         while len(self.runs) > max(1, self.keep_runs):
             self.runs.popitem(last=False)
         return self.runs[key]
+
+    def replications_made(self, sel: RunSelection, needs_steps: bool = False,
+                          precision: Precision | None = None) -> int | None:
+        """The replications of the run of ``sel`` (with these arguments), if one was made (kept
+        or dropped since); None if none was. A paired test of one-replication runs needs only
+        their values, already read: the LHCb check ran its farm again for one, after dropping it."""
+        return self._made.get(self._run_key(sel, needs_steps, precision))
+
+    def _run_key(self, sel: RunSelection, needs_steps: bool, precision: Precision | None) -> str:
+        choice = self.choice(sel)
+        return _key(choice.scenario, sorted(choice.parameters.items()), sorted(choice.flags.items()),
+                    sorted({**self.study.defaults, **sel.settings}.items()), needs_steps, repr(precision))
 
     def replications_of(self, sel: RunSelection, reps: range, needs_steps: bool = False) -> RunResult:
         """Replications ``reps`` of a selection (the same numbers as in a run of them all), not

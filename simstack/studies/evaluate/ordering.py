@@ -67,8 +67,11 @@ def per_replication(ev: Evaluator, metric: RunMetric, sel: RunSelection | None =
     sel = metric.run if sel is None else merge(metric.run, sel)
     steps = metric.step is not None
     precision = None if metric.read_per_replication else ev.precision_for(metric, sel)
+    single = metric.q is None and not metric.read_per_replication
+    if single and ev.replications_made(sel, steps, precision) == 1:
+        return np.asarray([ev.statistic(metric, sel)], dtype=float)  # as below, without making the run again
     result = ev.run(sel, steps) if precision is None else ev.run(sel, steps, precision=precision)
-    if result.replications == 1 and metric.q is None and not metric.read_per_replication:
+    if result.replications == 1 and single:
         # One replication (numbered 0): its value is the run's, which the evaluator has read or
         # reads (the same run, the same rows). Cutting the tables and reading them again was a
         # third of a CMS prediction's time (77 one-replication readings per thread count).
