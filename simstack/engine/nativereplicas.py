@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from operator import attrgetter
+from types import GetSetDescriptorType, MemberDescriptorType
 from typing import Any
 
 import numpy as np
@@ -205,11 +206,14 @@ class Plan:
 
 
 def _attributes(obj: Any) -> list[tuple[Any, Any]]:
+    """An object's attributes (a list's items): its ``__dict__``, its slots, and the fields of a
+    class mypyc compiled (getset descriptors on the type, as slots are member descriptors)."""
     if isinstance(obj, list | tuple):
         return list(enumerate(obj))
     names = list(getattr(obj, "__dict__", {}))
     for cls in type(obj).__mro__:
-        names += [s for s in getattr(cls, "__slots__", ()) if s not in ("__dict__", "__weakref__")]
+        names += [name for name, value in vars(cls).items() if name not in ("__dict__", "__weakref__")
+                  and isinstance(value, GetSetDescriptorType | MemberDescriptorType)]
     out = []
     for name in names:
         try:
