@@ -123,6 +123,8 @@ class Plan:
                 continue
             seen.add(id(obj))
             found[path] = obj
+            if not (isinstance(obj, list | tuple) and len(obj) <= 64 or type(obj).__module__.startswith("simstack.")):
+                continue  # another library's object (an array, a generator) or a long list: found, not walked
             for attr, value in _attributes(obj):
                 twin = getattr(other, attr, None) if isinstance(attr, str) else \
                     (other[attr] if isinstance(other, list | tuple) and attr < len(other) else None)
