@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from simstack.engine.nativereplicas import SAMPLES, Plan, Refused, Snapshot
 from simstack.engine.nativetables import (
     ALLOC,
     BYITEM,
@@ -50,6 +51,7 @@ class Files(Tables):
         self.blocks: dict[tuple[int, str, bool], int] = {}  # a store's fetch of a file: where its block starts
         self.pickers: list[tuple[list[str], str, Any]] = []  # a memory step's hosts, path, shared name
         self.restored: dict[int, str] = {}  # a restore's picker: the checkpoint file it maps
+        self.replica_bases: list[tuple[str, list[str]]] | None = None  # nativereplicas.Plan's, found once
 
     def step(self, step: Step, scope: Scope) -> None:
         """Compiles one step (``nativecode.Compiler``)."""
@@ -79,7 +81,8 @@ class Files(Tables):
     def by_item(self, step: Hold | Call | Send, members: list[str], scope: Scope) -> None:
         """``runners.ByItemRunner``: the step on replica item mod n, each compiled as
         ``replicas.on`` aims it (its own streams); where the item's residue is known (inside a
-        replica of a multiple of n), that replica alone."""
+        replica of a multiple of n), that replica alone. Replicas 4 and on are derived from 1 to 3
+        where they follow one pattern (``nativereplicas``), the same code and tables."""
         n = len(members)
         if self.residue is not None and self.residue[0] % n == 0:
             self.step(replicas.on(step, members[self.residue[1] % n]), scope)
@@ -89,10 +92,28 @@ class Files(Tables):
         code += [BYITEM, n] + [0] * n
         ends = []
         residue = self.residue
+        samples: list[dict[str, Any]] | None = [] if n > len(SAMPLES) + 1 else None  # replicas 1..3's additions
         for i, member in enumerate(members):
+            if samples is not None and len(samples) == len(SAMPLES):
+                try:
+                    starts = Plan(self, samples).write(i, n, [JUMP, 0])
+                except Refused:
+                    samples = None  # no plan: every replica compiled
+                else:
+                    size = len(code) - starts[-1]  # each derived replica's code and its [JUMP, 0]
+                    for j, start in enumerate(starts, start=i):
+                        code[at + 2 + j] = start
+                        ends.append(start + size - 2)
+                    break
             code[at + 2 + i] = len(code)
             self.residue = (n, i)
+            before = Snapshot(self) if samples is not None and i in SAMPLES else None
             self.step(replicas.on(step, member), scope)
+            if before is not None and samples is not None:
+                try:
+                    samples.append(before.added(self))
+                except Refused:
+                    samples = None
             ends.append(len(code))
             code += [JUMP, 0]
         self.residue = residue

@@ -323,12 +323,14 @@ def _replicate(spec: ModelSpec, seed: int, rep: int, *, horizon: float | None, w
     if not why:
         warm = float(warmup) if isinstance(warmup, int | float) else 0.0
         recorder = SummaryRecorder(rep, record_steps, warm) if record == "summary" else None
-        r = Replication(spec, seed, rep, record_steps, recorder)
+        with _fewer_collections():  # the build and the compile make 100,000s of objects, as on SimPy
+            r = Replication(spec, seed, rep, record_steps, recorder)
         if r.env._queue:  # a host or component that schedules events of its own: SimPy runs them
             why = "a component schedules its own events"
         else:
             try:
-                now, _events, dry = native.run(r, horizon, warm, _meters(r))
+                with _fewer_collections():
+                    now, _events, dry = native.run(r, horizon, warm, _meters(r))
             except native.Outside as outside:  # found while running: the whole run again on SimPy
                 why = str(outside)
             else:
