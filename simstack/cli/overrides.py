@@ -183,6 +183,10 @@ def _check_one(override: Override, base: DictConfig | None, groups: dict[str, li
     if "${" in line:
         raise ConfigError(f"{key}: interpolation '${{...}}' is not allowed in simstack settings (got {line!r}); "
                           "write the value itself")
+    if override.type == OverrideType.DEL and (base is None or OmegaConf.select(base, key, default=_ABSENT)
+                                              is not _ABSENT):  # composed: Hydra found it to delete
+        raise ConfigError(f"cannot delete the setting {key!r} ({line!r}): every simstack setting has a value; "
+                          f"write {key}=VALUE, or leave it out for its default")
     if key in groups and override.type in (OverrideType.CHANGE, OverrideType.ADD):
         _check_option(override, groups[key])
         return

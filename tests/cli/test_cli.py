@@ -109,6 +109,10 @@ REFUSED = [
                           r"'\[pipeline'\); write key=value, \+key=value to add a key"),
     (["+model=pipeline"], r"^model is already a setting; write model=pipeline without the '\+'$"),
     (["~nothing"], r"^unknown setting 'nothing'"),
+    # a deleted setting was a traceback (model, task, sim, parameters) or Hydra's own refusal, exit 1
+    *[([f"~{key}"], rf"^cannot delete the setting '{key}' \('~{key}'\): every simstack setting has a value; "
+                    rf"write {key}=VALUE, or leave it out for its default$")
+      for key in ("model", "task", "sim", "sim.seed", "scenario", "parameters", "output.tables")],
     (["-m", "hydra/launcher=jobli"], r"^unknown hydra/launcher option 'jobli' \(did you mean 'joblib'\?\) in "
                                      r"'hydra/launcher=jobli'; hydra/launcher options: .*\bbasic\b.*\bjoblib\b"),
     (["+parameters.x=${oc.env:HOME}"], r"^parameters.x: interpolation '\$\{...\}' is not allowed"),
@@ -152,7 +156,7 @@ def test_hydras_own_settings_are_refused_in_one_line_before_the_sweep(argv: list
 @pytest.mark.parametrize("argv", [
     ["model=pipeline", "+parameters.consoles=2,4", "-m", "sim.horizon=5"],
     ["hydra/launcher=joblib", "hydra.run.dir=x/${now:%H}", "sim=quick", "whatif=pipeline/settings_cache"],
-    ["--help"], ["--cfg", "job", "task=check"], ["++parameters.x=1", "~scenario", "+where.cores=32"],
+    ["--help"], ["--cfg", "job", "task=check"], ["++parameters.x=1", "scenario=null", "+where.cores=32"],
     ["-m", "model=pipeline", "whatif=null,pipeline/settings_cache"],
     ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweep.dir=x", "hydra.job.chdir=false"],
 ])
@@ -161,7 +165,7 @@ def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("argv", [
-    ["++parameters.x=1", "~output.tables", "+where.cores=32"],
+    ["++parameters.x=1", "output.tables=false", "+where.cores=32"],
     ["model=pipeline", "whatif=[settings_cache,pipeline/double_workers]"],
     ["sim=quick", "model=tango", "hydra.run.dir=x", "models_dir=/nowhere"], ["whatif=pipeline/settings_cache"],
 ])
