@@ -36,13 +36,15 @@ JOB_NAME = "main"  # what hydra.main names the job (after the module of the app:
 
 def composable(argv: Sequence[str]) -> bool:
     """Every argument an override (no option: ``--help``, ``--cfg``, ``-m``...), in no package
-    (``key@pkg``), and none of Hydra's settings but ``HYDRA_SETTINGS``."""
+    (``key@pkg``), and none of Hydra's settings but ``HYDRA_SETTINGS``, and those given a value
+    (``~hydra.run.dir`` is left to ``hydra.main``: a failed composition claims a run folder)."""
     for arg in argv:
-        key = arg.split("=", 1)[0].lstrip("+~")
+        written = arg.split("=", 1)[0]
+        key = written.lstrip("+~")
         if arg.startswith("-") or "@" in key:
             return False
-        if (key == "hydra" or key.startswith(("hydra.", "hydra/"))) and key not in HYDRA_SETTINGS:
-            return False
+        if (key == "hydra" or key.startswith(("hydra.", "hydra/"))) and (key not in HYDRA_SETTINGS or written != key):
+            return False  # ~hydra.run.dir, +hydra.run.dir: Hydra's to refuse, through hydra.main
     return True
 
 

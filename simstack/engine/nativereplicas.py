@@ -29,6 +29,11 @@ LISTS = ("consts", "streams", "meters", "stations", "rates", "prios", "prio_cpus
          "pending")
 DICTS = ("stream_ids", "meter_ids", "index", "fusing", "host_names", "files", "blocks", "entries", "keys", "holds",
          "restored")
+# The compiler's other state: the code (read apart), what it was made from, constants of the
+# model, a step's scope (restored once the step is compiled) and this module's memo. A new
+# attribute a replica's compile changes is a table a derived replica would miss: name it above.
+STATE = ("code", "r", "spec", "shared", "failing", "recording", "depth", "threads", "site", "residue",
+         "replica_bases")
 UNIQUE = ("reasons", "names", "classes", "workloads", "queue_names")  # looked up by value: a new value is new
 BY_ID = {"stream_ids": None, "meter_ids": None, "index": 1, "blocks": 0}  # keyed by id(obj): where the id sits
 _TOKEN = re.compile(r"\[(\d+)\]")

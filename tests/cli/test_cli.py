@@ -164,6 +164,17 @@ def test_valid_overrides_pass_the_check(argv: list[str]) -> None:
     check_overrides(argv, Path(CONFIG_DIR))
 
 
+@pytest.mark.parametrize(("argv", "once"), [
+    (["task=check", "model=pipeline", "sim.seed=3", "+parameters.x=1"], True), (["hydra.run.dir=x"], True),
+    (["~hydra.run.dir"], False), (["+hydra.run.dir=x"], False), (["hydra.job.chdir=true"], False),
+    (["--cfg", "job"], False), (["-m", "sim.seed=1,2"], False), (["model@foo=pipeline"], False),
+])
+def test_only_plain_overrides_of_simstack_and_the_run_folder_are_composed_once(argv: list[str], once: bool) -> None:
+    """Anything else goes through ``hydra.main``, which says itself what it refuses (a failed
+    composition of ``~hydra.run.dir`` on both paths claimed two run folders)."""
+    assert composable(argv) is once
+
+
 @pytest.mark.parametrize("argv", [
     ["++parameters.x=1", "output.tables=false", "+where.cores=32"],
     ["model=pipeline", "whatif=[settings_cache,pipeline/double_workers]"],

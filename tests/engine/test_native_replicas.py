@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import simstack
-from simstack.engine import kernel, native, nativecode, nativefiles
+from simstack.engine import kernel, native, nativecode, nativefiles, nativereplicas
 from simstack.lang.spec import Call, Hold
 from simstack.load.loader import build_spec
 
@@ -121,3 +121,25 @@ def test_the_lhcb_farm_is_derived_with_every_optimisation(monkeypatch: pytest.Mo
     assert len(few) < len(every)
     assert tables == expected
     assert derived.requests.equals(each.requests)
+
+
+@needs_native
+def test_every_attribute_of_the_compiler_is_a_table_the_plan_reads_or_named_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan writes derived replicas into the tables it knows (``LISTS``, ``DICTS``): a table the
+    compiler gains later, and a replica's compile fills, would be missing for replicas 4 and up."""
+    made: list[Any] = []
+    init = nativecode.Compiler.__init__
+
+    def keeping(self: Any, *args: Any) -> None:
+        init(self, *args)
+        made.append(self)
+    monkeypatch.setattr(nativecode.Compiler, "__init__", keeping)
+    monkeypatch.setenv(kernel.ENV, "")
+    assert simstack.simulate(build_spec(_farm(), None), seed=3, horizon=600.0, record_steps=False).kernel == "native"
+    names = set(vars(made[-1]))
+    for cls in type(made[-1]).__mro__:
+        names |= set(getattr(cls, "__slots__", ()))
+    known = {*nativereplicas.LISTS, *nativereplicas.DICTS, *nativereplicas.STATE}
+    assert names - known == set()
+    assert known - names == set()  # nothing named that the compiler no longer has
