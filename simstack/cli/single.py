@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,8 +59,8 @@ def compose_once(config_dir: str, overrides: Sequence[str]) -> DictConfig | None
 
 
 def run_composed(cfg: DictConfig, task: Callable[[DictConfig], Any]) -> None:
-    """``task`` run on ``cfg`` as Hydra runs a single job. An error the task lets escape
-    (a defect: its own errors end the command in one line) is said as Hydra says it, exit 1."""
+    """``task`` run on ``cfg`` as Hydra runs a single job. An error the task lets escape is a
+    defect (its own errors end the command in one line): its whole traceback is shown, exit 1."""
     from hydra.core.utils import configure_log
 
     configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
@@ -80,25 +78,8 @@ def run_composed(cfg: DictConfig, task: Callable[[DictConfig], Any]) -> None:
     configure_log(cfg.hydra.job_logging, cfg.hydra.verbose)
     try:
         task(task_cfg)
-    except Exception as exc:
-        print(f"Error executing job with overrides: {list(cfg.hydra.overrides.task)}", file=sys.stderr)
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        _report_as_hydra(exc)
-        sys.exit(1)
     finally:
         hydra_config.cfg = None  # as run_job leaves it: no job runs now
-
-
-def _report_as_hydra(exc: Exception) -> None:
-    """The traceback as ``hydra._internal.utils.run_and_report`` prints it: from the task's
-    frame down to the first of OmegaConf's, then the hint to see it whole."""
-    report = traceback.TracebackException.from_exception(exc)
-    frames = report.stack[1:]  # this module's frame: start-up, as Hydra's own frames are left out
-    cut = next((i for i, f in enumerate(frames) if f"{os.sep}omegaconf{os.sep}" in f.filename), len(frames))
-    report.stack = traceback.StackSummary.from_list(frames[:max(cut, 1)])
-    print("".join(report.format()), file=sys.stderr, end="")
-    print("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.", file=sys.stderr)
 
 
 __all__ = ["HYDRA_SETTINGS", "composable", "compose_once", "run_composed"]

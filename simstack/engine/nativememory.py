@@ -2,9 +2,7 @@
 ``lifecycle``'s runners book each step at its time (a request's end frees its process).
 
 Every entry is booked through ``MemoryState``'s own methods, at the time the loop logged it
-(passed as ``now``), so the rows, peaks and state are SimPy's by construction; the commonest
-entries of a large farm (a private ``alloc`` or a ``restore``'s private part, and a process's
-end, on a node that records only its total) take those methods' short paths. The cyclic
+(passed as ``now``), so the rows, peaks and state are SimPy's by construction. The cyclic
 collector pauses meanwhile: the replay's objects (a process per request, a row per entry) are
 none of them garbage, and its passes over them took a fifth of the replay."""
 

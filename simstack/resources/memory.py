@@ -178,24 +178,14 @@ class MemoryState:
 
     def alloc(self, now: float, proc: Process, nbytes: int, what: str | None = None) -> None:
         """``nbytes`` of new private memory (heap growth, data read into memory); ``what`` names
-        it in an out-of-memory message (an ``alloc of N B`` when not given).
-
-        The commonest change of a large farm (a node recording its total, no capacity), so its
-        path is short: the capacity is one comparison (``need``, which counts the failure and
-        says what ran out, is called only past it), and a host of totals takes a sum and a row,
-        as ``_changed`` books one, without the call."""
+        it in an out-of-memory message (an ``alloc of N B`` when not given). The commonest change
+        of a large farm, whose nodes have no capacity: ``need`` (which counts the failure and
+        says what ran out) is called, and its message made, only past the capacity."""
         host = proc.host
-        used = host.used + nbytes
-        if used > host.capacity and nbytes > 0:
+        if host.used + nbytes > host.capacity and nbytes > 0:
             host.need(nbytes, f"alloc of {nbytes} B" if what is None else what)
         proc.private += nbytes
-        if host.detail:
-            self._changed(now, host, nbytes, [proc])
-            return
-        host.used = used
-        if used > host.peak:
-            host.peak, host.peak_time = used, now
-        self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
+        self._changed(now, host, nbytes, [proc])
 
     def map_shared(self, now: float, proc: Process, name: str, nbytes: int, cow: bool, what: str) -> None:
         """Map the host-wide segment ``name`` (a library image: read-only; a checkpoint image:
@@ -264,11 +254,6 @@ class MemoryState:
         host = proc.host
         del host.processes[pid]
         freed = proc.private
-        if not proc.maps and not host.detail:  # private pages only, on a host of totals: a sum and a row
-            proc.private = 0
-            used = host.used = host.used - freed
-            self.rows.append((self.rep, now, host.name, -1, "", 0, 0.0, used))
-            return
         for seg in proc.maps:
             before = seg.resident()
             seg.leave(pid)

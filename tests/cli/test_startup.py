@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -126,22 +127,29 @@ def test_hydras_plugin_scan_does_not_import_joblib() -> None:
     assert loaded == []
 
 
-def _collector_around(argv: list[str], cwd: str) -> dict[str, object]:
-    """Python's cyclic collector seen from ``simstack ARGV`` in a fresh interpreter: how many
-    collections ran between ``main()`` and the task's import, and its state afterwards."""
-    code = ("import gc, io, json, sys\nimport simstack.cli.main as cli\n"
-            "seen = {}\ncount = lambda: sum(s['collections'] for s in gc.get_stats())\nnamed = cli.task_named\n"
-            "def task_named(name):\n    seen['during'] = count() - seen['before']\n    return named(name)\n"
-            "cli.task_named = task_named\n"
+def _spied(argv: list[str], cwd: str, setup: str, report: str, timeout: int = 120) -> Any:
+    """``simstack ARGV`` run in a fresh interpreter after ``setup`` (code that installs a spy),
+    its printout swallowed; what ``report`` (an expression, ``status`` the exit code) gives."""
+    code = (f"import io, json, sys\n{setup}"
             f"sys.argv = ['simstack', *{argv!r}]\nsys.stdout, real = io.StringIO(), sys.stdout\n"
-            "seen['before'] = count()\n"
-            "try:\n    cli.main()\n    seen['status'] = 0\n"
-            "except SystemExit as exc:\n    seen['status'] = exc.code or 0\n"
-            "seen['enabled'], seen['frozen'] = gc.isenabled(), gc.get_freeze_count()\n"
-            "real.write(json.dumps(seen))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd)
+            "from simstack.cli.main import main\n"
+            "try:\n    main()\n    status = 0\n"
+            "except SystemExit as exc:\n    status = exc.code or 0\n"
+            f"real.write(json.dumps({report}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=cwd)
     assert done.stdout, done.stderr[-2000:]
     return json.loads(done.stdout)
+
+
+def _collector_around(argv: list[str], cwd: str) -> dict[str, object]:
+    """Python's cyclic collector seen from ``simstack ARGV``: how many collections ran between
+    ``main()`` and the task's import, and its state afterwards."""
+    setup = ("import gc\nimport simstack.cli.main as cli\n"
+             "seen = {}\ncount = lambda: sum(s['collections'] for s in gc.get_stats())\nnamed = cli.task_named\n"
+             "def task_named(name):\n    seen['during'] = count() - seen['before']\n    return named(name)\n"
+             "cli.task_named = task_named\nseen['before'] = count()\n")
+    return _spied(argv, cwd, setup, "{**seen, 'status': status, 'enabled': gc.isenabled(), "
+                                     "'frozen': gc.get_freeze_count()}")
 
 
 def test_the_collector_waits_until_the_task_is_imported(tmp_path) -> None:
@@ -160,18 +168,11 @@ def test_the_collector_waits_until_the_task_is_imported(tmp_path) -> None:
 def _compositions(argv: list[str], cwd: str) -> tuple[int, int]:
     """How many times ``simstack ARGV`` had Hydra compose its config (every composition, the
     Compose API's and ``hydra.main``'s, goes through the config loader), and its exit code."""
-    code = ("import io, json, sys\nfrom hydra._internal.config_loader_impl import ConfigLoaderImpl\n"
-            "load, seen = ConfigLoaderImpl.load_configuration, []\n"
-            "def counted(self, *args, **kwargs):\n    seen.append(1)\n    return load(self, *args, **kwargs)\n"
-            "ConfigLoaderImpl.load_configuration = counted\n"
-            f"sys.argv = ['simstack', *{argv!r}]\nsys.stdout, real = io.StringIO(), sys.stdout\n"
-            "from simstack.cli.main import main\n"
-            "try:\n    main()\n    status = 0\n"
-            "except SystemExit as exc:\n    status = exc.code or 0\n"
-            "real.write(json.dumps([len(seen), status]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
-    assert done.stdout, done.stderr[-2000:]
-    count, status = json.loads(done.stdout)
+    setup = ("from hydra._internal.config_loader_impl import ConfigLoaderImpl\n"
+             "load, seen = ConfigLoaderImpl.load_configuration, []\n"
+             "def counted(self, *args, **kwargs):\n    seen.append(1)\n    return load(self, *args, **kwargs)\n"
+             "ConfigLoaderImpl.load_configuration = counted\n")
+    count, status = _spied(argv, cwd, setup, "[len(seen), status]", timeout=300)
     return count, status
 
 

@@ -535,15 +535,14 @@ def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_al
     replay books its private allocs (a restore's too) and its processes' ends through
     ``MemoryState.alloc``/``end``, the allocs call for call with SimPy's runners, and every row
     of the memory table is one of those calls: the bookkeeping lives in one place. On these
-    nodes neither takes the general per-call path (``HostMemory.need``, the capacity check;
-    ``_changed``, which looks for other processes to record), on either kernel. The replay
+    nodes neither asks ``HostMemory.need`` (the capacity check), on either kernel. The replay
     passes each entry's time to ``MemoryState``: SimPy's clock is not moved by it. The memory
     tables are the same bits."""
     from simstack.resources.memory import HostMemory, MemoryState
     spec = simstack.load_model("lhcb_hlt", parameters={"subfarms": 2, "nodes_per_subfarm": 3, "run_length": 60.0},
                                flags=flags)
-    calls = {"alloc": 0, "end": 0, "_changed": 0, "need": 0}
-    for name in ("alloc", "end", "_changed"):
+    calls = {"alloc": 0, "end": 0, "need": 0}
+    for name in ("alloc", "end"):
         _count_calls(monkeypatch, calls, MemoryState, name)
     _count_calls(monkeypatch, calls, HostMemory, "need")
     clocks: list[tuple[float, float]] = []
@@ -559,12 +558,11 @@ def test_a_farm_of_host_totals_books_its_allocs_and_ends_through_memory_state_al
         monkeypatch.setenv(kernel.ENV, which)
         runs.append(simstack.simulate(spec, seed=1, horizon=3 * 3600.0, record_steps=False))
         counts.append(dict(calls))
-        calls.update(alloc=0, end=0, _changed=0, need=0)
+        calls.update(alloc=0, end=0, need=0)
     assert runs[1].kernel == "native"
     simpy_calls, native_calls = counts
     assert native_calls["alloc"] == simpy_calls["alloc"] > 0 and native_calls["end"] > 0
     assert len(runs[1].tables["memory"]) == native_calls["alloc"] + native_calls["end"]
-    assert native_calls["_changed"] == simpy_calls["_changed"] == 0
     assert native_calls["need"] == simpy_calls["need"] == 0
     assert len(clocks) == 1 and clocks[0][1] == clocks[0][0]
     for name in ("memory", "memory_peaks"):
