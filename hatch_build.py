@@ -80,6 +80,17 @@ def build_native(root: Path) -> str | None:
     return None
 
 
+def dropped_extensions(root: Path, include: list[str]) -> list[Path]:
+    """Compiled modules in the source tree whose source the hook's list no longer names: left by
+    an earlier build, they would be imported instead of their sources, and their C code calls
+    a shared library of that build which the next build replaces. (The native kernel's
+    extension is built from C, not from a module beside it, and is left to its own step.)"""
+    listed = {Path(root, path).with_suffix("") for path in include}
+    return sorted(built for built in Path(root, "simstack").rglob("*.so")
+                  if (source := built.with_name(built.name.split(".", 1)[0])).with_suffix(".py").is_file()
+                  and source not in listed)
+
+
 class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
     PLUGIN_NAME = "custom"
 
@@ -88,6 +99,9 @@ class HotPathBuildHook(Base):  # type: ignore[misc, valid-type]
             return
         why = missing_compiler()
         in_tree = why is None or version == "editable"  # the source tree's extensions change
+        if in_tree:  # Python imports an extension over its source: none may outlive its place in the list
+            for old in dropped_extensions(Path(self.root), self.config.get("include", [])):
+                old.unlink()
         if why is None:
             # hatch-mypyc compiles in place: the extensions land beside their sources, which is
             # what an editable install runs, so the record there is rewritten to match them.

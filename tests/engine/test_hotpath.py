@@ -100,3 +100,28 @@ def test_staleness_is_judged_by_content() -> None:
     assert hotpath._stale({"simstack.resources.meter": digest}) == []
     assert hotpath._stale({"simstack.resources.meter": "0" * 64, "simstack.gone": digest}) == [
         "simstack.resources.meter", "simstack.gone"]
+
+
+def test_an_extension_of_a_module_dropped_from_the_list_is_removed_before_the_next_build(tmp_path: Path) -> None:
+    """A module compiled by an earlier build and since taken off the hook's list: Python would
+    import its extension over its source, and that extension calls the earlier build's shared
+    library, which the next build replaces (``ModuleNotFoundError`` at the first import). The
+    build sweeps it away; a listed module's extension, and the native kernel's (built from C),
+    are left to their own steps."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        import hatch_build
+    finally:
+        sys.path.remove(str(ROOT))
+    tag = "cpython-311-x86_64-linux-gnu.so"
+    files = ["simstack/resources/memory.py", f"simstack/resources/memory.{tag}",  # dropped from the list
+             "simstack/resources/meter.py", f"simstack/resources/meter.{tag}",  # still listed
+             "simstack/engine/eventloop.c", f"simstack/engine/eventloop.{tag}",  # the native kernel
+             f"simstack/engine/orphan.{tag}"]  # no source beside it: not the hook's
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    dropped = hatch_build.dropped_extensions(tmp_path, ["simstack/resources/meter.py"])
+    assert dropped == [tmp_path / f"simstack/resources/memory.{tag}"]
+    both = ["simstack/resources/meter.py", "simstack/resources/memory.py"]
+    assert hatch_build.dropped_extensions(tmp_path, both) == []
