@@ -110,7 +110,7 @@ class Context:
         chosen = self.chosen(sel)
         if name is not None and not self._capacity_inside(name):
             return self.evaluator.replications_for(name, chosen)
-        return int({**self.study.defaults, **chosen.settings}.get("replications", 1))
+        return self.evaluator.fixed_replications(chosen)
 
     def _capacity_inside(self, name: str) -> bool:
         metric = self.study.metrics[name]

@@ -7,6 +7,7 @@ import gc
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simstack import simulate
@@ -57,6 +58,28 @@ def test_a_statistic_of_one_replication_is_not_the_runs(study_dir: Path) -> None
     per_rep = ctx.per_replication(name)
     assert len(set(per_rep)) == 3 and mean not in set(per_rep)
     assert min(per_rep) < mean < max(per_rep)
+
+
+@pytest.mark.parametrize(("model_reps", "defaults_reps", "expected"), [(5, None, 5), (5, 2, 2), (None, None, 1)])
+def test_a_figure_reads_as_many_replications_as_its_runs_made(study_dir: Path, model_reps: int | None,
+                                                              defaults_reps: int | None, expected: int) -> None:
+    """The replications a figure reads per replication are its runs': the model's own
+    ``settings.replications`` where the study's defaults state none (the report read 1 there,
+    and drew no interval from runs of 5), the study's where it does, else 1."""
+    model = study_dir / "model.yaml"
+    model.write_text(model.read_text().replace(
+        "settings: {horizon: 4000, warmup: 200}",
+        "settings: {horizon: 400, warmup: 20" + ("" if model_reps is None else f", replications: {model_reps}") + "}"))
+    checks = study_dir / "checks.yaml"
+    checks.write_text(checks.read_text().replace(
+        "defaults: {replications: 4, seed: 3}",
+        "defaults: {seed: 3" + ("" if defaults_reps is None else f", replications: {defaults_reps}") + "}"))
+    study = load_study(study_dir)
+    ctx = Context(study, {})
+    assert ctx.evaluator.run(RunSelection()).replications == expected
+    assert ctx.replications(name="sojourn") == ctx.replications() == expected
+    per_rep = ctx.per_replication("sojourn")
+    assert per_rep.size == (expected if expected > 1 else 0) and np.isfinite(per_rep).all()
 
 
 def test_a_finished_run_leaves_no_replication_behind() -> None:

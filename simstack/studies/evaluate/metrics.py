@@ -95,6 +95,7 @@ class Evaluator:
         self.spent: Counter[str] = Counter()  # runs, replications, simulated events, requests (this process)
         self._whatifs: dict[str, WhatIf] = {}
         self._made: dict[str, int] = {}  # each run made, by key: its replications (kept when the run is dropped)
+        self._fixed: dict[str, int] = {}  # fixed_replications, by run key (a model's settings read once)
         self._start: int | None = None
 
     def value(self, name: str, extra: RunSelection | None = None, *, start: int | None = None,
@@ -139,7 +140,7 @@ class Evaluator:
         under it): the settings' number, or as many as its precision took."""
         metric = self.study.metrics[name]
         sel = merge(metric.run, run) if isinstance(metric, RunMetric) else run
-        fixed = int({**self.study.defaults, **sel.settings}.get("replications", 1))
+        fixed = self.fixed_replications(sel)
         if not isinstance(metric, RunMetric):
             return fixed
         if metric.read_per_replication:
@@ -147,6 +148,14 @@ class Evaluator:
             return self.stops[self._replicated_key(metric, sel)].replications
         precision = self.precision_for(metric, sel)
         return fixed if precision is None else self.run(sel, metric.step is not None, precision=precision).replications
+
+    def fixed_replications(self, sel: RunSelection) -> int:
+        """The replications a run of ``sel`` makes when no precision stops it, as ``run`` makes
+        it: the selection's setting over the study's defaults over the model's own ``settings``."""
+        key = self._run_key(sel, False, None)
+        if key not in self._fixed:
+            self._fixed[key] = int(self._spec(sel)[1]["replications"])
+        return self._fixed[key]
 
     def precision_for(self, metric: RunMetric, run: RunSelection) -> Precision | None:
         """The precision a metric's run stops at: the metric's own, else ``precision`` in the
