@@ -107,10 +107,10 @@ def progress(cfg: DictConfig) -> bool:
     return switch(cfg.sim.get("progress"), "sim.progress", True)
 
 
-def jobs(cfg: DictConfig) -> int | None:
-    """Workers for ``predict``, ``check``, ``calibrate`` and ``report``: ``sim.jobs=N`` / ``--jobs N``
-    or ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one),
-    except on ``backend=ray``, where it is the cluster's CPUs."""
+def asked_jobs(cfg: DictConfig) -> int | None:
+    """The processes the command line asks for, ``sim.jobs=N`` / ``--jobs N`` or ``jobs=N``
+    (the one above 1; ``jobs`` when both are), each checked as a whole number >= 1; None when
+    both are at 1. A plain run takes it for its replications, a study task for its items."""
     chosen = None
     for key, value in (("sim.jobs", cfg.sim.get("jobs")), ("jobs", cfg.get("jobs"))):
         if value is None:
@@ -119,6 +119,14 @@ def jobs(cfg: DictConfig) -> int | None:
             raise ConfigError(f"{key} must be a whole number >= 1, got {value!r}")
         if value > 1:
             chosen = value
+    return chosen
+
+
+def jobs(cfg: DictConfig) -> int | None:
+    """Workers for ``predict``, ``check``, ``calibrate`` and ``report``: ``sim.jobs=N`` / ``--jobs N``
+    or ``jobs=N``; None (both at 1, the default) leaves the study's own ``jobs:`` (else one),
+    except on ``backend=ray``, where it is the cluster's CPUs."""
+    chosen = asked_jobs(cfg)
     cpus = getattr(current(), "cpus", None)  # backend=ray without jobs: the cluster's CPUs
     return cpus() if chosen is None and cpus is not None else chosen
 

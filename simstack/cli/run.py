@@ -24,7 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from simstack.cli.options import plain, switch
+from simstack.cli.options import asked_jobs, given_settings, plain, switch
 from simstack.engine.precise import simulate_until_precise
 from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ConfigError
@@ -41,18 +41,42 @@ from simstack.tables.stations import stations
 from simstack.tables.stopping import Precision, precision_from, stop_record
 from simstack.tables.windows import over_time, windows_of
 
+RUN_KEYS = ("seed", "replications", "horizon", "warmup")  # what the model's settings and the command line both set
+
 
 def run_settings(cfg: DictConfig, model_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The plain keyword arguments of ``simulate`` from a composed config; a setting left
-    null falls back to the model file's own ``settings`` (e.g. its natural horizon)."""
+    """The plain keyword arguments of ``simulate`` from a composed config. Seed, replications,
+    horizon and warm-up: the built-in defaults (``sim/default.yaml``: 5 replications, seed 1,
+    no horizon) under the model file's own ``settings`` (as its scenario left them) under what
+    the command line gave (``given_settings``: ``sim.seed=1`` wins even where it equals the
+    default), the order every study task keeps. Processes: ``sim.jobs`` or ``jobs``."""
     sim = plain(cfg.sim, "sim")
     assert isinstance(sim, dict)
+    given = given_settings(cfg)
     return {
-        **precedence.run_settings(model_settings, sim),
+        **precedence.run_settings({k: sim.get(k) for k in RUN_KEYS}, model_settings,
+                                  {k: given[k] for k in RUN_KEYS if k in given}),
         "record_steps": switch(sim.get("record_steps"), "sim.record_steps", False),
         "progress": switch(sim.get("progress"), "sim.progress", False),
-        "record": sim.get("record", "full"), "jobs": sim.get("jobs", 1),
+        "record": sim.get("record", "full"), "jobs": asked_jobs(cfg) or 1,
     }
+
+
+def settings_from(cfg: DictConfig, *model_settings: Mapping[str, Any]) -> dict[str, str]:
+    """Where each of seed, replications, horizon and warm-up came from (``command line``,
+    ``model`` when a model's ``settings`` state it, else ``default``), for ``run.json``."""
+    given = given_settings(cfg)
+    return {k: "command line" if k in given else
+            "model" if any(s.get(k) is not None for s in model_settings) else "default" for k in RUN_KEYS}
+
+
+def say_model_settings(kwargs: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """One line when the model file's own seed or replications stand in for the defaults, so a
+    run of 3 replications where 5 are documented is no surprise."""
+    own = [k for k in ("seed", "replications") if sources.get(k) == "model"]
+    if own:
+        print(f"from the model's settings: {', '.join(f'{k} {kwargs[k]}' for k in own)} (the command line's "
+              f"{', '.join(f'sim.{k}=N' for k in own)} go{'es' if len(own) == 1 else ''} over it)")
 
 
 def precision_setting(cfg: DictConfig) -> tuple[Precision | None, dict[str, Any]]:
@@ -210,10 +234,12 @@ def run(cfg: DictConfig) -> int:
     if whatif:
         print(f"what-if {whatif.name} ({whatif.file})")
     kwargs = run_settings(cfg, spec.settings)
+    sources = settings_from(cfg, spec.settings)
+    say_model_settings(kwargs, sources)
     precision, asked = precision_setting(cfg)
     tables = switch(cfg.output.get("tables"), "output.tables", True)  # refused before the run, not after
     result = simulate(spec, **kwargs) if precision is None else simulate_until_precise(spec, precision, **kwargs)
-    settings = _settings(cfg, model_file, scenario, whatif, kwargs, asked)
+    settings = _settings(cfg, model_file, scenario, whatif, kwargs, asked, sources)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     write_run(result, settings, out_dir, tables)  # the results first: printing may meet a closed pipe
     print_summary(result)
@@ -225,14 +251,16 @@ def run(cfg: DictConfig) -> int:
 
 
 def _settings(cfg: DictConfig, model_file: Path, scenario: str | None, whatif: WhatIf | None,
-              kwargs: Mapping[str, Any], asked: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of one run as ``run.json`` records them."""
+              kwargs: Mapping[str, Any], asked: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
+    """The settings of one run as ``run.json`` records them, with where the run settings came
+    from (``sim_from``: command line, model or default)."""
     return {"model": str(plain(cfg.model, "model")), "model_file": str(model_file),
             "models_dir": plain(cfg.get("models_dir"), "models_dir"), "scenario": scenario,
             "whatif": None if whatif is None else _whatif_ref(cfg, whatif),
             "whatif_file": None if whatif is None else str(whatif.file),
             "parameters": plain(cfg.parameters, "parameters"), "flags": plain(cfg.flags, "flags"),
-            "sim": {**kwargs, **({"precision": dict(asked)} if asked else {})}, "output": plain(cfg.output, "output")}
+            "sim": {**kwargs, **({"precision": dict(asked)} if asked else {})}, "sim_from": dict(sources),
+            "output": plain(cfg.output, "output")}
 
 
 def _whatif_ref(cfg: DictConfig, whatif: WhatIf) -> Any:
@@ -256,11 +284,13 @@ def run_comparison(cfg: DictConfig, model_file: Path, whatifs: list[WhatIf]) -> 
     for w in whatifs:
         print(f"what-if {w.name} ({w.file})")
     kwargs = alike_settings(cfg, before, after, whatifs)
+    sources = settings_from(cfg, before.settings, *(spec.settings for spec in after.values()))
+    say_model_settings(kwargs, sources)
     precision, asked = precision_setting(cfg)
     tables = switch(cfg.output.get("tables"), "output.tables", True)
     comparison = compare(before, after, kwargs, precision)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
-    write_comparison(cfg, model_file, scenario, whatifs, comparison, kwargs, asked, out_dir, tables)
+    write_comparison(cfg, model_file, scenario, whatifs, comparison, kwargs, asked, sources, out_dir, tables)
     if len(whatifs) == 1:  # the what-if's own tables, as a run of it alone prints them
         print(f"the what-if {whatifs[0].name} alone:")
         print_summary(comparison.after[whatifs[0].name])
@@ -294,8 +324,8 @@ def alike_settings(cfg: DictConfig, before: ModelSpec, after: Mapping[str, Model
 
 
 def write_comparison(cfg: DictConfig, model_file: Path, scenario: str | None, whatifs: list[WhatIf],
-                     comparison: Comparison, kwargs: Mapping[str, Any], asked: Mapping[str, Any], out_dir: Path,
-                     tables: bool) -> None:
+                     comparison: Comparison, kwargs: Mapping[str, Any], asked: Mapping[str, Any],
+                     sources: Mapping[str, str], out_dir: Path, tables: bool) -> None:
     """The comparison's tables (``comparison_*.csv``), and each configuration's run: the
     baseline's in ``before/``; one what-if's in the folder itself (as a run of it alone writes
     it), several what-ifs' each in ``after/NAME/`` (a what-if may be called ``baseline``)."""
@@ -311,11 +341,11 @@ def write_comparison(cfg: DictConfig, model_file: Path, scenario: str | None, wh
         group.add(out_dir / "comparison_resources.csv", csv_text(comparison.resources))
         group.add(out_dir / "comparison_replications.csv", csv_text(comparison.per_replication))
         group.add(out_dir / "comparison.json", json.dumps(record, indent=2, default=str))
-    write_run(comparison.before, _settings(cfg, model_file, scenario, None, kwargs, asked), out_dir / "before",
+    write_run(comparison.before, _settings(cfg, model_file, scenario, None, kwargs, asked, sources), out_dir / "before",
               tables)
     for w in whatifs:
-        write_run(comparison.after[w.name], _settings(cfg, model_file, scenario or w.scenario, w, kwargs, asked),
-                  out_dir / where[w.name], tables)
+        settings = _settings(cfg, model_file, scenario or w.scenario, w, kwargs, asked, sources)
+        write_run(comparison.after[w.name], settings, out_dir / where[w.name], tables)
 
 
 def comparison_text(comparison: Comparison, header: str) -> str:
