@@ -20,6 +20,7 @@ from simstack.io.paths import folder_file
 from simstack.lang.schema import Field, at_least, boolean, mapping, one_of, read_fields
 from simstack.lang.units import parse_number
 from simstack.studies.schema.rows import RowTargets, column_names, read_row_targets
+from simstack.studies.schema.run_keys import run_setting_values
 
 LEAVE_OUT = "calibration.leave_out"
 
@@ -70,7 +71,8 @@ class LeaveOut:
 def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
     c = read_fields(raw, {"column": Field(str), "write": Field(output_name("table")), "fallback": Field(mapping, {}),
-                          "by": Field(column_names, ()), "settings": Field(mapping, {}), "where": Field(_where, {}),
+                          "by": Field(column_names, ()), "settings": Field(run_setting_values, {}),
+                          "where": Field(_where, {}),
                           "max_evaluations": Field(at_least(1), None),
                           "jacobian": Field(one_of("differences", "broyden"), None),
                           "doc": Field(str, "")}, LEAVE_OUT)

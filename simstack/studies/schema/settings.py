@@ -20,12 +20,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simstack.errors import ConfigError
+from simstack.studies.schema.run_keys import RUN_KEYS
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 from simstack.tables.stopping import precision_from
 
-# The settings a study's runs take from the command line, over its ``defaults:``.
-RUN_KEYS = ("seed", "replications", "horizon", "warmup", "precision")
 NEVER = {"record_steps": "a study records a request's steps exactly where one of its metrics reads a step",
          "record": "a study keeps the rows its metrics read (percentiles, per-replication values)"}
 # The part of the study each task reads (the metrics they name are followed).

@@ -1,0 +1,92 @@
+"""The run settings a study file states are checked when it is read, like the rest of it: an
+unknown key (``defaults: {horizen: 5s}`` was kept, printed and ignored) and a bad value
+(``replications: -1`` was refused by the first run as ``sim.replications``) are refused
+naming the file and the key; a check's tolerance is never negative."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simstack.errors import ModelError
+from simstack.studies.schema.calibration import read_leave_out
+from simstack.studies.schema.study import load_study
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
+DEFAULTS = "defaults: {replications: 4, seed: 3}"
+KNOWN = "known: seed, replications, horizon, warmup, precision"
+
+
+@pytest.fixture()
+def study_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "mm1_study"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+def _edit(study_dir: Path, old: str, new: str) -> None:
+    path = study_dir / "checks.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+REPORT = "report:\n  settings: {replicatons: 2}\n  figures:\n    - {type: topology, title: t}\n"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    (DEFAULTS, "defaults: {horizen: 5s}",
+     f"defaults.horizen: unknown run setting (did you mean 'horizon'?); {KNOWN}"),
+    ("stat: mean}", "stat: mean, settings: {horizn: 5s}}",
+     f"metrics.sojourn.settings.horizn: unknown run setting (did you mean 'horizon'?); {KNOWN}"),
+    ("value_column: predicted_sojourn_s\n", "value_column: predicted_sojourn_s\n" + REPORT,
+     f"report.settings.replicatons: unknown run setting (did you mean 'replications'?); {KNOWN}"),
+    ("heavy: {parameters: {rate: 0.75/s}}", "heavy: {parameters: {rate: 0.75/s}, settings: {sed: 4}}",
+     "predictions.axes.load.heavy.settings.sed: unknown run setting (did you mean 'seed'?)"),
+    ("metrics:\n", "metrics:\n  cap: {type: capacity, conditions: {sojourn: 1.5}, parameter: rate, "
+                   "screen: {horizon: 100, replication: 1}}\n",
+     "metrics.cap.screen.replication: unknown run setting (did you mean 'replications'?)"),
+    (DEFAULTS, "defaults: {replications: -1}", "defaults.replications: expected a whole number >= 1, got -1"),
+    (DEFAULTS, "defaults: {replications: 2.5}", "defaults.replications: expected a whole number, got 2.5"),
+    (DEFAULTS, "defaults: {seed: -1}", "defaults.seed: expected a whole number >= 0, got -1"),
+    (DEFAULTS, "defaults: {seed: 9223372036854775808}",
+     "defaults.seed: expected a whole number from 0 to 2^63 - 1, got 9223372036854775808"),
+    (DEFAULTS, "defaults: {horizon: 5sec}", "defaults.horizon: unknown time unit 'sec'"),
+    (DEFAULTS, "defaults: {horizon: 0s}", "defaults.horizon: must be > 0, got '0s'"),
+    (DEFAULTS, "defaults: {warmup: -1s}", "defaults.warmup: must be >= 0, got '-1s'"),
+    (DEFAULTS, "defaults: {warmup: mser6}", "defaults.warmup: expected a time such as"),
+    (DEFAULTS, "defaults: {precision: {relative: 2}}",
+     "defaults.precision: relative must be a number in (0, 1) (got 2)"),
+    (DEFAULTS, "defaults: {precision: {relatve: 0.1}}", "defaults.precision: unknown key relatve; known keys:"),
+    ("stat: mean}", "stat: mean, settings: {replications: 0}}",
+     "metrics.sojourn.settings.replications: expected a whole number >= 1, got 0"),
+    ("tolerance: 0.1}", "tolerance: -0.1}", "checks[0].tolerance: must be >= 0, got -0.1"),
+])
+def test_a_bad_run_setting_or_tolerance_is_refused_naming_the_file_and_key(
+        study_dir: Path, old: str, new: str, message: str) -> None:
+    _edit(study_dir, old, new)
+    with pytest.raises(ModelError) as info:
+        load_study(study_dir)
+    assert str(info.value).startswith(f"{study_dir / 'checks.yaml'}: {message}"), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_leave_outs_settings_are_checked() -> None:
+    raw = {"column": "nodes", "write": "folds.csv", "settings": {"horizn": 5}}
+    with pytest.raises(ModelError, match=re.escape("calibration.leave_out.settings.horizn: unknown run setting")):
+        read_leave_out(raw, ("nodes",))
+
+
+def test_good_settings_are_kept_as_the_runs_read_them(study_dir: Path) -> None:
+    _edit(study_dir, DEFAULTS, "defaults: {replications: 2.0, seed: 0, horizon: 5s, warmup: mser5, "
+                               "precision: {relative: 0.05}}")
+    _edit(study_dir, "stat: mean}", "stat: mean, settings: {horizon: null, warmup: 1s}}")
+    study = load_study(study_dir)
+    assert study.defaults == {"replications": 2, "seed": 0, "horizon": "5s", "warmup": "mser5",
+                              "precision": {"relative": 0.05}}
+    assert type(study.defaults["replications"]) is int
+    assert dict(study.metrics["sojourn"].run.settings) == {"horizon": None, "warmup": "1s"}  # type: ignore[attr-defined]
+    assert load_study(FIXTURE).checks[0].tolerance == 0.1  # a tolerance of 0 or more is as before
