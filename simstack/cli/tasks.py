@@ -58,10 +58,9 @@ def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> 
 
 
 def settings_line(study: Study) -> str:
-    """The run settings a study task's runs take, and where each comes from."""
-    effect = settings_in_effect(study)
-    if not effect:
-        return "settings: the model's own (the study states no defaults)"
+    """The run settings a study task's runs take, and where each comes from (the replications
+    and the seed always, the model's own where the study states neither)."""
+    effect = settings_in_effect(study, load_model(study.folder / "model.yaml").settings)
     return "settings: " + ", ".join(f"{key}={_setting_text(value)} ({source})"
                                     for key, (value, source) in effect.items())
 

@@ -1,7 +1,8 @@
 """The run settings a study file states are checked when it is read, like the rest of it: an
 unknown key (``defaults: {horizen: 5s}`` was kept, printed and ignored) and a bad value
 (``replications: -1`` was refused by the first run as ``sim.replications``) are refused
-naming the file and the key; a check's tolerance is never negative."""
+naming the file and the key; a check's tolerance is never negative; what a task says of its
+settings names the replications and seed even where the study states none."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from simstack.errors import ModelError
 from simstack.studies.schema.calibration import read_leave_out
+from simstack.studies.schema.settings import apply_settings, settings_in_effect
 from simstack.studies.schema.study import load_study
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "mm1_study"
@@ -90,3 +92,20 @@ def test_good_settings_are_kept_as_the_runs_read_them(study_dir: Path) -> None:
     assert type(study.defaults["replications"]) is int
     assert dict(study.metrics["sojourn"].run.settings) == {"horizon": None, "warmup": "1s"}  # type: ignore[attr-defined]
     assert load_study(FIXTURE).checks[0].tolerance == 0.1  # a tolerance of 0 or more is as before
+
+
+def test_the_replications_and_seed_are_said_where_the_study_states_none(study_dir: Path) -> None:
+    _edit(study_dir, DEFAULTS, "defaults: {seed: 7}")
+    study = load_study(study_dir)
+    assert settings_in_effect(study) == {"seed": (7, "defaults"), "replications": (1, "built-in default")}
+    assert settings_in_effect(study, {"replications": 3, "horizon": 4000}) == {
+        "seed": (7, "defaults"), "replications": (3, "the model's settings")}
+    given = apply_settings(study, {"replications": 5}, "check")
+    assert settings_in_effect(given) == {"seed": (7, "defaults"), "replications": (5, "command line")}
+    assert settings_in_effect(load_study(FIXTURE)) == {"replications": (4, "defaults"), "seed": (3, "defaults")}
+
+
+def test_a_precision_in_the_defaults_stands_for_the_replications(study_dir: Path) -> None:
+    _edit(study_dir, DEFAULTS, "defaults: {precision: {relative: 0.05}}")
+    effect = settings_in_effect(load_study(study_dir))
+    assert effect == {"precision": ({"relative": 0.05}, "defaults"), "seed": (1, "built-in default")}
