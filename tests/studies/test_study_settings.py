@@ -2,7 +2,8 @@
 unknown key (``defaults: {horizen: 5s}`` was kept, printed and ignored) and a bad value
 (``replications: -1`` was refused by the first run as ``sim.replications``) are refused
 naming the file and the key; a check's tolerance is never negative; what a task says of its
-settings names the replications and seed even where the study states none."""
+settings names the replications and seed even where the study states none; and a
+calibration that states no seed fits on the study's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simstack.errors import ModelError
+from simstack.errors import ConfigError, ModelError
 from simstack.studies.schema.calibration import read_leave_out
 from simstack.studies.schema.settings import apply_settings, settings_in_effect
 from simstack.studies.schema.study import load_study
@@ -109,3 +110,24 @@ def test_a_precision_in_the_defaults_stands_for_the_replications(study_dir: Path
     _edit(study_dir, DEFAULTS, "defaults: {precision: {relative: 0.05}}")
     effect = settings_in_effect(load_study(study_dir))
     assert effect == {"precision": ({"relative": 0.05}, "defaults"), "seed": (1, "built-in default")}
+
+
+def test_a_calibration_that_states_no_seed_fits_on_the_studys(study_dir: Path) -> None:
+    _edit(study_dir, "  seed: 3\n", "")
+    study = load_study(study_dir)
+    assert study.calibration is not None and not study.calibration.own_seed
+    assert study.calibration.seed == 3  # defaults.seed
+    moved = apply_settings(study, {"seed": 9}, "calibrate")  # not refused: the study states no calibration.seed
+    assert moved.calibration is not None and moved.calibration.seed == 9 and moved.defaults["seed"] == 9
+    _edit(study_dir, DEFAULTS, "defaults: {replications: 4}")
+    unseeded = load_study(study_dir)
+    assert unseeded.calibration is not None and unseeded.calibration.seed == 1
+
+
+def test_a_calibration_that_states_its_seed_keeps_it_and_refuses_the_command_lines() -> None:
+    study = load_study(FIXTURE)
+    other = apply_settings(study, {"replications": 2}, "calibrate")
+    assert study.calibration is not None and study.calibration.own_seed and study.calibration.seed == 3
+    assert other.calibration == study.calibration
+    with pytest.raises(ConfigError, match=r"states it at calibration\.seed"):
+        apply_settings(study, {"seed": 9}, "calibrate")

@@ -77,7 +77,10 @@ def apply_settings(study: Study, given: Mapping[str, Any], task: str) -> Study:
         if key == "precision":
             value = {**(defaults.get("precision") or {}), **value}
         defaults[key] = value
-    return replace(study, defaults=defaults, given=dict(given), replaced=replaced)
+    calibration = study.calibration
+    if calibration is not None and "seed" in given:  # one stating its own seed was refused above
+        calibration = calibration.on_seed(given["seed"])
+    return replace(study, defaults=defaults, given=dict(given), replaced=replaced, calibration=calibration)
 
 
 def _shown(key: str, value: Any) -> str:
@@ -124,7 +127,7 @@ def pins(study: Study, task: str) -> list[Pin]:
         value = getattr(study, section)
         if value is None:
             continue
-        if section == "calibration":
+        if section == "calibration" and study.calibration is not None and study.calibration.own_seed:
             found.append(Pin("seed", "calibration.seed", "every candidate of a fit runs on the calibration's seed"))
         for path, node in _walk(value, section):
             if isinstance(node, str) and node in names:

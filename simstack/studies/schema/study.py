@@ -167,6 +167,8 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     axes = raw_axes if isinstance(raw_axes, Mapping) else {}
     calibration = None if top["calibration"] is None else \
         read_calibration(top["calibration"], metrics, tuple(c.id for c in checks), axes)
+    if calibration is not None and top["defaults"].get("seed") is not None:
+        calibration = calibration.on_seed(top["defaults"]["seed"])  # unless it states its own
     predictions = None if top["predictions"] is None else _predictions(top["predictions"], metrics, model_dir)
     baselines = inside(model_dir, top["baselines"], "baselines") if top["baselines"] else None
     crosscheck = None if top["crosscheck"] is None else read_crosscheck(top["crosscheck"], metrics)
