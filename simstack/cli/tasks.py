@@ -58,12 +58,23 @@ def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> 
 
 
 def settings_line(study: Study) -> str:
-    """The run settings a study task's runs take, and where each comes from."""
-    effect = settings_in_effect(study)
-    if not effect:
-        return "settings: the model's own (the study states no defaults)"
+    """The run settings a study task's runs take, and where each comes from (the replications
+    and the seed always, the model's own where the study states neither)."""
+    effect = settings_in_effect(study, load_model(study.folder / "model.yaml").settings)
     return "settings: " + ", ".join(f"{key}={_setting_text(value)} ({source})"
                                     for key, (value, source) in effect.items())
+
+
+def candidate_seed(study: Study) -> str:
+    """Which seed a calibration's candidates run on, and why: its own, else the study's."""
+    if study.calibration is None:
+        return ""
+    seed = study.calibration.seed
+    if study.calibration.own_seed:
+        return f"; every candidate on calibration.seed={seed}"
+    if study.defaults.get("seed") is not None:
+        return f"; every candidate on seed={seed} as the study's runs (it states no calibration.seed)"
+    return f"; every candidate on seed={seed}, the built-in default (the study states no seed)"
 
 
 def _setting_text(value: object) -> str:
@@ -182,8 +193,7 @@ def calibrate(cfg: DictConfig) -> int:
     from simstack.studies.fit.holdout import leave_out
 
     study = study_of(cfg, "calibrate")
-    print(settings_line(study) + (f"; every candidate on calibration.seed={study.calibration.seed}"
-                                  if study.calibration else ""))
+    print(settings_line(study) + candidate_seed(study))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
         print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))

@@ -61,6 +61,24 @@ def test_calibration_settings_are_checked(study_dir: Path, change: tuple[str, st
         load_study(study_dir)
 
 
+@pytest.mark.parametrize(("change", "message"), [
+    (("defaults: {replications: 4, seed: 3}", "defaults: {horizen: 5s}"),
+     "checks.yaml: defaults.horizen: unknown run setting (did you mean 'horizon'?); known: seed, replications"),
+    (("defaults: {replications: 4, seed: 3}", "defaults: {replications: -1}"),
+     "checks.yaml: defaults.replications: expected a whole number >= 1, got -1"),
+])
+def test_a_bad_study_setting_is_one_line_naming_the_file_and_key(study_dir: Path, change: tuple[str, str],
+                                                                  message: str) -> None:
+    """It was kept and printed (``horizen=5s (defaults)``), or refused by the first run as a
+    ``sim.*`` setting of no file."""
+    checks = study_dir / "checks.yaml"
+    checks.write_text(checks.read_text().replace(*change))
+    done = _simstack("check", "model=mm1_study", f"models_dir={study_dir.parent}", "sim.progress=false",
+                     cwd=study_dir.parent)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("bounds", ["[1.6s, 0.2s]", "[0.2s, 0.2s]"])
 def test_a_free_range_must_have_low_below_high(study_dir: Path, bounds: str) -> None:
     model = study_dir / "model.yaml"

@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from simstack.cli.main import CONFIG_DIR
 from simstack.cli.options import jobs, progress
 from simstack.cli.run import precision_setting, run_settings
-from simstack.cli.tasks import TASKS, refuse_unused, study_of
+from simstack.cli.tasks import TASKS, candidate_seed, refuse_unused, settings_line, study_of
 from simstack.errors import ConfigError
 from simstack.studies.evaluate.metrics import Evaluator
 from simstack.studies.schema.selection import RunSelection
@@ -141,6 +141,48 @@ def test_a_calibration_runs_on_its_own_seed(models: Path) -> None:
         study_of(cfg, "calibrate", ["sim.seed=9"])
     cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}", "sim.replications=2")
     assert study_of(cfg, "calibrate", ["sim.replications=2"]).defaults["replications"] == 2
+
+
+def _own_copy(tmp_path: Path, old: str, new: str) -> Path:
+    """The M/M/1 fixture in a folder of its own, with one edit to its study."""
+    study = tmp_path / "mm1_study"
+    shutil.copytree(FIXTURE, study)
+    text = (study / "checks.yaml").read_text()
+    assert old in text
+    (study / "checks.yaml").write_text(text.replace(old, new, 1))
+    return tmp_path
+
+
+def test_a_calibration_stating_no_seed_takes_the_command_lines(tmp_path: Path) -> None:
+    """It was refused as stated at calibration.seed, which the study did not state."""
+    models = _own_copy(tmp_path, "  seed: 3\n", "")
+    cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}", "sim.seed=9")
+    study = study_of(cfg, "calibrate", ["sim.seed=9"])
+    assert study.calibration is not None and study.calibration.seed == 9
+    assert settings_line(study) + candidate_seed(study) == (
+        "settings: replications=4 (defaults), seed=9 (command line, over the study's 3); every candidate on "
+        "seed=9 as the study's runs (it states no calibration.seed)")
+    cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}")
+    assert candidate_seed(study_of(cfg, "calibrate", [])) == \
+        "; every candidate on seed=3 as the study's runs (it states no calibration.seed)"
+    assert candidate_seed(study_of(_compose("task=calibrate", "model=mm1_study", f"models_dir={FIXTURE.parent}"),
+                                   "calibrate", [])) == "; every candidate on calibration.seed=3"
+
+
+def test_the_settings_line_names_the_replications_and_seed_the_study_leaves_out(tmp_path: Path) -> None:
+    """A study naming no replications ran 1 and said only what it named (``seed=7 (defaults)``)."""
+    models = _own_copy(tmp_path, "defaults: {replications: 4, seed: 3}", "defaults: {seed: 7}")
+    cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}")
+    assert settings_line(study_of(cfg, "check", [])) == "settings: seed=7 (defaults), replications=1 (built-in default)"
+    cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}", "sim.replications=3")
+    assert settings_line(study_of(cfg, "check", ["sim.replications=3"])) == \
+        "settings: seed=7 (defaults), replications=3 (command line)"
+    model = models / "mm1_study" / "model.yaml"
+    model.write_text(model.read_text().replace("settings: {horizon: 4000, warmup: 200}",
+                                               "settings: {horizon: 4000, warmup: 200, replications: 2}"))
+    cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}")
+    assert settings_line(study_of(cfg, "check", [])) == \
+        "settings: seed=7 (defaults), replications=2 (the model's settings)"
 
 
 def _simstack(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

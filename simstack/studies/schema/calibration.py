@@ -11,7 +11,7 @@ neither the solver nor the simulator.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simstack.errors import ModelError
@@ -20,6 +20,7 @@ from simstack.io.paths import folder_file
 from simstack.lang.schema import Field, at_least, boolean, mapping, one_of, read_fields
 from simstack.lang.units import parse_number
 from simstack.studies.schema.rows import RowTargets, column_names, read_row_targets
+from simstack.studies.schema.run_keys import run_setting_values
 
 LEAVE_OUT = "calibration.leave_out"
 
@@ -33,6 +34,12 @@ class CalibrationSpec:
     max_evaluations: int = 60
     uncertainty: str = "none"  # none | profile | bootstrap (simstack.studies.fit.uncertainty)
     repeats: str | None = None  # a CSV beside the model: check, value[, unit], one row per measured repeat
+    own_seed: bool = False  # calibration.seed is stated; else ``seed`` is the study's (``on_seed``)
+
+    def on_seed(self, seed: int) -> CalibrationSpec:
+        """The calibration on the study's ``seed`` unless it states its own: a study that names
+        no calibration.seed fits on the seed its other runs take (the command line's too)."""
+        return self if self.own_seed else replace(self, seed=seed)
 
 
 def read_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Any], checks: tuple[str, ...],
@@ -50,7 +57,7 @@ def read_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Any], checks:
     if unknown:
         raise ModelError(f"unknown check {unknown[0]!r}; checks: {', '.join(checks)}", path="calibration.targets")
     return CalibrationSpec(tuple(c["parameters"]), tuple(c["targets"]), c["method"], c["seed"],
-                           c["max_evaluations"], c["uncertainty"], c["repeats"])
+                           c["max_evaluations"], c["uncertainty"], c["repeats"], own_seed=_stated(raw, "seed"))
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,8 @@ class LeaveOut:
 def read_leave_out(raw: object, match: tuple[str, ...]) -> LeaveOut:
     """The ``leave_out`` mapping of a surrogate calibration."""
     c = read_fields(raw, {"column": Field(str), "write": Field(output_name("table")), "fallback": Field(mapping, {}),
-                          "by": Field(column_names, ()), "settings": Field(mapping, {}), "where": Field(_where, {}),
+                          "by": Field(column_names, ()), "settings": Field(run_setting_values, {}),
+                          "where": Field(_where, {}),
                           "max_evaluations": Field(at_least(1), None),
                           "jacobian": Field(one_of("differences", "broyden"), None),
                           "doc": Field(str, "")}, LEAVE_OUT)
@@ -135,10 +143,16 @@ def read_surrogate_calibration(raw: Mapping[str, Any], metrics: Mapping[str, Any
         c["leave_out"] = read_leave_out(c["leave_out"], rows.match)
     return SurrogateCalibration(leave_out=c["leave_out"],
                                 parameters=c["parameters"], targets=(), method="least_squares", seed=c["seed"],
+                                own_seed=_stated(raw, "seed"),
                                 max_evaluations=c["max_evaluations"], surrogate=c["surrogate"], rows=rows,
                                 residual=c["residual"], loss=c["loss"], f_scale=c["f_scale"], tolerance=c["tolerance"],
                                 jacobian=c["jacobian"], corrections=c["corrections"], check_weight=c["check_weight"],
                                 confirm=c["confirm"], summary_by=c["summary_by"], write_rows=c["write_rows"])
+
+
+def _stated(raw: Mapping[str, Any], key: str) -> bool:
+    """Whether the file writes ``key`` (a null is the default, as ``read_fields`` reads it)."""
+    return raw.get(key) is not None
 
 
 def _parameter_names(value: object) -> tuple[str, ...]:

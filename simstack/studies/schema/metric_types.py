@@ -19,13 +19,13 @@ from simstack.lang.schema import (
     Field,
     at_least,
     boolean,
-    mapping,
     name_ref,
     names,
     one_of,
     read_fields,
 )
 from simstack.lang.units import SIZE_UNITS, parse_number
+from simstack.studies.schema.run_keys import run_setting_values
 from simstack.studies.schema.selection import (
     SELECTION_KEYS,
     RunSelection,
@@ -373,8 +373,8 @@ class CapacityMetric(Metric):
         values = read_fields(own, {
             "doc": Field(str, ""), "conditions": Field(_conditions, None), "of": Field(names, None),
             "below": Field(numbers, None), "parameter": Field(name_ref), "low": Field(at_least(1), 1),
-            "high": Field(at_least(1), 1024), "start": Field(at_least(1), None), "screen": Field(mapping, None),
-            "decide": Field(_decide, None)}, path)
+            "high": Field(at_least(1), 1024), "start": Field(at_least(1), None),
+            "screen": Field(run_setting_values, None), "decide": Field(_decide, None)}, path)
         of, below, conditions = values.pop("of"), values.pop("below"), values.pop("conditions")
         if (of is None) != (below is None):
             raise ModelError("capacity: of and below go together (or use conditions: {metric: bound})", path=path)

@@ -28,6 +28,7 @@ from simstack.lang.schema import (
     text,
 )
 from simstack.lang.units import parse_number, parse_time, shown
+from simstack.studies.schema.run_keys import run_setting_values
 from simstack.studies.schema.selection import (
     RunSelection,
     labelled,
@@ -222,7 +223,7 @@ def _figure(raw: object, path: str) -> FigureSpec:
 def parse_report(raw: object) -> ReportSpec:
     """The section as read from YAML; errors are located relative to ``report``."""
     values = read_fields(raw, {"title": Field(text, None), "intro": Field(text, ""),
-                               "settings": Field(mapping, {}), "figures": Field(list)}, "")
+                               "settings": Field(run_setting_values, {}), "figures": Field(list)}, "")
     if not values["figures"]:
         raise ModelError("expected a non-empty list of figures", path="figures")
     figures = tuple(_figure(f, f"figures[{i}]") for i, f in enumerate(values["figures"]))

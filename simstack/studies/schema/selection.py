@@ -15,6 +15,7 @@ from typing import Any
 
 from simstack.errors import ModelError
 from simstack.lang.schema import Field, mapping, name_ref, read_fields
+from simstack.studies.schema.run_keys import run_setting_values
 
 SELECTION_KEYS = ("scenario", "whatif", "parameters", "flags", "settings")
 
@@ -38,7 +39,7 @@ def merge(base: RunSelection, top: RunSelection) -> RunSelection:
 
 
 _FIELDS = {"scenario": Field(name_ref, None), "whatif": Field(name_ref, None), "parameters": Field(mapping, {}),
-           "flags": Field(mapping, {}), "settings": Field(mapping, {})}
+           "flags": Field(mapping, {}), "settings": Field(run_setting_values, {})}
 
 
 def parse_selection(raw: object, path: str = "") -> RunSelection:

@@ -20,12 +20,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simstack.errors import ConfigError
+from simstack.studies.schema.run_keys import RUN_KEYS
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 from simstack.tables.stopping import precision_from
 
-# The settings a study's runs take from the command line, over its ``defaults:``.
-RUN_KEYS = ("seed", "replications", "horizon", "warmup", "precision")
+# What a run takes for a setting that neither the study, the command line nor the model states
+# (``simstack.load.precedence.run_settings``): said in each task's header for the two that
+# decide what the figures rest on.
+BUILT_IN = {"replications": 1, "seed": 1}
 NEVER = {"record_steps": "a study records a request's steps exactly where one of its metrics reads a step",
          "record": "a study keeps the rows its metrics read (percentiles, per-replication values)"}
 # The part of the study each task reads (the metrics they name are followed).
@@ -74,7 +77,10 @@ def apply_settings(study: Study, given: Mapping[str, Any], task: str) -> Study:
         if key == "precision":
             value = {**(defaults.get("precision") or {}), **value}
         defaults[key] = value
-    return replace(study, defaults=defaults, given=dict(given), replaced=replaced)
+    calibration = study.calibration
+    if calibration is not None and "seed" in given:  # one stating its own seed was refused above
+        calibration = calibration.on_seed(given["seed"])
+    return replace(study, defaults=defaults, given=dict(given), replaced=replaced, calibration=calibration)
 
 
 def _shown(key: str, value: Any) -> str:
@@ -83,16 +89,25 @@ def _shown(key: str, value: Any) -> str:
     return f"sim.{key}={value}"
 
 
-def settings_in_effect(study: Study) -> dict[str, tuple[Any, str]]:
+def settings_in_effect(study: Study, model: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
     """Each run setting the study's runs take and where it comes from: ``command line``
-    (over the defaults' value, if any) or ``defaults``; settings a run states itself are its own."""
+    (over the defaults' value, if any) or ``defaults``; settings a run states itself are its own.
+    The replications and the seed are always said (a study naming none ran 1 replication
+    without saying so): from the model's ``settings`` (``model``) where it states them, else
+    the built-in default."""
     out: dict[str, tuple[Any, str]] = {}
     for key, value in study.defaults.items():
+        if value is None:  # a null leaves the value under it
+            continue
         if key in study.given:
             source = "command line" + (f", over the study's {study.replaced[key]}" if key in study.replaced else "")
             out[key] = (value, source)
         else:
             out[key] = (value, "defaults")
+    for key, value in BUILT_IN.items():
+        if key not in out and not (key == "replications" and "precision" in out):  # a precision decides them
+            stated = (model or {}).get(key)
+            out[key] = (value, "built-in default") if stated is None else (stated, "the model's settings")
     return out
 
 
@@ -112,7 +127,7 @@ def pins(study: Study, task: str) -> list[Pin]:
         value = getattr(study, section)
         if value is None:
             continue
-        if section == "calibration":
+        if section == "calibration" and study.calibration is not None and study.calibration.own_seed:
             found.append(Pin("seed", "calibration.seed", "every candidate of a fit runs on the calibration's seed"))
         for path, node in _walk(value, section):
             if isinstance(node, str) and node in names:

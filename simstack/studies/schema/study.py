@@ -20,7 +20,7 @@ from simstack.errors import ModelError
 from simstack.io.paths import folder_file, inside
 from simstack.io.safeyaml import read_yaml
 from simstack.lang.schema import Field, boolean, mapping, name_ref, one_of, read_fields
-from simstack.lang.units import parse_number
+from simstack.lang.units import non_negative, parse_number
 from simstack.studies.schema.calibration import CalibrationSpec, read_calibration
 from simstack.studies.schema.crosscheck import CrosscheckSpec, read_crosscheck
 from simstack.studies.schema.metric_types import Metric, parse_metric, precision_key, with_precision
@@ -28,6 +28,7 @@ from simstack.studies.schema.outputs import check_outputs
 from simstack.studies.schema.prediction_grid import PredictionSpec, parse_predictions
 from simstack.studies.schema.report import ReportSpec, parse_report
 from simstack.studies.schema.rows import listed_points, read_measured_rows
+from simstack.studies.schema.run_keys import run_setting_values
 from simstack.studies.schema.series import SeriesSpec, read_series
 from simstack.tables.stopping import Precision
 
@@ -102,6 +103,11 @@ def load_study(model_dir: Path) -> Study:
         raise exc.at(file=str(path)) from None
 
 
+def _tolerance(value: object) -> float:
+    """A check's band: a negative one is never passed, whatever the run gives."""
+    return non_negative(parse_number(value), value)
+
+
 def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]:
     if not isinstance(raw, list):
         raise ModelError(f"expected a list of checks, got {raw!r}", path="checks")
@@ -109,7 +115,7 @@ def _checks(raw: object, metrics: Mapping[str, Metric]) -> tuple[CheckSpec, ...]
     for i, item in enumerate(raw):
         where = f"checks[{i}]"
         values = read_fields(item, {"id": Field(name_ref), "metric": Field(name_ref), "baseline": Field(mapping, None),
-                                    "tolerance": Field(parse_number, 0.1), "less_than": Field(name_ref, None),
+                                    "tolerance": Field(_tolerance, 0.1), "less_than": Field(name_ref, None),
                                     "doc": Field(str, ""), "side": Field(one_of(*SIDES), "both"),
                                     "precision": Field(precision_key(f"{where}.precision"), None),
                                     "significant": Field(boolean, True)}, where)
@@ -146,8 +152,8 @@ def _predictions(raw: Mapping[str, Any], metrics: Mapping[str, Metric], model_di
 
 
 def _study(doc: Any, model_dir: Path, path: Path) -> Study:
-    fields = {"baselines": Field(folder_file, None), "defaults": Field(mapping, {}), "metrics": Field(mapping),
-              "checks": Field(lambda v: v, []), "calibration": Field(mapping, None),
+    fields = {"baselines": Field(folder_file, None), "defaults": Field(run_setting_values, {}),
+              "metrics": Field(mapping), "checks": Field(lambda v: v, []), "calibration": Field(mapping, None),
               "predictions": Field(mapping, None), "doc": Field(str, ""), "crosscheck": Field(lambda v: v, None),
               "report": Field(lambda v: v, None), "series": Field(lambda v: v, None)}
     top = read_fields(doc, fields, "")
@@ -161,6 +167,8 @@ def _study(doc: Any, model_dir: Path, path: Path) -> Study:
     axes = raw_axes if isinstance(raw_axes, Mapping) else {}
     calibration = None if top["calibration"] is None else \
         read_calibration(top["calibration"], metrics, tuple(c.id for c in checks), axes)
+    if calibration is not None and top["defaults"].get("seed") is not None:
+        calibration = calibration.on_seed(top["defaults"]["seed"])  # unless it states its own
     predictions = None if top["predictions"] is None else _predictions(top["predictions"], metrics, model_dir)
     baselines = inside(model_dir, top["baselines"], "baselines") if top["baselines"] else None
     crosscheck = None if top["crosscheck"] is None else read_crosscheck(top["crosscheck"], metrics)
