@@ -128,16 +128,20 @@ def _job_rows(name: str, job: Path | None, overrides: list[str]) -> pd.DataFrame
 
 
 def _throughput(summary: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
-    """``throughput``: successful recorded requests per second of simulated time, per
+    """``throughput_per_s`` for a job whose ``summary.csv`` lacks it (written before runs
+    wrote their own): successful recorded requests per second of simulated time, per
     replication (count / replications / (horizon - warm-up)); unknown (NaN) without a horizon
-    or with a warm-up found by the run itself."""
+    or with a warm-up found by the run itself. A run's own column is kept as it is: it counts
+    each replication's own window (its end when its workloads stop by themselves, the warm-up
+    it found) and has its interval."""
+    if "throughput_per_s" in summary.columns or "count" not in summary.columns:
+        return summary
     horizon, warmup, reps = meta.get("horizon"), meta.get("warmup") or 0, meta.get("replications") or 0
     window = math.nan
     if isinstance(horizon, int | float) and isinstance(warmup, int | float) and horizon > warmup and reps:
         window = float(horizon) - float(warmup)
     out = summary.copy()
-    if "count" in out.columns:
-        out.insert(list(out.columns).index("count") + 1, "throughput", out["count"] / max(reps, 1) / window)
+    out.insert(list(out.columns).index("count") + 1, "throughput_per_s", out["count"] / max(reps, 1) / window)
     return out
 
 
@@ -212,7 +216,7 @@ def gather(sweep_dir: Path) -> pd.DataFrame:
     for frame in frames:
         frame.attrs = {}  # concat compares the frames' attrs; the table gets its own below
     table = with_units(pd.concat(frames, ignore_index=True), durations=DURATIONS, shares=("failed",))
-    table = table.rename(columns={"end_max": "end_max_s", "throughput": "throughput_per_s"})
+    table = table.rename(columns={"end_max": "end_max_s"})
     table.attrs["override_keys"] = keys
     table.attrs["per_rep"] = per_rep  # each job's values per replication, as records (attrs compare with ==)
     return table

@@ -120,7 +120,7 @@ class Context:
         if self.study.baselines is None:
             raise ModelError("measured points need a baselines file in the study", path=where)
         row = select_row(read_baselines(self.study.baselines), {k: str(v) for k, v in selector.items()}, where)
-        return row_value(row, where)
+        return row_value(row, where, self.study.baselines)
 
     def table(self, name: str, where: str) -> pd.DataFrame:
         """A CSV of the model folder (predictions, data files), refused if it leaves the folder."""

@@ -190,25 +190,45 @@ def _row(stat: str, parts: Sequence[Interval], n: int) -> dict[str, Any]:
 
 def _paired(pairs: np.ndarray, level: float) -> tuple[Interval, ...]:
     """Before, after, difference and ratio of a mean, rate or share: Student-t across replications
-    for each side, the difference and ratio over the (after_i, before_i) pairs."""
+    for each side, the difference and ratio over the (after_i, before_i) pairs. One pair has no
+    interval but still its values: the ratio of one pair is after / before all the same."""
+    kept = pairs[np.isfinite(pairs).all(axis=1)]
+    before, after = (float(kept[:, i].mean()) if kept.size else math.nan for i in (1, 0))
     return (mean_interval(pairs[:, 1], level), mean_interval(pairs[:, 0], level),
-            difference_interval(pairs, level), ratio_interval(pairs, level))
+            difference_interval(pairs, level), _with_point(ratio_interval(pairs, level), _ratio(after, before)))
 
 
 def _paired_quantile(before: RunResult, after: RunResult, request: str, q: float, pairs: np.ndarray,
                      level: float) -> tuple[Interval, ...]:
     """A percentile by sectioning: each side pooled over its replications; the difference
     and ratio centred on the pooled sides', spread from the per-replication ones."""
-    sides = [quantile_interval(_latency_groups(run, request), level, q=q) for run in (before, after)]
+    groups = [_latency_groups(run, request) for run in (before, after)]
+    sides = [_with_point(quantile_interval(g, level, q=q), _pooled_quantile(g, q)) for g in groups]
     kept = pairs[np.isfinite(pairs).all(axis=1)] / 1e3  # per-replication quantiles, back to seconds
     b, a = sides[0].estimate, sides[1].estimate
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = kept[:, 0] / kept[:, 1]
-    difference = sectioning(a - b, kept[:, 0] - kept[:, 1], level, "paired sectioning")
-    ratio = sectioning(a / b if b else math.nan, ratios, level, "paired sectioning")
+    difference = _with_point(sectioning(a - b, kept[:, 0] - kept[:, 1], level, "paired sectioning"), a - b)
+    ratio = _with_point(sectioning(_ratio(a, b), ratios, level, "paired sectioning"), _ratio(a, b))
     if not np.isfinite(ratios).all():
         ratio = replace(ratio, low=math.nan, high=math.nan, ok=False)
     return tuple(_in_ms(i) for i in sides) + (_in_ms(difference), ratio)
+
+
+def _with_point(interval: Interval, estimate: float) -> Interval:
+    """The interval with its point value kept: from one replication (or section) the interval
+    functions give no estimate either, but before, after, their difference and ratio are known."""
+    return interval if np.isfinite(interval.estimate) else replace(interval, estimate=estimate)
+
+
+def _ratio(after: float, before: float) -> float:
+    return after / before if before else math.nan
+
+
+def _pooled_quantile(groups: Sequence[np.ndarray], q: float) -> float:
+    """The q-quantile of every replication's latencies together (``quantile_interval``'s centre)."""
+    values = [g for g in groups if g.size]
+    return float(np.quantile(np.concatenate(values), q)) if values else math.nan
 
 
 def _in_ms(interval: Interval) -> Interval:

@@ -170,6 +170,17 @@ def test_a_bad_baseline_value_names_the_check_and_file(study_dir: Path) -> None:
         calibrate(load_study(study_dir), progress=False)
 
 
+def test_simstack_check_refuses_a_baseline_unit_it_does_not_know(study_dir: Path) -> None:
+    """A typo (``msecs``) was taken as a factor of 1: 2000 "seconds" against a prediction of 2."""
+    rows = study_dir / "baselines.csv"
+    rows.write_text(rows.read_text().replace("mean sojourn,2.0,s,", "mean sojourn,2000,msecs,"))
+    done = _simstack("check", "model=mm1_study", "models_dir=.", cwd=study_dir.parent)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("simstack: error: mm1_study/baselines.csv: row quantity='mean sojourn' (")
+    assert "unknown unit 'msecs'; known units: time (" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize(("setting", "message"), [
     ("sim.horizon=nan", "sim.horizon: expected a time such as"),
     ("sim.warmup=mser", "sim.warmup: expected a time such as '5us', '2ms', '1.5s' or '20min', got 'mser' "

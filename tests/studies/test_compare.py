@@ -76,6 +76,32 @@ def test_a_configuration_compared_with_itself_differs_by_exactly_nothing() -> No
     assert set(comparison.per_replication["whatif"]) == {BASELINE, "same"}
 
 
+def test_one_replication_keeps_every_value_and_only_the_intervals_are_absent() -> None:
+    """One pair has no interval, but before, after, their difference and ratio are the single
+    run's own values: the percentiles are those of its latencies, the ratio after / before."""
+    settings = {**SETTINGS, "replications": 1, "horizon": 400.0, "warmup": 40.0}
+    comparison = compare(station("1s"), {"faster": station("0.8s")}, settings)
+    rows = comparison.requests.set_index("statistic")
+    for stat, q in (("mean_ms", None), ("p95_ms", 0.95), ("p99_ms", 0.99)):
+        sides = []
+        for run in (comparison.before, comparison.after["faster"]):
+            req = run.requests
+            latency = req.loc[~req["warmup"] & req["ok"], "latency"].to_numpy(dtype=float)
+            sides.append(1e3 * (latency.mean() if q is None else np.quantile(latency, q)))
+        row = rows.loc[stat]
+        assert (row["before"], row["after"]) == pytest.approx(tuple(sides)), stat
+        assert row["difference"] == pytest.approx(sides[1] - sides[0]), stat
+        assert row["ratio"] == pytest.approx(sides[1] / sides[0]), stat
+    assert rows.loc["throughput_per_s", "ratio"] == pytest.approx(
+        rows.loc["throughput_per_s", "after"] / rows.loc["throughput_per_s", "before"])
+    bounds = [c for c in comparison.requests.columns if c.endswith(("_low", "_high"))]
+    assert comparison.requests[bounds].isna().all().all()
+    assert comparison.resources[bounds].isna().all().all()
+    busy = comparison.resources.set_index("statistic").loc["utilisation_%"]
+    assert busy["ratio"] == pytest.approx(busy["after"] / busy["before"])
+    assert comparison.notes == ["one replication: no interval (ask for sim.replications=2 or more)"]
+
+
 def test_a_precision_adds_paired_replications_until_the_difference_is_known() -> None:
     """Rounds of 10 from the first look at 20; a stop on the paired difference, with the
     replications the comparison's tables are made of."""

@@ -106,6 +106,35 @@ def test_missing_baseline_column_is_named(study_dir: Path) -> None:
         check_study(load_study(study_dir))
 
 
+def test_a_percentage_baseline_is_read_as_a_fraction(study_dir: Path) -> None:
+    """A utilisation is a fraction inside: a measured ``50,%`` is 0.5, not 50 (-99 % off)."""
+    rows = study_dir / "baselines.csv"
+    rows.write_text(rows.read_text().replace("utilisation,0.5,fraction", "utilisation,50,%"))
+    table = check_study(load_study(study_dir)).set_index("check")
+    assert table.loc["utilisation", "measured"] == pytest.approx(0.5)
+    assert abs(table.loc["utilisation", "rel_error"]) < 0.9
+
+
+class _NoRuns(Evaluator):
+    """An evaluator that fails the test if any metric is run."""
+
+    def value(self, *args: object, **kwargs: object) -> float:
+        raise AssertionError("a run started before the baselines were read")
+
+
+def test_an_unknown_baseline_unit_is_refused_before_any_run(study_dir: Path) -> None:
+    """``msecs`` is a typo, not a unit: refused with the file, the row and the unit known."""
+    rows = study_dir / "baselines.csv"
+    rows.write_text(rows.read_text().replace("mean sojourn,2.0,s,", "mean sojourn,2000,msecs,"))
+    study = load_study(study_dir)
+    with pytest.raises(DataError) as caught:
+        check_study(study, _NoRuns(study))
+    message = str(caught.value)
+    assert message.startswith(f"{rows}: row quantity='mean sojourn' (")
+    assert "check sojourn): unknown unit 'msecs'; known units: time (ns, us" in message
+    assert "% (read as a fraction)" in message and "\n" not in message
+
+
 def test_study_file_errors_are_located(study_dir: Path) -> None:
     text = (study_dir / "checks.yaml").read_text().replace("metric: busy,", "metric: bussy,")
     (study_dir / "checks.yaml").write_text(text)

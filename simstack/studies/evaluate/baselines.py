@@ -2,22 +2,27 @@
 
 Baseline files keep the columns of the source data (``system, scenario, quantity, value,
 unit, condition, source, kind`` for the per-paper files); values in time or size units are
-read in seconds and bytes, so a check compares like with like. A check names a row by a few
-column values; exactly one row must match, and its ``value`` must be a number, otherwise
-the error says which file, which selector and what was found.
+read in seconds and bytes, a percentage as a fraction (utilisations are fractions inside),
+rates per second, so a check compares like with like. A check names a row by a few column
+values; exactly one row must match, its ``value`` must be a number and its ``unit`` one of
+``UNITS_KNOWN``, otherwise the error says which file, which row and what was found: a unit
+taken as it is whatever it says would compare 5 % with 0.05, or ``msecs`` with seconds.
+Rows no check reads (a paper's configuration, a version) may carry any unit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
+from numbers import Integral
 from pathlib import Path
 
 import pandas as pd
 
 from simstack.errors import DataError
 from simstack.io.plaindata import check_csv_text
-from simstack.lang.units import SIZE_UNITS, TIME_UNITS
+from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
 
 
 def file_hash(path: Path) -> str:
@@ -49,16 +54,53 @@ def select_row(table: pd.DataFrame, selector: Mapping[str, str], where: str) -> 
     return hits.iloc[0]
 
 
-def row_value(row: pd.Series, where: str, column: str = "value") -> float:
-    """The row's number in simstack's base units: a ``unit`` of ``ms`` or ``MB`` is converted
-    to seconds or bytes; any other unit (factor, fraction, PVs, ...) is taken as it is."""
+def row_value(row: pd.Series, where: str, source: Path | str, column: str = "value") -> float:
+    """The row's number in simstack's base units (``unit_scale``); ``source`` is the CSV
+    the row is from, named when its unit is not known."""
     text = str(row.get(column, "")).strip()
     try:
         value = float(text)
     except ValueError:
         raise DataError(f"{where}: baseline {column} {text!r} is not a number") from None
     unit = str(row.get("unit", "")).strip()
-    return value * UNIT_SCALE.get(unit, 1.0)
+    scale = unit_scale(unit)
+    if scale is None:
+        raise DataError(f"{source}: {_row_label(row)} ({where}): unknown unit {unit!r}; known units: {UNITS_KNOWN}")
+    return value * scale
 
 
-UNIT_SCALE = {**TIME_UNITS, **{k: v for k, v in SIZE_UNITS.items() if k.endswith("B")}, "msec": 1e-3}
+# time and size as a model writes them (bits are left out: ``b`` is too easily a typo here)
+_SIZES = {k: v for k, v in SIZE_UNITS.items() if k.endswith("B")}
+_SCALES = {**TIME_UNITS, "msec": 1e-3, **_SIZES, "%": 0.01, **HZ_UNITS}
+DIMENSIONLESS = ("", "1", "fraction", "factor", "ratio", "count", "PVs", "operations", "requests", "events")
+_PER_TIME = {**TIME_UNITS, "msec": 1e-3, "sec": 1.0, "second": 1.0, "minute": 60.0, "hour": 3600.0}
+_RATE = re.compile(r"^(?P<each>.*?)\s*(?:/|\bper\s)\s*(?P<per>\S.*)$")  # "MB/s", "per s", "operations per second"
+_NOTE = re.compile(r"\s*\([^()]*\)$")  # "fraction (lower bound)": the note in parentheses says how it was read
+UNITS_KNOWN = (f"time ({', '.join(TIME_UNITS)}, msec), size ({', '.join(_SIZES)}), "
+               "% (read as a fraction), numbers as they are (empty, " + ", ".join(DIMENSIONLESS[1:]) + "), "
+               f"rates ({', '.join(HZ_UNITS)}, /s, /min, ..., 'per s', 'operations per second'), "
+               "bandwidths (MB/s, ...); a note in parentheses after the unit is left out")
+
+
+def unit_scale(unit: str) -> float | None:
+    """The factor that takes a baseline ``unit`` to simstack's base units (seconds, bytes,
+    fractions, per second); None for a unit not known. ``X/T`` and ``X per T`` are a number
+    or size ``X`` per time unit ``T``."""
+    unit = _NOTE.sub("", unit.strip()).strip()
+    if unit in _SCALES:
+        return _SCALES[unit]
+    if unit in DIMENSIONLESS:
+        return 1.0
+    rate = _RATE.match(unit)
+    if rate is None or rate["per"] not in _PER_TIME:
+        return None
+    each = 1.0 if rate["each"] in DIMENSIONLESS else _SIZES.get(rate["each"])
+    return None if each is None else each / _PER_TIME[rate["per"]]
+
+
+def _row_label(row: pd.Series) -> str:
+    """``row quantity='callback busy'``: the row by what it measures (or by its place among the data rows)."""
+    for column in ("quantity", "check"):
+        if str(row.get(column, "")).strip():
+            return f"row {column}={str(row[column]).strip()!r}"
+    return f"data row {row.name + 1}" if isinstance(row.name, Integral) else "row"

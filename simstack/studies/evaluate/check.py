@@ -58,7 +58,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     """One row per check: predicted, measured or bound, error, tolerance, passed.
     ``progress`` labels a bar over the checks (shown on a terminal only)."""
     ev = evaluator or Evaluator(study)
-    table = read_baselines(study.baselines) if study.baselines else None
+    measured_values = measured_baselines(study)  # every row read, and its unit known, before any run
     rows = []
     for check in bar(study.checks, desc=progress or "", unit="check", shown=progress is not None):
         try:
@@ -66,11 +66,7 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
         except ModelError as exc:  # e.g. a metric's unknown what-if: say which check and metric
             raise (exc if exc.file else exc.at(file=str(study.path), path=f"metrics.{check.metric}")) from None
         if check.baseline is not None:
-            if table is None:
-                raise DataError(f"{study.path}: check {check.id!r} names a baseline row but the study has no "
-                                "baselines file")
-            row = select_row(table, check.baseline, f"{study.path}: check {check.id}")
-            measured = row_value(row, f"{study.path}: check {check.id}")
+            measured = measured_values[check.id]
             error = (predicted - measured) / measured if measured else math.inf
             passed = check.passes(error)
             rows.append({"model": study.model, "check": check.id, "predicted": predicted, "measured": measured,
@@ -89,6 +85,20 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     for spec in study.series:  # measured time series against the run's windows
         rows.append(compare_series(study, spec, ev.run).row(study.model))
     return pd.DataFrame(rows)
+
+
+def measured_baselines(study: Study) -> dict[str, float]:
+    """Each baseline check's measured value in base units, by check id: read before the
+    first simulation, so a selector that matches no row or a unit not known is said at once."""
+    wanted = [check for check in study.checks if check.baseline is not None]
+    if not wanted:
+        return {}
+    if study.baselines is None:
+        raise DataError(f"{study.path}: check {wanted[0].id!r} names a baseline row but the study has no "
+                        "baselines file")
+    table = read_baselines(study.baselines)
+    return {check.id: row_value(select_row(table, check.baseline, f"{study.path}: check {check.id}"),  # type: ignore[arg-type]
+                                f"{study.path}: check {check.id}", study.baselines) for check in wanted}
 
 
 def models_with_checks(models_dir: Any = None) -> list[str]:

@@ -95,7 +95,7 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     table_path = study.baselines
     table = read_baselines(table_path)
     measured = {c.id: row_value(select_row(table, c.baseline, f"{study.path}: check {c.id}"),  # type: ignore[arg-type]
-                                f"{study.path}: check {c.id} ({table_path.name})") for c in targets}
+                                f"{study.path}: check {c.id} ({table_path.name})", table_path) for c in targets}
     zero = [name for name, value in measured.items() if value == 0]
     if zero:
         raise ModelError(f"calibration target {zero[0]!r}: its measured value is 0, so its relative error is "

@@ -184,7 +184,7 @@ def read_repeats(model_dir: Path, name: str | None, targets: Sequence[str],
                              file=str(path))
         if len(rows) < 2:
             raise ModelError(f"check {check!r} has one repeat; a bootstrap needs two or more", file=str(path))
-        out[str(check)] = np.array([row_value(r, f"{path}: check {check}") for _, r in rows.iterrows()])
+        out[str(check)] = np.array([row_value(r, f"{path}: check {check}", path) for _, r in rows.iterrows()])
     return out, {"file": name, "sha256": file_hash(path)}
 
 
