@@ -53,26 +53,66 @@ def load_chosen(model_file: Path, calibrated: Mapping[str, Any], whatif: WhatIf 
                 flags: Mapping[str, bool] | None = None) -> ModelSpec:
     """The model with its layers applied (``stack_layers``). When that fails, the layers are tried
     one at a time so that the error names the file it comes from (``calibrated.yaml``, the
-    what-if) instead of the model file that merely received the value."""
+    what-if) instead of the model file that merely received the value. Only a failure pays for
+    the extra loads; every task that loads a model (a run, a study's runs) goes through here, so
+    each names the same file."""
     from simstack.load.loader import load_model
 
     choice = stack_layers(calibrated, whatif, scenario=scenario, parameters=parameters, flags=flags)
     try:
         return load_model(model_file, scenario=choice.scenario, parameters=choice.parameters, flags=choice.flags)
     except ModelError as exc:
-        layers: list[tuple[Path | None, ModelChoice]] = [(None, stack_layers({}))]  # the model file itself
-        if calibrated:
-            layers.append((model_file.parent / "calibrated.yaml", stack_layers(calibrated)))
-        if whatif is not None:
-            layers.append((whatif.file, stack_layers(calibrated, whatif)))
-        for source, partial in layers:
+        before = stack_layers({})
+        for source, partial in _layers(model_file, calibrated, whatif):
             try:
                 load_model(model_file, scenario=partial.scenario, parameters=partial.parameters, flags=partial.flags)
             except ModelError as inner:
                 if source is None:
                     raise exc from None
-                raise ModelError(inner.reason, file=str(source), path=inner.path) from None
+                raise _in_layer(model_file, inner, source, before, partial) from None
+            before = partial
         raise exc from None
+
+
+def _in_layer(model_file: Path, error: ModelError, source: Path, before: ModelChoice,
+              failed: ModelChoice) -> ModelError:
+    """``error`` named in ``source``, the layer that turned the loadable ``before`` into
+    ``failed``; under the key of the layer's one parameter that alone is refused when the
+    model refuses it where it uses it (a what-if's ``workers: -4`` as ``components.workers.size``)."""
+    from simstack.load.loader import load_model
+
+    if not (error.path or "").startswith("parameters"):
+        for key, value in failed.parameters.items():
+            if key in before.parameters and before.parameters[key] == value:
+                continue
+            try:
+                load_model(model_file, scenario=before.scenario, parameters={**before.parameters, key: value},
+                           flags=before.flags)
+            except ModelError as one:
+                where = f" (as {one.path})" if one.path else ""
+                return ModelError(f"{one.reason}{where}", file=str(source), path=f"parameters.{key}")
+    return ModelError(error.reason, file=str(source), path=error.path)
+
+
+def _layers(model_file: Path, calibrated: Mapping[str, Any],
+            whatif: WhatIf | None) -> list[tuple[Path | None, ModelChoice]]:
+    """The layers a failed load is retried with, each over the ones before it, and the file each
+    adds (None: the model file itself). Of ``calibrated``, the values ``calibrated.yaml`` holds
+    are its layer; any others (a calibration candidate, drawn from the model's ``free`` ranges)
+    are the model file's, so a study's candidate is never blamed on a file that lacks it."""
+    try:
+        written = calibrated_parameters(model_file.parent) if calibrated else {}
+    except ModelError:  # a malformed file cannot have supplied the values
+        written = {}
+    own = {k: v for k, v in calibrated.items() if k in written and written[k] == v}
+    layers: list[tuple[Path | None, ModelChoice]] = [(None, stack_layers({}))]
+    if own:
+        layers.append((model_file.parent / "calibrated.yaml", stack_layers(own)))
+    if len(own) < len(calibrated):
+        layers.append((None, stack_layers(calibrated)))
+    if whatif is not None:
+        layers.append((whatif.file, stack_layers(calibrated, whatif)))
+    return layers
 
 
 def calibrated_parameters(model_dir: Path) -> dict[str, Any]:

@@ -15,11 +15,9 @@ import plotly.graph_objects as go
 
 from simstack.lang.spec import ModelSpec
 from simstack.load.graph import validated_graph
-from simstack.load.loader import load_model
 from simstack.report.context import Context
 from simstack.report.page import Part, Table
 from simstack.report.registry import builds
-from simstack.studies.evaluate.metrics import chosen
 from simstack.studies.schema.report import FigureSpec
 from simstack.studies.schema.selection import RunSelection
 
@@ -35,10 +33,7 @@ def graph_of(ctx: Context, fig_spec: FigureSpec) -> nx.DiGraph:
 
 def spec_of(ctx: Context, run: RunSelection | None) -> ModelSpec:
     """The validated model a run would use: its scenario, what-if, parameters and flags."""
-    sel = ctx.chosen(run)
-    choice = chosen(sel, ctx.evaluator.base_parameters, ctx.model_dir)
-    return load_model(ctx.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
-                      flags=choice.flags)
+    return ctx.evaluator.model(ctx.chosen(run))  # as the runs load it: an error names its file
 
 
 def positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:

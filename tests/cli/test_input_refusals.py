@@ -148,7 +148,9 @@ def test_an_error_names_the_file_the_bad_value_comes_from(tmp_path: Path) -> Non
     whatif_file.write_text("parameters: {servce: 1.0}\n")
     with pytest.raises(ModelError, match=r"whatif\.yaml: parameters \(override\): unknown parameter 'servce'"):
         load_chosen(model / "model.yaml", {}, read_whatif(whatif_file))
-    with pytest.raises(ModelError, match=r"calibrated\.yaml: components\.station\.service: exp: mean: .*'abc'"):
+    (model / "calibrated.yaml").write_text("parameters: {service: abc}\n")  # the values below are its
+    with pytest.raises(ModelError, match=r"calibrated\.yaml: parameters\.service: exp: mean: .*'abc'.*"
+                                         r" \(as components\.station\.service\)"):
         load_chosen(model / "model.yaml", {"service": "abc"}, None)
     with pytest.raises(ModelError, match=r"model\.yaml: parameters \(override\): unknown parameter 'nope'"):
         load_chosen(model / "model.yaml", {"service": 1.0}, None, parameters={"nope": 1})

@@ -22,8 +22,7 @@ from simstack.engine.precise import simulate_until_precise, stat_name
 from simstack.engine.simulate import RunResult, simulate
 from simstack.errors import ConfigError, ModelError
 from simstack.lang.spec import ModelSpec
-from simstack.load.loader import load_model
-from simstack.load.precedence import ModelChoice, calibrated_parameters, run_settings, stack_layers
+from simstack.load.precedence import ModelChoice, calibrated_parameters, load_chosen, run_settings, stack_layers
 from simstack.load.whatif import WhatIf, load_whatif
 from simstack.studies.evaluate.capacity import CapacityResult, Probe, find_capacity, probe
 from simstack.studies.evaluate.run_values import latencies_of, metric_in_replication, run_statistic
@@ -287,10 +286,16 @@ class Evaluator:
         """A capacity probe decided sequentially (``sequential.decided_probe``)."""
         return decided_probe(self, metric, run, n)
 
+    def model(self, sel: RunSelection) -> ModelSpec:
+        """The model a run of ``sel`` uses, loaded as a plain run loads it (``load_chosen``: the
+        layers of ``choice``), so an error names the file it is in (``calibrated.yaml``, the
+        what-if), not the model file that received the value."""
+        return load_chosen(self.model_dir / "model.yaml", self.base_parameters,
+                           self.whatif(sel.whatif) if sel.whatif else None,
+                           scenario=sel.scenario, parameters=sel.parameters, flags=sel.flags)
+
     def _spec(self, sel: RunSelection) -> tuple[ModelSpec, dict[str, Any]]:
-        choice = self.choice(sel)
-        spec = load_model(self.model_dir / "model.yaml", scenario=choice.scenario, parameters=choice.parameters,
-                          flags=choice.flags)
+        spec = self.model(sel)
         return spec, run_settings(spec.settings, self.study.defaults, sel.settings)
 
     def _spend(self, result: RunResult) -> None:
