@@ -233,19 +233,23 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
+# Why a step's tasks are never cancelled: Ray's cancel races with a task that is finishing, and
+# the driver then aborts on a failed internal check ("Tried to complete task that was not
+# pending", ray-project/ray issue 54846): `simstack` died with a C++ stack trace where an item's
+# error should have been one line. A task left running finishes and its result is dropped; when
+# the command ends, Ray ends its job's tasks with the driver.
+
+
 class _RayPool:
     def __init__(self, backend: RayCluster, jobs: int):
         self.backend = backend
         self.jobs = jobs
         self.ray = backend.connect()
         self.task = self.ray.remote(num_cpus=1, max_retries=backend.max_retries)(_run_shipped)
-        self._running: list[Any] = []
 
     def close(self, cancel: bool = False) -> None:
-        if cancel:
-            for ref in self._running:
-                self.ray.cancel(ref)
-        self._running = []
+        """Nothing to do, even when asked to cancel: a step's tasks are left to finish (the note
+        above) and end with this driver at the latest."""
 
     def _nodes(self) -> dict[str, str]:
         """The live nodes: id -> address."""
@@ -269,31 +273,26 @@ class _RayPool:
                 index = waiting.pop()
                 running[self.task.remote(self.backend, folders, shared, positions, payloads[index])] = index
 
-        try:
-            submit()
-            while running:
-                self._running = list(running)
-                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
-                if time.monotonic() - looked >= POLL_S or not ready:
-                    lost |= self._look(alive, lost)
-                    looked = time.monotonic()
-                for ref in ready:
-                    index = running.pop(ref)
-                    ok, data, attempt = self._get(ref)
-                    attempts.append(attempt)
-                    value = shipping.unpack(data)
-                    if not ok:
-                        raise value
-                    submit()
-                    yield index, value
-            lost |= self._look(alive, lost)
-            said = rerun_notice(len(items), attempts, len(lost))
-            if said:
-                self.backend.notice(said)
-        finally:
-            for ref in running:
-                ray.cancel(ref)
-            self._running = []
+        # an item that fails, or a caller that stops reading, leaves the others running (the note above)
+        submit()
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+            if time.monotonic() - looked >= POLL_S or not ready:
+                lost |= self._look(alive, lost)
+                looked = time.monotonic()
+            for ref in ready:
+                index = running.pop(ref)
+                ok, data, attempt = self._get(ref)
+                attempts.append(attempt)
+                value = shipping.unpack(data)
+                if not ok:
+                    raise value
+                submit()
+                yield index, value
+        lost |= self._look(alive, lost)
+        said = rerun_notice(len(items), attempts, len(lost))
+        if said:
+            self.backend.notice(said)
 
     def _look(self, alive: dict[str, str], lost: dict[str, str]) -> dict[str, str]:
         """Nodes that were alive when the step began and are gone now (said once each)."""

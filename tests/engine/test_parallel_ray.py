@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,14 @@ def _refuses(path: Path) -> None:
     raise ModelError("unknown kind 'dbb'", file=str(path), path="components.db")
 
 
+def _fails_first(path: Path, n: int) -> int:
+    """Item 0 fails at once; item 1 is still running when it does."""
+    if n == 0:
+        _refuses(path)
+    time.sleep(3)
+    return n
+
+
 def _killed_once(marker: str, n: int) -> int:
     if n == 1 and not Path(marker).exists():
         Path(marker).touch()
@@ -85,6 +94,20 @@ def test_an_error_on_a_node_is_the_error_itself_naming_the_folder_here(backend: 
         list(workers.map(_refuses, [(folder / "model.yaml",), (folder / "model.yaml",)]))
     assert str(refused.value) == f"{folder / 'model.yaml'}: components.db: unknown kind 'dbb'"
     assert refused.value.file == str(folder / "model.yaml")
+
+
+def test_a_failing_item_cancels_no_other_task(backend: RayCluster, folder: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's cancel races with a task that is finishing, and the driver then aborts on a failed
+    internal check ("Tried to complete task that was not pending"): the pytest worker died
+    this way, one test after the failing item. A step whose item fails raises that item's
+    error and leaves the other tasks to finish, on the error path and on the pool's close."""
+    cancelled: list[object] = []
+    monkeypatch.setattr(ray, "cancel", lambda ref, **_: cancelled.append(ref))
+    model = folder / "model.yaml"
+    with pytest.raises(ModelError, match="unknown kind 'dbb'"), Workers(2, backend) as workers:
+        list(workers.map(_fails_first, [(model, 0), (model, 1)]))
+    assert cancelled == []
 
 
 def test_paths_outside_model_folders_travel_as_they_are(backend: RayCluster, tmp_path: Path) -> None:
