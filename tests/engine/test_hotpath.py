@@ -102,17 +102,17 @@ def test_staleness_is_judged_by_content() -> None:
         "simstack.resources.meter", "simstack.gone"]
 
 
-def test_an_extension_of_a_module_dropped_from_the_list_is_removed_before_the_next_build(tmp_path: Path) -> None:
+def test_an_extension_of_a_module_dropped_from_the_list_is_removed_before_the_next_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A module compiled by an earlier build and since taken off the hook's list: Python would
     import its extension over its source, and that extension calls the earlier build's shared
     library, which the next build replaces (``ModuleNotFoundError`` at the first import). The
     build sweeps it away; a listed module's extension, and the native kernel's (built from C),
     are left to their own steps."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        import hatch_build
-    finally:
-        sys.path.remove(str(ROOT))
+    if not (ROOT / "hatch_build.py").is_file():
+        pytest.skip("needs the source tree")
+    monkeypatch.syspath_prepend(str(ROOT))
+    import hatch_build
     tag = "cpython-311-x86_64-linux-gnu.so"
     files = ["simstack/resources/memory.py", f"simstack/resources/memory.{tag}",  # dropped from the list
              "simstack/resources/meter.py", f"simstack/resources/meter.{tag}",  # still listed
