@@ -47,20 +47,22 @@ if TYPE_CHECKING:
 MIXED_COLUMNS = ("predicted", "measured", "measured_median_ms", "model_median_ms", "reference_median_ms")
 
 
-def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> Study:
+def study_of(cfg: DictConfig, task: str, overrides: list[str] | None = None) -> tuple[Study, Mapping[str, Any]]:
     """The chosen model's study with the command line's run settings (``overrides``: the
     command line's, else Hydra's record of them) over its ``defaults``, refused where the
-    study states them itself (``simstack.studies.schema.settings``)."""
+    study states them itself (``simstack.studies.schema.settings``); and the model's own
+    ``settings`` (for ``settings_line``), from the one load that tells its warnings."""
     model, models_dir = study_model(cfg)
     study = load_study(model_dir_of(model, models_dir))
-    say_raised(load_model(study.folder / "model.yaml"))  # limits the model raises, told at every task too
-    return apply_settings(study, given_settings(cfg, overrides), task)
+    spec = load_model(study.folder / "model.yaml")
+    say_raised(spec)  # limits the model raises, told at every task too
+    return apply_settings(study, given_settings(cfg, overrides), task), spec.settings
 
 
-def settings_line(study: Study) -> str:
+def settings_line(study: Study, model_settings: Mapping[str, Any]) -> str:
     """The run settings a study task's runs take, and where each comes from (the replications
-    and the seed always, the model's own where the study states neither)."""
-    effect = settings_in_effect(study, load_model(study.folder / "model.yaml").settings)
+    and the seed always, the model's own ``model_settings`` where the study states neither)."""
+    effect = settings_in_effect(study, model_settings)
     return "settings: " + ", ".join(f"{key}={_setting_text(value)} ({source})"
                                     for key, (value, source) in effect.items())
 
@@ -105,23 +107,27 @@ def check(cfg: DictConfig) -> int:
     model, models_dir = study_model(cfg)
     names = [model] if chosen else models_with_checks(models_dir)
     side_by_side = jobs(cfg) or 1
+    own: list[Mapping[str, Any]] = []  # each model's settings, for its settings line
     for name in names:  # limits a model raises, told before its runs as at every other task
-        for line in load_model(model_dir_of(name, models_dir) / "model.yaml").warnings:
+        spec = load_model(model_dir_of(name, models_dir) / "model.yaml")
+        own.append(spec.settings)
+        for line in spec.warnings:
             print(f"warning: {name}: {line}" if len(names) > 1 else f"warning: {line}", file=sys.stderr)
     if len(names) > 1:
         print(f"checking {len(names)} models: {', '.join(names)}"
               + (f" ({side_by_side} side by side)" if side_by_side > 1 else ""), flush=True)
     failed = False
-    for result in check_models(names, models_dir, measured=plain(cfg.get("measured"), "measured"),
-                               reference=plain(cfg.get("reference"), "reference"), jobs=side_by_side,
-                               progress=progress(cfg), settings=given_settings(cfg)):
-        print_check(result)
+    results = check_models(names, models_dir, measured=plain(cfg.get("measured"), "measured"),
+                           reference=plain(cfg.get("reference"), "reference"), jobs=side_by_side,
+                           progress=progress(cfg), settings=given_settings(cfg))
+    for result, model_settings in zip(results, own, strict=True):  # in the order of names
+        print_check(result, model_settings)
         failed |= result.failed
     print("check: FAILED" if failed else "check: all within tolerance", file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0
 
 
-def print_check(result: ModelCheck) -> None:
+def print_check(result: ModelCheck, model_settings: Mapping[str, Any]) -> None:
     stale = stale_calibration(result.study.folder)
     if stale:
         print(f"warning: {stale}", file=sys.stderr)
@@ -133,7 +139,7 @@ def print_check(result: ModelCheck) -> None:
         verdict = f"{len(table)} check(s), {result.failures} out of tolerance"
         shown = with_units(table, durations=(), shares=("rel_error", "tolerance"))
     print(f"{result.label}: {verdict}, {result.seconds:.1f} s", flush=True)
-    print(settings_line(result.study))
+    print(settings_line(result.study, model_settings))
     if not table.empty:
         print(format_table(shown, mixed=MIXED_COLUMNS))
     if result.rows is not None:
@@ -192,8 +198,8 @@ def calibrate(cfg: DictConfig) -> int:
     from simstack.studies.fit.calibrate import check_free_under, chosen_alternatives
     from simstack.studies.fit.holdout import leave_out
 
-    study = study_of(cfg, "calibrate")
-    print(settings_line(study) + candidate_seed(study))
+    study, model_settings = study_of(cfg, "calibrate")
+    print(settings_line(study, model_settings) + candidate_seed(study))
     alternative, holdout = optional_text(cfg, "alternative"), optional_text(cfg, "holdout")
     if holdout:
         print_leave_out(study, leave_out(study, holdout, progress=progress(cfg), jobs=jobs(cfg) or 1))
@@ -297,8 +303,8 @@ def predict(cfg: DictConfig) -> int:
     from simstack.studies.intervals import method
     from simstack.studies.predict import interval_plan, predict_selection, write_predictions
 
-    study = study_of(cfg, "predict")
-    print(settings_line(study))
+    study, model_settings = study_of(cfg, "predict")
+    print(settings_line(study, model_settings))
     where = plain(cfg.get("where"), "where") or {}
     parameters = plain(cfg.get("parameters"), "parameters") or {}
     flags = plain(cfg.get("flags"), "flags") or {}
@@ -361,8 +367,8 @@ def crosscheck(cfg: DictConfig) -> int:
     from simstack.studies.crosscheck import crosscheck_into, summary
 
     refuse_unused(cfg, "crosscheck", "it simulates its points one after another", settings=False)
-    study = study_of(cfg, "crosscheck")
-    print(settings_line(study))
+    study, model_settings = study_of(cfg, "crosscheck")
+    print(settings_line(study, model_settings))
     started = time.perf_counter()
     table, path = crosscheck_into(study, progress=progress(cfg))
     if path is not None:
@@ -379,8 +385,8 @@ def report(cfg: DictConfig) -> int:
     """``simstack report``: the page of the study's ``report:`` section (``out=`` or ``reports/MODEL.html``)."""
     model, models_dir = study_model(cfg)
     model_dir = model_dir_of(model, models_dir)
-    study = study_of(cfg, "report")  # the settings refused before any run
-    print(settings_line(study))
+    study, model_settings = study_of(cfg, "report")  # the settings refused before any run
+    print(settings_line(study, model_settings))
     from simstack.report.build import write_report  # plotly and the pages: only the report needs them
 
     path, cost = write_report(model_dir, optional_text(cfg, "out"), progress=progress(cfg), jobs=jobs(cfg) or 1,

@@ -87,7 +87,7 @@ def _honoured(task: str, key: str, value: Any, cfg: DictConfig, overrides: list[
         return jobs(cfg) == value
     if head == "progress":
         return progress(cfg) is value
-    study = study_of(cfg, task if task != "solve" else "check", overrides)
+    study, _ = study_of(cfg, task if task != "solve" else "check", overrides)
     if head == "precision":
         chosen = Evaluator(study).precision_for(study.metrics["sojourn"], RunSelection())  # type: ignore[arg-type]
         read = {"relative": chosen.target.relative, "absolute": chosen.target.absolute,
@@ -140,7 +140,7 @@ def test_a_calibration_runs_on_its_own_seed(models: Path) -> None:
     with pytest.raises(ConfigError, match=r"calibration\.seed"):
         study_of(cfg, "calibrate", ["sim.seed=9"])
     cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}", "sim.replications=2")
-    assert study_of(cfg, "calibrate", ["sim.replications=2"]).defaults["replications"] == 2
+    assert study_of(cfg, "calibrate", ["sim.replications=2"])[0].defaults["replications"] == 2
 
 
 def _own_copy(tmp_path: Path, old: str, new: str) -> Path:
@@ -157,31 +157,32 @@ def test_a_calibration_stating_no_seed_takes_the_command_lines(tmp_path: Path) -
     """It was refused as stated at calibration.seed, which the study did not state."""
     models = _own_copy(tmp_path, "  seed: 3\n", "")
     cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}", "sim.seed=9")
-    study = study_of(cfg, "calibrate", ["sim.seed=9"])
+    study, model_settings = study_of(cfg, "calibrate", ["sim.seed=9"])
     assert study.calibration is not None and study.calibration.seed == 9
-    assert settings_line(study) + candidate_seed(study) == (
+    assert settings_line(study, model_settings) + candidate_seed(study) == (
         "settings: replications=4 (defaults), seed=9 (command line, over the study's 3); every candidate on "
         "seed=9 as the study's runs (it states no calibration.seed)")
     cfg = _compose("task=calibrate", "model=mm1_study", f"models_dir={models}")
-    assert candidate_seed(study_of(cfg, "calibrate", [])) == \
+    assert candidate_seed(study_of(cfg, "calibrate", [])[0]) == \
         "; every candidate on seed=3 as the study's runs (it states no calibration.seed)"
     assert candidate_seed(study_of(_compose("task=calibrate", "model=mm1_study", f"models_dir={FIXTURE.parent}"),
-                                   "calibrate", [])) == "; every candidate on calibration.seed=3"
+                                   "calibrate", [])[0]) == "; every candidate on calibration.seed=3"
 
 
 def test_the_settings_line_names_the_replications_and_seed_the_study_leaves_out(tmp_path: Path) -> None:
     """A study naming no replications ran 1 and said only what it named (``seed=7 (defaults)``)."""
     models = _own_copy(tmp_path, "defaults: {replications: 4, seed: 3}", "defaults: {seed: 7}")
     cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}")
-    assert settings_line(study_of(cfg, "check", [])) == "settings: seed=7 (defaults), replications=1 (built-in default)"
+    assert settings_line(*study_of(cfg, "check", [])) == \
+        "settings: seed=7 (defaults), replications=1 (built-in default)"
     cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}", "sim.replications=3")
-    assert settings_line(study_of(cfg, "check", ["sim.replications=3"])) == \
+    assert settings_line(*study_of(cfg, "check", ["sim.replications=3"])) == \
         "settings: seed=7 (defaults), replications=3 (command line)"
     model = models / "mm1_study" / "model.yaml"
     model.write_text(model.read_text().replace("settings: {horizon: 4000, warmup: 200}",
                                                "settings: {horizon: 4000, warmup: 200, replications: 2}"))
     cfg = _compose("task=check", "model=mm1_study", f"models_dir={models}")
-    assert settings_line(study_of(cfg, "check", [])) == \
+    assert settings_line(*study_of(cfg, "check", [])) == \
         "settings: seed=7 (defaults), replications=2 (the model's settings)"
 
 
