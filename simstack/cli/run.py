@@ -373,5 +373,5 @@ def comparison_text(comparison: Comparison, header: str) -> str:
         if idle:
             parts.append(f"idle in both, not shown: {', '.join(idle)}")
         if (~busy & ~resources["resource"].isin(idle)).any():
-            parts.append("rows 0 before and after not shown (comparison_resources.csv has them)")
+            parts.append("rows that are 0 before and after are not shown (comparison_resources.csv has them)")
     return "\n".join(parts)

@@ -74,7 +74,8 @@ def build_report(model_dir: Path, progress: bool = False, jobs: int = 1,
     for fig in figures:
         parts += _figure(ctx, fig)
     wall = time.perf_counter() - started
-    shown = ", ".join(f"{k}={v}" for k, v in {**spec.settings, **study.given}.items()) or "the study's defaults"
+    stated = {**study.defaults, **spec.settings}  # the command line's are in the defaults (apply_settings)
+    shown = ", ".join(f"{k}={v}" for k, v in stated.items() if v is not None) or "the model's own"
     footer = (f"<p><small>Built by <code>simstack report model={html.escape(study.model)}</code> in {wall:.0f} s "
               f"({runs} simulation runs; run settings: {html.escape(shown)}) from "
               f"{html.escape(study.path.name)}.</small></p>")

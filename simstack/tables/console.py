@@ -297,6 +297,27 @@ def loss_lines(result: RunResult) -> list[str]:
     return [printable(line, lines=False) for line in lines]
 
 
+def deadline_lines(result: RunResult) -> list[str]:
+    """One line per step whose ``deadline:`` was missed, with how often and by how much (a
+    miss that does not fail its request was written to ``deadlines.csv`` and said nowhere)."""
+    misses = result.deadlines
+    if misses.empty:
+        return []
+    req = result.requests  # the requests through the step: those that ended well, and those a miss failed
+    through = req[req["ok"] | req["reason"].astype(str).str.startswith("deadline missed")]
+    finished = through["request"].astype(str).value_counts()
+    lines = []
+    for (request, step), rows in misses.groupby(["request", "step"], sort=False, observed=True):
+        of = int(finished.get(str(request), 0))
+        share = f" of the {of} that finished it ({number(round(100 * len(rows) / of, 2))} %)" if of else ""
+        scale, unit = duration_scale(rows["lateness"], time_unit(result))
+        deadline, late = float(rows["deadline"].iloc[0]) * scale, float(rows["lateness"].max()) * scale
+        lines.append(f"warning: request {request}: step {step} missed its deadline of {number(round(deadline, 4))} "
+                     f"{unit} in {len(rows)} requests{share}, late by up to {number(round(late, 4))} {unit} "
+                     "(deadlines.csv lists each)")
+    return [printable(line, lines=False) for line in lines]
+
+
 def resource_table(result: RunResult) -> pd.DataFrame:
     """Every resource that did something; one that never worked, queued or dropped (a host
     whose components do no CPU work) is left out of the printed table, not of resources.csv."""
@@ -309,7 +330,7 @@ def resource_table(result: RunResult) -> pd.DataFrame:
 
 def summary_text(result: RunResult) -> str:
     """The run header on its own line, then latency, stage and resource tables, as printed."""
-    parts = [run_header(result), *loss_lines(result), format_table(latency_table(result)), ""]
+    parts = [run_header(result), *loss_lines(result), *deadline_lines(result), format_table(latency_table(result)), ""]
     percentiles = percentile_table(result)
     parts += [percentiles.attrs["note"] + ":", format_table(percentiles), ""]
     if result.stopped is not None:

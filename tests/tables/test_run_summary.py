@@ -116,3 +116,23 @@ def test_a_model_without_a_time_unit_is_labelled_in_model_time_units() -> None:
     assert np.allclose(latency_table(result)["mean_tu"], summary["mean"], equal_nan=True)  # type: ignore[arg-type]
     with pytest.raises(ModelError, match=r"settings\.time_unit.*'ms'"):
         build_spec({**IOC, "settings": {"time_unit": "ms"}}, Path("ioc.yaml"))
+
+
+def test_a_missed_deadline_that_fails_nothing_is_said_with_its_count_share_and_lateness() -> None:
+    """A step past its ``deadline:`` without ``on_miss: fail`` was written to deadlines.csv and
+    said nowhere: a run could miss most of its deadlines and print nothing about them."""
+    model = copy.deepcopy(IOC)
+    model["requests"]["archive_write"]["steps"] = [{"cpu": "3ms", "name": "write", "deadline": "1ms"}]
+    result = _run(model)
+    misses = result.deadlines  # type: ignore[attr-defined]
+    req = result.requests  # type: ignore[attr-defined]
+    writes = int(((req["request"] == "archive_write") & req["ok"]).sum())  # the others were dropped at the queue
+    assert 0 < len(misses) == writes < int((req["request"] == "archive_write").sum())  # each write: 3 ms against 1 ms
+    lines = [line for line in summary_text(result).splitlines() if "deadline" in line]  # type: ignore[arg-type]
+    late = misses["lateness"].max() * 1e3
+    assert lines == [f"warning: request archive_write: step write missed its deadline of 1 ms in {writes} requests "
+                     f"of the {writes} that finished it (100 %), late by up to {late:.4g} ms "
+                     "(deadlines.csv lists each)"]
+    assert not [line for line in summary_text(_run({**IOC, "requests": {  # type: ignore[arg-type]
+        **IOC["requests"], "archive_write": {"host": "archiver", "steps": [{"cpu": "100us", "name": "write"}]}}}))
+        .splitlines() if "deadline" in line]
