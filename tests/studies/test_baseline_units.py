@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from simstack.errors import DataError
-from simstack.studies.evaluate.baselines import row_value, unit_scale
-from simstack.studies.evaluate.check import measured_baselines
+from simstack.studies.evaluate.baselines import measured_baselines, row_value, unit_scale
 from simstack.studies.schema.study import load_study
 
 ROOT = Path(__file__).resolve().parents[2]

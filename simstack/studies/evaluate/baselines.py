@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from simstack.errors import DataError
 from simstack.io.plaindata import check_csv_text
 from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS
+
+if TYPE_CHECKING:
+    from simstack.studies.schema.study import CheckSpec, Study
 
 
 def file_hash(path: Path) -> str:
@@ -61,7 +65,7 @@ def row_value(row: pd.Series, where: str, source: Path | str, column: str = "val
     try:
         value = float(text)
     except ValueError:
-        raise DataError(f"{where}: baseline {column} {text!r} is not a number") from None
+        raise DataError(f"{where} ({Path(source).name}): baseline {column} {text!r} is not a number") from None
     unit = str(row.get("unit", "")).strip()
     scale = unit_scale(unit)
     if scale is None:
@@ -104,3 +108,18 @@ def _row_label(row: pd.Series) -> str:
         if str(row.get(column, "")).strip():
             return f"row {column}={str(row[column]).strip()!r}"
     return f"data row {row.name + 1}" if isinstance(row.name, Integral) else "row"
+
+
+def measured_baselines(study: Study, checks: Sequence[CheckSpec] | None = None) -> dict[str, float]:
+    """The measured value of each check against a baseline row (of ``checks``, else all the
+    study's) in base units, by check id: read before the first simulation, so a selector that
+    matches no row or a unit not known is said at once."""
+    wanted = [check for check in (study.checks if checks is None else checks) if check.baseline is not None]
+    if not wanted:
+        return {}
+    if study.baselines is None:
+        raise DataError(f"{study.path}: check {wanted[0].id!r} names a baseline row but the study has no "
+                        "baselines file")
+    table = read_baselines(study.baselines)
+    return {check.id: row_value(select_row(table, check.baseline, f"{study.path}: check {check.id}"),  # type: ignore[arg-type]
+                                f"{study.path}: check {check.id}", study.baselines) for check in wanted}

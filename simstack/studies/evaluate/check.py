@@ -35,7 +35,7 @@ from simstack.io.paths import known_models, model_dir_of
 from simstack.io.plaindata import check_csv_text
 from simstack.io.progress import bar
 from simstack.load.kept import one_command
-from simstack.studies.evaluate.baselines import read_baselines, row_value, select_row
+from simstack.studies.evaluate.baselines import measured_baselines
 from simstack.studies.evaluate.conformal import Coverage
 from simstack.studies.evaluate.leftout import self_check
 from simstack.studies.evaluate.metrics import Evaluator
@@ -85,20 +85,6 @@ def check_study(study: Study, evaluator: Evaluator | None = None, progress: str 
     for spec in study.series:  # measured time series against the run's windows
         rows.append(compare_series(study, spec, ev.run).row(study.model))
     return pd.DataFrame(rows)
-
-
-def measured_baselines(study: Study) -> dict[str, float]:
-    """Each baseline check's measured value in base units, by check id: read before the
-    first simulation, so a selector that matches no row or a unit not known is said at once."""
-    wanted = [check for check in study.checks if check.baseline is not None]
-    if not wanted:
-        return {}
-    if study.baselines is None:
-        raise DataError(f"{study.path}: check {wanted[0].id!r} names a baseline row but the study has no "
-                        "baselines file")
-    table = read_baselines(study.baselines)
-    return {check.id: row_value(select_row(table, check.baseline, f"{study.path}: check {check.id}"),  # type: ignore[arg-type]
-                                f"{study.path}: check {check.id}", study.baselines) for check in wanted}
 
 
 def models_with_checks(models_dir: Any = None) -> list[str]:

@@ -33,7 +33,7 @@ from simstack.io.outputs import FileGroup, output_path, yaml_text
 from simstack.io.progress import bar
 from simstack.lang.units import HZ_UNITS, SIZE_UNITS, TIME_UNITS, quantity
 from simstack.load.loader import load_model
-from simstack.studies.evaluate.baselines import file_hash, read_baselines, row_value, select_row
+from simstack.studies.evaluate.baselines import file_hash, measured_baselines
 from simstack.studies.evaluate.metrics import resolve
 from simstack.studies.evaluate.search import bisect
 from simstack.studies.fit.candidate import Fit, TargetErrors
@@ -93,9 +93,7 @@ def calibrate(study: Study, progress: bool = True, alternative: Alternative | No
     if study.baselines is None:
         raise ModelError("calibration needs a baselines file", file=str(study.path))
     table_path = study.baselines
-    table = read_baselines(table_path)
-    measured = {c.id: row_value(select_row(table, c.baseline, f"{study.path}: check {c.id}"),  # type: ignore[arg-type]
-                                f"{study.path}: check {c.id} ({table_path.name})", table_path) for c in targets}
+    measured = measured_baselines(study, targets)
     zero = [name for name, value in measured.items() if value == 0]
     if zero:
         raise ModelError(f"calibration target {zero[0]!r}: its measured value is 0, so its relative error is "

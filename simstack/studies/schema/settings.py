@@ -20,15 +20,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from simstack.errors import ConfigError
+from simstack.load.precedence import run_settings
 from simstack.studies.schema.run_keys import RUN_KEYS
 from simstack.studies.schema.selection import RunSelection
 from simstack.studies.schema.study import Study
 from simstack.tables.stopping import precision_from
 
 # What a run takes for a setting that neither the study, the command line nor the model states
-# (``simstack.load.precedence.run_settings``): said in each task's header for the two that
-# decide what the figures rest on.
-BUILT_IN = {"replications": 1, "seed": 1}
+# (``simstack.load.precedence.run_settings`` of nothing): said in each task's header for the two
+# that decide what the figures rest on.
+BUILT_IN = {key: run_settings({})[key] for key in ("replications", "seed")}
 NEVER = {"record_steps": "a study records a request's steps exactly where one of its metrics reads a step",
          "record": "a study keeps the rows its metrics read (percentiles, per-replication values)"}
 # The part of the study each task reads (the metrics they name are followed).
